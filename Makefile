@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make test` and `make demo`. Both create .venv when it is
+# missing and install the package with its test extras; the install reruns when pyproject.toml
+# changes.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck unit demo bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("retention needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP) lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check retention tests benchmarks
+	$(BIN)/ruff format --check retention tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict retention
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+demo: $(STAMP)
+	$(BIN)/retention demo
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/parse.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist *.egg-info

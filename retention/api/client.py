@@ -1,0 +1,576 @@
+"""A typed client for the nine endpoints of the API contract and the two discovery lists.
+
+    client = OpsManagerClient(base_url, Credentials("pub", SecretStr("priv")))
+    for snap in client.list_snapshots(project_id, cluster_id, completed="all"):
+        ...
+
+Lists are ``ListWalk`` iterators: they page at itemsPerPage=500, drop repeated ids (a page
+boundary can shift while we read) and, once exhausted, check the unique count against the
+API's ``totalCount``, raising InconsistentListError when they differ. Every failure is an
+``ApiError`` that names the endpoint (see retention.errors).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from urllib.parse import quote
+
+import requests
+from pydantic import TypeAdapter, ValidationError
+
+from retention.api import models
+from retention.api.models import (
+    AgentLinks,
+    Alert,
+    AlertAcknowledgement,
+    CompletedFilter,
+    ConfigServerSnapshot,
+    ListPage,
+    Snapshot,
+    SnapshotPatch,
+)
+from retention.api.transport import (
+    Credentials,
+    RetryPolicy,
+    Timeouts,
+    TLSConfig,
+    build_session,
+)
+from retention.errors import (
+    AuthenticationError,
+    ConnectError,
+    InconsistentListError,
+    InvalidFieldsError,
+    MalformedResponseError,
+    RequestInfo,
+    RequestTimeoutError,
+    ResponseInfo,
+    TLSError,
+    status_error_class,
+)
+
+log = logging.getLogger("retention.api")
+
+MAX_ITEMS_PER_PAGE = 500
+SERVICE_VERSION_HEADER = "X-Server-Service-Version"
+_PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
+
+
+class Endpoint(NamedTuple):
+    """An API operation: its method and path template, as the spec writes them."""
+
+    method: str
+    template: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.template}"
+
+
+PATCH_SNAPSHOT = Endpoint(
+    "PATCH", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}"
+)
+LIST_SNAPSHOTS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots")
+GET_SNAPSHOT = Endpoint("GET", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}")
+LIST_CONFIG_SERVER_SNAPSHOTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts/{HOST-ID}/snapshots")
+GET_CONFIG_SERVER_SNAPSHOT = Endpoint(
+    "GET", "/groups/{PROJECT-ID}/hosts/{HOST-ID}/snapshots/{SNAPSHOT-ID}"
+)
+LIST_ALERTS = Endpoint("GET", "/groups/{PROJECT-ID}/alerts")
+GET_ALERT = Endpoint("GET", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
+PATCH_ALERT = Endpoint("PATCH", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
+GET_AGENT_LINKS = Endpoint("GET", "/groups/{PROJECT-ID}/agents")
+LIST_CLUSTERS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters")
+LIST_HOSTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts")
+
+
+def encode_segment(value: str) -> str:
+    """Percent-encode one path segment built from data; ids are data, not path syntax.
+
+    A segment of only dots cannot be sent safely (requests decodes ``%2E`` back into ``.``,
+    and servers resolve ``..``), so it is refused; no real id looks like that.
+    """
+    if not value:
+        raise ValueError("an empty id cannot be part of a path")
+    if value.strip(".") == "":
+        raise ValueError(f"{value!r} is not a valid id (a path segment of only dots)")
+    return quote(value, safe="")
+
+
+def build_path(endpoint: Endpoint, ids: tuple[str, ...]) -> str:
+    """Fill the endpoint's placeholders with the given ids, each percent-encoded."""
+    names = _PLACEHOLDER.findall(endpoint.template)
+    if len(names) != len(ids):
+        raise TypeError(f"{endpoint} takes {len(names)} ids, got {len(ids)}")
+    values = iter(ids)
+    return _PLACEHOLDER.sub(lambda _m: encode_segment(next(values)), endpoint.template)
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+ItemT = TypeVar("ItemT", bound=_HasId)
+T = TypeVar("T")
+
+
+@dataclass
+class _Answer:
+    """A successful answer: the raw body, or the unwrapped content in envelope mode."""
+
+    raw: bytes
+    request: RequestInfo
+    response: ResponseInfo
+    content: Any = None
+    unwrapped: bool = False
+
+
+class OpsManagerClient:
+    """The API client: one requests.Session shared by all threads, digest auth per thread."""
+
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+        tls: TLSConfig | None = None,
+        envelope: bool = False,
+        pool_size: int = 8,
+        items_per_page: int = MAX_ITEMS_PER_PAGE,
+    ) -> None:
+        if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:
+            raise ValueError(f"items_per_page must be 1..{MAX_ITEMS_PER_PAGE}")
+        self.base_url = base_url.rstrip("/")
+        self.timeouts = timeouts or Timeouts()
+        self.retry = retry or RetryPolicy()
+        self.tls = tls or TLSConfig()
+        self.envelope = envelope
+        self.items_per_page = items_per_page
+        self.service_version: str | None = None
+        self._config_server_warned = False
+        self._lock = threading.Lock()
+        if not self.tls.verify:
+            log.warning("TLS verification is off (verify_tls: false): answers can be forged")
+        self._session = build_session(
+            credentials, retry=self.retry, tls=self.tls, pool_size=pool_size
+        )
+
+    def __enter__(self) -> OpsManagerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._session.close()
+
+    def __repr__(self) -> str:
+        return f"OpsManagerClient({self.base_url!r})"
+
+    # --- cluster snapshots (endpoints 1-3) ---------------------------------------------------
+
+    def list_snapshots(
+        self, project_id: str, cluster_id: str, completed: CompletedFilter = "all"
+    ) -> ListWalk[Snapshot]:
+        """Every snapshot of a cluster; ``completed="all"`` includes those still running."""
+        return ListWalk(
+            self,
+            LIST_SNAPSHOTS,
+            (project_id, cluster_id),
+            models.SNAPSHOT_PAGE,
+            {"completed": completed},
+        )
+
+    def get_snapshot(self, project_id: str, cluster_id: str, snapshot_id: str) -> Snapshot:
+        """One cluster snapshot."""
+        answer = self._call(GET_SNAPSHOT, (project_id, cluster_id, snapshot_id))
+        return self._parse(GET_SNAPSHOT, answer, _SNAPSHOT)
+
+    def patch_snapshot(
+        self, project_id: str, cluster_id: str, snapshot_id: str, patch: SnapshotPatch
+    ) -> Snapshot:
+        """Change a snapshot's doNotDelete / expires; returns the snapshot as it now is."""
+        body = patch.to_api()
+        # SnapshotPatch refuses this already; a copy made with model_copy() skips validation.
+        if body.get("doNotDelete") is True and "expires" in body:
+            raise InvalidFieldsError(
+                "refusing to send doNotDelete: true together with expires",
+                endpoint=str(PATCH_SNAPSHOT),
+                response=None,
+            )
+        answer = self._call(PATCH_SNAPSHOT, (project_id, cluster_id, snapshot_id), body=body)
+        return self._parse(PATCH_SNAPSHOT, answer, _SNAPSHOT)
+
+    # --- config-server snapshots (endpoints 4-5, deprecated) --------------------------------
+
+    def list_config_server_snapshots(
+        self, project_id: str, host_id: str
+    ) -> ListWalk[ConfigServerSnapshot]:
+        """Every snapshot of a legacy mirrored config server (deprecated endpoint)."""
+        self._warn_config_server_deprecated()
+        return ListWalk(
+            self,
+            LIST_CONFIG_SERVER_SNAPSHOTS,
+            (project_id, host_id),
+            models.CONFIG_SERVER_SNAPSHOT_PAGE,
+        )
+
+    def get_config_server_snapshot(
+        self, project_id: str, host_id: str, snapshot_id: str
+    ) -> ConfigServerSnapshot:
+        """One legacy config-server snapshot (deprecated endpoint)."""
+        self._warn_config_server_deprecated()
+        endpoint = GET_CONFIG_SERVER_SNAPSHOT
+        answer = self._call(endpoint, (project_id, host_id, snapshot_id))
+        return self._parse(endpoint, answer, _CONFIG_SERVER_SNAPSHOT)
+
+    def _warn_config_server_deprecated(self) -> None:
+        with self._lock:
+            if self._config_server_warned:
+                return
+            self._config_server_warned = True
+        log.warning(
+            "the config-server snapshot endpoints are deprecated (legacy mirrored config "
+            "servers, database versions before 3.4); their decisions are advisory only"
+        )
+
+    # --- alerts (endpoints 6-8) -----------------------------------------------------------------
+
+    def list_alerts(self, project_id: str, status: str | None = None) -> ListWalk[Alert]:
+        """A project's alerts, optionally only those with ``status`` (TRACKING, OPEN, CLOSED)."""
+        params = {"status": status} if status else {}
+        return ListWalk(self, LIST_ALERTS, (project_id,), models.ALERT_PAGE, params)
+
+    def get_alert(self, project_id: str, alert_id: str) -> Alert:
+        """One alert."""
+        answer = self._call(GET_ALERT, (project_id, alert_id))
+        return self._parse(GET_ALERT, answer, _ALERT)
+
+    def acknowledge_alert(
+        self, project_id: str, alert_id: str, until: datetime, comment: str | None = None
+    ) -> Alert:
+        """Acknowledge an alert until ``until`` (sent as UTC), with an optional comment."""
+        ack = AlertAcknowledgement(acknowledged_until=until, acknowledgement_comment=comment)
+        answer = self._call(PATCH_ALERT, (project_id, alert_id), body=ack.to_api())
+        return self._parse(PATCH_ALERT, answer, _ALERT)
+
+    def unacknowledge_alert(
+        self, project_id: str, alert_id: str, comment: str | None = None
+    ) -> Alert:
+        """Remove an alert's acknowledgement (a PATCH without acknowledgedUntil)."""
+        ack = AlertAcknowledgement(acknowledgement_comment=comment)
+        answer = self._call(PATCH_ALERT, (project_id, alert_id), body=ack.to_api())
+        return self._parse(PATCH_ALERT, answer, _ALERT)
+
+    # --- agents (endpoint 9) and discovery --------------------------------------------------
+
+    def get_agent_links(self, project_id: str) -> AgentLinks:
+        """Links to the project's monitoring, backup and automation agent resources."""
+        answer = self._call(GET_AGENT_LINKS, (project_id,))
+        return self._parse(GET_AGENT_LINKS, answer, _AGENT_LINKS)
+
+    def list_clusters(self, project_id: str) -> ListWalk[models.Cluster]:
+        """The project's clusters (replica sets, sharded clusters and their shards)."""
+        return ListWalk(self, LIST_CLUSTERS, (project_id,), models.CLUSTER_PAGE)
+
+    def list_hosts(self, project_id: str) -> ListWalk[models.Host]:
+        """The project's hosts; legacy mirrored config servers have typeName SHARD_CONFIG."""
+        return ListWalk(self, LIST_HOSTS, (project_id,), models.HOST_PAGE)
+
+    # --- the request core -------------------------------------------------------------------
+
+    def url_for(self, endpoint: Endpoint, ids: tuple[str, ...]) -> str:
+        """The absolute URL of an endpoint for these ids (percent-encoded)."""
+        return self.base_url + build_path(endpoint, ids)
+
+    def _call(
+        self,
+        endpoint: Endpoint,
+        ids: tuple[str, ...],
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> _Answer:
+        name = str(endpoint)
+        try:
+            url = self.url_for(endpoint, ids)
+        except ValueError as exc:
+            raise InvalidFieldsError(str(exc), endpoint=name) from None
+        query: dict[str, str | int] = dict(params or {})
+        if self.envelope:
+            query["envelope"] = "true"
+        request = RequestInfo(endpoint.method, url)
+        try:
+            response = self._session.request(
+                endpoint.method,
+                url,
+                params=query,
+                json=body,
+                timeout=self.timeouts.as_requests(),
+            )
+            raw = response.content
+        except requests.exceptions.SSLError as exc:
+            raise TLSError(
+                f"TLS failed: {_first_line(exc)} (check ca_bundle, or the server's certificate)",
+                endpoint=name,
+                request=request,
+            ) from None
+        except requests.exceptions.Timeout:
+            raise RequestTimeoutError(
+                f"no answer within {self.timeouts.read:g}s after {self.retry.retries + 1} tries",
+                endpoint=name,
+                request=request,
+            ) from None
+        except requests.exceptions.RequestException as exc:
+            raise ConnectError(
+                f"cannot reach the API at {self.base_url}: {_first_line(exc)}",
+                endpoint=name,
+                request=request,
+            ) from None
+        return self._check(endpoint, request, response, raw)
+
+    def _check(
+        self,
+        endpoint: Endpoint,
+        request: RequestInfo,
+        response: requests.Response,
+        raw: bytes,
+    ) -> _Answer:
+        name = str(endpoint)
+        version = response.headers.get(SERVICE_VERSION_HEADER)
+        if version:
+            self.service_version = version
+        status = response.status_code
+        info = ResponseInfo(
+            status=status,
+            body_excerpt=ResponseInfo.excerpt(raw),
+            content_type=response.headers.get("Content-Type", ""),
+            service_version=version,
+            headers=dict(response.headers),
+        )
+        content: Any = None
+        unwrapped = False
+        if self.envelope and 200 <= status < 300:
+            content, status = _unwrap_envelope(name, request, info, raw)
+            unwrapped = True
+            info = ResponseInfo(
+                status=status,
+                body_excerpt=info.body_excerpt,
+                content_type=info.content_type,
+                service_version=version,
+            )
+        if status == 401:
+            raise AuthenticationError(
+                "the API refused the credentials; check RETENTION_PUBLIC_KEY and the private "
+                "key, and that this host is on the key's API access list",
+                endpoint=name,
+                request=request,
+                response=info,
+            )
+        if not 200 <= status < 300:
+            cls = status_error_class(status)
+            raise cls(_error_message(status, raw), endpoint=name, request=request, response=info)
+        return _Answer(raw, request, info, content, unwrapped)
+
+    def _parse(self, endpoint: Endpoint, answer: _Answer, adapter: TypeAdapter[T]) -> T:
+        try:
+            if answer.unwrapped:
+                return adapter.validate_python(answer.content)
+            return adapter.validate_json(answer.raw)
+        except ValidationError as exc:
+            raise MalformedResponseError(
+                _describe_invalid(answer, exc),
+                endpoint=str(endpoint),
+                request=answer.request,
+                response=answer.response,
+            ) from None
+
+    def _get_page(
+        self,
+        endpoint: Endpoint,
+        ids: tuple[str, ...],
+        params: Mapping[str, str | int],
+        adapter: TypeAdapter[ListPage[ItemT]],
+    ) -> ListPage[ItemT]:
+        answer = self._call(endpoint, ids, params=params)
+        return self._parse(endpoint, answer, adapter)
+
+
+class ListWalk(Generic[ItemT]):
+    """Iterates over every item of a list endpoint, page by page, each id once.
+
+    After the iteration ends, ``total_count`` is the API's count, ``pages`` the number of
+    pages read and ``duplicates`` how many repeated ids were dropped. If the number of unique
+    items differs from ``totalCount``, the iteration raises InconsistentListError at its end,
+    so a consumer that reads to the end knows it saw the whole list.
+    """
+
+    def __init__(
+        self,
+        client: OpsManagerClient,
+        endpoint: Endpoint,
+        ids: tuple[str, ...],
+        adapter: TypeAdapter[ListPage[ItemT]],
+        params: Mapping[str, str | int] | None = None,
+    ) -> None:
+        self._client = client
+        self.endpoint = endpoint
+        self._ids = ids
+        self._adapter = adapter
+        self._params = dict(params or {})
+        self.total_count: int | None = None
+        self.pages = 0
+        self.duplicates = 0
+        self.seen = 0
+
+    def __iter__(self) -> Iterator[ItemT]:
+        per_page = self._client.items_per_page
+        seen_ids: set[str] = set()
+        page_num = 1
+        page_limit: int | None = None
+        while True:
+            params = {**self._params, "pageNum": page_num, "itemsPerPage": per_page}
+            page = self._client._get_page(self.endpoint, self._ids, params, self._adapter)
+            self.pages += 1
+            if page.total_count is None:
+                raise MalformedResponseError(
+                    "list answer has no totalCount, so its completeness cannot be checked",
+                    endpoint=str(self.endpoint),
+                )
+            self.total_count = page.total_count
+            for item in page.results:
+                if item.id in seen_ids:
+                    self.duplicates += 1
+                    continue
+                seen_ids.add(item.id)
+                self.seen += 1
+                yield item
+            if len(page.results) < per_page or page_num * per_page >= page.total_count:
+                break
+            if page_limit is None:
+                # Some slack for items created while we walk; beyond it the server is looping.
+                page_limit = page.total_count // per_page + 100
+            page_num += 1
+            if page_num > page_limit:
+                raise self._inconsistent(
+                    f"still full pages at page {page_num} though totalCount is "
+                    f"{page.total_count}; stopped",
+                    seen=len(seen_ids),
+                )
+        if len(seen_ids) != self.total_count:
+            raise self._inconsistent(
+                f"saw {len(seen_ids)} unique items but totalCount is {self.total_count} "
+                f"({self.pages} pages, {self.duplicates} repeated ids dropped)",
+                seen=len(seen_ids),
+            )
+
+    def _inconsistent(self, message: str, *, seen: int) -> InconsistentListError:
+        return InconsistentListError(
+            message,
+            endpoint=str(self.endpoint),
+            expected=self.total_count or 0,
+            seen=seen,
+            request=RequestInfo(
+                self.endpoint.method, self._client.url_for(self.endpoint, self._ids)
+            ),
+        )
+
+    def collect(self) -> list[ItemT]:
+        """Read the whole list (checked against totalCount) into a list."""
+        return list(self)
+
+
+_SNAPSHOT: TypeAdapter[Snapshot] = TypeAdapter(Snapshot)
+_CONFIG_SERVER_SNAPSHOT: TypeAdapter[ConfigServerSnapshot] = TypeAdapter(ConfigServerSnapshot)
+_ALERT: TypeAdapter[Alert] = TypeAdapter(Alert)
+_AGENT_LINKS: TypeAdapter[AgentLinks] = TypeAdapter(AgentLinks)
+
+
+def _unwrap_envelope(
+    name: str, request: RequestInfo, info: ResponseInfo, raw: bytes
+) -> tuple[Any, int]:
+    """Return (content, real status) of an ``envelope=true`` answer.
+
+    Single results come as ``{"status": N, "content": {...}}``; lists come as the list
+    wrapper with a ``status`` field added.
+    """
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise MalformedResponseError(
+            _describe_not_json(raw, info.content_type, exc),
+            endpoint=name,
+            request=request,
+            response=info,
+        ) from None
+    if not isinstance(body, dict) or not isinstance(body.get("status"), int):
+        raise MalformedResponseError(
+            "envelope=true answer has no integer 'status' field",
+            endpoint=name,
+            request=request,
+            response=info,
+        )
+    status = int(body["status"])
+    if "content" in body:
+        return body["content"], status
+    return body, status
+
+
+def _error_message(status: int, raw: bytes) -> str:
+    """A one-line message from an error body: its detail/reason/errorCode, or an excerpt."""
+    detail = ""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        inner = body.get("content")
+        content: dict[str, Any] = inner if isinstance(inner, dict) else body
+        for key in ("detail", "message", "reason", "errorCode", "error"):
+            value = content.get(key)
+            if isinstance(value, str) and value:
+                detail = value
+                break
+    if not detail:
+        detail = ResponseInfo.excerpt(raw) or "(empty body)"
+    return f"the API answered {status}: {detail}"
+
+
+def _describe_not_json(raw: bytes, content_type: str, exc: Exception) -> str:
+    start = raw.lstrip()[:1]
+    if start == b"<" or "html" in content_type.lower():
+        return (
+            f"expected JSON but got {content_type or 'a body'} that looks like HTML "
+            "(a proxy, load balancer or login page answered instead of the API?)"
+        )
+    if not raw:
+        return "expected JSON but the body is empty"
+    return f"the body is not valid JSON ({exc}); was the answer cut off?"
+
+
+def _describe_invalid(answer: _Answer, exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    if errors and errors[0]["type"] == "json_invalid":
+        return _describe_not_json(
+            answer.raw, answer.response.content_type, ValueError(errors[0]["msg"])
+        )
+    shown = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}" for err in errors[:3]
+    )
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return f"the answer does not have the documented shape: {shown}{more}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

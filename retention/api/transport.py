@@ -1,0 +1,218 @@
+"""The HTTP layer under the client: value objects for its settings, retries, and the session.
+
+``build_session`` gives a ``requests.Session`` with digest auth, a connection pool sized for
+the client's concurrency, TLS settings and ``BoundedRetry``: urllib3's Retry for 429, 5xx and
+connection errors, honouring ``Retry-After``, with jittered exponential backoff and a bound
+on the total time one request may spend retrying.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Self
+
+import requests
+from pydantic import SecretStr
+from requests.adapters import HTTPAdapter
+from requests.auth import HTTPDigestAuth
+from urllib3.exceptions import InvalidHeader, MaxRetryError, ResponseError
+from urllib3.response import BaseHTTPResponse
+from urllib3.util.retry import Retry
+
+from retention import __version__
+
+log = logging.getLogger("retention.api")
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A programmatic API key pair; the private key is a SecretStr, so no repr shows it."""
+
+    public_key: str
+    private_key: SecretStr
+
+    def __repr__(self) -> str:
+        return f"Credentials(public_key={self.public_key!r}, private_key=SecretStr('**********'))"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds to wait for a connection and for each read of an answer."""
+
+    connect: float = 10.0
+    read: float = 30.0
+
+    def as_requests(self) -> tuple[float, float]:
+        """The (connect, read) tuple requests takes."""
+        return (self.connect, self.read)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try again: attempts, backoff and a bound on the total time spent retrying.
+
+    ``retries`` counts tries after the first. The wait before try n is
+    ``backoff_factor * 2**(n-1)`` plus up to ``jitter`` seconds at random, at most
+    ``backoff_max``, or the server's ``Retry-After`` when it sends one. No request spends
+    more than ``max_total_seconds`` retrying: when the next wait would pass it, we give up.
+    """
+
+    retries: int = 5
+    backoff_factor: float = 0.5
+    backoff_max: float = 30.0
+    jitter: float = 0.5
+    max_total_seconds: float = 120.0
+
+    def backoff(self, attempt: int) -> float:
+        """The wait before retry ``attempt`` (1-based), jitter included."""
+        base = self.backoff_factor * (2 ** (attempt - 1))
+        if self.jitter:
+            base += random.random() * self.jitter  # noqa: S311 - jitter, not cryptography
+        return float(min(self.backoff_max, max(0.0, base)))
+
+    def urllib3_retry(self) -> BoundedRetry:
+        """The urllib3 Retry object that carries this policy."""
+        return BoundedRetry(
+            total=self.retries,
+            connect=self.retries,
+            read=self.retries,
+            status=self.retries,
+            # TLS and other errors are not retried: trying again will not fix a certificate.
+            other=0,
+            redirect=0,
+            raise_on_redirect=False,
+            # Our PATCHes set absolute values, so repeating one is harmless.
+            allowed_methods=frozenset({"GET", "PATCH"}),
+            status_forcelist=RETRY_STATUSES,
+            respect_retry_after_header=True,
+            # Give the last answer back instead of raising, so errors can quote its body.
+            raise_on_status=False,
+            policy=self,
+        )
+
+
+@dataclass(frozen=True)
+class TLSConfig:
+    """TLS verification: on by default; ``ca_bundle`` names a PEM file of trusted CAs."""
+
+    verify: bool = True
+    ca_bundle: str | None = None
+
+    def requests_verify(self) -> bool | str:
+        """The value for requests' ``verify``."""
+        if not self.verify:
+            return False
+        return self.ca_bundle or True
+
+
+class BoundedRetry(Retry):
+    """urllib3's Retry with our backoff and a bound on the total time spent retrying.
+
+    urllib3 copies a Retry on every increment through ``new()``, so the start time of the
+    first failure and the policy travel with each copy.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        policy: RetryPolicy | None = None,
+        started: float | None = None,
+        planned_wait: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.policy = policy or RetryPolicy()
+        self.started = started
+        self.planned_wait = planned_wait
+
+    def new(self, **kw: Any) -> Self:
+        kw.setdefault("policy", self.policy)
+        kw.setdefault("started", self.started)
+        kw.setdefault("planned_wait", None)
+        return super().new(**kw)
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> Self:
+        started = self.started if self.started is not None else time.monotonic()
+        new = super().increment(method, url, response, error, _pool, _stacktrace)
+        attempt = len(new.history)
+        wait = self._server_wait(response)
+        if wait is None:
+            wait = self.policy.backoff(attempt)
+        elapsed = time.monotonic() - started
+        if elapsed + wait > self.policy.max_total_seconds:
+            reason = (
+                f"retry time budget of {self.policy.max_total_seconds:g}s spent "
+                f"(waited {elapsed:.1f}s, next wait {wait:.1f}s)"
+            )
+            log.warning("giving up on %s %s after %d tries: %s", method, url, attempt, reason)
+            raise MaxRetryError(_pool, url or "", error or ResponseError(reason))
+        new.started = started
+        new.planned_wait = wait
+        status = response.status if response is not None else None
+        log.info(
+            "retrying %s %s in %.1fs (try %d of %d): %s",
+            method,
+            url,
+            wait,
+            attempt + 1,
+            self.policy.retries + 1,
+            f"HTTP {status}" if status else type(error).__name__,
+        )
+        return new
+
+    def _server_wait(self, response: BaseHTTPResponse | None) -> float | None:
+        if response is None or not self.respect_retry_after_header:
+            return None
+        try:
+            return self.get_retry_after(response)
+        except InvalidHeader:
+            return None
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        # The wait was decided (and checked against the budget) in increment().
+        if self.planned_wait is not None:
+            if self.planned_wait > 0:
+                time.sleep(self.planned_wait)
+            return
+        super().sleep(response)
+
+
+def build_session(
+    credentials: Credentials,
+    *,
+    retry: RetryPolicy,
+    tls: TLSConfig,
+    pool_size: int,
+) -> requests.Session:
+    """A Session with digest auth, bounded retries, a pool of ``pool_size`` and TLS settings.
+
+    ``HTTPDigestAuth`` keeps its challenge per thread; after the first 401 on a thread it
+    sends the digest header up front, so a call costs about one request.
+    """
+    session = requests.Session()
+    session.auth = HTTPDigestAuth(
+        credentials.public_key, credentials.private_key.get_secret_value()
+    )
+    adapter = HTTPAdapter(
+        max_retries=retry.urllib3_retry(),
+        pool_connections=pool_size,
+        pool_maxsize=pool_size,
+    )
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    session.verify = tls.requests_verify()
+    session.headers.update({"Accept": "application/json", "User-Agent": f"retention/{__version__}"})
+    return session

@@ -1,0 +1,221 @@
+"""The one exception tree of retention; each error knows the exit code the CLI gives it.
+
+    RetentionError                      exit 1  anything we raise on purpose
+    ├── UsageError                      exit 2  bad command-line usage (nothing was sent)
+    ├── ConfigError                     exit 2  bad retention.yaml or environment (nothing was sent)
+    ├── PolicyError                     exit 2  bad policy files (nothing was sent)
+    ├── LockHeldError                   exit 4  another run holds the lock
+    └── ApiError                        exit 1  something went wrong talking to the API
+        ├── TransportError              exit 5  no HTTP answer at all
+        │   ├── ConnectError                    refused, DNS, reset before any answer
+        │   ├── TLSError                        certificate or handshake failure
+        │   └── RequestTimeoutError                  no answer within the timeout, retries spent
+        ├── AuthenticationError         exit 5  401 after answering the digest challenge
+        ├── HTTPStatusError             exit 1  any other non-2xx answer (after retries)
+        │   ├── PermissionDeniedError   exit 5  403: the key may not do this
+        │   ├── NotFoundError                   404
+        │   ├── InvalidFieldsError              400 (e.g. doNotDelete with expires)
+        │   ├── RateLimitedError                429, retries and time budget spent
+        │   └── ServerError                     5xx, retries and time budget spent
+        ├── MalformedResponseError      exit 1  a 2xx answer that is not the JSON the spec promises
+        └── InconsistentListError       exit 1  a list walk whose unique count != totalCount
+
+Every ApiError carries the endpoint (method and path template, e.g.
+``GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots``), the request (method and URL) and,
+when there was one, the response (status, a short body excerpt, the service version). None of
+them ever holds a header of the request, so no credential can reach a message or a log line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXIT_OK = 0
+EXIT_FAILURES = 1
+EXIT_USAGE = 2
+EXIT_HELD = 3
+EXIT_LOCKED = 4
+EXIT_UNREACHABLE = 5
+
+_BODY_EXCERPT = 300
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What was asked: method and URL (never headers, so never credentials)."""
+
+    method: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ResponseInfo:
+    """What came back: the status, a short excerpt of the body, and the service version."""
+
+    status: int
+    body_excerpt: str = ""
+    content_type: str = ""
+    service_version: str | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def excerpt(cls, body: bytes | str) -> str:
+        """Return the first few hundred characters of a body, on one line, for a message."""
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        text = " ".join(text.split())
+        if len(text) > _BODY_EXCERPT:
+            return text[:_BODY_EXCERPT] + "..."
+        return text
+
+
+class RetentionError(Exception):
+    """Base of every error retention raises on purpose."""
+
+    exit_code: int = EXIT_FAILURES
+
+
+class UsageError(RetentionError):
+    """The command line was used wrongly; nothing was sent to the API."""
+
+    exit_code = EXIT_USAGE
+
+
+class ConfigError(RetentionError):
+    """The job configuration is invalid; ``problems`` lists every one of them."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class PolicyError(ConfigError):
+    """One or more policy files are invalid; ``problems`` lists every one of them."""
+
+
+class LockHeldError(RetentionError):
+    """Another run holds the lock file."""
+
+    exit_code = EXIT_LOCKED
+
+
+class ApiError(RetentionError):
+    """Talking to the API failed; names the endpoint, and carries request and response."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str,
+        request: RequestInfo | None = None,
+        response: ResponseInfo | None = None,
+    ) -> None:
+        self.message = message
+        self.endpoint = endpoint
+        self.request = request
+        self.response = response
+        super().__init__(self._render())
+
+    @property
+    def status(self) -> int | None:
+        """The HTTP status of the answer, or None when no answer came."""
+        return self.response.status if self.response is not None else None
+
+    def _render(self) -> str:
+        parts = [f"{self.endpoint}: {self.message}"]
+        if self.response is not None:
+            parts.append(f"(HTTP {self.response.status})")
+        return " ".join(parts)
+
+
+class TransportError(ApiError):
+    """No HTTP answer came back: the API could not be reached."""
+
+    exit_code = EXIT_UNREACHABLE
+
+
+class ConnectError(TransportError):
+    """The connection was refused, reset, or the host name did not resolve."""
+
+
+class TLSError(TransportError):
+    """The TLS handshake or the certificate check failed."""
+
+
+class RequestTimeoutError(TransportError):
+    """No answer came within the timeout, and the retries are spent."""
+
+
+class AuthenticationError(ApiError):
+    """The API refused the credentials (401 after the digest challenge was answered)."""
+
+    exit_code = EXIT_UNREACHABLE
+
+
+class HTTPStatusError(ApiError):
+    """The API answered with a non-2xx status other than 401."""
+
+    @property
+    def status(self) -> int:
+        """The HTTP status of the answer (always present for this error)."""
+        assert self.response is not None  # noqa: S101 - constructed with a response by design
+        return self.response.status
+
+
+class PermissionDeniedError(HTTPStatusError):
+    """403: the key is valid but may not do this (role or access list)."""
+
+    exit_code = EXIT_UNREACHABLE
+
+
+class NotFoundError(HTTPStatusError):
+    """404: the project, cluster, host, snapshot or alert does not exist."""
+
+
+class InvalidFieldsError(HTTPStatusError):
+    """400: the API refused the request body or a query parameter."""
+
+
+class RateLimitedError(HTTPStatusError):
+    """429 that outlasted the retries and the retry time budget."""
+
+
+class ServerError(HTTPStatusError):
+    """5xx that outlasted the retries and the retry time budget."""
+
+
+class MalformedResponseError(ApiError):
+    """A 2xx answer whose body is not the JSON the spec describes (HTML, truncated, wrong shape)."""
+
+
+class InconsistentListError(ApiError):
+    """A list walk saw a different number of unique items than the API's totalCount."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str,
+        expected: int,
+        seen: int,
+        request: RequestInfo | None = None,
+    ) -> None:
+        self.expected = expected
+        self.seen = seen
+        super().__init__(message, endpoint=endpoint, request=request)
+
+
+def status_error_class(status: int) -> type[HTTPStatusError]:
+    """Return the most specific HTTPStatusError subclass for a status code."""
+    if status == 403:
+        return PermissionDeniedError
+    if status == 404:
+        return NotFoundError
+    if status == 400:
+        return InvalidFieldsError
+    if status == 429:
+        return RateLimitedError
+    if status >= 500:
+        return ServerError
+    return HTTPStatusError

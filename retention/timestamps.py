@@ -1,0 +1,56 @@
+"""Timestamps as the API writes them: UTC, shaped ``YYYY-MM-DDTHH:MM:SSZ``.
+
+Everything inside retention is an aware ``datetime`` in UTC. Values with an offset are
+converted; values without one are taken as UTC, which is what the spec says they are.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from pydantic import AfterValidator, PlainSerializer
+
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def to_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime (a naive value is taken to be UTC already)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    """Format as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC; sub-second digits are dropped, not rounded."""
+    return to_utc(value).strftime(TIMESTAMP_FORMAT)
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse an ISO 8601 timestamp (``Z``, a numeric offset, or none) into aware UTC.
+
+    Raises ValueError with the offending text when it is not a timestamp.
+    """
+    cleaned = text.strip()
+    if cleaned.endswith(("Z", "z")):
+        cleaned = cleaned[:-1] + "+00:00"
+    try:
+        return to_utc(datetime.fromisoformat(cleaned))
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 timestamp: {text!r}") from None
+
+
+def ceil_to_second(value: datetime) -> datetime:
+    """Round up to the next whole second, so that a formatted expiry is never earlier than meant."""
+    if value.microsecond == 0:
+        return value
+    return value.replace(microsecond=0) + timedelta(seconds=1)
+
+
+# The pydantic field type for every timestamp in a model: parsed (by pydantic's fast parser),
+# normalised to UTC, and written back in the API's exact shape.
+UtcDatetime = Annotated[
+    datetime,
+    AfterValidator(to_utc),
+    PlainSerializer(format_timestamp, return_type=str, when_used="json"),
+]
