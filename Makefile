@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check retention tests benchmarks
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict retention
+	$(BIN)/mypy --strict retention tests
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

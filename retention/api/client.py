@@ -24,6 +24,8 @@ from urllib.parse import quote
 
 import requests
 from pydantic import TypeAdapter, ValidationError
+from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from retention.api import models
 from retention.api.models import (
@@ -44,6 +46,7 @@ from retention.api.transport import (
     build_session,
 )
 from retention.errors import (
+    ApiError,
     AuthenticationError,
     ConnectError,
     InconsistentListError,
@@ -319,25 +322,33 @@ class OpsManagerClient:
                 timeout=self.timeouts.as_requests(),
             )
             raw = response.content
-        except requests.exceptions.SSLError as exc:
-            raise TLSError(
+        except requests.exceptions.RequestException as exc:
+            raise self._transport_error(exc, name, request) from None
+        return self._check(endpoint, request, response, raw)
+
+    def _transport_error(
+        self, exc: requests.exceptions.RequestException, name: str, request: RequestInfo
+    ) -> ApiError:
+        """Name what went wrong on the wire; requests wraps a spent retry of a read timeout
+        in ConnectionError, so the urllib3 cause decides, not the requests class."""
+        cause = _urllib3_cause(exc)
+        if isinstance(exc, requests.exceptions.SSLError) or isinstance(cause, Urllib3SSLError):
+            return TLSError(
                 f"TLS failed: {_first_line(exc)} (check ca_bundle, or the server's certificate)",
                 endpoint=name,
                 request=request,
-            ) from None
-        except requests.exceptions.Timeout:
-            raise RequestTimeoutError(
+            )
+        if isinstance(exc, requests.exceptions.ReadTimeout) or isinstance(cause, ReadTimeoutError):
+            return RequestTimeoutError(
                 f"no answer within {self.timeouts.read:g}s after {self.retry.retries + 1} tries",
                 endpoint=name,
                 request=request,
-            ) from None
-        except requests.exceptions.RequestException as exc:
-            raise ConnectError(
-                f"cannot reach the API at {self.base_url}: {_first_line(exc)}",
-                endpoint=name,
-                request=request,
-            ) from None
-        return self._check(endpoint, request, response, raw)
+            )
+        return ConnectError(
+            f"cannot reach the API at {self.base_url}: {_first_line(exc)}",
+            endpoint=name,
+            request=request,
+        )
 
     def _check(
         self,
@@ -569,6 +580,16 @@ def _describe_invalid(answer: _Answer, exc: ValidationError) -> str:
     )
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return f"the answer does not have the documented shape: {shown}{more}"
+
+
+def _urllib3_cause(exc: BaseException) -> BaseException | None:
+    """The urllib3 error behind a requests exception (the reason of a MaxRetryError)."""
+    for arg in exc.args:
+        if isinstance(arg, MaxRetryError):
+            return arg.reason
+        if isinstance(arg, BaseException):
+            return arg
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -18,17 +18,17 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
     TypeAdapter,
+    field_validator,
     model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from retention.timestamps import UtcDatetime, format_timestamp
+from retention.timestamps import UtcDatetime, ceil_to_second, format_timestamp
 
 
 class ApiModel(BaseModel):
@@ -78,9 +78,8 @@ class SnapshotPart(ApiModel):
     fcv: str | None = None
     file_size_bytes: float | None = None
     machine_id: str | None = None
-    master_key_uuid: str | None = Field(
-        default=None, validation_alias=AliasChoices("masterKeyUUID", "master_key_uuid")
-    )
+    # The spec spells it masterKeyUUID, which the camelCase generator would not produce.
+    master_key_uuid: str | None = Field(default=None, alias="masterKeyUUID")
     server_version: str | None = None
     replica_set_name: str | None = None
     replica_state: str | None = None
@@ -258,11 +257,19 @@ class SnapshotPatch(ApiModel):
 
     It refuses ``doNotDelete: true`` together with ``expires`` (the API rejects that with
     "Cannot modify snapshot because of invalid fields") and an empty body. Build it with
-    ``protect()``, ``expire_at()`` or ``release()``.
+    ``protect()``, ``expire_at()`` or ``release()``. ``expires`` is rounded up to a whole
+    second, the precision of the wire format, so it is never earlier than asked for.
     """
 
     do_not_delete: bool | None = None
     expires: UtcDatetime | None = None
+
+    @field_validator("expires", mode="after")
+    @classmethod
+    def _whole_seconds_up(cls, value: datetime | None) -> datetime | None:
+        # The wire form has whole seconds; rounding down would write an expiry earlier
+        # than decided (invariant 4), so round up.
+        return ceil_to_second(value) if value is not None else None
 
     @model_validator(mode="after")
     def _obeys_api_rules(self) -> SnapshotPatch:

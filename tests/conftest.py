@@ -1,0 +1,56 @@
+"""Shared fixtures: fake credentials, the responses-based fake API, and a client for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import responses
+from pydantic import SecretStr
+
+from retention.api import Credentials, OpsManagerClient, RetryPolicy
+from tests.digest import DigestChecker
+from tests.fakeapi import BASE_URL, FakeApi
+
+PUBLIC_KEY = "pubkey-abcdef"
+# Distinctive, so a leak into any message or log line is found by a plain substring search.
+PRIVATE_KEY = "priv-3e1b9c0a-DO-NOT-LEAK-7f2d"
+
+# No waiting in unit tests: backoff 0, no jitter. Waits are tested against a real server.
+FAST_RETRY = RetryPolicy(retries=3, backoff_factor=0.0, jitter=0.0, max_total_seconds=30.0)
+
+
+def credentials(private_key: str = PRIVATE_KEY) -> Credentials:
+    """The fake key pair (or one with another private key)."""
+    return Credentials(PUBLIC_KEY, SecretStr(private_key))
+
+
+def make_client(
+    base_url: str = BASE_URL, private_key: str = PRIVATE_KEY, **options: Any
+) -> OpsManagerClient:
+    """A client for the fake API with fast retries unless told otherwise."""
+    options.setdefault("retry", FAST_RETRY)
+    return OpsManagerClient(base_url, credentials(private_key), **options)
+
+
+@pytest.fixture
+def checker() -> DigestChecker:
+    """The digest checker of the fake API, with the standard qop="auth" challenge."""
+    return DigestChecker(PUBLIC_KEY, PRIVATE_KEY)
+
+
+@pytest.fixture
+def fake(checker: DigestChecker) -> Iterator[FakeApi]:
+    """The fake API, receiving every request to BASE_URL."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        api = FakeApi(checker)
+        api.install(rsps)
+        yield api
+
+
+@pytest.fixture
+def client(fake: FakeApi) -> Iterator[OpsManagerClient]:
+    """A client pointed at the fake API."""
+    with make_client() as api_client:
+        yield api_client

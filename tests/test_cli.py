@@ -1,0 +1,138 @@
+"""The command line: help and version, every command documented, errors as exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from retention import __version__, cli
+from retention.errors import AuthenticationError, ConfigError, ResponseInfo
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def all_commands() -> list[tuple[str, click.Command]]:
+    """Every command and subcommand of the CLI, with its full name."""
+    found: list[tuple[str, click.Command]] = []
+
+    def walk(prefix: str, command: click.Command) -> None:
+        found.append((prefix, command))
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(f"{prefix} {name}".strip(), sub)
+
+    walk("", cli.cli)
+    return found
+
+
+@pytest.mark.parametrize(("name", "command"), all_commands(), ids=lambda v: str(v) or "retention")
+def test_every_command_has_help_text_with_an_example(name: str, command: click.Command) -> None:
+    """No command ships without a help text, and each shows an example."""
+    assert command.help, f"'retention {name}' has no help text"
+    assert "Example" in command.help, f"'retention {name}' help has no example"
+
+
+@pytest.mark.parametrize("name", [n for n, _ in all_commands() if n])
+def test_every_command_is_in_the_readme(name: str) -> None:
+    """The README mentions every command, so the docs cannot fall behind the CLI."""
+    assert f"retention {name}" in README.read_text()
+
+
+def test_python_dash_m_retention_help_and_version() -> None:
+    """`python -m retention --help` and `--version` work as a fresh user would run them."""
+    helped = subprocess.run(
+        [sys.executable, "-m", "retention", "--help"], capture_output=True, text=True, check=False
+    )
+    versioned = subprocess.run(
+        [sys.executable, "-m", "retention", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert helped.returncode == 0
+    assert "Usage: retention" in helped.stdout
+    assert "demo" in helped.stdout
+    assert versioned.returncode == 0
+    assert versioned.stdout.strip() == f"retention, version {__version__}"
+
+
+def test_unknown_command_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped command exits 2 with click's usage message."""
+    assert cli.main(["frobnicate"]) == 2
+    assert "No such command 'frobnicate'" in capsys.readouterr().err
+
+
+def test_demo_says_plainly_what_it_cannot_do_yet(capsys: pytest.CaptureFixture[str]) -> None:
+    """Until the simulator exists, demo says so and claims no run took place."""
+    assert cli.main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "does not have yet" in out
+    assert "Nothing was run" in out
+
+
+def _failing(error: BaseException) -> click.Command:
+    @click.command("boom")
+    def boom() -> None:
+        """Raise on purpose.
+
+        Example: retention boom
+        """
+        raise error
+
+    return boom
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "expected"),
+    [
+        (
+            AuthenticationError(
+                "the API refused the credentials",
+                endpoint="GET /groups/{PROJECT-ID}/alerts",
+                response=ResponseInfo(status=401),
+            ),
+            5,
+            "error: GET /groups/{PROJECT-ID}/alerts: the API refused the credentials (HTTP 401)",
+        ),
+        (
+            ConfigError("2 problems in retention.yaml", ["api.base_url: required", "x: unknown"]),
+            2,
+            "error: 2 problems in retention.yaml\n  - api.base_url: required\n  - x: unknown",
+        ),
+    ],
+)
+def test_retention_errors_become_their_exit_code_and_message(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: Exception,
+    code: int,
+    expected: str,
+) -> None:
+    """A RetentionError prints one clear message (and its problems) and exits with its code."""
+    monkeypatch.setitem(cli.cli.commands, "boom", _failing(error))
+
+    assert cli.main(["boom"]) == code
+    err = capsys.readouterr().err
+    assert err.strip() == expected
+    assert "Traceback" not in err
+
+
+def test_internal_error_shows_no_traceback_unless_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bug prints a one-line internal error (exit 1); --debug adds the traceback."""
+    monkeypatch.setitem(cli.cli.commands, "boom", _failing(KeyError("lost")))
+
+    assert cli.main(["boom"]) == 1
+    plain = capsys.readouterr().err
+    assert cli.main(["--debug", "boom"]) == 1
+    debug = capsys.readouterr().err
+
+    assert "internal error: KeyError: 'lost'" in plain
+    assert "Traceback" not in plain
+    assert "Traceback" in debug

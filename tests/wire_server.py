@@ -1,0 +1,137 @@
+"""A real HTTP/1.1 server in a thread for wire-level client tests (keep-alive, digest auth,
+scripted faults). The full simulator of the API comes later; this is the minimum that lets
+the tests exercise urllib3's real retry loop, sockets, timeouts and TLS failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
+
+BASE_PATH = "/api/public/v1.0"
+
+
+@dataclass
+class Fault:
+    """What the server does to the next authenticated request instead of answering normally."""
+
+    kind: str  # "reset" | "status" | "sleep"
+    status: int = 503
+    headers: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class WireState:
+    """The server's script and what it saw."""
+
+    checker: DigestChecker
+    body: dict[str, Any]
+    faults: list[Fault] = field(default_factory=list)
+    log: list[tuple[str, str, int | str]] = field(default_factory=list)
+    connections: set[tuple[str, int]] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_fault(self) -> Fault | None:
+        with self.lock:
+            return self.faults.pop(0) if self.faults else None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _handle(self) -> None:
+        state = self.server.state
+        state.connections.add(self.client_address)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        verdict = state.checker.verify(self.command, self.path, self.headers.get("Authorization"))
+        if verdict != "ok":
+            challenge = state.checker.challenge(stale=verdict == "stale")
+            state.log.append((self.command, self.path, 401))
+            self._send(
+                401, {**UNAUTHORIZED_HEADERS, "WWW-Authenticate": challenge}, UNAUTHORIZED_BODY
+            )
+            return
+        fault = state.next_fault()
+        if fault is not None and fault.kind == "reset":
+            state.log.append((self.command, self.path, "reset"))
+            # SO_LINGER 0: close with RST, the way a crashed proxy drops a connection.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        if fault is not None and fault.kind == "sleep":
+            time.sleep(fault.seconds)
+        if fault is not None and fault.kind == "status":
+            state.log.append((self.command, self.path, fault.status))
+            body = json.dumps({"detail": "scripted fault", "error": fault.status}).encode()
+            self._send(fault.status, {"Content-Type": "application/json", **fault.headers}, body)
+            return
+        state.log.append((self.command, self.path, 200))
+        self._send(
+            200,
+            {
+                "Content-Type": "application/json",
+                "X-Server-Service-Version": "gitHash=feedbeef; versionString=8.0.1",
+            },
+            json.dumps(state.body).encode(),
+        )
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "keep-alive")
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            self.close_connection = True
+
+    do_GET = _handle  # noqa: N815 - http.server's naming
+    do_PATCH = _handle  # noqa: N815
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: WireState
+
+
+@contextmanager
+def serve(state: WireState) -> Iterator[str]:
+    """Run the server on a free loopback port; yield its base URL; stop it afterwards."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.state = state
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        yield f"http://{host!s}:{port}{BASE_PATH}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def closed_port() -> int:
+    """A loopback port with nothing listening on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
