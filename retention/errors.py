@@ -28,7 +28,7 @@ them ever holds a header of the request, so no credential can reach a message or
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_FAILURES = 1
@@ -56,12 +56,13 @@ class ResponseInfo:
     body_excerpt: str = ""
     content_type: str = ""
     service_version: str | None = None
-    headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def excerpt(cls, body: bytes | str) -> str:
         """Return the first few hundred characters of a body, on one line, for a message."""
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        # Slice before decoding: a list page is half a megabyte and we keep 300 characters.
+        head = body[: _BODY_EXCERPT * 4]
+        text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
         text = " ".join(text.split())
         if len(text) > _BODY_EXCERPT:
             return text[:_BODY_EXCERPT] + "..."

@@ -367,7 +367,6 @@ class OpsManagerClient:
             body_excerpt=ResponseInfo.excerpt(raw),
             content_type=response.headers.get("Content-Type", ""),
             service_version=version,
-            headers=dict(response.headers),
         )
         content: Any = None
         unwrapped = False
