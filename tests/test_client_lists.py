@@ -181,3 +181,29 @@ def test_envelope_answer_without_status_is_malformed(fake: FakeApi) -> None:
 
     with make_client(envelope=True) as api, pytest.raises(MalformedResponseError, match="status"):
         api.get_snapshot("p1", "c1", "s1")
+
+
+def test_snapshot_reaped_behind_the_walker_is_reported_inconsistent(
+    fake: FakeApi, client: OpsManagerClient
+) -> None:
+    """A reap on an already-read page shifts one item past the walker; the counts then agree,
+    but the changed totalCount still marks the walk inconsistent."""
+    before = snapshots(1000)
+    after = before[:10] + before[11:]  # s0010, on page 1, reaped before page 2 is read
+
+    def handler(request: Request) -> Answer:
+        page_num = int(request.query["pageNum"])
+        items = before if page_num == 1 else after
+        start = (page_num - 1) * 500
+        return json_answer(list_page(items[start : start + 500], len(items)))
+
+    fake.route("GET", LIST_PATH, handler)
+    walk = client.list_snapshots("p1", "c1")
+
+    with pytest.raises(
+        InconsistentListError, match=r"totalCount changed during the walk \(1000 -> 999\)"
+    ):
+        walk.collect()
+
+    # s0500 moved onto page 1 after it was read: without the check this walk would pass.
+    assert walk.seen == 999

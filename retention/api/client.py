@@ -421,8 +421,9 @@ class ListWalk(Generic[ItemT]):
 
     After the iteration ends, ``total_count`` is the API's count, ``pages`` the number of
     pages read and ``duplicates`` how many repeated ids were dropped. If the number of unique
-    items differs from ``totalCount``, the iteration raises InconsistentListError at its end,
-    so a consumer that reads to the end knows it saw the whole list.
+    items differs from ``totalCount``, or ``totalCount`` changed between pages, the iteration
+    raises InconsistentListError at its end, so a consumer that reads to the end knows it
+    saw the whole list as it stood.
     """
 
     def __init__(
@@ -448,6 +449,7 @@ class ListWalk(Generic[ItemT]):
         seen_ids: set[str] = set()
         page_num = 1
         page_limit: int | None = None
+        totals: list[int] = []
         while True:
             params = {**self._params, "pageNum": page_num, "itemsPerPage": per_page}
             page = self._client._get_page(self.endpoint, self._ids, params, self._adapter)
@@ -458,6 +460,8 @@ class ListWalk(Generic[ItemT]):
                     endpoint=str(self.endpoint),
                 )
             self.total_count = page.total_count
+            if not totals or totals[-1] != page.total_count:
+                totals.append(page.total_count)
             for item in page.results:
                 if item.id in seen_ids:
                     self.duplicates += 1
@@ -477,10 +481,18 @@ class ListWalk(Generic[ItemT]):
                     f"{page.total_count}; stopped",
                     seen=len(seen_ids),
                 )
-        if len(seen_ids) != self.total_count:
+        # A list that changed while we read it may have shifted an item past us even when
+        # the counts agree at the end (one reaped behind us, one skipped ahead), so a
+        # changing totalCount alone makes the walk inconsistent.
+        if len(seen_ids) != self.total_count or len(totals) > 1:
+            changed = (
+                f"; totalCount changed during the walk ({' -> '.join(map(str, totals))})"
+                if len(totals) > 1
+                else ""
+            )
             raise self._inconsistent(
                 f"saw {len(seen_ids)} unique items but totalCount is {self.total_count} "
-                f"({self.pages} pages, {self.duplicates} repeated ids dropped)",
+                f"({self.pages} pages, {self.duplicates} repeated ids dropped){changed}",
                 seen=len(seen_ids),
             )
 

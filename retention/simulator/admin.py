@@ -1,0 +1,164 @@
+"""The simulator's admin surface for tests and benchmarks, outside the API base path and
+without authentication (the simulator listens on loopback by default):
+
+    GET  /__admin/counters       requests by endpoint and status, 401 challenges, max
+                                 itemsPerPage, faults injected, snapshots in the fleet
+    GET  /__admin/patches        the log of PATCH bodies with each snapshot's state before/after
+    GET  /__admin/fleet          projects, clusters and hosts with their ids and snapshot counts
+    GET  /__admin/clock          {"now": ..., "frozen": bool}
+    POST /__admin/clock          {"now": "2026-11-21T00:00:00Z", "frozen": true}, {"advance": 60}
+    POST /__admin/reset          rebuild the fleet, clear counters and the PATCH log
+    POST /__admin/faults         {"spec": "503=0.1,reset=0.02"} (empty spec: no faults)
+    POST /__admin/nonces/expire  make every digest nonce issued so far stale
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError
+from retention.timestamps import format_timestamp, parse_timestamp
+
+if TYPE_CHECKING:
+    from retention.simulator.app import SimRequest, SimResponse, SimulatorApp
+
+
+class AdminError(Exception):
+    """A bad admin request; answered with 400."""
+
+
+def handle_admin(app: SimulatorApp, request: SimRequest, path: str, query: str) -> SimResponse:
+    """Answer an admin request."""
+    from retention.simulator.app import SimResponse  # noqa: PLC0415 - app imports us
+
+    del query
+    action = _ACTIONS.get((request.method, path.rstrip("/")))
+    try:
+        payload = _payload(request.body)
+        if action is None:
+            status, body = 404, {"error": f"no admin resource {request.method} {path}"}
+        else:
+            status, body = 200, action(app, payload)
+    except (AdminError, ValueError, KeyError) as exc:
+        status, body = 400, {"error": str(exc)}
+    return SimResponse(status, [("Content-Type", "application/json")], json.dumps(body).encode())
+
+
+def _payload(raw: bytes) -> dict[str, Any]:
+    payload = json.loads(raw) if raw else {}
+    if not isinstance(payload, dict):
+        raise AdminError("the body must be a JSON object")
+    return payload
+
+
+def _counters(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    with app.lock:
+        return {
+            **app.counters.as_json(),
+            "faultsInjected": dict(app.faults.injected),
+            "snapshots": app.fleet.snapshot_count(),
+            "patches": len(app.patch_log),
+        }
+
+
+def _patches(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    with app.lock:
+        return {"patches": list(app.patch_log)}
+
+
+def _fleet(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    with app.lock:
+        return fleet_summary(app)
+
+
+def _get_clock(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    return clock_state(app)
+
+
+def _set_clock(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
+    if "advance" in payload:
+        app.clock.advance(float(payload["advance"]))
+    elif "now" in payload:
+        app.clock.set(parse_timestamp(str(payload["now"])), frozen=bool(payload.get("frozen")))
+    else:
+        raise AdminError('clock: send {"now": timestamp, "frozen": bool} or {"advance": seconds}')
+    return clock_state(app)
+
+
+def _reset(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    from retention.simulator.app import Counters  # noqa: PLC0415 - app imports us
+
+    fleet = app.fleet_factory()
+    with app.lock:
+        app.fleet = fleet
+        app.counters = Counters()
+        app.patch_log = []
+        app.faults.injected = Counter()
+    return {"reset": True, "snapshots": fleet.snapshot_count()}
+
+
+def _faults(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
+    try:
+        spec = FaultSpec.parse(str(payload.get("spec", "")))
+    except FaultSpecError as exc:
+        raise AdminError(str(exc)) from None
+    app.faults = FaultInjector(spec, seed=int(payload.get("seed", 0)))
+    return {"faults": str(spec)}
+
+
+def _expire_nonces(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    app.auth.expire_nonces()
+    return {"expired": True}
+
+
+_ACTIONS: dict[tuple[str, str], Callable[[SimulatorApp, dict[str, Any]], dict[str, Any]]] = {
+    ("GET", "/__admin/counters"): _counters,
+    ("GET", "/__admin/patches"): _patches,
+    ("GET", "/__admin/fleet"): _fleet,
+    ("GET", "/__admin/clock"): _get_clock,
+    ("POST", "/__admin/clock"): _set_clock,
+    ("POST", "/__admin/reset"): _reset,
+    ("POST", "/__admin/faults"): _faults,
+    ("POST", "/__admin/nonces/expire"): _expire_nonces,
+}
+
+
+def clock_state(app: SimulatorApp) -> dict[str, Any]:
+    """The simulator clock as JSON."""
+    return {"now": format_timestamp(app.clock.now()), "frozen": app.clock.frozen}
+
+
+def fleet_summary(app: SimulatorApp) -> dict[str, Any]:
+    """Ids, names and snapshot counts of everything in the fleet."""
+    return {
+        "projects": [
+            {
+                "id": project.id,
+                "name": project.name,
+                "clusters": [
+                    {
+                        "id": c.id,
+                        "name": c.name,
+                        "typeName": c.type_name,
+                        "shardName": c.shard_name,
+                        "snapshots": len(c.snapshots),
+                    }
+                    for c in project.clusters.values()
+                ],
+                "hosts": [
+                    {
+                        "id": h.id,
+                        "hostname": h.hostname,
+                        "typeName": h.type_name,
+                        "snapshots": len(h.snapshots),
+                    }
+                    for h in project.hosts.values()
+                ],
+                "alerts": len(project.alerts),
+            }
+            for project in app.fleet.projects.values()
+        ]
+    }

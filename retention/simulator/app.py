@@ -1,0 +1,554 @@
+"""The simulator's request handling: the API contract of spec/ops-manager-api-v1.md, over a
+transport-free ``handle(SimRequest) -> SimResponse`` (server.py puts it on a socket).
+
+Choices for what the spec leaves "not shown", kept close to the real service:
+
+- Error bodies: ``{"detail": str, "error": status, "errorCode": str, "parameters": [],
+  "reason": str}``.
+- 404 ``NOT_FOUND``: unknown project, cluster, host, snapshot, alert, or path.
+- 400 ``INVALID_QUERY_PARAMETER``: pageNum < 1, itemsPerPage outside 1..500, a bad
+  ``completed``/``status``/``pretty``/``envelope`` value.
+- 400 ``INVALID_ATTRIBUTE``: a PATCH body field that is unknown or of the wrong type, and
+  doNotDelete true with a timestamp expires (detail: the spec's exact message
+  "Cannot modify snapshot because of invalid fields").
+- 400 ``SNAPSHOT_EXPIRED``: a PATCH of a snapshot whose expiry has already passed.
+- 400 ``INVALID_JSON``: a PATCH body that is not a JSON object.
+- 405 ``METHOD_NOT_ALLOWED`` with an ``Allow`` header: e.g. PATCH of a config-server
+  snapshot (the API has no such endpoint).
+- ``envelope=true``: HTTP 200 for every answer but 401; single results become
+  ``{"status": N, "content": ...}``, list bodies get a ``status`` field.
+- Lists are newest first (snapshots, alerts) or in creation order (clusters, hosts), and
+  their ``links`` carry ``self`` with the paging query, plus ``previous``/``next``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from email.utils import format_datetime
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, quote, unquote, urlencode
+
+from retention.simulator.admin import handle_admin
+from retention.simulator.digest import DigestAuthority, Verdict
+from retention.simulator.faults import FaultInjector
+from retention.simulator.store import (
+    Fleet,
+    PatchRefused,
+    SimCluster,
+    SimHost,
+    SimProject,
+    SimSnapshot,
+    SnapshotRenderer,
+    acknowledge,
+    apply_snapshot_patch,
+)
+from retention.timestamps import format_timestamp
+
+BASE_PATH = "/api/public/v1.0"
+SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"
+REL_NAMESPACE = "http://server.example.net/rel"
+T = TypeVar("T")
+REASONS = {
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+}
+
+
+@dataclass
+class SimRequest:
+    """One HTTP request as the transport read it; ``raw_uri`` is path and query, undecoded."""
+
+    method: str
+    raw_uri: str
+    headers: Mapping[str, str]
+    body: bytes = b""
+
+
+@dataclass
+class SimResponse:
+    """What to send back; ``reset`` drops the connection instead; ``delay`` is slept first."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    reset: bool = False
+    delay: float = 0.0
+
+
+class ApiFailure(Exception):  # noqa: N818 - an answer to send, not a crash
+    """An error answer of the API."""
+
+    def __init__(
+        self, status: int, code: str, detail: str, headers: list[tuple[str, str]] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+        self.headers = headers or []
+
+
+@dataclass
+class Counters:
+    """What the simulator saw, for tests and benchmarks."""
+
+    by_endpoint: Counter[str] = field(default_factory=Counter)
+    by_status: Counter[int] = field(default_factory=Counter)
+    challenges: int = 0
+    max_items_per_page: int = 0
+    requests: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return {
+            "requests": self.requests,
+            "byEndpoint": dict(self.by_endpoint),
+            "byStatus": {str(k): v for k, v in self.by_status.items()},
+            "challenges": self.challenges,
+            "maxItemsPerPage": self.max_items_per_page,
+        }
+
+
+@dataclass
+class _Call:
+    """A routed API request."""
+
+    request: SimRequest
+    path: str
+    segments: list[str]
+    query: dict[str, str]
+    now: datetime
+
+
+class SimulatorApp:
+    """The API over a fleet: auth, faults, latency, routing, and the admin surface."""
+
+    def __init__(
+        self,
+        fleet_factory: Callable[[], Fleet],
+        *,
+        auth: DigestAuthority,
+        clock: Any,
+        faults: FaultInjector,
+        latency_ms: float = 0.0,
+        reap_delay: timedelta = timedelta(hours=6),
+    ) -> None:
+        self.fleet_factory = fleet_factory
+        self.fleet = fleet_factory()
+        self.auth = auth
+        self.clock = clock
+        self.faults = faults
+        self.latency_ms = latency_ms
+        self.reap_delay = reap_delay
+        self.base_url = "http://127.0.0.1" + BASE_PATH
+        self.counters = Counters()
+        self.patch_log: list[dict[str, Any]] = []
+        self.lock = threading.RLock()
+
+    # --- entry point -------------------------------------------------------------------------
+
+    def handle(self, request: SimRequest) -> SimResponse:
+        """Answer one request."""
+        path, _, query_text = request.raw_uri.partition("?")
+        if path == "/__admin" or path.startswith("/__admin/"):
+            return handle_admin(self, request, path, query_text)
+        delay = self.latency_ms / 1000.0
+        with self.lock:
+            self.counters.requests += 1
+        verdict = self.auth.verify(
+            request.method,
+            request.raw_uri,
+            request.headers.get("Authorization"),
+            stale_fault=lambda: self.faults.draw("stale"),
+        )
+        if verdict is not Verdict.OK:
+            return self._unauthorized(stale=verdict is Verdict.STALE, delay=delay)
+        fault = self.faults.request_fault()
+        if fault == "reset":
+            return SimResponse(0, [], b"", reset=True, delay=delay)
+        if fault == "slow":
+            delay += self.faults.spec.slow_ms / 1000.0
+        query = dict(parse_qsl(query_text, keep_blank_values=True))
+        envelope = pretty = False
+        try:
+            envelope = _flag(query, "envelope")
+            pretty = _flag(query, "pretty")
+            status, body, extra = 200, self._answer(request, path, query, fault), []
+        except ApiFailure as failure:
+            status, extra = failure.status, failure.headers
+            body = json.dumps(
+                {
+                    "detail": failure.detail,
+                    "error": failure.status,
+                    "errorCode": failure.code,
+                    "parameters": [],
+                    "reason": REASONS.get(failure.status, "Error"),
+                }
+            )
+        if envelope:
+            body = _envelope(body, status)
+            status = 200
+        if pretty:
+            body = json.dumps(json.loads(body), indent=2)
+        with self.lock:
+            self.counters.by_status[status] += 1
+        return SimResponse(status, self._headers() + extra, body.encode(), delay=delay)
+
+    def _answer(
+        self, request: SimRequest, path: str, query: dict[str, str], fault: str | None
+    ) -> str:
+        if fault in ("503", "429"):
+            retry_after = [("Retry-After", str(self.faults.spec.retry_after))]
+            headers = retry_after if fault == "429" else []
+            raise ApiFailure(int(fault), "SIMULATED_FAULT", f"simulated {fault}", headers)
+        if not path.startswith(BASE_PATH + "/"):
+            raise ApiFailure(404, "NOT_FOUND", f"no resource at {path}")
+        below = path[len(BASE_PATH) :]
+        segments = [unquote(s) for s in below.strip("/").split("/")]
+        return self._route(_Call(request, below, segments, query, self.clock.now()))
+
+    def _headers(self) -> list[tuple[str, str]]:
+        return [
+            ("Vary", "Accept-Encoding"),
+            ("Content-Type", "application/json"),
+            ("Strict-Transport-Security", "max-age=300"),
+            ("Date", format_datetime(self.clock.now(), usegmt=True)),
+            ("Connection", "keep-alive"),
+            ("X-Server-Service-Version", SERVICE_VERSION),
+        ]
+
+    def _unauthorized(self, *, stale: bool, delay: float) -> SimResponse:
+        body = json.dumps(
+            {
+                "detail": "You are not authorized for this resource.",
+                "error": 401,
+                "errorCode": "NOT_AUTHORIZED",
+                "parameters": [],
+                "reason": "Unauthorized",
+            }
+        ).encode()
+        with self.lock:
+            self.counters.challenges += 1
+            self.counters.by_status[401] += 1
+        headers = [
+            ("Content-Type", "application/json;charset=ISO-8859-1"),
+            ("WWW-Authenticate", self.auth.challenge(stale=stale)),
+            ("Date", format_datetime(self.clock.now(), usegmt=True)),
+            ("Connection", "keep-alive"),
+        ]
+        return SimResponse(401, headers, body, delay=delay)
+
+    # --- routing -------------------------------------------------------------------------------
+
+    def _route(self, call: _Call) -> str:
+        seg, method = call.segments, call.request.method
+        if len(seg) < 3 or seg[0] != "groups" or not seg[1]:
+            raise ApiFailure(404, "NOT_FOUND", f"no resource at {call.path}")
+        template = _template(seg)
+        route = self._routes.get(template)
+        if route is None:
+            raise ApiFailure(404, "NOT_FOUND", f"no resource at {call.path}")
+        methods, handler = route
+        with self.lock:
+            self.counters.by_endpoint[f"{method} {template}"] += 1
+            project = self._project(seg[1])
+            _allow(method, *methods)
+            return handler(call, project)
+
+    @property
+    def _routes(self) -> dict[str, tuple[tuple[str, ...], Callable[[_Call, SimProject], str]]]:
+        """The spec's endpoints (and the two discovery lists) by path template."""
+        groups = "/groups/{PROJECT-ID}"
+        return {
+            f"{groups}/clusters": (("GET",), self._clusters),
+            f"{groups}/clusters/{{CLUSTER-ID}}/snapshots": (("GET",), self._cluster_snapshots),
+            f"{groups}/clusters/{{CLUSTER-ID}}/snapshots/{{SNAPSHOT-ID}}": (
+                ("GET", "PATCH"),
+                self._cluster_snapshot,
+            ),
+            f"{groups}/hosts": (("GET",), self._hosts),
+            f"{groups}/hosts/{{HOST-ID}}/snapshots": (("GET",), self._host_snapshots),
+            f"{groups}/hosts/{{HOST-ID}}/snapshots/{{SNAPSHOT-ID}}": (
+                ("GET",),
+                self._host_snapshot,
+            ),
+            f"{groups}/alerts": (("GET",), self._alerts),
+            f"{groups}/alerts/{{ALERT-ID}}": (("GET", "PATCH"), self._alert),
+            f"{groups}/agents": (("GET",), self._agents),
+        }
+
+    def _project(self, project_id: str) -> SimProject:
+        return _find(self.fleet.projects, project_id, "project")
+
+    def _cluster(self, project: SimProject, cluster_id: str, now: datetime) -> SimCluster:
+        cluster = _find(project.clusters, cluster_id, "cluster")
+        cluster.reap(now, self.reap_delay)
+        return cluster
+
+    def _host(self, project: SimProject, host_id: str) -> SimHost:
+        return _find(project.hosts, host_id, "host")
+
+    def _renderer(self, project: SimProject, cluster: SimCluster) -> SnapshotRenderer:
+        return SnapshotRenderer(self.base_url, project.id, cluster.id, cluster.name, kind="cluster")
+
+    def _clusters(self, call: _Call, project: SimProject) -> str:
+        clusters = list(project.clusters.values())
+        return self._page(call, clusters, lambda c: _cluster_json(c, self.base_url))
+
+    def _hosts(self, call: _Call, project: SimProject) -> str:
+        hosts = list(project.hosts.values())
+        return self._page(call, hosts, lambda h: _host_json(h, self.base_url))
+
+    def _host_renderer(self, project: SimProject, host: SimHost) -> SnapshotRenderer:
+        return SnapshotRenderer(
+            self.base_url, project.id, host.id, host.hostname, kind="config-server"
+        )
+
+    def _host_snapshots(self, call: _Call, project: SimProject) -> str:
+        host = self._host(project, call.segments[3])
+        renderer = self._host_renderer(project, host)
+        return self._page(call, host.snapshots, lambda s: renderer.render(s, []))
+
+    def _host_snapshot(self, call: _Call, project: SimProject) -> str:
+        host = self._host(project, call.segments[3])
+        snapshot = _find(host.index, call.segments[5], "snapshot")
+        return self._host_renderer(project, host).render(snapshot, [])
+
+    def _cluster_snapshots(self, call: _Call, project: SimProject) -> str:
+        cluster = self._cluster(project, call.segments[3], call.now)
+        completed = call.query.get("completed", "true")
+        if completed not in ("true", "false", "all"):
+            raise ApiFailure(
+                400, "INVALID_QUERY_PARAMETER", f"completed={completed}: use true, false or all"
+            )
+        if int(call.query.get("pageNum", "1") or 1) >= 2 and self.faults.draw("drift"):
+            self._drift(cluster, call.now)
+        items = cluster.snapshots
+        if completed != "all":
+            items = [s for s in items if s.complete == (completed == "true")]
+        renderer = self._renderer(project, cluster)
+        shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
+        return self._page(call, items, lambda s: renderer.render(s, shards))
+
+    def _cluster_snapshot(self, call: _Call, project: SimProject) -> str:
+        cluster = self._cluster(project, call.segments[3], call.now)
+        snapshot = _find(cluster.index, call.segments[5], "snapshot")
+        if call.request.method == "PATCH":
+            body = _json_body(call.request.body)
+            before = snapshot.state()
+            entry: dict[str, Any] = {
+                "at": format_timestamp(call.now),
+                "kind": "snapshot",
+                "projectId": project.id,
+                "clusterId": cluster.id,
+                "snapshotId": snapshot.id,
+                "body": body,
+                "before": before,
+                "complete": snapshot.complete,
+            }
+            try:
+                apply_snapshot_patch(snapshot, body, call.now)
+            except PatchRefused as refused:
+                self.patch_log.append({**entry, "status": refused.status, "after": before})
+                raise ApiFailure(refused.status, refused.code, refused.detail) from None
+            self.patch_log.append({**entry, "status": 200, "after": snapshot.state()})
+        shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
+        return self._renderer(project, cluster).render(snapshot, shards)
+
+    def _drift(self, cluster: SimCluster, now: datetime) -> None:
+        """Create a snapshot at the front, or reap one, between two pages of a walk."""
+        if self.faults.choice(2) == 0 or len(cluster.snapshots) < 2:
+            new_id = f"{int(now.timestamp()):08x}{self.faults.choice(2**64):016x}"
+            cluster.add(
+                SimSnapshot(new_id, now.replace(microsecond=0), expires=now + timedelta(days=2))
+            )
+        else:
+            victims = [s for s in cluster.snapshots[1:] if not s.do_not_delete]
+            if victims:
+                cluster.remove(victims[self.faults.choice(len(victims))].id)
+
+    def _alerts(self, call: _Call, project: SimProject) -> str:
+        status = call.query.get("status")
+        if status is not None and status not in ("TRACKING", "OPEN", "CLOSED"):
+            raise ApiFailure(
+                400, "INVALID_QUERY_PARAMETER", f"status={status}: use TRACKING, OPEN or CLOSED"
+            )
+        alerts = sorted(project.alerts.values(), key=lambda a: a.get("created", ""), reverse=True)
+        if status:
+            alerts = [a for a in alerts if a.get("status") == status]
+        return self._page(call, alerts, json.dumps)
+
+    def _alert(self, call: _Call, project: SimProject) -> str:
+        alert_id = call.segments[3]
+        alert = _find(project.alerts, alert_id, "alert")
+        if call.request.method == "PATCH":
+            body = _json_body(call.request.body)
+            try:
+                acknowledge(alert, body, self.auth.public_key)
+            except PatchRefused as refused:
+                raise ApiFailure(refused.status, refused.code, refused.detail) from None
+            alert["updated"] = format_timestamp(call.now)
+            self.patch_log.append(
+                {
+                    "at": format_timestamp(call.now),
+                    "kind": "alert",
+                    "projectId": project.id,
+                    "alertId": alert_id,
+                    "body": body,
+                    "status": 200,
+                }
+            )
+        return json.dumps(alert)
+
+    def _agents(self, call: _Call, project: SimProject) -> str:
+        del call
+        group = f"{self.base_url}/groups/{quote(project.id, safe='')}"
+        links = [
+            {"href": f"{group}/agents", "rel": "self"},
+            {"href": group, "rel": f"{REL_NAMESPACE}/group"},
+        ]
+        for rel, kind in (
+            ("monitoringAgents", "MONITORING"),
+            ("backupAgents", "BACKUP"),
+            ("automationAgents", "AUTOMATION"),
+        ):
+            links.append({"href": f"{group}/agents/{kind}", "rel": f"{REL_NAMESPACE}/{rel}"})
+        return json.dumps({"links": links})
+
+    def _page(
+        self, call: _Call, items: list[Any], render: Callable[[Any], str] = json.dumps
+    ) -> str:
+        """One page of a list: results, links with the paging query, totalCount."""
+        page_num = _int_param(call.query, "pageNum", 1)
+        per_page = _int_param(call.query, "itemsPerPage", 100)
+        self.counters.max_items_per_page = max(self.counters.max_items_per_page, per_page)
+        if page_num < 1:
+            raise ApiFailure(400, "INVALID_QUERY_PARAMETER", "pageNum must be 1 or more")
+        if not 1 <= per_page <= 500:
+            raise ApiFailure(
+                400, "INVALID_QUERY_PARAMETER", f"itemsPerPage={per_page}: must be 1 to 500"
+            )
+        start = (page_num - 1) * per_page
+        chunk = items[start : start + per_page]
+        links = [_link(self.base_url, call, page_num, per_page, "self")]
+        if page_num > 1:
+            links.append(_link(self.base_url, call, page_num - 1, per_page, "previous"))
+        if start + per_page < len(items):
+            links.append(_link(self.base_url, call, page_num + 1, per_page, "next"))
+        results = ",".join(render(item) for item in chunk)
+        return f'{{"links":{json.dumps(links)},"results":[{results}],"totalCount":{len(items)}}}'
+
+
+def _template(segments: list[str]) -> str:
+    """The spec's path template for routed segments (ids replaced by placeholders)."""
+    names = {1: "{PROJECT-ID}"}
+    if len(segments) > 3:
+        names[3] = {"clusters": "{CLUSTER-ID}", "hosts": "{HOST-ID}", "alerts": "{ALERT-ID}"}.get(
+            segments[2], "{ID}"
+        )
+    if len(segments) > 5:
+        names[5] = "{SNAPSHOT-ID}"
+    return "/" + "/".join(names.get(i, s) for i, s in enumerate(segments))
+
+
+def _find(table: Mapping[str, T], key: str, what: str) -> T:
+    try:
+        return table[key]
+    except KeyError:
+        raise ApiFailure(404, "NOT_FOUND", f"No {what} with ID {key}.") from None
+
+
+def _allow(method: str, *allowed: str) -> None:
+    if method not in allowed:
+        raise ApiFailure(
+            405,
+            "METHOD_NOT_ALLOWED",
+            f"{method} is not supported on this resource",
+            [("Allow", ", ".join(allowed))],
+        )
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    value = query.get(name, "false").lower()
+    if value not in ("true", "false"):
+        raise ApiFailure(400, "INVALID_QUERY_PARAMETER", f"{name}={value}: use true or false")
+    return value == "true"
+
+
+def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    value = query.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiFailure(400, "INVALID_QUERY_PARAMETER", f"{name}={value}: not a number") from None
+
+
+def _json_body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        raise ApiFailure(400, "INVALID_JSON", "the request body is not valid JSON") from None
+
+
+def _envelope(body: str, status: int) -> str:
+    if body.startswith('{"links":') and '"totalCount":' in body:
+        return body[:-1] + f',"status":{status}}}'
+    return f'{{"content":{body},"status":{status}}}'
+
+
+def _link(base_url: str, call: _Call, page_num: int, per_page: int, rel: str) -> dict[str, str]:
+    query = {k: v for k, v in call.query.items() if k not in ("pageNum", "itemsPerPage")}
+    query.update(pageNum=str(page_num), itemsPerPage=str(per_page))
+    path = "/".join(quote(s, safe="") for s in call.segments)
+    return {"href": f"{base_url}/{path}?{urlencode(query)}", "rel": rel}
+
+
+def _href(base_url: str, *segments: str) -> str:
+    return base_url + "/" + "/".join(quote(s, safe="") for s in segments)
+
+
+def _cluster_json(cluster: SimCluster, base_url: str) -> str:
+    body: dict[str, Any] = {
+        "id": cluster.id,
+        "groupId": cluster.group_id,
+        "clusterName": cluster.name,
+        "typeName": cluster.type_name,
+        "links": [
+            {
+                "href": _href(base_url, "groups", cluster.group_id, "clusters", cluster.id),
+                "rel": "self",
+            }
+        ],
+    }
+    if cluster.replica_set_name:
+        body["replicaSetName"] = cluster.replica_set_name
+    if cluster.shard_name:
+        body["shardName"] = cluster.shard_name
+    return json.dumps(body)
+
+
+def _host_json(host: SimHost, base_url: str) -> str:
+    body: dict[str, Any] = {
+        "id": host.id,
+        "groupId": host.group_id,
+        "hostname": host.hostname,
+        "port": host.port,
+        "typeName": host.type_name,
+        "links": [
+            {
+                "href": _href(base_url, "groups", host.group_id, "hosts", host.id),
+                "rel": "self",
+            }
+        ],
+    }
+    if host.replica_set_name:
+        body["replicaSetName"] = host.replica_set_name
+    return json.dumps(body)

@@ -1,0 +1,336 @@
+"""Fleets for the simulator: the ``demo`` and ``bench`` presets, and hand-written fleet files.
+
+The model. Every cluster follows the service's default snapshot schedule: a snapshot every
+6 hours at 00/06/12/18 UTC. Each tick is "6-hourly"; a 00:00 tick is also "daily", on a Sunday
+also "weekly", on the 1st of a month also "monthly". A snapshot expires at its creation plus
+the longest retention of its classes (6-hourly ``six_hourly_days``, default 2 days; daily
+7 days; weekly 28 days; monthly 13 calendar months). A history holds every tick whose expiry
+is still ahead, plus, for half of the clusters, the one or two most recently expired ones with
+an expiry moved into the last 5 hours (awaiting the reaper). The newest snapshot may still be
+running (complete false, no expiry), and about 1 in 100 complete ones is held (doNotDelete).
+Sharded clusters list their shards as clusters of their own, as the real clusters list does.
+
+Everything comes from ``random.Random(seed)`` and ``now``, so a fleet can be rebuilt exactly.
+Ids look like ObjectIds; a snapshot's first 8 hex digits are its creation's epoch seconds.
+
+Hand-written scenarios come from fleet files (see fleetfile.py).
+"""
+
+from __future__ import annotations
+
+import calendar
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
+from retention.timestamps import format_timestamp, to_utc
+
+# Links are written before the server binds its port; this is the app's default base URL.
+DEFAULT_BASE_URL = "http://127.0.0.1/api/public/v1.0"
+HOLD_ALERT_TYPES = frozenset(
+    {"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND", "INCONSISTENT_BACKUP_CONFIGURATION"}
+)
+HOUR, DAY = 3600, 86400
+TICK = 6 * HOUR
+
+
+@dataclass(frozen=True)
+class FleetShape:
+    """What a generated fleet holds; no ``six_hourly_days``: chosen per target_per_cluster."""
+
+    projects: int
+    clusters: int
+    sharded: int = 0
+    six_hourly_days: tuple[int, ...] = ()  # cycled over the clusters
+    target_per_cluster: int = 300
+    config_servers: int = 0
+    hold_alert: bool = False
+    min_holds: int = 0
+    project_names: tuple[str, ...] = ()
+    cluster_names: tuple[str, ...] = ()
+
+
+DEMO = FleetShape(
+    projects=3, clusters=10, sharded=3, six_hourly_days=(75, 60, 75, 30, 75, 60, 2, 75, 60, 30),
+    config_servers=3, hold_alert=True, min_holds=3,
+    project_names=("production", "analytics", "development"),
+    cluster_names=(
+        "prod-orders", "prod-billing", "prod-users", "prod-catalog", "analytics-events",
+        "analytics-warehouse", "analytics-clickstream", "dev-sandbox", "staging-orders",
+        "qa-regression",
+    ),
+)  # fmt: skip
+BENCH = FleetShape(projects=20, clusters=2000)
+
+
+def add_months(when: datetime, months: int) -> datetime:
+    """``when`` plus calendar months, the day clamped to the length of the target month."""
+    year, month0 = divmod(when.year * 12 + when.month - 1 + months, 12)
+    day = min(when.day, calendar.monthrange(year, month0 + 1)[1])
+    return when.replace(year=year, month=month0 + 1, day=day)
+
+
+Row = tuple[int, datetime, datetime | None]  # epoch seconds, created, expires
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The schedule's ticks for one ``now`` and 6-hourly retention; shared by all its clusters."""
+
+    alive: list[Row]  # newest first
+    expired: list[tuple[int, datetime]]  # most recently expired first
+
+
+def _plan(now: datetime, days: int) -> _Plan:
+    last = int(now.timestamp()) // TICK * TICK
+    # Older than this only monthly ticks can live; the 2 extra days find the recently expired.
+    horizon = last - (max(days, 28) + 2) * DAY
+    alive: list[Row] = []
+    expired: list[tuple[datetime, int, datetime]] = []
+
+    def visit(epoch: int) -> None:
+        created = datetime.fromtimestamp(epoch, UTC)
+        keep = days * DAY
+        if epoch % DAY == 0:  # 1970-01-01 was a Thursday, so Sundays are (days + 3) % 7 == 6
+            keep = max(keep, 28 * DAY if (epoch // DAY + 3) % 7 == 6 else 7 * DAY)
+        expires = created + timedelta(seconds=keep)
+        if epoch % DAY == 0 and created.day == 1:
+            expires = max(expires, add_months(created, 13))
+        if expires > now:
+            alive.append((epoch, created, expires))
+        else:
+            expired.append((expires, epoch, created))
+
+    for epoch in range(last, horizon, -TICK):
+        visit(epoch)
+    month = datetime.fromtimestamp(horizon, UTC).replace(day=1, hour=0)
+    for epoch in (int(add_months(month, -back).timestamp()) for back in range(16)):
+        if epoch <= horizon:
+            visit(epoch)
+    expired.sort(reverse=True)
+    return _Plan(alive, [(epoch, created) for _, epoch, created in expired])
+
+
+class FleetBuilder:
+    """Builds one fleet from one random generator, so the call order fixes every value."""
+
+    def __init__(self, seed: int, now: datetime, base_url: str) -> None:
+        self.rng = random.Random(seed)  # noqa: S311 - repeatable on purpose, not a secret
+        self.now, self.base_url, self.fleet = to_utc(now), base_url.rstrip("/"), Fleet()
+        self.seen: set[str] = set()
+        self.shards: dict[str, list[SimCluster]] = {}
+        self.plans: dict[int, _Plan] = {}
+
+    def new_id(self, epoch: int | None = None) -> str:
+        if epoch is None:
+            epoch = int(self.now.timestamp()) - self.rng.randint(30 * DAY, 900 * DAY)
+        while True:
+            new = f"{epoch & 0xFFFFFFFF:08x}{self.rng.getrandbits(64):016x}"
+            if new not in self.seen:
+                self.seen.add(new)
+                return new
+
+    def link(self, *segments: str) -> dict[str, str]:
+        path = "/".join(quote(s, safe="") for s in segments)
+        return {"href": f"{self.base_url}/{path}", "rel": "self"}
+
+    def ago(self, seconds: int) -> str:
+        return format_timestamp(self.now - timedelta(seconds=seconds))
+
+    def project(self, name: str, pid: str | None = None) -> SimProject:
+        project = SimProject(pid or self.new_id(), name)
+        self.fleet.projects[project.id] = project
+        return project
+
+    def cluster(
+        self, project: SimProject, name: str, shards: list[str] | None, cid: str | None = None,
+        rs_name: str | None = None,
+    ) -> SimCluster:  # fmt: skip
+        """A cluster; a sharded one also lists each shard as a replica-set cluster."""
+        kind = "REPLICA_SET" if shards is None else "SHARDED_REPLICA_SET"
+        rs = None if shards is not None else rs_name or name
+        cluster = SimCluster(cid or self.new_id(), project.id, name, kind, rs)
+        cluster.shard_names = list(shards or [])
+        project.clusters[cluster.id] = cluster
+        entries = [
+            SimCluster(self.new_id(), project.id, s, replica_set_name=s, shard_name=s)
+            for s in cluster.shard_names
+        ]
+        project.clusters.update((e.id, e) for e in entries)
+        self.shards[cluster.id] = entries
+        return cluster
+
+    def missing_shard(self, cluster: SimCluster, created: datetime, shard: str | None = None) -> (
+        dict[str, Any]
+    ):  # fmt: skip
+        entries = self.shards[cluster.id]
+        entry = next((e for e in entries if e.shard_name == shard), None)
+        entry = entry or self.rng.choice(entries)
+        heartbeat = created - timedelta(minutes=self.rng.randint(7, 240))
+        return {
+            "id": entry.id, "groupId": entry.group_id, "typeName": "REPLICA_SET",
+            "clusterName": entry.name, "shardName": entry.shard_name,
+            "replicaSetName": entry.replica_set_name, "lastHeartbeat": format_timestamp(heartbeat),
+            "links": [self.link("groups", entry.group_id, "clusters", entry.id)],
+        }  # fmt: skip
+
+    def plan(self, days: int) -> _Plan:
+        if days not in self.plans:
+            self.plans[days] = _plan(self.now, days)
+        return self.plans[days]
+
+    def days_for(self, target: int) -> int:
+        """A 6-hourly retention giving ``target`` snapshots or up to 2 more, before extras.
+
+        One more day adds at most 4 snapshots, so the result lands in [target - 1, target + 2];
+        the 0-2 awaiting deletion keep a cluster within target +- 5."""
+        days = 2
+        while len(self.plan(days).alive) < target - 1:
+            days += 1
+        return days
+
+    def history(self, cluster: SimCluster, days: int) -> None:
+        """Attach a generated history; per snapshot only id, hold and shard flags are drawn."""
+        rng, plan, now = self.rng, self.plan(days), self.now
+        rows = plan.alive
+        if rng.random() < 0.5:
+            late = [
+                (epoch, created, now - timedelta(seconds=rng.randint(1, 5 * HOUR)))
+                for epoch, created in plan.expired[: rng.randint(1, 2)]
+            ]
+            rows = sorted([*rows, *late], key=lambda row: row[0], reverse=True)
+        incomplete = rng.random() < 0.3
+        out: list[SimSnapshot] = []
+        for epoch, created, expires in rows:
+            snapshot = SimSnapshot(self.new_id(epoch), created, expires=expires)
+            if rng.random() < 0.01 and expires and expires > now:  # not those awaiting deletion
+                snapshot.do_not_delete, snapshot.expires = True, None
+            if cluster.sharded:
+                snapshot.possibly_inconsistent = rng.random() < 0.03
+                missing = rng.random() < 0.02
+                snapshot.missing_shards = [self.missing_shard(cluster, created)] if missing else []
+            out.append(snapshot)
+        if incomplete and out:
+            out[0].complete, out[0].do_not_delete, out[0].expires = False, False, None
+        # The rows are already newest first; inserting one by one would only cost time.
+        if cluster.snapshots:
+            for snapshot in out:
+                cluster.add(snapshot)
+        else:
+            cluster.snapshots, cluster.index = out, {s.id: s for s in out}
+
+    def config_server(self, project: SimProject, number: int) -> None:
+        host = SimHost(self.new_id(), project.id, f"cfg{number}.legacy.example.net", 27019)
+        midnight = int(self.now.timestamp()) // DAY * DAY
+        for epoch in range(midnight, midnight - self.rng.randint(12, 20) * DAY, -DAY):
+            created = datetime.fromtimestamp(epoch, UTC)
+            # A 7-day schedule; older snapshots predate it and were kept with no expiry.
+            expires: datetime | None = created + timedelta(days=7)
+            expires = expires if expires and expires > self.now else None
+            host.add(SimSnapshot(self.new_id(epoch), created, expires=expires))
+        project.hosts[host.id] = host
+
+    def alert(self, project: SimProject, given: dict[str, Any]) -> None:
+        """Store an alert in wire form, filling in the fields every alert has."""
+        aid = given.get("id") or self.new_id()
+        created = given.get("created") or self.ago(self.rng.randint(5 * 60, 3 * DAY))
+        project.alerts[aid] = {
+            "id": aid, "groupId": project.id, "alertConfigId": self.new_id(),
+            "created": created, "updated": given.get("resolved", created),
+            "links": [self.link("groups", project.id, "alerts", aid)], **given,
+        }  # fmt: skip
+
+    def standard_alerts(self, project: SimProject, hold: SimCluster | None) -> None:
+        """Hosts and the usual alert mix; ``hold`` gets the only OPEN hold-type alerts."""
+        sets = sorted(project.clusters.values(), key=lambda c: c.shard_name is not None)
+        names = [c.replica_set_name for c in sets if c.replica_set_name]  # shards last
+        hosts = [
+            SimHost(self.new_id(), project.id, f"{rs}-{n}.example.net", 27017, role, rs)
+            for rs in names[:2] for n, role in enumerate(("REPLICA_PRIMARY", "REPLICA_SECONDARY"))
+        ]  # fmt: skip
+        project.hosts.update((h.id, h) for h in hosts)
+        on = [{"hostId": h.id, "hostnameAndPort": f"{h.hostname}:{h.port}",
+               "replicaSetName": h.replica_set_name} for h in hosts[:1] + hosts[-1:]]  # fmt: skip
+        alerts: list[dict[str, Any]] = []
+        if hold is not None:
+            alerts += [
+                {"eventTypeName": "BAD_CLUSTERSHOTS", "clusterId": hold.id,
+                 "clusterName": hold.name},
+                {"eventTypeName": "RESYNC_REQUIRED", "replicaSetName": hold.replica_set_name,
+                 "sourceTypeName": "REPLICA_SET"},
+            ]  # fmt: skip
+        if on:
+            alerts += [
+                {"eventTypeName": "OUTSIDE_METRIC_THRESHOLD", "status": "TRACKING",
+                 "metricName": "CONNECTIONS", **on[0],
+                 "currentValue": {"number": float(self.rng.randint(800, 1500)), "units": "RAW"}},
+                {"eventTypeName": "HOST_DOWN", **on[1]},
+                {"eventTypeName": "OUTSIDE_METRIC_THRESHOLD", "metricName": "DB_STORAGE_TOTAL",
+                 "currentValue": {"number": 912.5, "units": "GIGABYTES"}, **on[0],
+                 "acknowledgedUntil": format_timestamp(self.now + timedelta(days=3)),
+                 "acknowledgementComment": "disk expansion scheduled",
+                 "acknowledgingUsername": "ops@example.net"},
+                {"eventTypeName": "OPLOG_BEHIND", "status": "CLOSED", "replicaSetName": names[-1],
+                 "sourceTypeName": "REPLICA_SET", "created": self.ago(2 * DAY),
+                 "resolved": self.ago(DAY)},
+            ]  # fmt: skip
+        for given in alerts:
+            self.alert(project, {"status": "OPEN", **given})
+
+    def top_up_holds(self, minimum: int) -> None:
+        snapshots = [s for c in self.fleet.clusters() for s in c.snapshots]
+        missing = minimum - sum(s.do_not_delete for s in snapshots)
+        if missing > 0:
+            free = [s for s in snapshots if s.complete and s.expires and s.expires > self.now]
+            for snapshot in self.rng.sample(free, missing):
+                snapshot.do_not_delete, snapshot.expires = True, None
+
+
+def generate(
+    shape: FleetShape, *, seed: int, now: datetime, base_url: str = DEFAULT_BASE_URL
+) -> Fleet:
+    """A generated fleet of the given shape (the presets are ``DEMO`` and ``BENCH``)."""
+    b = FleetBuilder(seed, now, base_url)
+    names = shape.project_names
+    projects = [b.project(names[j] if j < len(names) else f"project-{j:02d}")
+                for j in range(shape.projects)]  # fmt: skip
+    step = max(1, shape.clusters // shape.sharded) if shape.sharded else 0
+    legacy, hold = projects[0], None
+    for i in range(shape.clusters):
+        project = projects[i * shape.projects // shape.clusters]
+        name = shape.cluster_names[i] if i < len(shape.cluster_names) else f"rs-{i:04d}"
+        shards = None
+        if step and i % step == 0 and i // step < shape.sharded:
+            shards = [f"{name}-shard{k}" for k in range(b.rng.choice((2, 3)))]
+            legacy = project  # the legacy config servers join the last sharded setup
+        cluster = b.cluster(project, name, shards)
+        days = shape.six_hourly_days
+        b.history(cluster, days[i % len(days)] if days else b.days_for(shape.target_per_cluster))
+        if shape.hold_alert and hold is None and shards is None and project is projects[0]:
+            hold = cluster
+    for number in range(shape.config_servers):
+        b.config_server(legacy, number)
+    for project in projects:
+        b.standard_alerts(project, hold if hold and hold.group_id == project.id else None)
+    b.top_up_holds(shape.min_holds)
+    return b.fleet
+
+
+def build_fleet(
+    spec: str | Path, *, seed: int, now: datetime, base_url: str = DEFAULT_BASE_URL
+) -> Fleet:
+    """The fleet named by ``spec``: "demo", "bench", or a .yaml/.yml/.json fleet file."""
+    if spec == "demo":
+        return generate(DEMO, seed=seed, now=now, base_url=base_url)
+    if spec == "bench":
+        return generate(BENCH, seed=seed, now=now, base_url=base_url)
+    if Path(spec).suffix in {".yaml", ".yml", ".json"}:
+        # fleetfile builds on this module's builder, so it is imported here, not at the top.
+        from retention.simulator.fleetfile import load_fleet_file  # noqa: PLC0415
+
+        return load_fleet_file(spec, seed=seed, now=now, base_url=base_url)
+    raise ValueError(f"unknown fleet {str(spec)!r}: use demo, bench or a .yaml/.yml/.json file")

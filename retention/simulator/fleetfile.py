@@ -1,0 +1,282 @@
+"""Fleet files: hand-written scenarios for the simulator, validated all at once.
+
+A fleet file (YAML, or the same structure as JSON) describes a scenario by hand. Unknown keys
+are errors, and every problem is reported at once in one ``FleetFileError``. Times are
+absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+2d"):
+
+    projects:
+      - id: "5e2211c17a3e5a48f5497de3"          # optional, as are all other ids
+        name: demo
+        clusters:
+          - name: prod-rs0                       # type REPLICA_SET by default
+            generate: {six_hourly_days: 2}       # optional: a generated history
+            snapshots:                           # optional: added to any generated ones
+              - {id: s1, created: "now-6h", expires: "now+2d"}
+              - {id: s2, created: "now-3d", doNotDelete: true}
+              - {id: s3, created: "now-1h", complete: false}
+          - name: prod-sh
+            type: SHARDED_REPLICA_SET
+            shards: [prod-sh-shard0, prod-sh-shard1]
+            snapshots:
+              - {id: s4, created: "2026-01-01T00:00:00Z", expires: "now+30d",
+                 isPossiblyInconsistent: true, missingShards: [prod-sh-shard1]}
+        hosts:
+          - {hostname: cfg0.example.net, port: 27019, typeName: SHARD_CONFIG,
+             snapshots: [{id: c1, created: "now-1d", expires: "now+6d"}]}
+        alerts:                                  # any fields of the spec's Alert resource
+          - {eventTypeName: BAD_CLUSTERSHOTS, status: OPEN, clusterName: prod-rs0}
+          - {eventTypeName: OPLOG_BEHIND, status: CLOSED, replicaSetName: prod-rs0,
+             created: "now-2d", resolved: "now-1d"}
+
+``missingShards`` lists shard names; the API's missing-shard documents are filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal, NotRequired
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    with_config,
+)
+from pydantic.alias_generators import to_camel
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
+from retention.simulator.fleet import DEFAULT_BASE_URL, FleetBuilder
+from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
+from retention.timestamps import format_timestamp, parse_timestamp, to_utc
+
+
+class FleetFileError(ValueError):
+    """A fleet file that cannot be used; one line per problem, each naming file and field."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.path, self.problems = path, problems
+        super().__init__("\n".join(f"{path}: {problem}" for problem in problems))
+
+
+_RELATIVE = re.compile(r"now(?:([+-])(\d+)([hd]))?")
+
+
+def _when(value: Any, info: ValidationInfo) -> datetime:
+    """A fleet-file time: a timestamp, or now with an optional offset in hours or days."""
+    if isinstance(value, datetime):  # YAML turns unquoted timestamps into datetimes
+        return to_utc(value)
+    match = _RELATIVE.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match and isinstance(info.context, dict):
+        sign, amount, unit = match.groups()
+        offset = timedelta(hours=int(amount or 0) * (24 if unit == "d" else 1))
+        now: datetime = info.context["now"]
+        return now - offset if sign == "-" else now + offset
+    try:
+        return parse_timestamp(value)
+    except (ValueError, AttributeError):
+        raise ValueError("not a timestamp (2026-11-20T00:00:00Z, now, now+Nh, now-Nd)") from None
+
+
+When = Annotated[datetime, BeforeValidator(_when)]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel)
+
+
+class _Snapshot(_Spec):
+    id: str | None = None
+    created: When
+    expires: When | None = None
+    increment: int = 1
+    do_not_delete: bool = False
+    complete: bool = True
+    is_possibly_inconsistent: bool | None = None
+    missing_shards: list[str] | None = None
+
+
+class _Generate(_Spec):
+    six_hourly_days: int = Field(default=2, ge=1, le=400, alias="six_hourly_days")
+
+
+class _Cluster(_Spec):
+    id: str | None = None
+    name: str = Field(min_length=1)
+    type: Literal["REPLICA_SET", "SHARDED_REPLICA_SET"] = "REPLICA_SET"
+    replica_set_name: str | None = None
+    shards: list[str] | None = None
+    generate: _Generate | None = None
+    snapshots: list[_Snapshot] = []
+
+
+class _Host(_Spec):
+    id: str | None = None
+    hostname: str
+    port: int = 27019
+    type_name: str = "SHARD_CONFIG"
+    replica_set_name: str | None = None
+    snapshots: list[_Snapshot] = []
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _Link(TypedDict):
+    href: str
+    rel: str
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _Value(TypedDict):
+    number: float
+    units: str
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _Alert(TypedDict):
+    """The spec's Alert resource, keys exactly as on the wire."""
+
+    eventTypeName: str
+    status: Literal["TRACKING", "OPEN", "CLOSED", "CANCELLED"]
+    id: NotRequired[str]
+    groupId: NotRequired[str]
+    alertConfigId: NotRequired[str]
+    created: NotRequired[When]
+    updated: NotRequired[When]
+    tags: NotRequired[list[str]]
+    links: NotRequired[list[_Link]]
+    acknowledgedUntil: NotRequired[When]
+    acknowledgementComment: NotRequired[str]
+    acknowledgingUsername: NotRequired[str]
+    clusterId: NotRequired[str]
+    clusterName: NotRequired[str]
+    currentValue: NotRequired[_Value]
+    hostId: NotRequired[str]
+    hostnameAndPort: NotRequired[str]
+    lastNotified: NotRequired[When]
+    metricName: NotRequired[str]
+    replicaSetName: NotRequired[str]
+    resolved: NotRequired[When]
+    sourceTypeName: NotRequired[str]
+    humanReadable: NotRequired[str]
+    typeName: NotRequired[str]
+
+
+class _Project(_Spec):
+    id: str | None = None
+    name: str
+    clusters: list[_Cluster] = []
+    hosts: list[_Host] = []
+    alerts: list[_Alert] = []
+
+
+class _FleetFile(_Spec):
+    projects: list[_Project] = Field(min_length=1)
+
+
+def _items(parent: Any, key: str) -> list[tuple[int, dict[str, Any]]]:
+    children = parent.get(key) if isinstance(parent, dict) else None
+    return [(i, c) for i, c in enumerate(children or []) if isinstance(c, dict)]
+
+
+def _rule_errors(data: Any) -> list[str]:
+    """Rules across fields, checked on the raw data so they are reported with schema errors."""
+    errors: list[str] = []
+    first: dict[str, str] = {}
+    owners = [
+        (f"projects.{p}.{kind}.{o}", owner.get("type") == "SHARDED_REPLICA_SET", owner)
+        for p, project in _items(data, "projects")
+        for kind in ("clusters", "hosts")
+        for o, owner in _items(project, kind)
+    ]
+    for path, sharded, owner in owners:
+        if "shards" in owner and not sharded:
+            errors.append(f"{path}.shards: only for SHARDED_REPLICA_SET clusters")
+        for s, raw in _items(owner, "snapshots"):
+            where, sid = f"{path}.snapshots.{s}", raw.get("id")
+            if isinstance(sid, str) and sid in first:
+                errors.append(f"{where}.id: duplicate snapshot id {sid!r} (first at {first[sid]})")
+            elif isinstance(sid, str):
+                first[sid] = where
+            errors += [
+                f"{where}.{key}: only for snapshots of sharded clusters"
+                for key in ("isPossiblyInconsistent", "missingShards")
+                if key in raw and not sharded
+            ]
+            if raw.get("doNotDelete") is True and raw.get("expires") is not None:
+                errors.append(f"{where}.expires: not allowed with doNotDelete true")
+    return errors
+
+
+def _parse_file(path: Path, now: datetime) -> _FleetFile:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise FleetFileError(str(path), [f"cannot read: {exc}"]) from None
+    problems: list[str] = []
+    try:
+        spec = _FleetFile.model_validate(data, context={"now": now})
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+    problems += _rule_errors(data)
+    if problems:
+        raise FleetFileError(str(path), problems)
+    return spec
+
+
+def load_fleet_file(
+    path: str | Path, *, seed: int, now: datetime, base_url: str = DEFAULT_BASE_URL
+) -> Fleet:
+    """A fleet from a YAML or JSON fleet file; raises FleetFileError listing every problem."""
+    b = FleetBuilder(seed, now, base_url)
+    spec = _parse_file(Path(path), b.now)
+    for p in spec.projects:  # explicit ids first, so that no generated id can take one
+        owners: list[_Cluster | _Host] = [*p.clusters, *p.hosts]
+        b.seen.update(x.id for x in [p, *owners] if x.id)
+        b.seen.update(s.id for x in owners for s in x.snapshots if s.id)
+    for p in spec.projects:
+        project = b.project(p.name, p.id)
+        for c in p.clusters:
+            sharded = c.type == "SHARDED_REPLICA_SET"
+            shards = (c.shards or [f"{c.name}-shard{k}" for k in range(2)]) if sharded else None
+            cluster = b.cluster(project, c.name, shards, c.id, c.replica_set_name)
+            if c.generate:
+                b.history(cluster, c.generate.six_hourly_days)
+            for s in c.snapshots:
+                cluster.add(_snapshot(b, s, cluster))
+        for h in p.hosts:
+            host = SimHost(h.id or b.new_id(), project.id, h.hostname, h.port, h.type_name)
+            host.replica_set_name = h.replica_set_name
+            for s in h.snapshots:
+                host.add(_snapshot(b, s, None))
+            project.hosts[host.id] = host
+        by_name = {c.name: c.id for c in project.clusters.values()}
+        for alert in p.alerts:
+            given: dict[str, Any] = {
+                k: format_timestamp(v) if isinstance(v, datetime) else v for k, v in alert.items()
+            }
+            if given.get("clusterName") in by_name:
+                given.setdefault("clusterId", by_name[given["clusterName"]])
+            b.alert(project, given)
+    return b.fleet
+
+
+def _snapshot(b: FleetBuilder, s: _Snapshot, cluster: SimCluster | None) -> SimSnapshot:
+    snapshot = SimSnapshot(
+        s.id or b.new_id(int(s.created.timestamp())), s.created, s.increment, s.complete,
+        s.do_not_delete, s.expires,
+    )  # fmt: skip
+    if cluster is not None and cluster.sharded:
+        snapshot.possibly_inconsistent = bool(s.is_possibly_inconsistent)
+        missing = s.missing_shards or []
+        snapshot.missing_shards = [b.missing_shard(cluster, s.created, m) for m in missing]
+    return snapshot

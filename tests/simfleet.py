@@ -1,0 +1,124 @@
+"""A small, exact fleet for simulator tests, built from the store classes (no generator)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from retention.api import OpsManagerClient
+from retention.simulator.server import Simulator, SimulatorConfig
+from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
+from tests.conftest import FAST_RETRY, credentials
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+P = "5e2211c17a3e5a48f5497de3"
+BIG = "5e4e593f70dfbf1e2f6e1d30"  # replica set with 1,234 snapshots
+SMALL = "5e4e593f70dfbf1e2f6e1d31"  # replica set with one of each kind of snapshot
+SHARDED = "5e4e593f70dfbf1e2f6e1d32"
+SHARD0 = "5e4e593f70dfbf1e2f6e1d33"
+CFG = "5e4e593f70dfbf1e2f6e1d40"  # legacy mirrored config server
+KEY = "sim-secret-key"
+
+
+def small_fleet(now: datetime = NOW) -> Fleet:
+    """One project: a big cluster, a small one with every state, a sharded one, a config server."""
+    project = SimProject(P, "test-project")
+    big = SimCluster(BIG, P, "prod-big", replica_set_name="rs-big")
+    for i in range(1234):
+        created = now - timedelta(hours=6 * (i + 1))
+        big.add(SimSnapshot(f"big{i:04d}", created, expires=created + timedelta(days=400)))
+    small = SimCluster(SMALL, P, "prod-small", replica_set_name="rs-small")
+    small.add(SimSnapshot("running", now - timedelta(minutes=5), complete=False))
+    small.add(SimSnapshot("fresh", now - timedelta(hours=6), expires=now + timedelta(days=2)))
+    small.add(SimSnapshot("held", now - timedelta(days=3), do_not_delete=True))
+    small.add(SimSnapshot("doomed", now - timedelta(days=9), expires=now - timedelta(hours=1)))
+    small.add(SimSnapshot("noexpiry", now - timedelta(days=20)))
+    sharded = SimCluster(
+        SHARDED, P, "prod-sharded", type_name="SHARDED_REPLICA_SET", shard_names=["sh0", "sh1"]
+    )
+    sharded.add(
+        SimSnapshot(
+            "shard-ok",
+            now - timedelta(hours=6),
+            expires=now + timedelta(days=2),
+            possibly_inconsistent=False,
+            missing_shards=[],
+        )
+    )
+    sharded.add(
+        SimSnapshot(
+            "shard-bad",
+            now - timedelta(hours=12),
+            expires=now + timedelta(days=2),
+            possibly_inconsistent=True,
+            missing_shards=[
+                {
+                    "id": SHARD0,
+                    "groupId": P,
+                    "typeName": "REPLICA_SET",
+                    "clusterName": "prod-sharded",
+                    "shardName": "sh0",
+                    "replicaSetName": "sh0",
+                    "lastHeartbeat": "2026-11-21T05:00:00Z",
+                    "links": [],
+                }
+            ],
+        )
+    )
+    shard0 = SimCluster(SHARD0, P, "prod-sharded", shard_name="sh0", replica_set_name="sh0")
+    cfg = SimHost(CFG, P, "cfg0.legacy.example.net")
+    for i in range(3):
+        created = now - timedelta(days=i + 1)
+        cfg.add(SimSnapshot(f"cfg{i}", created, expires=created + timedelta(days=7)))
+    replica = SimHost("5e4e593f70dfbf1e2f6e1d41", P, "db0.example.net", 27017, "REPLICA_PRIMARY")
+    for cluster in (big, small, sharded, shard0):
+        project.clusters[cluster.id] = cluster
+    project.hosts = {cfg.id: cfg, replica.id: replica}
+    project.alerts = {
+        "a-open": alert("a-open", "BAD_CLUSTERSHOTS", "OPEN", "2026-11-21T10:00:00Z",
+                        clusterId=SMALL, clusterName="prod-small"),
+        "a-closed": alert("a-closed", "OPLOG_BEHIND", "CLOSED", "2026-11-20T10:00:00Z",
+                          replicaSetName="rs-big", resolved="2026-11-20T11:00:00Z"),
+        "a-tracking": alert("a-tracking", "OUTSIDE_METRIC_THRESHOLD", "TRACKING",
+                            "2026-11-21T11:00:00Z", metricName="CONNECTIONS",
+                            currentValue={"number": 812.0, "units": "RAW"}),
+    }  # fmt: skip
+    return Fleet({P: project})
+
+
+def alert(
+    alert_id: str, event: str, status: str, created: str, **fields: object
+) -> dict[str, object]:
+    """An alert in wire form."""
+    return {
+        "id": alert_id,
+        "groupId": P,
+        "alertConfigId": "cfg-" + alert_id,
+        "eventTypeName": event,
+        "status": status,
+        "created": created,
+        "updated": created,
+        "links": [{"href": f"http://sim/groups/{P}/alerts/{alert_id}", "rel": "self"}],
+        **fields,
+    }
+
+
+@contextmanager
+def running(**options: object) -> Iterator[Simulator]:
+    """A simulator on a free port serving small_fleet() with the clock frozen at NOW."""
+    config = SimulatorConfig(
+        public_key=credentials().public_key,
+        private_key=KEY,
+        now=NOW,
+        frozen=True,
+        **options,  # type: ignore[arg-type]
+    )
+    with Simulator(config, fleet_factory=lambda _now: small_fleet()) as sim:
+        yield sim
+
+
+def client_for(sim: Simulator, **options: object) -> OpsManagerClient:
+    """Our client, pointed at the simulator with its credentials."""
+    options.setdefault("retry", FAST_RETRY)
+    return OpsManagerClient(sim.base_url, credentials(KEY), **options)  # type: ignore[arg-type]
