@@ -1,0 +1,1 @@
+"""Policies: the policy language, loading and validation, and the pure keep-rule engine."""
