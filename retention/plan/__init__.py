@@ -1,0 +1,1 @@
+"""The decision model: snapshots, policies, alerts and now in; a plan out (pure)."""

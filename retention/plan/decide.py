@@ -1,0 +1,277 @@
+"""The decision model of DESIGN.md section 5: one cluster's snapshots, the policies that
+match it, its open alerts and ``now`` in; a decision per snapshot out. Pure: no I/O, no clock.
+
+    snapshot                                  decision                 PATCH body
+    complete: false                           skip (incomplete)        none
+    expires <= now, not protected             skip (awaiting deletion) none
+    possibly inconsistent / missing shards    not counted; unchanged unless inconsistent: expire
+    in protect, not yet protected             protect                  {"doNotDelete": true}
+    kept, expires sooner than R(s)            extend                   {"expires": W(s)}
+    kept, expires >= R(s) or none             unchanged (never shortened)
+    unkept, expires later than now+grace/none shorten / delete         {"expires": now + grace}
+    unkept, already expiring sooner           unchanged
+    protected, not in protect                 unchanged (manual hold) unless release_protection:
+                                              {"doNotDelete": false, "expires": W(s) or now+grace}
+
+Then the safety gates: min_keep turns the newest unkept snapshots back into kept ones;
+max_expire_fraction, matching OPEN alerts and a failed walk hold every destructive change of
+the cluster (protect and extend still go ahead). Config-server decisions are advisory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from retention.api.models import SnapshotPatch
+from retention.plan.horizon import horizon, required_and_written
+from retention.plan.model import (
+    Alert,
+    ClusterPlan,
+    Decision,
+    Hold,
+    PolicyLike,
+    SnapshotView,
+    Target,
+)
+from retention.policy.engine import Item, evaluate
+from retention.timestamps import ceil_to_second, format_timestamp
+
+
+@dataclass(frozen=True)
+class Merged:
+    """Several matching policies as one: the most retentive setting of each wins."""
+
+    grace_until: datetime
+    grace_is_zero: bool
+    min_keep: int
+    max_expire_fraction: float
+    hold_on_alerts: frozenset[str]
+    release_protection: bool
+    expire_inconsistent: bool
+
+    @classmethod
+    def of(cls, policies: Sequence[PolicyLike], now: datetime) -> Merged:
+        """Largest grace and min_keep, smallest fraction, union of alert types; release
+        protection and expire inconsistent snapshots only if every policy says so."""
+        return cls(
+            grace_until=ceil_to_second(max(p.grace.after(now, UTC) for p in policies)),
+            grace_is_zero=all(p.grace.zero for p in policies),
+            min_keep=max(p.min_keep for p in policies),
+            max_expire_fraction=min(p.max_expire_fraction for p in policies),
+            hold_on_alerts=frozenset().union(*(p.hold_on_alerts for p in policies)),
+            release_protection=all(p.release_protection for p in policies),
+            expire_inconsistent=all(p.inconsistent == "expire" for p in policies),
+        )
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every decision of one cluster shares."""
+
+    merged: Merged
+    now: datetime
+    lease_for: timedelta
+
+
+@dataclass
+class _Verdicts:
+    """What the policies said about the counted snapshots."""
+
+    kept: dict[str, list[str]]
+    protected: dict[str, list[str]]
+    horizons: dict[str, datetime | None]
+    policies: dict[str, set[str]]
+
+
+def decide(
+    target: Target,
+    snapshots: Sequence[SnapshotView],
+    policies: Sequence[PolicyLike],
+    alerts: Sequence[Alert],
+    *,
+    now: datetime,
+    lease_for: timedelta,
+    walk_error: str | None = None,
+) -> ClusterPlan:
+    """Decide every snapshot of one cluster (or config server). See the module docstring."""
+    ordered = sorted(snapshots, key=lambda s: (s.created, s.id), reverse=True)
+    plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
+    if walk_error:
+        plan.errors.append(walk_error)
+    if not policies:
+        plan.decisions = [
+            Decision(s, "unmatched", reasons=["no policy matches this cluster"]) for s in ordered
+        ]
+        return plan
+    merged = Merged.of(policies, now)
+    counted = [s for s in ordered if s.complete and not _awaiting(s, now) and s.consistent]
+    verdicts = _evaluate(counted, policies, now)
+    ctx = _Context(merged, now, lease_for)
+    for snapshot in ordered:
+        plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
+    _min_keep(plan, ctx)
+    _hold(plan, merged, alerts, walk_error)
+    if target.kind == "config-server":
+        for decision in plan.decisions:
+            decision.advisory = decision.action != "none"
+    return plan
+
+
+def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
+    return not snapshot.do_not_delete and snapshot.expires is not None and snapshot.expires <= now
+
+
+def _evaluate(
+    counted: list[SnapshotView], policies: Sequence[PolicyLike], now: datetime
+) -> _Verdicts:
+    verdicts = _Verdicts({}, {}, {}, {})
+    items = [Item(s.id, s.created) for s in counted]
+    created = {s.id: s.created for s in counted}
+    for policy in sorted(policies, key=lambda p: p.name):
+        rules = ((policy.keep_spec(), verdicts.kept), (policy.protect_spec(), verdicts.protected))
+        for spec, into in rules:
+            if spec is None or spec.empty:
+                continue
+            result = evaluate(items, spec, now, policy.zone)
+            for item in result.keep:
+                reason = result.reasons[item.id]
+                into.setdefault(item.id, []).extend(f"{policy.name}: {t}" for t in reason.texts)
+                verdicts.policies.setdefault(item.id, set()).add(policy.name)
+                if into is verdicts.kept:
+                    ends = [horizon(m, created[item.id], policy.zone) for m in reason.matches]
+                    known = [e for e in ends if e is not None]
+                    best = verdicts.horizons.get(item.id)
+                    if known:
+                        verdicts.horizons[item.id] = max([*known, *([best] if best else [])])
+                    else:
+                        verdicts.horizons.setdefault(item.id, None)
+    return verdicts
+
+
+def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # noqa: PLR0911
+    # One return per row of the table in the module docstring.
+    merged, now = ctx.merged, ctx.now
+    if not s.complete:
+        return Decision(s, "incomplete", reasons=["still being created: not counted, not touched"])
+    if _awaiting(s, now):
+        assert s.expires is not None  # noqa: S101 - _awaiting checked it
+        return Decision(
+            s,
+            "awaiting-deletion",
+            reasons=[f"expired at {format_timestamp(s.expires)}; the API forbids editing it"],
+        )
+    if not s.consistent:
+        if not merged.expire_inconsistent:
+            note = "possibly inconsistent or missing shards: not counted"
+            return Decision(s, "inconsistent", reasons=[note])
+        return _unkept(s, merged, ["possibly inconsistent or missing shards; inconsistent: expire"])
+    policies = sorted(v.policies.get(s.id, set()))
+    if s.id in v.protected:
+        reasons = v.protected[s.id] + v.kept.get(s.id, [])
+        if s.do_not_delete:
+            return Decision(s, "protected", reasons=reasons, policies=policies)
+        return Decision(s, "protected", "protect", reasons, policies, patch=SnapshotPatch.protect())
+    if s.do_not_delete:
+        return _held_manually(s, v, ctx, policies)
+    if s.id in v.kept:
+        return _kept(s, v.kept[s.id], v.horizons.get(s.id), ctx, policies)
+    return _unkept(s, merged, ["no keep rule matches"])
+
+
+def _kept(
+    s: SnapshotView,
+    reasons: list[str],
+    horizon_at: datetime | None,
+    ctx: _Context,
+    policies: list[str],
+) -> Decision:
+    required, written = required_and_written(horizon_at, ctx.now, ctx.lease_for)
+    # Nothing written may be earlier than now + grace (invariant 4), kept or not.
+    grace_until = ctx.merged.grace_until
+    required, written = max(required, grace_until), max(written, grace_until)
+    if s.expires is None or s.expires >= required:
+        return Decision(s, "kept", reasons=reasons, policies=policies, expires_after=s.expires)
+    return Decision(
+        s, "kept", "extend", reasons, policies, expires_after=written,
+        patch=SnapshotPatch.expire_at(written),
+    )  # fmt: skip
+
+
+def _unkept(s: SnapshotView, merged: Merged, reasons: list[str]) -> Decision:
+    until = merged.grace_until
+    if s.expires is not None and s.expires <= until:
+        already = f"already expires at {format_timestamp(s.expires)}, within the grace period"
+        return Decision(s, "unkept", reasons=[*reasons, already], expires_after=s.expires)
+    return Decision(
+        s,
+        "unkept",
+        "delete" if merged.grace_is_zero else "shorten",
+        reasons,
+        expires_after=until,
+        patch=SnapshotPatch.expire_at(until),
+    )
+
+
+def _held_manually(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[str]) -> Decision:
+    merged = ctx.merged
+    if not merged.release_protection:
+        note = "doNotDelete was set outside these policies; release_protection is off"
+        return Decision(s, "manual-hold", reasons=[*v.kept.get(s.id, []), note], policies=policies)
+    if s.id in v.kept:
+        _, written = required_and_written(v.horizons.get(s.id), ctx.now, ctx.lease_for)
+        written = max(written, merged.grace_until)
+        reasons = [*v.kept[s.id], "release_protection: hold lifted, expiry set"]
+        return Decision(
+            s, "kept", "release", reasons, policies, expires_after=written,
+            patch=SnapshotPatch.release(written),
+        )  # fmt: skip
+    return Decision(
+        s, "unkept", "release", ["no keep rule matches", "release_protection: hold lifted"],
+        expires_after=merged.grace_until, patch=SnapshotPatch.release(merged.grace_until),
+    )  # fmt: skip
+
+
+def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
+    """Keep the newest unkept, counted snapshots until min_keep survive (or all there are)."""
+    survivors = sum(d.state in ("kept", "protected", "manual-hold") for d in plan.decisions)
+    missing = ctx.merged.min_keep - survivors
+    for i, d in enumerate(plan.decisions):
+        if missing <= 0:
+            break
+        if d.state == "unkept" and d.snapshot.consistent and d.action != "release":
+            plan.decisions[i] = _kept(d.snapshot, ["safety:min_keep"], None, ctx, [])
+            missing -= 1
+
+
+def _hold(
+    plan: ClusterPlan, merged: Merged, alerts: Sequence[Alert], walk_error: str | None
+) -> None:
+    """Hold every destructive change of the cluster when a gate says so."""
+    destructive = [d for d in plan.decisions if d.destructive]
+    if not destructive:
+        return
+    holds: list[Hold] = []
+    if walk_error:
+        holds.append(Hold("walk", f"the snapshot walk failed: {walk_error}"))
+    for alert in sorted(alerts, key=lambda a: a.id):
+        if alert.event_type in merged.hold_on_alerts and alert.names(plan.target):
+            holds.append(
+                Hold("alert", f"OPEN alert {alert.event_type} ({alert.id})", alert_id=alert.id)
+            )
+    counted = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
+    share = len(destructive) / counted if counted else 1.0
+    if share > merged.max_expire_fraction:
+        holds.append(
+            Hold(
+                "max_expire_fraction",
+                f"{len(destructive)} of {counted} snapshots would expire ({share:.0%}), "
+                f"more than max_expire_fraction {merged.max_expire_fraction:g}",
+            )
+        )
+    if holds:
+        plan.holds.extend(holds)
+        text = "; ".join(h.reason for h in holds)
+        for decision in destructive:
+            decision.held = text

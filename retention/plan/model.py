@@ -1,0 +1,176 @@
+"""The planner's vocabulary: what it reads of a snapshot, what it decides, what it sends.
+
+A ``Decision`` exists for every snapshot (it streams to decisions.jsonl); a ``Change`` only
+for the PATCHes a plan will send. ``state`` says what the snapshot is to the policy, and
+``action`` what the plan does about it (DESIGN.md section 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from retention.api.models import ConfigServerSnapshot, Snapshot, SnapshotPatch
+from retention.policy.duration import RetentionDuration
+from retention.policy.engine import KeepSpec
+from retention.timestamps import format_timestamp
+
+Kind = Literal["cluster", "config-server"]
+State = Literal[
+    "incomplete",  # still being created: never counted, never touched
+    "awaiting-deletion",  # expiry passed: the API forbids editing it
+    "inconsistent",  # possibly inconsistent or missing shards: not counted
+    "unmatched",  # no policy matches its cluster: never changed
+    "protected",  # a protect rule holds it (doNotDelete)
+    "manual-hold",  # doNotDelete set by someone else, no protect rule for it
+    "kept",  # a keep rule (or a safety gate) keeps it
+    "unkept",  # no rule keeps it: it expires after the grace period
+]
+Action = Literal["none", "protect", "extend", "shorten", "delete", "release"]
+
+
+class PolicyLike(Protocol):
+    """What the planner needs of a policy (retention.policy.model.Policy provides it)."""
+
+    name: str
+    release_protection: bool
+    grace: RetentionDuration
+    inconsistent: str
+
+    @property
+    def zone(self) -> Any: ...
+
+    def keep_spec(self) -> KeepSpec | None: ...
+
+    def protect_spec(self) -> KeepSpec | None: ...
+
+    @property
+    def min_keep(self) -> int: ...
+
+    @property
+    def max_expire_fraction(self) -> float: ...
+
+    @property
+    def hold_on_alerts(self) -> frozenset[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotView:
+    """The fields of a snapshot the planner reads (cluster or config-server)."""
+
+    id: str
+    created: datetime
+    complete: bool
+    do_not_delete: bool
+    expires: datetime | None
+    consistent: bool = True
+
+    @classmethod
+    def of(cls, snapshot: Snapshot | ConfigServerSnapshot) -> SnapshotView:
+        """The view of an API snapshot."""
+        return cls(
+            snapshot.id,
+            snapshot.created.date,
+            snapshot.complete,
+            snapshot.do_not_delete,
+            None if snapshot.do_not_delete else snapshot.expires,
+            snapshot.is_consistent,
+        )
+
+    def observed(self) -> dict[str, Any]:
+        """doNotDelete and expires as observed, for compare-and-swap at apply time."""
+        return {
+            "doNotDelete": self.do_not_delete,
+            "expires": format_timestamp(self.expires) if self.expires else None,
+        }
+
+
+@dataclass(frozen=True)
+class Target:
+    """A cluster or a legacy config server of a project, with the names alerts may use."""
+
+    project_id: str
+    cluster_id: str
+    name: str
+    kind: Kind = "cluster"
+    replica_set_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Alert:
+    """An OPEN alert that may hold a cluster's destructive changes."""
+
+    id: str
+    event_type: str
+    cluster_id: str | None = None
+    cluster_name: str | None = None
+    replica_set_name: str | None = None
+
+    def names(self, target: Target) -> bool:
+        """True when the alert names the target by id, cluster name or replica-set name."""
+        return (
+            (self.cluster_id is not None and self.cluster_id == target.cluster_id)
+            or (self.cluster_name is not None and self.cluster_name == target.name)
+            or (
+                self.replica_set_name is not None
+                and self.replica_set_name in (target.replica_set_name, target.name)
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why a cluster's destructive changes are held for a human."""
+
+    kind: Literal["alert", "max_expire_fraction", "walk"]
+    reason: str
+    alert_id: str | None = None
+
+
+@dataclass
+class Decision:
+    """What the plan decided for one snapshot, and why."""
+
+    snapshot: SnapshotView
+    state: State
+    action: Action = "none"
+    reasons: list[str] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+    expires_after: datetime | None = None
+    patch: SnapshotPatch | None = None
+    held: str | None = None
+    advisory: bool = False
+
+    @property
+    def destructive(self) -> bool:
+        """Shortening, deleting, or lifting a hold from a snapshot no rule keeps."""
+        return self.action in ("shorten", "delete") or (
+            self.action == "release" and self.state == "unkept"
+        )
+
+    @property
+    def sends(self) -> bool:
+        """True when a PATCH goes to the API for this decision."""
+        return self.patch is not None and self.held is None and not self.advisory
+
+
+@dataclass
+class ClusterPlan:
+    """The decisions for one cluster or config server, its holds and errors."""
+
+    target: Target
+    decisions: list[Decision] = field(default_factory=list)
+    holds: list[Hold] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Snapshots by state and by action (held and advisory ones counted apart)."""
+        out: dict[str, int] = {"snapshots": len(self.decisions)}
+        for d in self.decisions:
+            out[f"state:{d.state}"] = out.get(f"state:{d.state}", 0) + 1
+            if d.action != "none":
+                key = "held" if d.held else "advisory" if d.advisory else d.action
+                out[f"action:{key}"] = out.get(f"action:{key}", 0) + 1
+        return dict(sorted(out.items()))
