@@ -1,0 +1,213 @@
+"""The eight invariants of DESIGN.md section 5, checked with hypothesis over generated
+clusters: random creation times, states, policies, alerts, lease and now (500 examples each).
+Invariant 3 (dry runs send nothing) needs the executor and is tested there."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retention.plan.decide import Merged, decide
+from retention.plan.model import Alert, ClusterPlan, SnapshotView, Target
+from retention.policy.duration import RetentionDuration
+from retention.policy.engine import EveryRule, KeepSpec
+from tests.planning import HOLD_TYPES, TestPolicy, apply
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+EXAMPLES = settings(max_examples=500, deadline=None)
+
+durations = st.builds(
+    RetentionDuration,
+    years=st.just(0),
+    months=st.integers(0, 2),
+    days=st.integers(0, 20),
+    hours=st.integers(0, 48),
+)
+counts = st.sampled_from([0, 0, 1, 2, 3, 5, -1])
+keep_specs = st.builds(
+    KeepSpec,
+    last=counts,
+    hourly=counts,
+    daily=counts,
+    weekly=counts,
+    monthly=counts,
+    yearly=st.sampled_from([0, 1, 2]),
+    within=st.none() | durations,
+    within_daily=st.none() | durations,
+    every=st.lists(
+        st.builds(EveryRule, st.sampled_from(["0 0 * * 0", "0 0 1 * *", "0 */6 * * *"]), counts.filter(bool)),
+        max_size=1,
+    ).map(tuple),
+)
+protect_specs = st.none() | st.builds(
+    KeepSpec, monthly=st.sampled_from([0, 1, 2]), yearly=st.sampled_from([0, 1])
+)
+policies = st.builds(
+    TestPolicy,
+    name=st.sampled_from(["alpha", "beta"]),
+    keep=st.none() | keep_specs,
+    protect=protect_specs,
+    grace=st.sampled_from(
+        [RetentionDuration(), RetentionDuration(hours=1), RetentionDuration(hours=24), RetentionDuration(days=3)]
+    ),
+    release_protection=st.booleans(),
+    inconsistent=st.sampled_from(["ignore", "expire"]),
+    timezone=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York"]),
+    min_keep=st.integers(0, 4),
+    max_expire_fraction=st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+)
+
+
+@st.composite
+def snapshot_views(draw: st.DrawFn, index: int) -> SnapshotView:
+    """One snapshot in any state the API can report."""
+    created = NOW - timedelta(minutes=draw(st.integers(0, 400 * 24 * 60)))
+    dnd = draw(st.booleans().map(lambda b: b and draw(st.integers(0, 9)) == 0))
+    expires_kind = draw(st.sampled_from(["none", "past", "soon", "far"]))
+    offset = timedelta(minutes=draw(st.integers(1, 60 * 24 * 400)))
+    expires = {
+        "none": None,
+        "past": NOW - offset,
+        "soon": NOW + timedelta(minutes=draw(st.integers(0, 48 * 60))),
+        "far": NOW + offset,
+    }[expires_kind]
+    return SnapshotView(
+        id=f"s{index:03d}",
+        created=created,
+        complete=draw(st.integers(0, 15)) != 0,
+        do_not_delete=dnd,
+        expires=None if dnd else expires,
+        consistent=draw(st.integers(0, 12)) != 0,
+    )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[Target, list[SnapshotView], list[TestPolicy], list[Alert], timedelta]:
+    """A cluster (or config server), its snapshots, 0-2 policies, alerts and a lease."""
+    kind = draw(st.sampled_from(["cluster", "cluster", "cluster", "config-server"]))
+    target = Target("p1", "c1", "prod-orders", kind, "rs0")  # type: ignore[arg-type]
+    size = draw(st.integers(0, 40))
+    snapshots = [draw(snapshot_views(i)) for i in range(size)]
+    chosen = draw(st.lists(policies, max_size=2, unique_by=lambda p: p.name))
+    chosen = [p for p in chosen if (p.keep and not p.keep.empty) or (p.protect and not p.protect.empty)]
+    alerts = draw(
+        st.lists(
+            st.builds(
+                Alert,
+                id=st.sampled_from(["a1", "a2"]),
+                event_type=st.sampled_from([*sorted(HOLD_TYPES), "HOST_DOWN"]),
+                cluster_id=st.sampled_from([None, "c1", "other"]),
+                cluster_name=st.sampled_from([None, "prod-orders"]),
+            ),
+            max_size=2,
+        )
+    )
+    lease_for = timedelta(hours=draw(st.integers(1, 24 * 10)))
+    return target, snapshots, chosen, alerts, lease_for
+
+
+def run(scenario: tuple[Target, list[SnapshotView], list[TestPolicy], list[Alert], timedelta]) -> ClusterPlan:
+    """Plan a scenario as of NOW."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    return decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for)
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_1_no_body_protects_and_expires(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """No PATCH body holds doNotDelete: true together with expires."""
+    for d in run(scenario).decisions:
+        if d.patch is not None:
+            body = d.patch.to_api()
+            assert not (body.get("doNotDelete") is True and "expires" in body)
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_2_no_patch_for_expired_incomplete_or_config_server(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """No PATCH is sent for an expired, incomplete or config-server snapshot."""
+    plan = run(scenario)
+    for d in plan.decisions:
+        if d.sends:
+            assert d.snapshot.complete
+            assert d.snapshot.do_not_delete or d.snapshot.expires is None or d.snapshot.expires > NOW
+            assert plan.target.kind == "cluster"
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_4_kept_never_shortened_nothing_before_grace(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """A kept snapshot's expiry is never shortened; no written expires is before now + grace."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    plan = run(scenario)
+    if not chosen:
+        assert all(d.patch is None for d in plan.decisions)
+        return
+    grace_until = Merged.of(chosen, NOW).grace_until
+    for d in plan.decisions:
+        if d.patch is None or d.patch.expires is None:
+            continue
+        assert d.patch.expires >= grace_until
+        if d.state in ("kept", "protected"):
+            assert d.snapshot.expires is None or d.patch.expires >= d.snapshot.expires
+            assert d.snapshot.expires is not None or d.snapshot.do_not_delete
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_5_min_keep_survivors(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """After the run, at least min_keep complete consistent snapshots survive (or all there were)."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    if not chosen:
+        return
+    plan = run(scenario)
+    merged = Merged.of(chosen, NOW)
+    counted = [
+        s for s in snapshots
+        if s.complete and s.consistent and (s.do_not_delete or s.expires is None or s.expires > NOW)
+    ]  # fmt: skip
+    after = {s.id: s for s in apply(snapshots, plan, NOW)}
+    survivors = [
+        s for s in counted
+        if after[s.id].do_not_delete or after[s.id].expires is None
+        or after[s.id].expires > merged.grace_until  # type: ignore[operator]
+        or any(d.snapshot.id == s.id and d.state in ("kept", "protected", "manual-hold") for d in plan.decisions)
+    ]  # fmt: skip
+    assert len(survivors) >= min(merged.min_keep, len(counted))
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_6_holds_only_released_when_policies_allow(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """An existing doNotDelete is only removed when every matching policy sets release_protection."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    for d in run(scenario).decisions:
+        if d.patch is not None and d.patch.do_not_delete is False and d.snapshot.do_not_delete:
+            assert chosen
+            assert all(p.release_protection for p in chosen)
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_7_same_inputs_same_plan(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """Planning the same inputs twice (in any input order) gives identical decisions."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    first = run(scenario)
+    second = decide(target, list(reversed(snapshots)), list(reversed(chosen)), alerts, now=NOW, lease_for=lease_for)
+
+    assert first == second
+
+
+@EXAMPLES
+@given(scenarios())
+def test_invariant_8_second_run_plans_no_change(scenario: tuple) -> None:  # type: ignore[type-arg]
+    """Applying a plan and planning again at the same now sends no PATCH."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    first = run(scenario)
+    after = apply(snapshots, first, NOW)
+
+    second = decide(target, after, chosen, alerts, now=NOW, lease_for=lease_for)
+
+    assert [d.snapshot.id for d in second.decisions if d.sends] == []
