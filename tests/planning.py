@@ -26,7 +26,7 @@ class TestPolicy:
     name: str = "test"
     keep: KeepSpec | None = None
     protect: KeepSpec | None = None
-    grace: RetentionDuration = RetentionDuration(hours=24)
+    grace: RetentionDuration = field(default_factory=lambda: RetentionDuration(hours=24))
     release_protection: bool = False
     inconsistent: str = "ignore"
     timezone: str = "UTC"

@@ -5,6 +5,7 @@ Invariant 3 (dry runs send nothing) needs the executor and is tested there."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,11 @@ keep_specs = st.builds(
     within=st.none() | durations,
     within_daily=st.none() | durations,
     every=st.lists(
-        st.builds(EveryRule, st.sampled_from(["0 0 * * 0", "0 0 1 * *", "0 */6 * * *"]), counts.filter(bool)),
+        st.builds(
+            EveryRule,
+            st.sampled_from(["0 0 * * 0", "0 0 1 * *", "0 */6 * * *"]),
+            counts.filter(bool),
+        ),
         max_size=1,
     ).map(tuple),
 )
@@ -50,7 +55,12 @@ policies = st.builds(
     keep=st.none() | keep_specs,
     protect=protect_specs,
     grace=st.sampled_from(
-        [RetentionDuration(), RetentionDuration(hours=1), RetentionDuration(hours=24), RetentionDuration(days=3)]
+        [
+            RetentionDuration(),
+            RetentionDuration(hours=1),
+            RetentionDuration(hours=24),
+            RetentionDuration(days=3),
+        ]
     ),
     release_protection=st.booleans(),
     inconsistent=st.sampled_from(["ignore", "expire"]),
@@ -83,15 +93,27 @@ def snapshot_views(draw: st.DrawFn, index: int) -> SnapshotView:
     )
 
 
+class Scenario(NamedTuple):
+    """One generated cluster and what it is planned with."""
+
+    target: Target
+    snapshots: list[SnapshotView]
+    policies: list[TestPolicy]
+    alerts: list[Alert]
+    lease_for: timedelta
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[Target, list[SnapshotView], list[TestPolicy], list[Alert], timedelta]:
+def scenarios(draw: st.DrawFn) -> Scenario:
     """A cluster (or config server), its snapshots, 0-2 policies, alerts and a lease."""
     kind = draw(st.sampled_from(["cluster", "cluster", "cluster", "config-server"]))
     target = Target("p1", "c1", "prod-orders", kind, "rs0")  # type: ignore[arg-type]
     size = draw(st.integers(0, 40))
     snapshots = [draw(snapshot_views(i)) for i in range(size)]
     chosen = draw(st.lists(policies, max_size=2, unique_by=lambda p: p.name))
-    chosen = [p for p in chosen if (p.keep and not p.keep.empty) or (p.protect and not p.protect.empty)]
+    chosen = [
+        p for p in chosen if (p.keep and not p.keep.empty) or (p.protect and not p.protect.empty)
+    ]
     alerts = draw(
         st.lists(
             st.builds(
@@ -105,18 +127,24 @@ def scenarios(draw: st.DrawFn) -> tuple[Target, list[SnapshotView], list[TestPol
         )
     )
     lease_for = timedelta(hours=draw(st.integers(1, 24 * 10)))
-    return target, snapshots, chosen, alerts, lease_for
+    return Scenario(target, snapshots, chosen, alerts, lease_for)
 
 
-def run(scenario: tuple[Target, list[SnapshotView], list[TestPolicy], list[Alert], timedelta]) -> ClusterPlan:
+def run(
+    scenario: tuple[Target, list[SnapshotView], list[TestPolicy], list[Alert], timedelta],
+) -> ClusterPlan:
     """Plan a scenario as of NOW."""
     target, snapshots, chosen, alerts, lease_for = scenario
     return decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for)
 
 
+def _outlives(snapshot: SnapshotView, grace_until: datetime) -> bool:
+    return snapshot.do_not_delete or snapshot.expires is None or snapshot.expires > grace_until
+
+
 @EXAMPLES
 @given(scenarios())
-def test_invariant_1_no_body_protects_and_expires(scenario: tuple) -> None:  # type: ignore[type-arg]
+def test_invariant_1_no_body_protects_and_expires(scenario: Scenario) -> None:
     """No PATCH body holds doNotDelete: true together with expires."""
     for d in run(scenario).decisions:
         if d.patch is not None:
@@ -126,26 +154,27 @@ def test_invariant_1_no_body_protects_and_expires(scenario: tuple) -> None:  # t
 
 @EXAMPLES
 @given(scenarios())
-def test_invariant_2_no_patch_for_expired_incomplete_or_config_server(scenario: tuple) -> None:  # type: ignore[type-arg]
+def test_invariant_2_no_patch_for_expired_incomplete_or_config_server(scenario: Scenario) -> None:
     """No PATCH is sent for an expired, incomplete or config-server snapshot."""
     plan = run(scenario)
     for d in plan.decisions:
         if d.sends:
             assert d.snapshot.complete
-            assert d.snapshot.do_not_delete or d.snapshot.expires is None or d.snapshot.expires > NOW
+            assert (
+                d.snapshot.do_not_delete or d.snapshot.expires is None or d.snapshot.expires > NOW
+            )
             assert plan.target.kind == "cluster"
 
 
 @EXAMPLES
 @given(scenarios())
-def test_invariant_4_kept_never_shortened_nothing_before_grace(scenario: tuple) -> None:  # type: ignore[type-arg]
+def test_invariant_4_kept_never_shortened_nothing_before_grace(scenario: Scenario) -> None:
     """A kept snapshot's expiry is never shortened; no written expires is before now + grace."""
-    target, snapshots, chosen, alerts, lease_for = scenario
     plan = run(scenario)
-    if not chosen:
+    if not scenario.policies:
         assert all(d.patch is None for d in plan.decisions)
         return
-    grace_until = Merged.of(chosen, NOW).grace_until
+    grace_until = Merged.of(scenario.policies, NOW).grace_until
     for d in plan.decisions:
         if d.patch is None or d.patch.expires is None:
             continue
@@ -157,57 +186,105 @@ def test_invariant_4_kept_never_shortened_nothing_before_grace(scenario: tuple) 
 
 @EXAMPLES
 @given(scenarios())
-def test_invariant_5_min_keep_survivors(scenario: tuple) -> None:  # type: ignore[type-arg]
-    """After the run, at least min_keep complete consistent snapshots survive (or all there were)."""
-    target, snapshots, chosen, alerts, lease_for = scenario
-    if not chosen:
+def test_invariant_5_min_keep_survivors(scenario: Scenario) -> None:
+    """After the run, at least min_keep complete consistent snapshots survive (or all of them)."""
+    if not scenario.policies:
         return
     plan = run(scenario)
-    merged = Merged.of(chosen, NOW)
+    merged = Merged.of(scenario.policies, NOW)
     counted = [
-        s for s in snapshots
+        s for s in scenario.snapshots
         if s.complete and s.consistent and (s.do_not_delete or s.expires is None or s.expires > NOW)
     ]  # fmt: skip
-    after = {s.id: s for s in apply(snapshots, plan, NOW)}
-    survivors = [
-        s for s in counted
-        if after[s.id].do_not_delete or after[s.id].expires is None
-        or after[s.id].expires > merged.grace_until  # type: ignore[operator]
-        or any(d.snapshot.id == s.id and d.state in ("kept", "protected", "manual-hold") for d in plan.decisions)
-    ]  # fmt: skip
+    after = {s.id: s for s in apply(scenario.snapshots, plan, NOW)}
+    kept = {
+        d.snapshot.id for d in plan.decisions if d.state in ("kept", "protected", "manual-hold")
+    }
+    survivors = [s for s in counted if s.id in kept or _outlives(after[s.id], merged.grace_until)]
     assert len(survivors) >= min(merged.min_keep, len(counted))
 
 
 @EXAMPLES
 @given(scenarios())
-def test_invariant_6_holds_only_released_when_policies_allow(scenario: tuple) -> None:  # type: ignore[type-arg]
-    """An existing doNotDelete is only removed when every matching policy sets release_protection."""
-    target, snapshots, chosen, alerts, lease_for = scenario
+def test_invariant_6_holds_only_released_when_policies_allow(scenario: Scenario) -> None:
+    """An existing doNotDelete is removed only when every matching policy allows release."""
     for d in run(scenario).decisions:
         if d.patch is not None and d.patch.do_not_delete is False and d.snapshot.do_not_delete:
-            assert chosen
-            assert all(p.release_protection for p in chosen)
+            assert scenario.policies
+            assert all(p.release_protection for p in scenario.policies)
 
 
 @EXAMPLES
 @given(scenarios())
-def test_invariant_7_same_inputs_same_plan(scenario: tuple) -> None:  # type: ignore[type-arg]
+def test_invariant_7_same_inputs_same_plan(scenario: Scenario) -> None:
     """Planning the same inputs twice (in any input order) gives identical decisions."""
     target, snapshots, chosen, alerts, lease_for = scenario
     first = run(scenario)
-    second = decide(target, list(reversed(snapshots)), list(reversed(chosen)), alerts, now=NOW, lease_for=lease_for)
+    second = decide(
+        target,
+        list(reversed(snapshots)),
+        list(reversed(chosen)),
+        alerts,
+        now=NOW,
+        lease_for=lease_for,
+    )
 
     assert first == second
 
 
 @EXAMPLES
 @given(scenarios())
-def test_invariant_8_second_run_plans_no_change(scenario: tuple) -> None:  # type: ignore[type-arg]
+def test_invariant_8_second_run_plans_no_change(scenario: Scenario) -> None:
     """Applying a plan and planning again at the same now sends no PATCH."""
-    target, snapshots, chosen, alerts, lease_for = scenario
-    first = run(scenario)
-    after = apply(snapshots, first, NOW)
+    after = apply(scenario.snapshots, run(scenario), NOW)
 
-    second = decide(target, after, chosen, alerts, now=NOW, lease_for=lease_for)
+    second = run(scenario._replace(snapshots=after))
 
     assert [d.snapshot.id for d in second.decisions if d.sends] == []
+
+
+def test_min_keep_leaves_a_hold_in_place_rather_than_release_it() -> None:
+    """Found by hypothesis: min_keep must also save a manual hold that release_protection would
+    lift, by leaving the hold in place."""
+    twin = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    snapshots = [
+        SnapshotView("s000", twin, complete=True, do_not_delete=True, expires=None),
+        SnapshotView("s001", twin, complete=True, do_not_delete=False, expires=None),
+    ]
+    policy = TestPolicy(
+        name="alpha",
+        protect=KeepSpec(yearly=1),
+        grace=RetentionDuration(),
+        release_protection=True,
+        min_keep=2,
+    )
+
+    plan = decide(
+        Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=timedelta(hours=1)
+    )
+
+    by_id = {d.snapshot.id: d for d in plan.decisions}
+    assert (by_id["s001"].state, by_id["s001"].action) == ("protected", "protect")
+    assert (by_id["s000"].state, by_id["s000"].action) == ("manual-hold", "none")
+    assert by_id["s000"].reasons[-1] == "safety:min_keep: hold left in place"
+
+
+def test_inconsistent_expire_does_not_touch_a_held_snapshot() -> None:
+    """Found by hypothesis: inconsistent: expire must not send expires to a doNotDelete
+    snapshot (the API ignores it, so every run would send it again)."""
+    when = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    snapshots = [
+        SnapshotView(
+            "s001", when, complete=True, do_not_delete=True, expires=None, consistent=False
+        )
+    ]
+    policy = TestPolicy(
+        keep=KeepSpec(yearly=1), grace=RetentionDuration(), inconsistent="expire", min_keep=0
+    )
+
+    plan = decide(
+        Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=timedelta(hours=1)
+    )
+
+    [decision] = plan.decisions
+    assert (decision.state, decision.action, decision.patch) == ("manual-hold", "none", None)

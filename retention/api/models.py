@@ -100,7 +100,7 @@ class MissingShard(ApiModel):
     links: list[Link] = Field(default_factory=list)
 
 
-class _SnapshotBase(ApiModel):
+class SnapshotBase(ApiModel):
     """Fields common to cluster and config-server snapshots."""
 
     id: str
@@ -127,7 +127,7 @@ class _SnapshotBase(ApiModel):
         return not self.is_possibly_inconsistent and not self.missing_shards
 
 
-class Snapshot(_SnapshotBase):
+class Snapshot(SnapshotBase):
     """A cluster snapshot (endpoints 1-3)."""
 
     namespace_filter_list: NamespaceFilterList | None = None
@@ -141,7 +141,7 @@ class ConfigServerPart(SnapshotPart):
     host_id_upper: str | None = Field(default=None, alias="HOST-ID")
 
 
-class ConfigServerSnapshot(_SnapshotBase):
+class ConfigServerSnapshot(SnapshotBase):
     """A legacy mirrored config-server snapshot (endpoints 4-5, deprecated, read-only).
 
     The spec types namespaceFilterList as an object array here and spells filterType

@@ -166,6 +166,9 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
         if not merged.expire_inconsistent:
             note = "possibly inconsistent or missing shards: not counted"
             return Decision(s, "inconsistent", reasons=[note])
+        if s.do_not_delete:
+            # A hold outranks inconsistent: expire; only release_protection lifts it.
+            return _held_manually(s, v, ctx, [])
         return _unkept(s, merged, ["possibly inconsistent or missing shards; inconsistent: expire"])
     policies = sorted(v.policies.get(s.id, set()))
     if s.id in v.protected:
@@ -240,9 +243,15 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
     for i, d in enumerate(plan.decisions):
         if missing <= 0:
             break
-        if d.state == "unkept" and d.snapshot.consistent and d.action != "release":
+        if d.state != "unkept" or not d.snapshot.consistent:
+            continue
+        if d.snapshot.do_not_delete:
+            # A hold release_protection would lift: the safest way to keep it is to leave it.
+            reasons = [*d.reasons, "safety:min_keep: hold left in place"]
+            plan.decisions[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
+        else:
             plan.decisions[i] = _kept(d.snapshot, ["safety:min_keep"], None, ctx, [])
-            missing -= 1
+        missing -= 1
 
 
 def _hold(
@@ -254,7 +263,7 @@ def _hold(
         return
     holds: list[Hold] = []
     if walk_error:
-        holds.append(Hold("walk", f"the snapshot walk failed: {walk_error}"))
+        holds.append(Hold("walk", f"incomplete information: {walk_error}"))
     for alert in sorted(alerts, key=lambda a: a.id):
         if alert.event_type in merged.hold_on_alerts and alert.names(plan.target):
             holds.append(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from retention.api.models import ConfigServerSnapshot, Snapshot, SnapshotPatch
+from retention.api.models import SnapshotBase, SnapshotPatch
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
@@ -31,12 +31,19 @@ Action = Literal["none", "protect", "extend", "shorten", "delete", "release"]
 
 
 class PolicyLike(Protocol):
-    """What the planner needs of a policy (retention.policy.model.Policy provides it)."""
+    """What the planner needs of a policy (retention.planner.PolicyView gives it)."""
 
-    name: str
-    release_protection: bool
-    grace: RetentionDuration
-    inconsistent: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def release_protection(self) -> bool: ...
+
+    @property
+    def grace(self) -> RetentionDuration: ...
+
+    @property
+    def inconsistent(self) -> str: ...
 
     @property
     def zone(self) -> Any: ...
@@ -67,7 +74,7 @@ class SnapshotView:
     consistent: bool = True
 
     @classmethod
-    def of(cls, snapshot: Snapshot | ConfigServerSnapshot) -> SnapshotView:
+    def of(cls, snapshot: SnapshotBase) -> SnapshotView:
         """The view of an API snapshot."""
         return cls(
             snapshot.id,

@@ -1,0 +1,173 @@
+"""Planning as a job: discover targets, walk them, decide, and write plan.json with
+decisions.jsonl beside it. The imperative shell around the pure retention.plan.
+
+Clusters are decided one at a time as their walks finish (in a fixed order), and each
+cluster's decisions go straight to decisions.jsonl, so memory holds a few clusters at a
+time whatever the size of the fleet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from retention.api import OpsManagerClient
+from retention.errors import ApiError
+from retention.inventory import ProjectTargets, Walk, discover, open_alerts, walk_all
+from retention.plan.decide import decide
+from retention.plan.horizon import lease
+from retention.plan.model import Alert
+from retention.plan.planfile import PlanBuilder, PolicyDigest, dumps
+from retention.policy.duration import RetentionDuration
+from retention.policy.engine import KeepSpec
+from retention.policy.loader import LoadedPolicy, PolicySet
+from retention.policy.model import Policy
+
+log = logging.getLogger("retention.planner")
+
+
+@dataclass(frozen=True)
+class PolicyView:
+    """A loaded policy as the decision model sees it (retention.plan.model.PolicyLike)."""
+
+    policy: Policy
+
+    @property
+    def name(self) -> str:
+        """The policy's name."""
+        return self.policy.name
+
+    @property
+    def release_protection(self) -> bool:
+        """Whether protected snapshots outside `protect` lose their hold."""
+        return self.policy.release_protection
+
+    @property
+    def grace(self) -> RetentionDuration:
+        """Time an unkept snapshot is given before it may be deleted."""
+        return self.policy.grace
+
+    @property
+    def inconsistent(self) -> str:
+        """ignore or expire."""
+        return self.policy.inconsistent
+
+    @property
+    def zone(self) -> Any:
+        """The policy's time zone."""
+        return self.policy.zone
+
+    def keep_spec(self) -> KeepSpec | None:
+        """The keep rules, engine-ready."""
+        return self.policy.keep_spec()
+
+    def protect_spec(self) -> KeepSpec | None:
+        """The protect rules, engine-ready."""
+        return self.policy.protect_spec()
+
+    @property
+    def min_keep(self) -> int:
+        """The safety floor of survivors."""
+        return self.policy.safety.min_keep
+
+    @property
+    def max_expire_fraction(self) -> float:
+        """The largest share of a cluster that may expire in one run."""
+        return self.policy.safety.max_expire_fraction
+
+    @property
+    def hold_on_alerts(self) -> frozenset[str]:
+        """Alert types that hold destructive changes."""
+        return frozenset(self.policy.safety.hold_on_alerts)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A written plan: its document and files, and what a caller needs for the exit code."""
+
+    document: dict[str, Any]
+    plan_path: Path
+    decisions_path: Path
+    errors: list[str]
+
+    @property
+    def held(self) -> bool:
+        """True when a safety gate held destructive changes."""
+        return bool(self.document["summary"]["clustersHeld"])
+
+
+def make_plan(
+    client: OpsManagerClient,
+    policies: PolicySet,
+    projects: Sequence[ProjectTargets],
+    *,
+    now: datetime,
+    created_at: datetime,
+    schedule: str | None,
+    concurrency: int,
+    plan_path: Path,
+    on_walk: Callable[[Walk], None] | None = None,
+) -> PlanResult:
+    """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
+    the plan to ``plan_path`` and its decisions to decisions.jsonl beside it."""
+    lease_for = lease(schedule, now)
+    decisions_path = plan_path.with_name("decisions.jsonl")
+    plan_path.parent.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
+    with decisions_path.open("w", encoding="utf-8") as decisions_out:
+        builder = PlanBuilder(
+            evaluated_at=now,
+            created_at=created_at,
+            base_url=client.base_url,
+            policies=[_digest(p) for p in policies],
+            decisions_out=decisions_out,
+            lease_seconds=lease_for.total_seconds(),
+        )
+        for wanted in sorted(projects, key=lambda p: p.project_id):
+            project_error: str | None = None
+            alerts: list[Alert] = []
+            try:
+                alerts = open_alerts(client, wanted.project_id)
+            except ApiError as exc:
+                project_error = (
+                    f"cannot read the project's alerts, so no alert can be honoured: {exc}"
+                )
+                errors.append(project_error)
+            try:
+                targets = discover(client, wanted)
+            except ApiError as exc:
+                errors.append(f"project {wanted.project_id}: discovery failed: {exc}")
+                continue
+            for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
+                if walk.error:
+                    errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
+                matching = [
+                    PolicyView(p.policy)
+                    for p in policies.matching(
+                        wanted.project_id, walk.target.name, walk.target.kind
+                    )
+                ]
+                builder.add(
+                    decide(
+                        walk.target,
+                        walk.snapshots,
+                        matching,
+                        alerts,
+                        now=now,
+                        lease_for=lease_for,
+                        walk_error=walk.error or project_error,
+                    )
+                )
+        builder.service_version = client.service_version
+        document = builder.document()
+        document["errors"] = errors
+    plan_path.write_text(dumps(document), encoding="utf-8")
+    return PlanResult(document, plan_path, decisions_path, errors)
+
+
+def _digest(loaded: LoadedPolicy) -> PolicyDigest:
+    return PolicyDigest(loaded.policy.name, loaded.sha256, str(loaded.path))
