@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError
+from retention.errors import EXIT_UNREACHABLE, ApiError
 from retention.inventory import ProjectTargets, Walk, discover, open_alerts, walk_all
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
@@ -133,6 +133,8 @@ def make_plan(
             try:
                 alerts = open_alerts(client, wanted.project_id)
             except ApiError as exc:
+                if exc.exit_code == EXIT_UNREACHABLE:
+                    raise  # no answer or no entry: nothing else would work either (exit 5)
                 project_error = (
                     f"cannot read the project's alerts, so no alert can be honoured: {exc}"
                 )

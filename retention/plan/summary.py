@@ -1,0 +1,76 @@
+"""The terminal summary of a plan, in the spirit of ``terraform plan``: counts per action,
+per cluster, the holds that need a human, and the errors. Pure formatting (lines of text);
+the CLI prints them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ACTIONS = ("protect", "extend", "shorten", "delete", "release")
+
+
+def summary_lines(document: dict[str, Any], *, max_clusters: int = 50) -> list[str]:
+    """Readable lines for a plan document (retention-plan/v1)."""
+    lines = [
+        f"retention plan: evaluated at {document['evaluatedAt']} against {document['baseUrl']}",
+    ]
+    if document.get("serviceVersion"):
+        lines.append(f"  service: {document['serviceVersion']}")
+    policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in document["policies"])
+    lines.append(f"  policies: {policies or 'none'}")
+    lines.append("")
+    header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "NOTE")
+    rows: list[tuple[str, ...]] = []
+    changed = [c for c in document["clusters"] if _changes(c) or c["holds"] or c["errors"]]
+    for cluster in changed[:max_clusters]:
+        counts = cluster["counts"]
+        note = "errors" if cluster["errors"] else "held" if cluster["holds"] else ""
+        if not cluster["policies"]:
+            note = note or "no policy"
+        rows.append(
+            (
+                cluster["name"],
+                cluster["kind"],
+                str(counts.get("snapshots", 0)),
+                *(str(counts.get(f"action:{a}", 0)) for a in ACTIONS),
+                str(counts.get("action:held", 0)),
+                note,
+            )
+        )
+    if rows:
+        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+        for row in (header, *rows):
+            lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
+        hidden = len(changed) - len(rows)
+        if hidden > 0:
+            lines.append(f"  ... and {hidden} more clusters with changes (see plan.json)")
+    unchanged = len(document["clusters"]) - len(changed)
+    lines.append(f"  {unchanged} clusters without changes")
+    lines.append("")
+    by_action = document["summary"]["byAction"]
+    plan_line = ", ".join(f"{by_action.get(a, 0)} to {a}" for a in ACTIONS)
+    lines.append(f"Plan: {plan_line}.")
+    if by_action.get("held"):
+        lines.append(
+            f"Held by safety gates: {by_action['held']} destructive changes (not applied)."
+        )
+    if by_action.get("advisory"):
+        lines.append(
+            f"Advisory: {by_action['advisory']} changes on legacy config servers "
+            "(no API to apply them)."
+        )
+    for cluster in document["clusters"]:
+        for hold in cluster["holds"]:
+            lines.append(f"  hold {cluster['name']}: {hold['reason']}")
+    errors = [
+        *document.get("errors", []),
+        *(f"{c['name']}: {e}" for c in document["clusters"] for e in c["errors"]),
+    ]
+    for error in dict.fromkeys(errors):
+        lines.append(f"  error {error}")
+    return lines
+
+
+def _changes(cluster: dict[str, Any]) -> int:
+    counts = cluster["counts"]
+    return sum(counts.get(f"action:{a}", 0) for a in (*ACTIONS, "held", "advisory"))
