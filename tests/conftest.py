@@ -54,3 +54,13 @@ def client(fake: FakeApi) -> Iterator[OpsManagerClient]:
     """A client pointed at the fake API."""
     with make_client() as api_client:
         yield api_client
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """--update-golden rewrites the expected files of the golden tests instead of comparing."""
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/scenarios/*/expected.* from the current output",
+    )

@@ -1,0 +1,134 @@
+"""Golden plans, one per scenario folder under tests/scenarios (named for what they show):
+the simulator serves the scenario's fleet with its clock frozen, the planner plans it with
+the scenario's policies, and plan.json and decisions.jsonl must equal the expected files
+byte for byte. `pytest --update-golden` rewrites them (review the diff before committing)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from retention.inventory import ProjectTargets
+from retention.plan.planfile import plan_json_schema
+from retention.planner import PlanResult, make_plan
+from retention.policy.loader import load_policies
+from retention.simulator.server import Simulator, SimulatorConfig
+from tests.conftest import PUBLIC_KEY, credentials, make_client
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+KEY = "golden-secret"
+
+
+def plan_scenario(name: str, out: Path) -> tuple[PlanResult, str]:
+    """Plan a scenario against the simulator; return the result and the simulator's URL."""
+    folder = SCENARIOS / name
+    config = SimulatorConfig(
+        fleet=str(folder / "fleet.yaml"),
+        now=NOW,
+        frozen=True,
+        public_key=PUBLIC_KEY,
+        private_key=KEY,
+    )
+    with Simulator(config) as sim, make_client(sim.base_url, private_key=KEY) as client:
+        projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
+        result = make_plan(
+            client,
+            load_policies(folder / "policies"),
+            projects,
+            now=NOW,
+            created_at=NOW,
+            schedule="0 3 * * *",
+            concurrency=4,
+            plan_path=out / "plan.json",
+        )
+        return result, sim.base_url
+
+
+def normalised(text: str, base_url: str) -> str:
+    """The output with the simulator's random port replaced, so files compare across runs."""
+    return text.replace(base_url, "http://simulator/api/public/v1.0")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir()))
+def test_plan_equals_golden(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The plan and the decisions of a scenario equal its expected files, byte for byte."""
+    result, base_url = plan_scenario(name, tmp_path)
+    jsonschema.validate(result.document, plan_json_schema())
+    got = {
+        "expected.plan.json": normalised(result.plan_path.read_text(), base_url),
+        "expected.decisions.jsonl": normalised(result.decisions_path.read_text(), base_url),
+    }
+    for filename, text in got.items():
+        expected = SCENARIOS / name / filename
+        if request.config.getoption("--update-golden"):
+            expected.write_text(text)
+        assert expected.exists(), f"{expected} is missing: run pytest --update-golden"
+        assert text == expected.read_text(), f"{name}/{filename} differs from the golden file"
+
+
+def decisions_of(name: str) -> dict[str, dict[str, object]]:
+    """The expected decisions of a scenario by snapshot id."""
+    lines = (SCENARIOS / name / "expected.decisions.jsonl").read_text().splitlines()
+    return {d["snapshotId"]: d for d in map(json.loads, lines)}
+
+
+def test_steady_state_decisions_follow_the_table() -> None:
+    """The steady-state golden file says what DESIGN.md's table says for each kind of snapshot."""
+    d = decisions_of("steady_state_mixed_fleet")
+
+    assert (d["running"]["state"], d["running"]["action"]) == ("incomplete", "none")
+    assert (d["doomed"]["state"], d["doomed"]["action"]) == ("awaiting-deletion", "none")
+    # protect yearly 1 holds the newest snapshot of the year; the 1st of January is kept by
+    # monthly 12 until the start of its month + 12 months; the 1st of November shares
+    # November's bucket with the newest, so no rule keeps it.
+    assert (d["newest"]["state"], d["newest"]["body"]) == ("protected", {"doNotDelete": True})
+    assert d["jan-first"]["body"] == {"expires": "2027-01-01T00:00:00Z"}
+    assert d["nov-first"]["action"] == "shorten"
+    assert (d["manual"]["state"], d["manual"]["action"]) == ("manual-hold", "none")
+    assert d["unkept"]["body"] == {"expires": "2026-11-22T12:00:00Z"}  # now + grace 24h
+    assert (d["short"]["state"], d["short"]["action"]) == ("unkept", "none")  # expiring anyway
+    assert d["noexpiry"]["action"] == "shorten"
+    assert (d["sh-bad"]["state"], d["sh-miss"]["state"]) == ("inconsistent", "inconsistent")
+    assert (d["dev-3"]["action"], d["dev-3"]["body"]) == (
+        "delete",
+        {"expires": "2026-11-21T12:00:00Z"},
+    )
+    assert d["legacy-1"]["state"] == "unmatched"
+    assert (d["cfg-1"]["action"], d["cfg-1"]["advisory"]) == ("protect", True)
+    plan = json.loads((SCENARIOS / "steady_state_mixed_fleet" / "expected.plan.json").read_text())
+    assert [c["snapshotId"] for c in plan["advisory"]] == ["cfg-1"]
+    assert "cfg-1" not in [c["snapshotId"] for c in plan["changes"]]
+    assert all(x["action"] == "none" or x["body"] for x in d.values())
+
+
+def test_first_run_is_held_by_the_fraction_and_the_alert() -> None:
+    """The first run's destructive changes are held: by the fraction gate and by the alert."""
+    plan = json.loads(
+        (SCENARIOS / "first_run_held_by_safety_gates" / "expected.plan.json").read_text()
+    )
+    holds = {c["name"]: [h["kind"] for h in c["holds"]] for c in plan["clusters"]}
+
+    assert holds["prod-history"] == ["max_expire_fraction"]
+    assert holds["prod-alerted"] == ["alert"]
+    assert all(c["action"] in ("shorten", "delete") for c in plan["held"])
+    assert all(c["action"] not in ("shorten", "delete") for c in plan["changes"])
+
+
+def test_min_keep_and_release_protection() -> None:
+    """min_keep brings back the newest unkept snapshot; release_protection lifts holds, with
+    an expiry from the keep rules when one keeps the snapshot, after grace otherwise."""
+    d = decisions_of("min_keep_and_release_protection")
+
+    assert d["s-1"]["reasons"] == ["scratch: yearly snapshot"]
+    assert (d["s-2"]["reasons"], d["s-2"]["action"]) == (["safety:min_keep"], "extend")
+    assert d["s-3"]["action"] == "shorten"
+    assert (d["s-held-kept"]["state"], d["s-held-kept"]["body"]) == (
+        "kept",
+        {"doNotDelete": False, "expires": "2027-01-01T00:00:00Z"},
+    )
+    assert d["s-held-unkept"]["body"] == {"doNotDelete": False, "expires": "2026-11-22T00:00:00Z"}
