@@ -17,7 +17,7 @@ from retention.plan.planfile import plan_json_schema
 from retention.planner import PlanResult, make_plan
 from retention.policy.loader import load_policies
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY, credentials, make_client
+from tests.conftest import PUBLIC_KEY, make_client
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
