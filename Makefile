@@ -32,6 +32,8 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/parse.py
+	$(BIN)/python benchmarks/core.py
+	$(BIN)/python benchmarks/plan_memory.py
 
 bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/sim.py

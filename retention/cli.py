@@ -108,7 +108,7 @@ def simulator() -> None:
     default="demo",
     show_default=True,
     help="demo (3 projects, 10 clusters), bench (2,000 clusters x 300 snapshots), "
-    "or a YAML/JSON fleet file.",
+    "bench:N (N clusters), or a YAML/JSON fleet file.",
 )
 @click.option("--seed", default=1, show_default=True, help="Seed of the generated fleet.")
 @click.option("--latency-ms", default=0.0, show_default=True, help="Delay added to answers.")

@@ -24,7 +24,8 @@ def to_utc(value: datetime) -> datetime:
 def format_timestamp(value: datetime) -> str:
     """Format as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC; sub-second digits are dropped, not rounded."""
     # isoformat is several times faster than strftime, and the simulator formats millions.
-    return to_utc(value).isoformat(timespec="seconds")[:19] + "Z"
+    utc = value if value.tzinfo is UTC else to_utc(value)
+    return utc.isoformat(timespec="seconds")[:19] + "Z"
 
 
 def parse_timestamp(text: str) -> datetime:

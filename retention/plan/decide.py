@@ -36,7 +36,10 @@ from retention.plan.model import (
     Target,
 )
 from retention.policy.engine import Item, evaluate
-from retention.timestamps import ceil_to_second, format_timestamp
+from retention.timestamps import ceil_to_second
+
+_EXPIRED = "its expiry has passed; the API forbids editing it (awaiting deletion)"
+_EXPIRING = "already expires within the grace period"
 
 
 @dataclass(frozen=True)
@@ -156,12 +159,8 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
     if not s.complete:
         return Decision(s, "incomplete", reasons=["still being created: not counted, not touched"])
     if _awaiting(s, now):
-        assert s.expires is not None  # noqa: S101 - _awaiting checked it
-        return Decision(
-            s,
-            "awaiting-deletion",
-            reasons=[f"expired at {format_timestamp(s.expires)}; the API forbids editing it"],
-        )
+        # The observed expiry is in every decision record; the reason need not repeat it.
+        return Decision(s, "awaiting-deletion", reasons=[_EXPIRED])
     if not s.consistent:
         if not merged.expire_inconsistent:
             note = "possibly inconsistent or missing shards: not counted"
@@ -205,8 +204,7 @@ def _kept(
 def _unkept(s: SnapshotView, merged: Merged, reasons: list[str]) -> Decision:
     until = merged.grace_until
     if s.expires is not None and s.expires <= until:
-        already = f"already expires at {format_timestamp(s.expires)}, within the grace period"
-        return Decision(s, "unkept", reasons=[*reasons, already], expires_after=s.expires)
+        return Decision(s, "unkept", reasons=[*reasons, _EXPIRING], expires_after=s.expires)
     return Decision(
         s,
         "unkept",

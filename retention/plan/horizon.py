@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 from croniter import croniter
 
+from retention.policy.cron import ticks as cron_ticks
 from retention.policy.duration import LATEST, RetentionDuration, add_date
 from retention.policy.engine import Match
 from retention.timestamps import ceil_to_second
@@ -42,13 +43,9 @@ def horizon(match: Match, created: datetime, zone: tzinfo) -> datetime | None:
     if rule == "every" and match.every is not None:
         if match.every.count == -1:
             return UNLIMITED.after(created, zone)
-        ticks = croniter(match.every.cron, local + timedelta(seconds=1))
-        start: datetime = ticks.get_prev(datetime)
-        ticks = croniter(match.every.cron, start)
-        end = start
-        for _ in range(match.every.count):
-            end = ticks.get_next(datetime)
-        return end.astimezone(UTC)
+        table = cron_ticks(match.every.cron, zone)
+        start, _ = table.interval(local)
+        return table.after(start, match.every.count).astimezone(UTC)
     if rule in ("hourly", "daily", "weekly", "monthly", "yearly"):
         if match.count == -1:
             return UNLIMITED.after(created, zone)

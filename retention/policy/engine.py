@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 
-from croniter import croniter
-
+from retention.policy.cron import ticks as cron_ticks
 from retention.policy.duration import RetentionDuration
 
 BucketKey = Callable[[datetime], int]
@@ -220,8 +219,9 @@ class _WindowRule:
 class _EveryRule:
     """An every-rule's state: the current cron interval and what is left of the count."""
 
-    def __init__(self, rule: EveryRule) -> None:
+    def __init__(self, rule: EveryRule, zone: tzinfo) -> None:
         self.rule = rule
+        self.ticks = cron_ticks(rule.cron, zone)
         self.count = rule.count
         self.last: datetime | None = None
         self.start: datetime | None = None
@@ -241,9 +241,7 @@ class _EveryRule:
 
     def _interval_start(self, local: datetime) -> datetime:
         if self.start is None or self.end is None or not self.start <= local < self.end:
-            # Ticks are whole minutes; a second later makes a tick at `local` itself count.
-            self.start = croniter(self.rule.cron, local + timedelta(seconds=1)).get_prev(datetime)
-            self.end = croniter(self.rule.cron, self.start).get_next(datetime)
+            self.start, self.end = self.ticks.interval(local)
         return self.start
 
 
@@ -265,7 +263,7 @@ def evaluate(
         for (name, bucket, _), duration in zip(CALENDAR_RULES, spec._windows(), strict=True)
         if duration is not None and (cut := _cutoff(duration, latest, zone)) is not None
     ]
-    everies = [_EveryRule(rule) for rule in spec.every]
+    everies = [_EveryRule(rule, zone) for rule in spec.every]
     for nr, item in enumerate(ordered):
         oldest = nr == oldest_nr
         local = _Local(item.time, zone)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import calendar
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -328,6 +328,11 @@ def build_fleet(
         return generate(DEMO, seed=seed, now=now, base_url=base_url)
     if spec == "bench":
         return generate(BENCH, seed=seed, now=now, base_url=base_url)
+    if isinstance(spec, str) and spec.startswith("bench:") and spec[6:].isdigit():
+        # The bench shape with N clusters (100 a project), for benchmarks at several sizes.
+        clusters = int(spec[6:])
+        shape = replace(BENCH, clusters=clusters, projects=max(1, clusters // 100))
+        return generate(shape, seed=seed, now=now, base_url=base_url)
     if Path(spec).suffix in {".yaml", ".yml", ".json"}:
         # fleetfile builds on this module's builder, so it is imported here, not at the top.
         from retention.simulator.fleetfile import load_fleet_file  # noqa: PLC0415

@@ -1,0 +1,127 @@
+"""The pure core's throughput: decide() over 2,000 clusters x 500 snapshots (1,000,000) under
+3 policies (GFS in Europe/Berlin, a short dev policy, a compliance policy with a quarterly
+cron), each cluster matched by one of them in turn. One process, one core, no I/O.
+
+    make bench      # or: .venv/bin/python benchmarks/core.py [--clusters 2000] [--per 500]
+
+Goal: >= 250,000 snapshots/s. Writes benchmarks/results/core.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from retention.plan.decide import decide
+from retention.plan.model import SnapshotView, Target
+from retention.policy.duration import RetentionDuration
+from retention.policy.engine import EveryRule, KeepSpec
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+HOLDS = frozenset({"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND"})
+
+
+@dataclass(frozen=True)
+class BenchPolicy:
+    """A policy for the planner (what retention.planner.PolicyView provides)."""
+
+    name: str
+    keep: KeepSpec
+    protect: KeepSpec | None = None
+    timezone: str = "UTC"
+    grace: RetentionDuration = field(default_factory=lambda: RetentionDuration(hours=24))
+    release_protection: bool = False
+    inconsistent: str = "ignore"
+    min_keep: int = 2
+    max_expire_fraction: float = 1.0
+    hold_on_alerts: frozenset[str] = HOLDS
+
+    @property
+    def zone(self) -> Any:
+        """The policy's zone."""
+        return ZoneInfo(self.timezone)
+
+    def keep_spec(self) -> KeepSpec | None:
+        """Keep rules."""
+        return self.keep
+
+    def protect_spec(self) -> KeepSpec | None:
+        """Protect rules."""
+        return self.protect
+
+
+POLICIES = [
+    BenchPolicy(
+        "production",
+        KeepSpec(last=4, daily=7, weekly=5, monthly=12, yearly=3, within=RetentionDuration(days=2)),
+        KeepSpec(yearly=1),
+        timezone="Europe/Berlin",
+    ),
+    BenchPolicy("dev", KeepSpec(last=3, daily=3), grace=RetentionDuration(hours=2)),
+    BenchPolicy(
+        "compliance",
+        KeepSpec(monthly=13, every=(EveryRule("0 0 1 1,4,7,10 *", 8),)),
+        KeepSpec(yearly=7),
+    ),
+]
+
+
+def cluster(index: int, per: int) -> list[SnapshotView]:
+    """A 6-hourly history of ``per`` snapshots with a mix of expiries."""
+    out = []
+    for i in range(per):
+        created = NOW - timedelta(hours=6 * i + (index % 5))
+        expires = created + timedelta(days=2 if i % 4 else 30)
+        out.append(SnapshotView(f"c{index:04d}s{i:04d}", created, i != 0, i % 97 == 5, expires))
+    return out
+
+
+def main() -> None:
+    """Time decide() over the synthetic fleet and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clusters", type=int, default=2000)
+    parser.add_argument("--per", type=int, default=500)
+    args = parser.parse_args()
+    fleet = [cluster(i, args.per) for i in range(args.clusters)]
+    lease_for = timedelta(days=2)
+    changes = 0
+    started = time.perf_counter()
+    cpu = time.process_time()
+    for i, snapshots in enumerate(fleet):
+        target = Target("p", f"c{i:04d}", f"cluster-{i}")
+        plan = decide(target, snapshots, [POLICIES[i % 3]], [], now=NOW, lease_for=lease_for)
+        changes += sum(1 for d in plan.decisions if d.patch is not None)
+    seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu
+    total = args.clusters * args.per
+    result = {
+        "machine": f"{platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, one core",
+        "clusters": args.clusters,
+        "snapshots": total,
+        "policies": len(POLICIES),
+        "changes_planned": changes,
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 2),
+        "snapshots_per_second": round(total / seconds),
+        "goal_snapshots_per_second": 250_000,
+    }
+    out = Path(__file__).parent / "results" / "core.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        f"pure core: {total:,} snapshots in {seconds:.2f} s ({cpu_seconds:.2f} s CPU) = "
+        f"{total / seconds:,.0f} snapshots/s (goal 250,000); {changes:,} changes planned"
+    )
+    print(f"machine: {result['machine']}; written to {out}")
+
+
+if __name__ == "__main__":
+    main()
