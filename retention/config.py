@@ -205,6 +205,7 @@ class LoadedConfig:
             "tls": TLSConfig(api.verify_tls, str(api.ca_bundle) if api.ca_bundle else None),
             "envelope": api.envelope,
             "pool_size": api.concurrency,
+            "max_requests_per_second": api.max_requests_per_second,
         }
         options.update(overrides)
         if options["credentials"] is None:

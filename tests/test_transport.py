@@ -8,6 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from retention.api import Credentials, RetryPolicy, Timeouts, TLSConfig
+from retention.api.transport import RateLimiter
 from tests.conftest import make_client
 
 
@@ -68,3 +69,22 @@ def test_items_per_page_above_the_api_maximum_is_refused() -> None:
     """The client refuses a page size the API does not allow (above 500)."""
     with pytest.raises(ValueError, match="items_per_page"):
         make_client(items_per_page=501)
+
+
+def test_rate_limiter_spaces_requests_across_threads() -> None:
+    """At 4 requests/s, five calls at the same instant are spaced 0.25 s apart."""
+    now = [100.0]
+    waits: list[float] = []
+    limiter = RateLimiter(4.0, clock=lambda: now[0], sleep=waits.append)
+
+    delays = [limiter.wait() for _ in range(5)]
+
+    assert delays == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert waits == [0.25, 0.5, 0.75, 1.0]
+
+
+def test_rate_limit_zero_means_no_limit() -> None:
+    """A rate of 0 never waits."""
+    limiter = RateLimiter(0.0, clock=lambda: 0.0, sleep=lambda _s: None)
+
+    assert [limiter.wait() for _ in range(3)] == [0.0, 0.0, 0.0]

@@ -40,6 +40,7 @@ from retention.api.models import (
 )
 from retention.api.transport import (
     Credentials,
+    RateLimiter,
     RetryPolicy,
     Timeouts,
     TLSConfig,
@@ -149,6 +150,7 @@ class OpsManagerClient:
         envelope: bool = False,
         pool_size: int = 8,
         items_per_page: int = MAX_ITEMS_PER_PAGE,
+        max_requests_per_second: float = 0.0,
     ) -> None:
         if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:
             raise ValueError(f"items_per_page must be 1..{MAX_ITEMS_PER_PAGE}")
@@ -159,6 +161,7 @@ class OpsManagerClient:
         self.envelope = envelope
         self.items_per_page = items_per_page
         self.service_version: str | None = None
+        self._limiter = RateLimiter(max_requests_per_second)
         self._config_server_warned = False
         self._lock = threading.Lock()
         if not self.tls.verify:
@@ -313,6 +316,7 @@ class OpsManagerClient:
         if self.envelope:
             query["envelope"] = "true"
         request = RequestInfo(endpoint.method, url)
+        self._limiter.wait()
         try:
             response = self._session.request(
                 endpoint.method,

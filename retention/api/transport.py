@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -188,6 +190,34 @@ class BoundedRetry(Retry):
                 time.sleep(self.planned_wait)
             return
         super().sleep(response)
+
+
+class RateLimiter:
+    """Spaces requests at least 1/rate seconds apart across all threads; rate 0: no limit."""
+
+    def __init__(
+        self,
+        rate: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+
+    def wait(self) -> float:
+        """Block until the next request may go; return the seconds waited."""
+        if not self.interval:
+            return 0.0
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        delay = start - now
+        if delay > 0:
+            self._sleep(delay)
+        return delay
 
 
 def build_session(
