@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -67,12 +68,33 @@ def test_unknown_command_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "No such command 'frobnicate'" in capsys.readouterr().err
 
 
-def test_demo_says_plainly_what_it_cannot_do_yet(capsys: pytest.CaptureFixture[str]) -> None:
-    """Until the simulator exists, demo says so and claims no run took place."""
-    assert cli.main(["demo"]) == 0
+def test_demo_plans_the_demo_fleet_and_says_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """demo plans the simulator's demo fleet with the example policies, writes the plan, and
+    says plainly that applying it and the reports are not in this version."""
+    policies = Path(__file__).resolve().parent.parent / "policies"
+
+    code = cli.main(["demo", "--policies", str(policies), "--report-dir", str(tmp_path)])
+
     out = capsys.readouterr().out
-    assert "does not have yet" in out
-    assert "Nothing was run" in out
+    [plan_path] = tmp_path.glob("*/plan.json")
+    document = json.loads(plan_path.read_text())
+    assert code == 0
+    assert document["summary"]["clusters"] == 13  # 10 clusters and 3 legacy config servers
+    assert document["summary"]["snapshots"] > 2000
+    assert "Plan: " in out
+    assert "hold prod-billing: OPEN alert" in out
+    assert "stops at the dry-run plan" in out
+    assert "Nothing real was touched" in out
+
+
+def test_demo_without_policies_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """demo outside the repository, without --policies, says what to do and exits 2."""
+    assert cli.main(["demo", "--policies", str(tmp_path / "none")]) == 2
+    assert "pass --policies" in capsys.readouterr().err
 
 
 def _failing(error: BaseException) -> click.Command:
