@@ -158,3 +158,17 @@ def paged(items: list[dict[str, Any]]) -> Handler:
         return json_answer(list_page(items[start : start + per_page], len(items)))
 
     return handler
+
+
+def shifted(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Handler:
+    """A list that changes after its first page is read: page 1 from ``before``, the rest
+    from ``after`` (what a snapshot created or reaped mid-walk does to the pages)."""
+
+    def handler(request: Request) -> Answer:
+        page_num = int(request.query["pageNum"])
+        per_page = int(request.query.get("itemsPerPage", "100"))
+        items = before if page_num == 1 else after
+        start = (page_num - 1) * per_page
+        return json_answer(list_page(items[start : start + per_page], len(items)))
+
+    return handler

@@ -14,6 +14,7 @@ from tests.fakeapi import (
     json_answer,
     list_page,
     paged,
+    shifted,
     snapshot,
 )
 
@@ -100,15 +101,7 @@ def test_snapshot_created_between_pages_is_reported_inconsistent(
 ) -> None:
     """A snapshot created mid-walk shifts pages; the walk notices it missed one."""
     before = snapshots(1000)
-    after = [snapshot("s-new"), *before]
-
-    def handler(request: Request) -> Answer:
-        page_num = int(request.query["pageNum"])
-        items = before if page_num == 1 else after
-        start = (page_num - 1) * 500
-        return json_answer(list_page(items[start : start + 500], len(items)))
-
-    fake.route("GET", LIST_PATH, handler)
+    fake.route("GET", LIST_PATH, shifted(before, [snapshot("s-new"), *before]))
     walk = client.list_snapshots("p1", "c1")
 
     with pytest.raises(InconsistentListError) as info:
@@ -190,14 +183,7 @@ def test_snapshot_reaped_behind_the_walker_is_reported_inconsistent(
     but the changed totalCount still marks the walk inconsistent."""
     before = snapshots(1000)
     after = before[:10] + before[11:]  # s0010, on page 1, reaped before page 2 is read
-
-    def handler(request: Request) -> Answer:
-        page_num = int(request.query["pageNum"])
-        items = before if page_num == 1 else after
-        start = (page_num - 1) * 500
-        return json_answer(list_page(items[start : start + 500], len(items)))
-
-    fake.route("GET", LIST_PATH, handler)
+    fake.route("GET", LIST_PATH, shifted(before, after))
     walk = client.list_snapshots("p1", "c1")
 
     with pytest.raises(
