@@ -1,0 +1,225 @@
+"""Planning commands: plan, validate, explain, schema, config show."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from retention.cli import cli
+from retention.cli.common import load, parse_at, run_dir
+from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
+
+
+@cli.command()
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="Where to write plan.json.")
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False),
+    help="Folder for the run's outputs (default: reports.dir of the configuration).",
+)
+@click.option(
+    "--at",
+    "at",
+    metavar="TIMESTAMP",
+    help="Evaluate as of this time instead of now, e.g. 2027-01-01T00:00:00Z.",
+)
+@click.pass_context
+def plan(ctx: click.Context, out: str | None, report_dir: str | None, at: str | None) -> int:
+    """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
+
+    Writes plan.json and decisions.jsonl (one line per snapshot: what and why) and prints a
+    summary. Exit 0: plan written; 1: some clusters could not be walked; 3: a safety gate
+    held destructive changes; 2: bad configuration or policies; 5: API unreachable.
+
+    \b
+    Examples:
+      retention plan
+      retention plan --out /tmp/plan.json
+      retention plan --at 2027-01-01T00:00:00Z   # what will the policies do by then?
+    """
+    from retention.inventory import ProjectTargets
+    from retention.plan.summary import summary_lines
+    from retention.planner import make_plan
+    from retention.policy.loader import load_policies
+
+    loaded = load(ctx)
+    config = loaded.config
+    policies = load_policies(config.policies)
+    now = parse_at(at)
+    created = datetime.now(UTC)
+    if out is not None:
+        plan_path = Path(out)
+    else:
+        base = Path(report_dir) if report_dir else config.reports.dir
+        plan_path = run_dir(base, created) / "plan.json"
+    projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
+    with loaded.build_client() as client:
+        result = make_plan(
+            client,
+            policies,
+            projects,
+            now=now,
+            created_at=created,
+            schedule=config.schedule,
+            concurrency=config.api.concurrency,
+            plan_path=plan_path,
+        )
+    for line in summary_lines(result.document):
+        click.echo(line)
+    click.echo(f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.")
+    click.echo(f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}")
+    if result.errors:
+        return EXIT_FAILURES
+    return EXIT_HELD if result.held else 0
+
+
+@cli.command()
+@click.option(
+    "--policies",
+    "policies_path",
+    type=click.Path(exists=False),
+    help="A policy folder or file (default: policies of the configuration).",
+)
+@click.pass_context
+def validate(ctx: click.Context, policies_path: str | None) -> None:
+    """Check the policies (and the configuration) without contacting the API.
+
+    Every problem is listed at once with its file, line and field; exit 2 when there is any.
+
+    \b
+    Examples:
+      retention validate
+      retention validate --policies policies/
+    """
+    from retention.policy.loader import load_policies
+
+    if policies_path is not None:
+        source: Any = Path(policies_path)
+    else:
+        source = load(ctx, require_credentials=False).config.policies
+    policies = load_policies(source)
+    click.echo(f"{len(policies)} policies are valid:")
+    for loaded in policies:
+        click.echo(f"  {loaded.path}: {loaded.policy.describe()}")
+
+
+@cli.command()
+@click.argument("snapshot_id")
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False),
+    help="The plan to explain from (default: the newest plan in the reports folder).",
+)
+@click.pass_context
+def explain(ctx: click.Context, snapshot_id: str, plan_path: str | None) -> None:
+    """Say what a plan decided for one snapshot, and every reason why.
+
+    \b
+    Examples:
+      retention explain 5e4e593f70dfbf1e2f6e1d36
+      retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
+    """
+    if plan_path is None:
+        reports = load(ctx, require_credentials=False).config.reports.dir
+        plans = sorted(Path(reports).glob("*/plan.json"))
+        if not plans:
+            raise UsageError(f"no plan in {reports}; run 'retention plan' or give --plan")
+        path = plans[-1]
+    else:
+        path = Path(plan_path)
+    decisions = path.with_name("decisions.jsonl")
+    if not decisions.is_file():
+        raise UsageError(f"{decisions} does not exist (it is written beside plan.json)")
+    with decisions.open(encoding="utf-8") as lines:
+        for line in lines:
+            if f'"snapshotId": {json.dumps(snapshot_id)}' not in line:
+                continue
+            record = json.loads(line)
+            for text in _explanation(record):
+                click.echo(text)
+            return
+    raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
+
+
+def _explanation(record: dict[str, Any]) -> list[str]:
+    observed = record["observed"]
+    state = (
+        "protected (doNotDelete)"
+        if observed["doNotDelete"]
+        else (f"expires {observed['expires']}" if observed["expires"] else "no expiry")
+    )
+    lines = [
+        f"snapshot {record['snapshotId']} of {record['kind']} {record['clusterName']} "
+        f"({record['clusterId']}, project {record['projectId']})",
+        f"  created:   {record['created']}   complete: {record['complete']}   "
+        f"consistent: {record['consistent']}",
+        f"  now:       {state}",
+        f"  decision:  {record['state']}; action: {record['action']}",
+    ]
+    if record["body"] is not None:
+        lines.append(f"  PATCH:     {json.dumps(record['body'])}")
+    if record["expiresAfter"]:
+        lines.append(f"  expires after: {record['expiresAfter']}")
+    if record["held"]:
+        lines.append(f"  HELD:      {record['held']}")
+    if record["advisory"]:
+        lines.append("  advisory:  config-server snapshots cannot be changed through the API")
+    lines.append(f"  policies:  {', '.join(record['policies']) or '-'}")
+    lines.append("  reasons:")
+    lines.extend(f"    - {reason}" for reason in record["reasons"] or ["(none)"])
+    return lines
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["policy", "config", "plan"]))
+def schema(kind: str) -> None:
+    """Print the JSON Schema of a policy file, retention.yaml or a plan file.
+
+    \b
+    Examples:
+      retention schema policy > policy.schema.json   # for editor completion
+      retention schema plan
+    """
+    if kind == "policy":
+        from retention.policy.model import policy_json_schema
+
+        document = policy_json_schema()
+    elif kind == "config":
+        from retention.config import config_json_schema
+
+        document = config_json_schema()
+    else:
+        from retention.plan.planfile import plan_json_schema
+
+        document = plan_json_schema()
+    click.echo(json.dumps(document, indent=2))
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the job configuration.
+
+    \b
+    Example:
+      retention config show
+    """
+
+
+@config_group.command("show")
+@click.pass_context
+def config_show(ctx: click.Context) -> None:
+    """Print the effective configuration, each setting's source noted, secrets redacted.
+
+    \b
+    Examples:
+      retention config show
+      RETENTION_BASE_URL=https://om.example.net:8443/api/public/v1.0 retention config show
+    """
+    from retention.config import render_config
+
+    click.echo(render_config(load(ctx.find_root(), require_credentials=False)), nl=False)

@@ -1,0 +1,143 @@
+"""The simulator command: retention simulator serve."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from datetime import timedelta
+
+import click
+
+from retention.cli import cli
+from retention.errors import UsageError
+
+
+@cli.group()
+def simulator() -> None:
+    """A local simulator of the API, for trying retention and for tests.
+
+    \b
+    Example:
+      retention simulator serve --fleet demo --port 8080
+    """
+
+
+@simulator.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=0, show_default=True, help="Port; 0 picks a free one.")
+@click.option(
+    "--fleet",
+    default="demo",
+    show_default=True,
+    help="demo (3 projects, 10 clusters), bench (2,000 clusters x 300 snapshots), "
+    "bench:N (N clusters), or a YAML/JSON fleet file.",
+)
+@click.option("--seed", default=1, show_default=True, help="Seed of the generated fleet.")
+@click.option("--latency-ms", default=0.0, show_default=True, help="Delay added to answers.")
+@click.option(
+    "--faults",
+    default="",
+    metavar="SPEC",
+    help="Injected faults, e.g. 503=0.1,429=0.05,reset=0.02,slow=0.01,stale=0.05,drift=0.02.",
+)
+@click.option("--public-key", default="sim-public-key", show_default=True)
+@click.option(
+    "--private-key",
+    envvar="RETENTION_SIMULATOR_PRIVATE_KEY",
+    default=None,
+    help="Private key to accept (default: a random one, printed at start).",
+)
+@click.option(
+    "--literal-op",
+    is_flag=True,
+    help='Challenge with the spec\'s literal op="auth" instead of qop="auth".',
+)
+@click.option("--nonce-ttl", default=300.0, show_default=True, help="Seconds a nonce is valid.")
+@click.option(
+    "--reap-delay",
+    default=21600.0,
+    show_default=True,
+    help="Seconds after its expiry that a snapshot is deleted.",
+)
+def simulator_serve(
+    *,
+    host: str,
+    port: int,
+    fleet: str,
+    seed: int,
+    latency_ms: float,
+    faults: str,
+    public_key: str,
+    private_key: str | None,
+    literal_op: bool,
+    nonce_ttl: float,
+    reap_delay: float,
+) -> None:
+    """Serve the API from a simulated fleet until interrupted (Ctrl-C).
+
+    \b
+    Examples:
+      retention simulator serve --fleet demo --port 8080
+      retention simulator serve --fleet bench --latency-ms 20 --faults 503=0.1,reset=0.02
+      curl --digest -u KEY:SECRET \\
+        "http://127.0.0.1:8080/api/public/v1.0/groups/<project>/clusters/<cluster>/snapshots?completed=all"
+    """
+    from retention.simulator.faults import FaultSpec, FaultSpecError
+    from retention.simulator.server import Simulator, SimulatorConfig
+
+    try:
+        FaultSpec.parse(faults)
+    except FaultSpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults") from None
+    config = SimulatorConfig(
+        fleet=fleet,
+        seed=seed,
+        host=host,
+        port=port,
+        latency_ms=latency_ms,
+        faults=faults or None,
+        public_key=public_key,
+        private_key=private_key,
+        literal_op=literal_op,
+        nonce_ttl=nonce_ttl,
+        reap_delay=timedelta(seconds=reap_delay),
+    )
+    sim = Simulator(config)
+    try:
+        sim.start()
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--fleet {fleet}: {exc}") from None
+    summary = sim.admin("fleet")
+    snapshots = sim.admin("counters")["snapshots"]
+    click.echo(f"retention simulator: serving the {fleet!r} fleet (seed {seed})")
+    click.echo(f"  base URL:    {sim.base_url}")
+    click.echo(f"  public key:  {sim.public_key}")
+    click.echo(f"  private key: {sim.private_key}")
+    click.echo(f"  admin:       {sim.admin_url}/counters")
+    click.echo(f"  faults:      {FaultSpec.parse(faults)}; latency {latency_ms:g} ms")
+    for project in summary["projects"]:
+        owners = [c for c in project["clusters"] if c["snapshots"]]
+        click.echo(f"  project {project['id']} ({project['name']}): {len(owners)} clusters")
+    example = next(
+        ((p["id"], c["id"]) for p in summary["projects"] for c in p["clusters"] if c["snapshots"]),
+        None,
+    )
+    click.echo(f"  {snapshots} snapshots in all")
+    if example:
+        click.echo(
+            f"try: curl --digest -u {sim.public_key}:{sim.private_key} "
+            f"'{sim.base_url}/groups/{example[0]}/clusters/{example[1]}/snapshots?completed=all'"
+        )
+    click.echo("Ctrl-C stops it.")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sim.stop()
+    click.echo("simulator stopped")
