@@ -33,6 +33,7 @@ class DigestChecker:
     literal_op: bool = False
     challenges: int = 0
     accepted: int = 0
+    stale_next: int = 0  # call this many correct answers stale (each burns its nonce)
     stale_nonces: set[str] = field(default_factory=set)
     _valid_nonces: set[str] = field(default_factory=set)
     _counter: itertools.count[int] = field(default_factory=itertools.count)
@@ -81,6 +82,11 @@ class DigestChecker:
             return "stale"
         if nonce not in self._valid_nonces:
             return "bad"
+        if self.stale_next > 0:
+            self.stale_next -= 1
+            self._valid_nonces.discard(nonce)
+            self.stale_nonces.add(nonce)
+            return "stale"
         self.accepted += 1
         return "ok"
 

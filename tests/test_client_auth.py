@@ -91,6 +91,22 @@ def test_stale_nonce_is_answered_with_a_fresh_digest(
 
 
 @pytest.mark.usefixtures("snap_route")
+def test_nonce_stale_twice_in_one_call_starts_the_handshake_over(
+    fake: FakeApi, checker: DigestChecker, client: OpsManagerClient
+) -> None:
+    """Two stale nonces in one call (a retry reused a fresh one) are not wrong credentials:
+    the client drops the nonce, answers a fresh challenge and succeeds."""
+    client.get_snapshot("p1", "c1", "s1")
+    checker.stale_next = 2
+
+    result = client.get_snapshot("p1", "c1", "s1")
+
+    assert result.id == "s1"
+    assert [s.status for s in fake.seen] == [401, 200, 401, 401, 401, 200]
+    assert [s.had_authorization for s in fake.seen[2:]] == [True, True, False, True]
+
+
+@pytest.mark.usefixtures("snap_route")
 def test_wrong_private_key_is_an_authentication_error_with_exit_5(
     fake: FakeApi, checker: DigestChecker
 ) -> None:

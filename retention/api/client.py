@@ -40,11 +40,13 @@ from retention.api.models import (
 )
 from retention.api.transport import (
     Credentials,
+    DigestAuth,
     RateLimiter,
     RetryPolicy,
     Timeouts,
     TLSConfig,
     build_session,
+    is_stale_challenge,
 )
 from retention.errors import (
     ApiError,
@@ -63,6 +65,7 @@ from retention.errors import (
 log = logging.getLogger("retention.api")
 
 MAX_ITEMS_PER_PAGE = 500
+STALE_RETRIES = 3
 SERVICE_VERSION_HEADER = "X-Server-Service-Version"
 _PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
 
@@ -316,18 +319,27 @@ class OpsManagerClient:
         if self.envelope:
             query["envelope"] = "true"
         request = RequestInfo(endpoint.method, url)
-        self._limiter.wait()
-        try:
-            response = self._session.request(
-                endpoint.method,
-                url,
-                params=query,
-                json=body,
-                timeout=self.timeouts.as_requests(),
-            )
-            raw = response.content
-        except requests.exceptions.RequestException as exc:
-            raise self._transport_error(exc, name, request) from None
+        for attempt in range(STALE_RETRIES + 1):
+            self._limiter.wait()
+            try:
+                response = self._session.request(
+                    endpoint.method,
+                    url,
+                    params=query,
+                    json=body,
+                    timeout=self.timeouts.as_requests(),
+                )
+                raw = response.content
+            except requests.exceptions.RequestException as exc:
+                raise self._transport_error(exc, name, request) from None
+            if not is_stale_challenge(response) or attempt == STALE_RETRIES:
+                break
+            # The key is right but the nonce went stale twice in one request (a retry reused
+            # it): start the digest handshake over rather than report wrong credentials.
+            log.info("%s: nonce stale again; answering a fresh challenge", name)
+            auth = self._session.auth
+            if isinstance(auth, DigestAuth):
+                auth.forget_nonce()
         return self._check(endpoint, request, response, raw)
 
     def _transport_error(

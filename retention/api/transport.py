@@ -192,6 +192,28 @@ class BoundedRetry(Retry):
         super().sleep(response)
 
 
+class DigestAuth(HTTPDigestAuth):
+    """requests' digest auth, with a way to start the handshake over.
+
+    requests answers one 401 per request; when a retried request meets a second stale
+    nonce, it hands the 401 back and keeps the stale nonce for the next request too.
+    """
+
+    def forget_nonce(self) -> None:
+        """Drop this thread's nonce: the next request gets (and answers) a fresh challenge."""
+        self.init_per_thread_state()
+        # requests keeps the nonce in a private thread-local; this is the one place we touch it.
+        state: Any = self.__dict__["_thread_local"]
+        state.last_nonce = ""
+        state.chal = {}
+
+
+def is_stale_challenge(response: requests.Response) -> bool:
+    """True for a 401 whose challenge says the nonce was stale, not the key wrong."""
+    challenge = response.headers.get("WWW-Authenticate", "").replace(" ", "").lower()
+    return response.status_code == 401 and "stale=true" in challenge
+
+
 class RateLimiter:
     """Spaces requests at least 1/rate seconds apart across all threads; rate 0: no limit."""
 
@@ -233,9 +255,7 @@ def build_session(
     sends the digest header up front, so a call costs about one request.
     """
     session = requests.Session()
-    session.auth = HTTPDigestAuth(
-        credentials.public_key, credentials.private_key.get_secret_value()
-    )
+    session.auth = DigestAuth(credentials.public_key, credentials.private_key.get_secret_value())
     adapter = HTTPAdapter(
         max_retries=retry.urllib3_retry(),
         pool_connections=pool_size,

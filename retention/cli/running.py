@@ -1,15 +1,158 @@
-"""Commands that change things, or show it: demo (and, soon, run and apply)."""
+"""Commands that change things, or show how: run, apply and demo."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import click
 
+from retention import __version__
 from retention.cli import cli
-from retention.cli.common import run_dir
-from retention.errors import UsageError
+from retention.cli.common import load
+from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
+
+EXIT_MEANING = {
+    0: "done",
+    1: "finished with failures",
+    3: "finished; a safety gate held destructive changes for a human",
+}
+
+
+def _exit_code(result: Any) -> int:
+    if result.failed:
+        return EXIT_FAILURES
+    return EXIT_HELD if result.held else 0
+
+
+def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> int:
+    """Write the reports, print the summary, and return the exit code."""
+    from retention.plan.summary import summary_lines
+    from retention.report import RunInfo, render_reports
+
+    code = _exit_code(result)
+    info = RunInfo(result.run_id, mode, started, datetime.now(UTC), code, __version__)
+    result.reports = render_reports(result.run_dir, info, formats)
+    for line in summary_lines(result.document):
+        click.echo(line)
+    if result.applied is not None:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(result.applied.counts.items()))
+        click.echo(f"Applied: {counts or 'nothing to apply'}.")
+        for failure in result.applied.failures[:10]:
+            click.echo(f"  failed {failure.change['snapshotId']}: {failure.error}", err=True)
+    else:
+        click.echo("Dry run: nothing was sent to the API.")
+    if result.acknowledged:
+        click.echo(f"Acknowledged {len(result.acknowledged)} audit alerts this run caused.")
+    click.echo(f"\nRun folder: {result.run_dir}")
+    for path in result.reports:
+        click.echo(f"  {path.name}: {path}")
+    click.echo(f"Exit {code}: {EXIT_MEANING.get(code, '')}")
+    return code
+
+
+def _progress(quiet: bool) -> Any:
+    """A per-outcome callback that prints a dot per outcome on a terminal, else nothing."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def tick(_outcome: Any) -> None:
+        click.echo(".", nl=False, err=True)
+
+    return tick
+
+
+@cli.command("run")
+@click.option("--dry-run", is_flag=True, help="Plan and report, but send no PATCH at all.")
+@click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
+@click.pass_context
+def run_command(ctx: click.Context, dry_run: bool, quiet: bool) -> int:
+    """Plan, check the safety gates, apply, and write the reports: what cron runs.
+
+    Each run writes reports/<UTC time>-<run id>/ with plan.json, decisions.jsonl,
+    results.jsonl, report.html and report.md. Exit 0 done; 1 failures (a cluster could not
+    be walked, a PATCH failed); 2 bad configuration or policies; 3 a safety gate held
+    destructive changes; 4 another run holds the lock; 5 API unreachable or keys refused.
+
+    \b
+    Examples:
+      retention run --dry-run        # the whole job, nothing sent
+      retention run                  # what cron runs
+    """
+    from retention.inventory import ProjectTargets
+    from retention.jobs import run_job
+    from retention.lock import run_lock
+    from retention.policy.loader import load_policies
+
+    loaded = load(ctx)
+    config = loaded.config
+    policies = load_policies(config.policies)
+    projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
+    with run_lock(config.reports.dir):
+        started = datetime.now(UTC)
+        with loaded.build_client() as client:
+            result = run_job(
+                client,
+                policies,
+                projects,
+                reports=config.reports.dir,
+                schedule=config.schedule,
+                concurrency=config.api.concurrency,
+                dry_run=dry_run,
+                acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,
+                on_outcome=_progress(quiet),
+            )
+        return _finish(result, "dry-run" if dry_run else "run", started, config.reports.formats)
+
+
+@cli.command("apply")
+@click.argument("plan_path", metavar="PLAN", type=click.Path(dir_okay=False))
+@click.option(
+    "--max-age",
+    default="24h",
+    show_default=True,
+    help="Refuse a plan older than this (h or d), e.g. 6h or 2d.",
+)
+@click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
+@click.pass_context
+def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool) -> int:
+    """Apply exactly a saved plan (from `retention plan`), compare-and-swap, with a journal.
+
+    Refuses a plan of another format or API base URL, or older than --max-age. Changes whose
+    snapshot moved on since the plan are skipped as stale. Running it again after an
+    interruption converges: what was applied is not sent again.
+
+    \b
+    Examples:
+      retention plan --out plan.json && retention apply plan.json
+      retention apply reports/20261121T030000Z-1a2b3c4d/plan.json --max-age 2h
+    """
+    from retention.jobs import apply_saved
+    from retention.lock import run_lock
+    from retention.policy.duration import RetentionDuration
+
+    try:
+        age = RetentionDuration.parse(max_age)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    now = datetime.now(UTC)
+    path = Path(plan_path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such plan file")
+    loaded = load(ctx)
+    config = loaded.config
+    with run_lock(config.reports.dir):
+        with loaded.build_client() as client:
+            result = apply_saved(
+                client,
+                path,
+                max_age=age.after(now) - now if not age.zero else timedelta(0),
+                concurrency=config.api.concurrency,
+                on_outcome=_progress(quiet),
+            )
+        return _finish(result, "apply", now, config.reports.formats)
 
 
 @cli.command()
@@ -28,12 +171,13 @@ from retention.errors import UsageError
     type=click.Path(file_okay=False),
     help="Where the run's outputs go.",
 )
-def demo(policies_path: str, report_dir: str) -> None:
-    """Run the job on the built-in simulator's demo fleet: no set-up, nothing real touched.
+def demo(policies_path: str, report_dir: str) -> int:
+    """Run the whole job on the built-in simulator's demo fleet: no set-up, nothing real touched.
 
     Starts the simulator (3 projects, 10 clusters, a few thousand snapshots) in this
-    process, plans it with the example policies and prints the summary. This version stops
-    at the dry-run plan: applying it and the HTML/Markdown reports come next.
+    process, runs plan, gates, apply and reports with the example policies against it, and
+    prints where the reports are. The first run over a long history is held by the safety
+    gates on purpose (exit code 3 in a real run); the demo itself exits 0.
 
     \b
     Example:
@@ -43,8 +187,7 @@ def demo(policies_path: str, report_dir: str) -> None:
 
     from retention.api import Credentials, OpsManagerClient
     from retention.inventory import ProjectTargets
-    from retention.plan.summary import summary_lines
-    from retention.planner import make_plan
+    from retention.jobs import run_job
     from retention.policy.loader import load_policies
     from retention.simulator.server import Simulator, SimulatorConfig
 
@@ -53,28 +196,24 @@ def demo(policies_path: str, report_dir: str) -> None:
             f"no policies at {policies_path}; run from the repository or pass --policies"
         )
     policies = load_policies(Path(policies_path))
-    now = datetime.now(UTC)
     click.echo("Starting the simulator with the demo fleet ...")
+    started = datetime.now(UTC)
     with Simulator(SimulatorConfig(fleet="demo", seed=1)) as sim:
         projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
         credentials = Credentials(sim.public_key, SecretStr(sim.private_key))
         with OpsManagerClient(sim.base_url, credentials) as client:
-            result = make_plan(
+            result = run_job(
                 client,
                 policies,
                 projects,
-                now=now,
-                created_at=now,
+                reports=Path(report_dir),
                 schedule="0 3 * * *",
                 concurrency=8,
-                plan_path=run_dir(Path(report_dir), now) / "plan.json",
+                dry_run=False,
             )
-    for line in summary_lines(result.document):
-        click.echo(line)
+    _finish(result, "run", started, ["html", "markdown"])
     click.echo(
-        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it; try\n"
-        f"  retention explain SNAPSHOT_ID --plan {result.plan_path}\n"
-        "The first run over a long history is held by the safety gates on purpose. This\n"
-        "version stops at the dry-run plan: applying it (retention apply / run) and the\n"
-        "HTML and Markdown reports come with the next version. Nothing real was touched."
+        "This was the simulator: nothing real was touched. Open report.html in a browser; "
+        "report.md is the same summary for a chat message."
     )
+    return 0  # a demo that ran is a success, whatever the gates held

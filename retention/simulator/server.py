@@ -56,6 +56,9 @@ class SimulatorConfig:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, a small body waits for the
+    # client's delayed ACK of the headers: 40 ms for every small answer.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:

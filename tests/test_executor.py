@@ -1,0 +1,257 @@
+"""Applying plans against the simulator: the intended end state, dry runs that send nothing,
+idempotence, compare-and-swap, holds, the journal, faults, saved-plan checks, the lock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
+from retention.errors import LockHeldError, UsageError
+from retention.executor import Journal, apply_plan
+from retention.inventory import ProjectTargets
+from retention.jobs import apply_saved, run_job
+from retention.lock import run_lock
+from retention.planner import make_plan
+from retention.policy.loader import PolicySet, load_policies
+from retention.simulator.server import Simulator
+from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
+
+POLICY = """\
+name: everything
+keep:
+  last: 3
+  daily: 7
+protect:
+  yearly: 1
+safety:
+  min_keep: 2
+  max_expire_fraction: {fraction}
+"""
+PATIENT = RetryPolicy(retries=8, backoff_factor=0.0, jitter=0.0, max_total_seconds=60)
+
+
+def policies(tmp_path: Path, fraction: float = 1.0) -> PolicySet:
+    """One policy for every cluster."""
+    path = tmp_path / f"policy-{fraction}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(POLICY.format(fraction=fraction))
+    return load_policies(path)
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    """The small fleet on a simulator with its clock frozen at NOW."""
+    with running() as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def api(sim: Simulator) -> Iterator[OpsManagerClient]:
+    """A patient client for the simulator."""
+    with client_for(sim, retry=PATIENT) as client:
+        yield client
+
+
+def job(api: OpsManagerClient, tmp_path: Path, *, dry_run: bool = False, fraction: float = 1.0):  # type: ignore[no-untyped-def]
+    """Run the whole job as of NOW."""
+    return run_job(
+        api,
+        policies(tmp_path, fraction),
+        [ProjectTargets(P)],
+        reports=tmp_path / "reports",
+        schedule="0 3 * * *",
+        concurrency=4,
+        dry_run=dry_run,
+        now=lambda: NOW,
+    )
+
+
+def state(api: OpsManagerClient, cluster: str) -> dict[str, tuple[bool, str | None]]:
+    """Each snapshot's doNotDelete and expires as the API shows them now."""
+    return {
+        s.id: (s.do_not_delete, s.expires.isoformat() if s.expires else None)
+        for s in api.list_snapshots(P, cluster)
+    }
+
+
+def test_run_reaches_the_planned_state(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """After a run, every applied change shows in the API exactly as its body said."""
+    result = job(api, tmp_path)
+
+    assert result.applied is not None
+    assert result.applied.counts.get("applied", 0) == len(result.document["changes"]) > 0
+    after = {**state(api, BIG), **state(api, SMALL), **state(api, SHARDED)}
+    for change in result.document["changes"]:
+        dnd, expires = after[change["snapshotId"]]
+        body = change["body"]
+        assert dnd == body.get("doNotDelete", False)
+        if "expires" in body and not dnd:
+            assert expires is not None
+            assert expires.replace("+00:00", "Z") == body["expires"]
+    log = sim.admin("patches")["patches"]
+    assert len(log) == len(result.document["changes"])
+    assert all(entry["status"] == 200 for entry in log)
+
+
+def test_dry_run_sends_no_patch(sim: Simulator, api: OpsManagerClient, tmp_path: Path) -> None:
+    """Invariant 3: a dry run plans changes but sends no PATCH at all."""
+    result = job(api, tmp_path, dry_run=True)
+
+    assert result.document["changes"]
+    assert result.applied is None
+    assert sim.admin("patches") == {"patches": []}
+    assert "PATCH" not in json.dumps(sim.admin("counters")["byEndpoint"])
+
+
+def test_second_run_changes_nothing(sim: Simulator, api: OpsManagerClient, tmp_path: Path) -> None:
+    """Invariant 8 end to end: a second run on the resulting state plans and sends nothing."""
+    job(api, tmp_path)
+    sent = len(sim.admin("patches")["patches"])
+
+    second = job(api, tmp_path)
+
+    assert second.document["changes"] == []
+    assert len(sim.admin("patches")["patches"]) == sent
+
+
+def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_path: Path) -> None:
+    """A snapshot changed by someone else after the plan is skipped as stale, not overwritten."""
+    planned = make_plan(
+        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+    )  # fmt: skip
+    victim = next(c for c in planned.document["changes"] if c["action"] == "shorten")
+    api.patch_snapshot(P, victim["clusterId"], victim["snapshotId"], SnapshotPatch.protect())
+    journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
+
+    result = apply_plan(api, planned.document, journal, now=lambda: NOW, concurrency=2)
+    journal.close()
+
+    assert result.counts["stale"] == 1
+    assert result.counts["applied"] == len(planned.document["changes"]) - 1
+    assert api.get_snapshot(P, victim["clusterId"], victim["snapshotId"]).do_not_delete is True
+    lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    [stale] = [x for x in lines if x["outcome"] == "stale"]
+    assert stale["snapshotId"] == victim["snapshotId"]
+    assert "state changed since the plan" in stale["error"]
+
+
+def test_held_cluster_gets_no_destructive_change(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """With the fraction gate holding, destructive changes are not sent; protect still is."""
+    result = job(api, tmp_path, fraction=0.01)
+
+    log = sim.admin("patches")["patches"]
+    assert result.held
+    assert result.document["held"]
+    assert log
+    assert all(entry["body"] in ({"doNotDelete": True},) or entry["after"]["expires"] is None
+               or entry["body"].get("expires", "") > "2026-11-23" for entry in log)  # fmt: skip
+
+
+def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_plan_says(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """A plan file edited to put a held cluster's shorten into `changes` still sends nothing."""
+    planned = make_plan(
+        api, policies(tmp_path, 0.01), [ProjectTargets(P)], now=NOW, created_at=NOW,
+        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+    )  # fmt: skip
+    document = planned.document
+    document["changes"] = document["changes"] + [dict(c, held=None) for c in document["held"]]
+    journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
+
+    result = apply_plan(api, document, journal, now=lambda: NOW, concurrency=2)
+    journal.close()
+
+    assert result.counts["held"] == len(planned.document["held"])
+    destructive = [
+        e for e in sim.admin("patches")["patches"] if e["body"].get("expires", "9") < "2026-11-23"
+    ]
+    assert destructive == []
+
+
+def test_applying_the_same_plan_twice_sends_nothing_the_second_time(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """The journal makes a re-apply of the same plan skip everything already applied."""
+    planned = make_plan(
+        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+    )  # fmt: skip
+    first = apply_saved(
+        api, planned.plan_path, max_age=timedelta(hours=1), concurrency=2, now=lambda: NOW
+    )
+    sent = len(sim.admin("patches")["patches"])
+
+    second = apply_saved(
+        api, planned.plan_path, max_age=timedelta(hours=1), concurrency=2, now=lambda: NOW
+    )
+
+    assert first.applied is not None
+    assert second.applied is not None
+    assert first.applied.counts["applied"] == sent > 0
+    assert second.applied.counts == {}
+    assert len(sim.admin("patches")["patches"]) == sent
+
+
+def test_faults_do_not_change_the_end_state(tmp_path: Path) -> None:
+    """With 503s, 429s, resets and stale nonces injected, the end state equals a clean run's."""
+    ends = []
+    for spec in ("", "503=0.2,429=0.1,reset=0.1,stale=0.1,retry_after=0"):
+        with running(faults=spec or None, seed=5) as sim, client_for(sim, retry=PATIENT) as api:
+            folder = tmp_path / (spec[:3] or "clean")
+            job(api, folder)
+            job(api, folder)  # "within two runs"
+            ends.append({**state(api, BIG), **state(api, SMALL)})
+            injected = sim.admin("counters")["faultsInjected"]
+    assert ends[0] == ends[1]
+    assert sum(injected.values()) > 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"format": "retention-plan/v0"}, "not a retention-plan/v1 plan"),
+        ({"baseUrl": "https://elsewhere.example/api/public/v1.0"}, "was made against"),
+        ({"createdAt": "2026-11-19T12:00:00Z"}, "old, more than --max-age"),
+    ],
+)
+def test_saved_plans_that_cannot_be_applied_safely_are_refused(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path, edit: dict[str, str], message: str
+) -> None:
+    """apply refuses another format, another API, or a plan older than max-age; sends nothing."""
+    planned = make_plan(
+        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+    )  # fmt: skip
+    planned.plan_path.write_text(json.dumps({**planned.document, **edit}))
+
+    with pytest.raises(UsageError, match=message):
+        apply_saved(
+            api, planned.plan_path, max_age=timedelta(hours=24), concurrency=2, now=lambda: NOW
+        )
+
+    assert sim.admin("patches") == {"patches": []}
+
+
+def test_a_second_run_is_refused_while_the_lock_is_held(tmp_path: Path) -> None:
+    """While one run holds the reports folder's lock, another gets LockHeldError (exit 4)."""
+    with (
+        run_lock(tmp_path),
+        pytest.raises(LockHeldError, match="another retention run") as info,
+        run_lock(tmp_path),
+    ):
+        pass
+
+    assert info.value.exit_code == 4
+    with run_lock(tmp_path):  # released when the first holder let go
+        pass
