@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import defaultdict
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import groupby
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -128,18 +129,19 @@ class ApplyResult:
 
 def apply_plan(
     client: OpsManagerClient,
-    document: dict[str, Any],
+    changes: Iterable[Change],
+    held_clusters: set[tuple[str, str]],
     journal: Journal,
     *,
     now: Callable[[], datetime],
     concurrency: int,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> ApplyResult:
-    """Apply the ``changes`` of a plan document; see the module docstring."""
-    held_clusters = {(c["projectId"], c["clusterId"]) for c in document["clusters"] if c["holds"]}
-    by_cluster: dict[tuple[str, str], list[Change]] = defaultdict(list)
-    for change in document["changes"]:
-        by_cluster[(change["projectId"], change["clusterId"])].append(change)
+    """Apply a plan's changes (in plan order, grouped by cluster); see the module docstring.
+
+    ``changes`` may be a stream: clusters are taken one after another with at most a few
+    in flight, so memory holds a few clusters' changes, never the plan's.
+    """
     result = ApplyResult()
     lock = threading.Lock()
 
@@ -150,20 +152,32 @@ def apply_plan(
         if on_outcome is not None:
             on_outcome(outcome)
 
-    def run(cluster: tuple[str, str]) -> None:
+    def run(cluster: tuple[str, str], items: list[Change]) -> None:
         _apply_cluster(
             client,
-            by_cluster[cluster],
+            items,
             held=cluster in held_clusters,
             journal=journal,
             now=now,
             report=report,
         )
 
+    window = max(1, 2 * concurrency)
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="apply") as pool:
-        for future in [pool.submit(run, cluster) for cluster in sorted(by_cluster)]:
-            future.result()
+        pending: deque[Future[None]] = deque()
+        grouped = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
+        for cluster, items in grouped:
+            pending.append(pool.submit(run, cluster, list(items)))
+            if len(pending) >= window:
+                pending.popleft().result()
+        while pending:
+            pending.popleft().result()
     return result
+
+
+def held_clusters_of(document: dict[str, Any]) -> set[tuple[str, str]]:
+    """The clusters a plan holds: none of their destructive changes may be sent."""
+    return {(c["projectId"], c["clusterId"]) for c in document["clusters"] if c["holds"]}
 
 
 def _apply_cluster(

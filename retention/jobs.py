@@ -7,7 +7,6 @@ results.jsonl, report.html and report.md, under the reports folder's lock. The C
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -18,9 +17,9 @@ from typing import Any
 
 from retention.api import OpsManagerClient
 from retention.errors import ApiError, UsageError
-from retention.executor import ApplyResult, Journal, Outcome, apply_plan
+from retention.executor import ApplyResult, Journal, Outcome, apply_plan, held_clusters_of
 from retention.inventory import ProjectTargets
-from retention.plan.planfile import FORMAT
+from retention.plan.planfile import FORMAT, read_entries, read_head
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.timestamps import format_timestamp, parse_timestamp
@@ -91,8 +90,8 @@ def run_job(
     if not dry_run:
         result.applied = _apply(
             client,
+            planned.plan_path,
             planned.document,
-            run_dir,
             concurrency=concurrency,
             now=now,
             on_outcome=on_outcome,
@@ -118,8 +117,8 @@ def apply_saved(
     result = JobResult(plan_path.parent.name.rsplit("-", 1)[-1], plan_path.parent, document)
     result.applied = _apply(
         client,
+        plan_path,
         document,
-        plan_path.parent,
         concurrency=concurrency,
         now=now,
         on_outcome=on_outcome,
@@ -130,7 +129,7 @@ def apply_saved(
 def read_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> dict[str, Any]:
     """A saved plan, refused (UsageError, exit 2) if it is not one we can apply safely."""
     try:
-        document: Any = json.loads(path.read_text(encoding="utf-8"))
+        document: Any = read_head(path)
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read the plan: {exc}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
@@ -150,8 +149,8 @@ def read_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -
             f"{path}: the plan is {_hours(now - created)} old, more than --max-age "
             f"{_hours(max_age)}; the fleet has moved on since: plan again"
         )
-    for key in ("changes", "clusters", "summary"):
-        if not isinstance(document.get(key), list if key != "summary" else dict):
+    for key, kind in (("clusters", list), ("summary", dict)):
+        if not isinstance(document.get(key), kind):
             raise UsageError(f"{path}: '{key}' is missing or malformed")
     return document
 
@@ -162,17 +161,23 @@ def _hours(delta: timedelta) -> str:
 
 def _apply(
     client: OpsManagerClient,
-    document: dict[str, Any],
-    run_dir: Path,
+    plan_path: Path,
+    head: dict[str, Any],
     *,
     concurrency: int,
     now: Callable[[], datetime],
     on_outcome: Callable[[Outcome], None] | None,
 ) -> ApplyResult:
-    journal = Journal(run_dir / "results.jsonl", now)
+    journal = Journal(plan_path.with_name("results.jsonl"), now)
     try:
         return apply_plan(
-            client, document, journal, now=now, concurrency=concurrency, on_outcome=on_outcome
+            client,
+            read_entries(plan_path, "changes"),
+            held_clusters_of(head),
+            journal,
+            now=now,
+            concurrency=concurrency,
+            on_outcome=on_outcome,
         )
     finally:
         journal.close()

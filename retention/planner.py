@@ -21,7 +21,7 @@ from retention.inventory import ProjectTargets, Walk, discover, open_alerts, wal
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
 from retention.plan.model import Alert
-from retention.plan.planfile import PlanBuilder, PolicyDigest, dumps
+from retention.plan.planfile import PlanBuilder, PolicyDigest
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
 from retention.policy.loader import LoadedPolicy, PolicySet
@@ -87,7 +87,7 @@ class PolicyView:
 
 @dataclass(frozen=True)
 class PlanResult:
-    """A written plan: its document and files, and what a caller needs for the exit code."""
+    """A written plan: its head (the plan without its long lists), files and errors."""
 
     document: dict[str, Any]
     plan_path: Path
@@ -127,48 +127,52 @@ def make_plan(
             decisions_out=decisions_out,
             lease_seconds=lease_for.total_seconds(),
         )
-        for wanted in sorted(projects, key=lambda p: p.project_id):
-            project_error: str | None = None
-            alerts: list[Alert] = []
-            try:
-                alerts = open_alerts(client, wanted.project_id)
-            except ApiError as exc:
-                if exc.exit_code == EXIT_UNREACHABLE:
-                    raise  # no answer or no entry: nothing else would work either (exit 5)
-                project_error = (
-                    f"cannot read the project's alerts, so no alert can be honoured: {exc}"
-                )
-                errors.append(project_error)
-            try:
-                targets = discover(client, wanted)
-            except ApiError as exc:
-                errors.append(f"project {wanted.project_id}: discovery failed: {exc}")
-                continue
-            for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
-                if walk.error:
-                    errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
-                matching = [
-                    PolicyView(p.policy)
-                    for p in policies.matching(
-                        wanted.project_id, walk.target.name, walk.target.kind
+        try:
+            for wanted in sorted(projects, key=lambda p: p.project_id):
+                project_error: str | None = None
+                alerts: list[Alert] = []
+                try:
+                    alerts = open_alerts(client, wanted.project_id)
+                except ApiError as exc:
+                    if exc.exit_code == EXIT_UNREACHABLE:
+                        raise  # no answer or no entry: nothing else would work either (exit 5)
+                    project_error = (
+                        f"cannot read the project's alerts, so no alert can be honoured: {exc}"
                     )
-                ]
-                builder.add(
-                    decide(
-                        walk.target,
-                        walk.snapshots,
-                        matching,
-                        alerts,
-                        now=now,
-                        lease_for=lease_for,
-                        walk_error=walk.error or project_error,
+                    errors.append(project_error)
+                try:
+                    targets = discover(client, wanted)
+                except ApiError as exc:
+                    errors.append(f"project {wanted.project_id}: discovery failed: {exc}")
+                    continue
+                for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
+                    if walk.error:
+                        errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
+                    matching = [
+                        PolicyView(p.policy)
+                        for p in policies.matching(
+                            wanted.project_id, walk.target.name, walk.target.kind
+                        )
+                    ]
+                    builder.add(
+                        decide(
+                            walk.target,
+                            walk.snapshots,
+                            matching,
+                            alerts,
+                            now=now,
+                            lease_for=lease_for,
+                            walk_error=walk.error or project_error,
+                        )
                     )
-                )
-        builder.service_version = client.service_version
-        document = builder.document()
-        document["errors"] = errors
-    plan_path.write_text(dumps(document), encoding="utf-8")
-    return PlanResult(document, plan_path, decisions_path, errors)
+            builder.service_version = client.service_version
+            partial = plan_path.with_name(plan_path.name + ".partial")
+            with partial.open("w", encoding="utf-8") as out:
+                head = builder.write(out, errors)
+            partial.replace(plan_path)  # readers never see half a plan
+        finally:
+            builder.close()
+    return PlanResult(head, plan_path, decisions_path, errors)
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

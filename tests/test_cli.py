@@ -68,25 +68,28 @@ def test_unknown_command_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "No such command 'frobnicate'" in capsys.readouterr().err
 
 
-def test_demo_plans_the_demo_fleet_and_says_what_is_missing(
+def test_demo_runs_the_whole_job_and_writes_the_reports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """demo plans the simulator's demo fleet with the example policies, writes the plan, and
-    says plainly that applying it and the reports are not in this version."""
+    """demo runs plan, gates, apply and reports on the simulator's demo fleet and says where
+    the reports are and that nothing real was touched."""
     policies = Path(__file__).resolve().parent.parent / "policies"
 
     code = cli.main(["demo", "--policies", str(policies), "--report-dir", str(tmp_path)])
 
     out = capsys.readouterr().out
-    [plan_path] = tmp_path.glob("*/plan.json")
-    document = json.loads(plan_path.read_text())
+    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    names = sorted(p.name for p in run_dir.iterdir())
+    document = json.loads((run_dir / "plan.json").read_text())
+    results = (run_dir / "results.jsonl").read_text().splitlines()
     assert code == 0
+    assert names == ["decisions.jsonl", "plan.json", "report.html", "report.md", "results.jsonl"]
     assert document["summary"]["clusters"] == 13  # 10 clusters and 3 legacy config servers
-    assert document["summary"]["snapshots"] > 2000
-    assert "Plan: " in out
+    assert len(results) == len(document["changes"]) > 0
+    assert all(json.loads(line)["outcome"] == "applied" for line in results)
     assert "hold prod-billing: OPEN alert" in out
-    assert "stops at the dry-run plan" in out
-    assert "Nothing real was touched" in out
+    assert f"Applied: applied {len(results)}." in out
+    assert "nothing real was touched" in out
 
 
 def test_demo_without_policies_is_exit_2(

@@ -12,10 +12,11 @@ import pytest
 
 from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
 from retention.errors import LockHeldError, UsageError
-from retention.executor import Journal, apply_plan
+from retention.executor import Journal, apply_plan, held_clusters_of
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved, run_job
 from retention.lock import run_lock
+from retention.plan.planfile import read_entries
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet, load_policies
 from retention.simulator.server import Simulator
@@ -71,6 +72,11 @@ def job(api: OpsManagerClient, tmp_path: Path, *, dry_run: bool = False, fractio
     )
 
 
+def entries(plan: Path, name: str = "changes") -> list[dict[str, object]]:
+    """A list of a written plan file (changes, held or advisory)."""
+    return list(read_entries(plan, name))
+
+
 def state(api: OpsManagerClient, cluster: str) -> dict[str, tuple[bool, str | None]]:
     """Each snapshot's doNotDelete and expires as the API shows them now."""
     return {
@@ -84,11 +90,12 @@ def test_run_reaches_the_planned_state(
 ) -> None:
     """After a run, every applied change shows in the API exactly as its body said."""
     result = job(api, tmp_path)
+    changes = entries(result.run_dir / "plan.json")
 
     assert result.applied is not None
-    assert result.applied.counts.get("applied", 0) == len(result.document["changes"]) > 0
+    assert result.applied.counts.get("applied", 0) == len(changes) > 0
     after = {**state(api, BIG), **state(api, SMALL), **state(api, SHARDED)}
-    for change in result.document["changes"]:
+    for change in changes:
         dnd, expires = after[change["snapshotId"]]
         body = change["body"]
         assert dnd == body.get("doNotDelete", False)
@@ -96,7 +103,7 @@ def test_run_reaches_the_planned_state(
             assert expires is not None
             assert expires.replace("+00:00", "Z") == body["expires"]
     log = sim.admin("patches")["patches"]
-    assert len(log) == len(result.document["changes"])
+    assert len(log) == len(changes)
     assert all(entry["status"] == 200 for entry in log)
 
 
@@ -104,7 +111,7 @@ def test_dry_run_sends_no_patch(sim: Simulator, api: OpsManagerClient, tmp_path:
     """Invariant 3: a dry run plans changes but sends no PATCH at all."""
     result = job(api, tmp_path, dry_run=True)
 
-    assert result.document["changes"]
+    assert entries(result.run_dir / "plan.json")
     assert result.applied is None
     assert sim.admin("patches") == {"patches": []}
     assert "PATCH" not in json.dumps(sim.admin("counters")["byEndpoint"])
@@ -117,7 +124,7 @@ def test_second_run_changes_nothing(sim: Simulator, api: OpsManagerClient, tmp_p
 
     second = job(api, tmp_path)
 
-    assert second.document["changes"] == []
+    assert entries(second.run_dir / "plan.json") == []
     assert len(sim.admin("patches")["patches"]) == sent
 
 
@@ -127,15 +134,18 @@ def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_pa
         api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
         schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
     )  # fmt: skip
-    victim = next(c for c in planned.document["changes"] if c["action"] == "shorten")
+    changes = entries(planned.plan_path)
+    victim = next(c for c in changes if c["action"] == "shorten")
     api.patch_snapshot(P, victim["clusterId"], victim["snapshotId"], SnapshotPatch.protect())
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
-    result = apply_plan(api, planned.document, journal, now=lambda: NOW, concurrency=2)
+    result = apply_plan(
+        api, changes, held_clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
+    )
     journal.close()
 
     assert result.counts["stale"] == 1
-    assert result.counts["applied"] == len(planned.document["changes"]) - 1
+    assert result.counts["applied"] == len(changes) - 1
     assert api.get_snapshot(P, victim["clusterId"], victim["snapshotId"]).do_not_delete is True
     lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     [stale] = [x for x in lines if x["outcome"] == "stale"]
@@ -151,7 +161,7 @@ def test_held_cluster_gets_no_destructive_change(
 
     log = sim.admin("patches")["patches"]
     assert result.held
-    assert result.document["held"]
+    assert entries(result.run_dir / "plan.json", "held")
     assert log
     assert all(entry["body"] in ({"doNotDelete": True},) or entry["after"]["expires"] is None
                or entry["body"].get("expires", "") > "2026-11-23" for entry in log)  # fmt: skip
@@ -165,14 +175,17 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
         api, policies(tmp_path, 0.01), [ProjectTargets(P)], now=NOW, created_at=NOW,
         schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
     )  # fmt: skip
-    document = planned.document
-    document["changes"] = document["changes"] + [dict(c, held=None) for c in document["held"]]
+    held = entries(planned.plan_path, "held")
+    doctored = entries(planned.plan_path) + [dict(c, held=None) for c in held]
+    doctored.sort(key=lambda c: (c["projectId"], c["clusterId"]))
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
-    result = apply_plan(api, document, journal, now=lambda: NOW, concurrency=2)
+    result = apply_plan(
+        api, doctored, held_clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
+    )
     journal.close()
 
-    assert result.counts["held"] == len(planned.document["held"])
+    assert result.counts["held"] == len(held) > 0
     destructive = [
         e for e in sim.admin("patches")["patches"] if e["body"].get("expires", "9") < "2026-11-23"
     ]
@@ -233,7 +246,8 @@ def test_saved_plans_that_cannot_be_applied_safely_are_refused(
         api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
         schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
     )  # fmt: skip
-    planned.plan_path.write_text(json.dumps({**planned.document, **edit}))
+    document = json.loads(planned.plan_path.read_text())
+    planned.plan_path.write_text(json.dumps({**document, **edit}))
 
     with pytest.raises(UsageError, match=message):
         apply_saved(

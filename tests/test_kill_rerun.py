@@ -107,7 +107,7 @@ def test_killed_runs_converge_and_never_repeat_a_destructive_patch(tmp_path: Pat
             proc.wait()
             killed_after_patches.append(len(sim.admin("patches")["patches"]) - before)
         final = retention(config_file, "run", "--quiet")
-        out, err = final.communicate(timeout=300)
+        _out, err = final.communicate(timeout=300)
         assert final.returncode == 0, err
         converged = end_state(api, sim, now)
         log = sim.admin("patches")["patches"]

@@ -10,12 +10,15 @@ bytes, ``createdAt`` aside. The JSON Schema ships beside this file (plan.schema.
 
 from __future__ import annotations
 
+import io
 import json
+import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any, TextIO
 
 from retention.plan.model import ClusterPlan, Decision
@@ -88,9 +91,18 @@ def change_record(plan: ClusterPlan, d: Decision) -> dict[str, Any]:
     return entry
 
 
+LISTS = ("changes", "held", "advisory")
+
+
 @dataclass
 class PlanBuilder:
-    """Collects cluster plans into a plan document, streaming decisions as they come."""
+    """Collects cluster plans into a plan file, streaming what can grow with the fleet.
+
+    Clusters must come in the plan's order (project, kind, cluster id), which is the order
+    the planner walks them in: decisions go straight to decisions.jsonl, and the changes,
+    held and advisory entries to anonymous spool files, so memory holds one cluster's
+    decisions and the per-cluster summaries, never the fleet's changes.
+    """
 
     evaluated_at: datetime
     created_at: datetime
@@ -100,30 +112,37 @@ class PlanBuilder:
     lease_seconds: float | None = None
     service_version: str | None = None
     clusters: list[dict[str, Any]] = field(default_factory=list)
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    held: list[dict[str, Any]] = field(default_factory=list)
-    advisory: list[dict[str, Any]] = field(default_factory=list)
     by_state: Counter[str] = field(default_factory=Counter)
     by_action: Counter[str] = field(default_factory=Counter)
 
+    def __post_init__(self) -> None:
+        # Anonymous files that live as long as the builder; write() closes them.
+        self._spools: dict[str, Any] = {
+            name: tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+            for name in LISTS
+        }
+        self._last: tuple[str, str, str] | None = None
+
     def add(self, plan: ClusterPlan) -> None:
-        """Take one cluster's plan: write its decisions, keep its summary and changes."""
+        """Take one cluster's plan: write its decisions, spool its changes, keep its summary."""
+        t = plan.target
+        key = (t.project_id, t.kind, t.cluster_id)
+        if self._last is not None and key <= self._last:
+            raise ValueError(f"clusters must be added in plan order; {key} came after {self._last}")
+        self._last = key
+        entries: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
         for d in plan.decisions:
             if self.decisions_out is not None:
                 self.decisions_out.write(json.dumps(decision_record(plan, d)) + "\n")
             self.by_state[d.state] += 1
             if d.action == "none":
                 continue
-            if d.advisory:
-                self.by_action["advisory"] += 1
-                self.advisory.append(change_record(plan, d))
-            elif d.held:
-                self.by_action["held"] += 1
-                self.held.append(change_record(plan, d))
-            else:
-                self.by_action[d.action] += 1
-                self.changes.append(change_record(plan, d))
-        t = plan.target
+            kind = "advisory" if d.advisory else "held" if d.held else "changes"
+            self.by_action[kind if kind != "changes" else d.action] += 1
+            entries[kind].append(change_record(plan, d))
+        for name, items in entries.items():
+            for item in sorted(items, key=lambda c: c["snapshotId"]):
+                self._spools[name].write(json.dumps(item) + "\n")
         self.clusters.append(
             {
                 "projectId": t.project_id,
@@ -139,18 +158,18 @@ class PlanBuilder:
             }
         )
 
+    def close(self) -> None:
+        """Drop the spool files (write() closes them; an aborted plan needs this)."""
+        for spool in self._spools.values():
+            spool.close()
+
     def extend(self, plans: Iterable[ClusterPlan]) -> None:
         """Take several cluster plans in order."""
         for plan in plans:
             self.add(plan)
 
-    def document(self) -> dict[str, Any]:
-        """The plan file's content (sorted, so that equal inputs give equal bytes)."""
-
-        def change_key(c: dict[str, Any]) -> tuple[str, str, str]:
-            return (c["projectId"], c["clusterId"], c["snapshotId"])
-
-        clusters = sorted(self.clusters, key=lambda c: (c["projectId"], c["kind"], c["clusterId"]))
+    def head(self, errors: list[str] | None = None) -> dict[str, Any]:
+        """The plan without its changes, held and advisory lists (what summaries need)."""
         return {
             "format": FORMAT,
             "createdAt": format_timestamp(self.created_at),
@@ -163,11 +182,29 @@ class PlanBuilder:
                 for p in sorted(self.policies, key=lambda p: p.name)
             ],
             "summary": self.summary(),
-            "clusters": clusters,
-            "changes": sorted(self.changes, key=change_key),
-            "held": sorted(self.held, key=change_key),
-            "advisory": sorted(self.advisory, key=change_key),
+            "clusters": self.clusters,
+            **{name: f"@@{name}@@" for name in LISTS},
+            "errors": errors or [],
         }
+
+    def write(self, out: TextIO, errors: list[str] | None = None) -> dict[str, Any]:
+        """Write the plan file (as json.dumps(document, indent=2) would) and return its head."""
+        head = self.head(errors)
+        text = dumps(head)
+        for name in LISTS:
+            before, text = text.split(f'"@@{name}@@"', 1)
+            out.write(before)
+            _write_list(out, self._spools[name])
+            self._spools[name].close()
+        out.write(text)
+        return {k: v for k, v in head.items() if k not in LISTS}
+
+    def document(self, errors: list[str] | None = None) -> dict[str, Any]:
+        """The whole plan document in memory (small plans and tests)."""
+        buffer = io.StringIO()
+        self.write(buffer, errors)
+        document: dict[str, Any] = json.loads(buffer.getvalue())
+        return document
 
     def summary(self) -> dict[str, Any]:
         """Counts by state and by action, holds and errors."""
@@ -179,6 +216,73 @@ class PlanBuilder:
             "clustersHeld": sum(1 for c in self.clusters if c["holds"]),
             "clustersWithErrors": sum(1 for c in self.clusters if c["errors"]),
         }
+
+
+def _write_list(out: TextIO, spool: Any) -> None:
+    spool.seek(0)
+    first = True
+    for line in spool:
+        entry = json.dumps(json.loads(line), indent=2).replace("\n", "\n    ")
+        out.write(("[\n    " if first else ",\n    ") + entry)
+        first = False
+    out.write("[]" if first else "\n  ]")
+
+
+def read_entries(path: Path, name: str) -> Iterator[dict[str, Any]]:
+    """Stream the entries of a plan file's list ``name`` (changes, held or advisory).
+
+    Plans written by PlanBuilder are read entry by entry; a plan in another layout (edited
+    and re-saved, say) is read whole.
+    """
+    opening = f'  "{name}": ['
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.rstrip("\n") in (opening + "],", opening + "]"):
+                return
+            if line.rstrip("\n") == opening:
+                yield from _entries(lines)
+                return
+    document = json.loads(path.read_text(encoding="utf-8"))
+    yield from document.get(name, []) if isinstance(document, dict) else []
+
+
+def _entries(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    block: list[str] = []
+    for line in lines:
+        stripped = line.rstrip("\n")
+        if stripped in ("  ],", "  ]"):
+            return
+        block.append(stripped)
+        if stripped in ("    },", "    }"):
+            entry: dict[str, Any] = json.loads("\n".join(block).rstrip(","))
+            yield entry
+            block = []
+
+
+def read_head(path: Path) -> dict[str, Any]:
+    """A plan file without its three long lists, read line by line (flat memory)."""
+    kept: list[str] = []
+    skipping = False
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            stripped = line.rstrip("\n")
+            if skipping:
+                if stripped in ("  ],", "  ]"):
+                    skipping = False
+                continue
+            if any(stripped == f'  "{n}": [' for n in LISTS):
+                skipping = True
+                continue
+            if any(stripped.startswith(f'  "{n}": [') for n in LISTS):
+                continue  # an empty list on one line
+            kept.append(line)
+    try:
+        # "errors" always follows the lists, so removing them leaves valid JSON.
+        head: dict[str, Any] = json.loads("".join(kept))
+    except ValueError:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        head = {k: v for k, v in document.items() if k not in LISTS}
+    return head
 
 
 def dumps(document: dict[str, Any]) -> str:

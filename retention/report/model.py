@@ -1,0 +1,293 @@
+"""What a report shows, as plain data: the run, per-cluster and per-policy rows, the expiry
+calendar, the outcomes of the PATCHes and the timelines to draw.
+
+The templates only lay these out; every count is computed here (in ``collect``), so the HTML
+and the Markdown can never disagree about a number.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_HELD,
+    EXIT_LOCKED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+)
+
+# The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
+ACTIONS = ("protect", "extend", "shorten", "delete", "release")
+# Counted apart from the actions: destructive changes a safety gate held, and config-server
+# decisions that have no PATCH endpoint.
+NOT_SENT = ("held", "advisory")
+OUTCOMES = ("applied", "stale", "failed", "held")
+
+EXIT_MEANINGS: dict[int, str] = {
+    EXIT_OK: "done",
+    EXIT_FAILURES: "finished with failures",
+    EXIT_USAGE: "bad input (usage, configuration or policy): nothing was sent",
+    EXIT_HELD: "held by a safety gate: destructive changes need a human",
+    EXIT_LOCKED: "locked: another run holds the lock",
+    EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
+}
+
+
+def exit_meaning(code: int | None) -> str:
+    """What an exit code means to the person reading the report."""
+    if code is None:
+        return "not finished"
+    return EXIT_MEANINGS.get(code, "unknown exit code")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a report belongs to: what the CLI knows and the plan file does not."""
+
+    run_id: str
+    mode: str  # "run", "dry-run", "apply" or "plan"
+    started_at: datetime  # aware UTC
+    finished_at: datetime
+    exit_code: int | None
+    version: str  # retention's version
+
+    @property
+    def dry_run(self) -> bool:
+        """True for the modes that never send a PATCH."""
+        return self.mode in ("dry-run", "plan")
+
+
+@dataclass
+class ClusterRow:
+    """One cluster or config server of the plan, with its counts and problems."""
+
+    project_id: str
+    cluster_id: str
+    name: str
+    kind: str
+    snapshots: int
+    by_action: dict[str, int]  # every key of ACTIONS and NOT_SENT, zero when absent
+    policies: list[str]
+    holds: list[dict[str, Any]]
+    errors: list[str]
+    failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
+    anchor: str | None = None  # the id of its timeline, when one is drawn
+
+    @classmethod
+    def of(cls, cluster: dict[str, Any]) -> ClusterRow:
+        """The row of a plan.json cluster entry."""
+        counts = cluster["counts"]
+        return cls(
+            project_id=cluster["projectId"],
+            cluster_id=cluster["clusterId"],
+            name=cluster["name"],
+            kind=cluster["kind"],
+            snapshots=counts.get("snapshots", 0),
+            by_action={a: counts.get(f"action:{a}", 0) for a in (*ACTIONS, *NOT_SENT)},
+            policies=list(cluster["policies"]),
+            holds=list(cluster["holds"]),
+            errors=list(cluster["errors"]),
+        )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies the cluster across plan.json, decisions.jsonl and results.jsonl."""
+        return (self.project_id, self.cluster_id)
+
+    @property
+    def changes(self) -> int:
+        """Every decision that is not "none": sent, held or advisory."""
+        return sum(self.by_action.values())
+
+    @property
+    def problems(self) -> int:
+        """Cluster errors and failed PATCHes."""
+        return len(self.errors) + self.failed
+
+
+@dataclass
+class PolicyRow:
+    """One policy: which clusters it matched and the changes attributed to it."""
+
+    name: str
+    sha256: str
+    clusters: list[str] = field(default_factory=list)
+    changes: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class CalendarDay:
+    """The snapshots whose resulting expiry falls on one UTC day of the window."""
+
+    day: str  # YYYY-MM-DD
+    count: int = 0
+    clusters: Counter[str] = field(default_factory=Counter)
+
+    def top_clusters(self, limit: int) -> list[tuple[str, int]]:
+        """The clusters with the most expiries that day, most first, ties by name."""
+        return sorted(self.clusters.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+@dataclass
+class Calendar:
+    """What will be deleted in the 7 and the 30 days after the plan's evaluatedAt."""
+
+    days: list[CalendarDay]  # every UTC day the 30-day window touches, in order
+    week_count: int = 0
+    month_count: int = 0
+    week_clusters: set[str] = field(default_factory=set)
+    month_clusters: set[str] = field(default_factory=set)
+    awaiting_deletion: int = 0  # already past their expiry: the service deletes them anyway
+    as_planned: bool = True  # False: results.jsonl said which changes really happened
+
+    @property
+    def peak(self) -> int:
+        """The highest count of one day (at least 1, so bars can divide by it)."""
+        return max([1, *(d.count for d in self.days)])
+
+
+@dataclass
+class Outcomes:
+    """What results.jsonl says happened to the PATCHes."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # the first few, for the table
+    failed_total: int = 0
+    failed_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # (clusterId, snapshotId) of changes whose last outcome was not "applied": their
+    # snapshots keep the expiry they had, which the calendar needs to know.
+    not_applied: set[tuple[str, str]] = field(default_factory=set)
+    unreadable: int = 0
+
+    @property
+    def total(self) -> int:
+        """Outcome lines read."""
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One snapshot on a timeline: where, how tall, its colour class and its tooltip."""
+
+    x: float  # the left edge of the 2 px mark
+    y: float
+    height: float
+    category: str  # keep | expire | held | other
+    title: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """A change's line from its snapshot to its new expiry (``beyond``: past the right edge)."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    category: str
+    beyond: bool
+
+
+@dataclass(frozen=True)
+class Tick:
+    """A date label on a timeline's axis."""
+
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The geometry of one cluster's SVG timeline; the template only draws it."""
+
+    cluster: ClusterRow
+    width: int
+    height: int
+    axis_y: float
+    expiry_y: float
+    now_x: float
+    plot_left: float
+    plot_right: float
+    marks: list[Mark]
+    links: list[Link]
+    ticks: list[Tick]
+
+
+@dataclass
+class ReportData:
+    """Everything the templates show."""
+
+    run: RunInfo
+    plan: dict[str, Any]  # plan.json without its changes and held lists
+    clusters: list[ClusterRow]
+    changed: list[ClusterRow]  # most changes first, ties by name
+    unchanged: list[ClusterRow]
+    policies: list[PolicyRow]
+    calendar: Calendar
+    timelines: list[Timeline]
+    outcomes: Outcomes | None  # None: no results.jsonl
+    problems: list[str]  # reading problems (unreadable lines, missing files)
+    advisory_total: int
+    advisory: list[dict[str, Any]]  # the first few advisory decisions
+
+    @property
+    def more_changed(self) -> int:
+        """Changed clusters without a drawn timeline."""
+        return len(self.changed) - len(self.timelines)
+
+    @property
+    def holds(self) -> list[tuple[ClusterRow, dict[str, Any]]]:
+        """Every hold of every cluster, in plan order."""
+        return [(c, h) for c in self.clusters for h in c.holds]
+
+    @property
+    def clusters_with_problems(self) -> int:
+        """Clusters with an error or a failed PATCH."""
+        return sum(1 for c in self.clusters if c.problems)
+
+    @property
+    def nothing_changed(self) -> bool:
+        """True when this run sent no PATCH: a dry run, or no results.jsonl."""
+        return self.run.dry_run or self.outcomes is None
+
+    @property
+    def duration(self) -> str:
+        """The run's duration, e.g. "2m 05s"."""
+        seconds = max(0, round((self.run.finished_at - self.run.started_at).total_seconds()))
+        hours, rest = divmod(seconds, 3600)
+        minutes, secs = divmod(rest, 60)
+        if hours:
+            return f"{hours}h {minutes:02d}m {secs:02d}s"
+        if minutes:
+            return f"{minutes}m {secs:02d}s"
+        return f"{secs}s"
+
+    def action_total(self, action: str) -> int:
+        """The plan's count of one action (or held, advisory)."""
+        by_action: dict[str, int] = self.plan["summary"]["byAction"]
+        return by_action.get(action, 0)
+
+    def error_lines(self, limit: int) -> list[str]:
+        """The first ``limit`` errors as one line each: plan, reading, cluster, failed PATCH."""
+        lines = [*self.plan.get("errors", []), *self.problems]
+        lines += [f"{c.name}: {e}" for c in self.clusters for e in c.errors]
+        if self.outcomes is not None:
+            for f in self.outcomes.failures[: max(0, limit - len(lines))]:
+                status = f.get("status") if f.get("status") is not None else "no answer"
+                lines.append(
+                    f"{f.get('clusterName') or f.get('clusterId')} {f.get('snapshotId')}: "
+                    f"{f.get('action')} failed ({status}): {f.get('error') or ''}"
+                )
+        return lines[:limit]
+
+    @property
+    def error_total(self) -> int:
+        """Every error: plan, reading, cluster, failed PATCH."""
+        failed = self.outcomes.failed_total if self.outcomes is not None else 0
+        cluster = sum(len(c.errors) for c in self.clusters)
+        return len(self.plan.get("errors", [])) + len(self.problems) + cluster + failed

@@ -1,0 +1,281 @@
+"""Read a run folder into a ``ReportData``: plan.json, decisions.jsonl and results.jsonl.
+
+Memory stays flat on large fleets (600k decisions): plan.json is read without its ``changes``
+and ``held`` lists (decisions.jsonl carries the same decisions, and those lists are most of a
+big plan's bytes), decisions.jsonl is streamed once into per-cluster and per-day aggregates,
+and only the decisions of the clusters that get a timeline, chosen from plan.json's counts
+before the stream starts, are kept. Timestamps are compared as text: every timestamp we read
+has the fixed shape ``YYYY-MM-DDTHH:MM:SSZ``, which sorts like the time it names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from retention.report.model import (
+    Calendar,
+    CalendarDay,
+    ClusterRow,
+    Outcomes,
+    PolicyRow,
+    ReportData,
+    RunInfo,
+)
+from retention.report.svg import Snap, build_timeline, category
+from retention.timestamps import format_timestamp, parse_timestamp
+
+# plan.json members that can run to hundreds of megabytes and that a report does not need.
+_SKIPPED = frozenset({b"changes", b"held"})
+# A top-level member of a plan written by planfile.dumps (indent=2): a newline, exactly two
+# spaces, then its key. Nested members are indented further, and JSON strings hold no raw
+# newline, so nothing else matches.
+_MEMBER = re.compile(rb'\n  "([A-Za-z0-9_]+)": ')
+_CHUNK = 1 << 23
+_CHANGING = frozenset({"extend", "shorten", "delete", "release"})
+
+
+def read_plan(path: Path) -> dict[str, Any]:
+    """plan.json without its ``changes`` and ``held`` lists (the whole file as a fallback)."""
+    with path.open("rb") as f:
+        if f.read(2) != b"{\n":
+            return _read_whole(path)
+        starts = _member_starts(f)
+        f.seek(0, 2)
+        end = f.tell()
+        parts: list[bytes] = []
+        for (offset, name), following in zip(starts, [*starts[1:], (end, b"")], strict=True):
+            if name in _SKIPPED:
+                continue
+            f.seek(offset)
+            part = f.read(following[0] - offset).rstrip()
+            if following[1] == b"":
+                part = part.removesuffix(b"}").rstrip()  # the last member holds the final brace
+            parts.append(part.removesuffix(b","))
+    try:
+        document: dict[str, Any] = json.loads(b"{" + b",".join(parts) + b"}")
+    except ValueError:
+        return _read_whole(path)  # not laid out the way planfile.dumps writes it
+    return document
+
+
+def _read_whole(path: Path) -> dict[str, Any]:
+    """The slow, sure way: the whole file, then drop what the fast way skips."""
+    with path.open("rb") as f:
+        document: dict[str, Any] = json.load(f)
+    for name in _SKIPPED:
+        document.pop(name.decode(), None)
+    return document
+
+
+def _member_starts(f: Any) -> list[tuple[int, bytes]]:
+    """Byte offsets (of the key's first space) and names of the top-level members."""
+    starts: list[tuple[int, bytes]] = []
+    f.seek(0)
+    position, tail = 0, b""
+    while chunk := f.read(_CHUNK):
+        buffer, base = tail + chunk, position - len(tail)
+        for match in _MEMBER.finditer(buffer):
+            offset = base + match.start() + 1
+            if not starts or offset > starts[-1][0]:  # the overlap may find one twice
+                starts.append((offset, match.group(1)))
+        position += len(chunk)
+        tail = buffer[-64:]  # longer than any key line, so a match cut in two is found whole
+    return starts
+
+
+def _json_lines(path: Path) -> Iterator[dict[str, Any] | None]:
+    """The objects of a JSON-lines file; None for a line that is not one (cut short by a kill)."""
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                yield None
+                continue
+            yield value if isinstance(value, dict) else None
+
+
+def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
+    """The outcomes journalled in results.jsonl, or None when the file does not exist."""
+    if not path.exists():
+        return None
+    outcomes = Outcomes()
+    for record in _json_lines(path):
+        if record is None or "outcome" not in record:
+            outcomes.unreadable += 1
+            continue
+        outcome = str(record["outcome"])
+        outcomes.counts[outcome] += 1
+        snapshot = (str(record.get("clusterId")), str(record.get("snapshotId")))
+        # A resumed run journals a PATCH again: the last outcome is the one that stands.
+        if outcome == "applied":
+            outcomes.not_applied.discard(snapshot)
+        else:
+            outcomes.not_applied.add(snapshot)
+        if outcome == "failed":
+            outcomes.failed_total += 1
+            outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
+            if len(outcomes.failures) < max_listed:
+                outcomes.failures.append(record)
+    return outcomes
+
+
+class _DecisionScan:
+    """The one pass over decisions.jsonl: calendar, per-policy changes, timeline snapshots."""
+
+    def __init__(
+        self,
+        evaluated_at: str,
+        clusters: list[ClusterRow],
+        policies: dict[str, PolicyRow],
+        drawn: list[ClusterRow],
+        outcomes: Outcomes | None,
+    ) -> None:
+        now = parse_timestamp(evaluated_at)
+        self.now = format_timestamp(now)
+        self.week_end = format_timestamp(now + timedelta(days=7))
+        self.month_end = format_timestamp(now + timedelta(days=30))
+        last_day = (now + timedelta(days=30) - timedelta(seconds=1)).date()
+        days = [now.date() + timedelta(days=i) for i in range((last_day - now.date()).days + 1)]
+        self.days = {d.isoformat(): CalendarDay(d.isoformat()) for d in days}
+        self.calendar = Calendar(days=list(self.days.values()), as_planned=outcomes is None)
+        self.not_applied = outcomes.not_applied if outcomes is not None else set()
+        self.cluster_policies = {c.key: c.policies for c in clusters}
+        self.policies = policies
+        self.snaps: dict[tuple[str, str], list[Snap]] = {c.key: [] for c in drawn}
+        self.unreadable = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Take one decision record."""
+        key = (record["projectId"], record["clusterId"])
+        action: str = record["action"]
+        not_sent = bool(record["held"]) or bool(record["advisory"])
+        if action != "none":
+            counted = "held" if record["held"] else "advisory" if record["advisory"] else action
+            # A change no rule keeps (a shorten) names no policy: it belongs to the cluster's.
+            for name in record["policies"] or self.cluster_policies.get(key) or ["(none)"]:
+                if name not in self.policies:
+                    self.policies[name] = PolicyRow(name, "")
+                self.policies[name].changes[counted] += 1
+        if record["state"] == "awaiting-deletion":
+            self.calendar.awaiting_deletion += 1
+        applied = not not_sent and (
+            self.calendar.as_planned
+            or (record["clusterId"], record["snapshotId"]) not in self.not_applied
+        )
+        expiry = self._resulting_expiry(record, action, applied)
+        day = self.days.get(expiry[:10]) if expiry is not None else None
+        if expiry is not None and day is not None and self.now <= expiry < self.month_end:
+            name = record["clusterName"]
+            day.count += 1
+            day.clusters[name] += 1
+            self.calendar.month_count += 1
+            self.calendar.month_clusters.add(name)
+            if expiry < self.week_end:
+                self.calendar.week_count += 1
+                self.calendar.week_clusters.add(name)
+        snaps = self.snaps.get(key)
+        if snaps is not None:
+            target = None
+            if action != "none" and not not_sent:
+                target = "forever" if action == "protect" else record["expiresAfter"]
+            snaps.append(
+                Snap(
+                    id=record["snapshotId"],
+                    created=record["created"],
+                    category=category(record),
+                    changed=action != "none",
+                    target=target,
+                    label=_label(record),
+                )
+            )
+
+    @staticmethod
+    def _resulting_expiry(record: dict[str, Any], action: str, applied: bool) -> str | None:
+        """When the snapshot goes after this run (None: protected or no expiry)."""
+        if applied and action == "protect":
+            return None
+        if applied and action in _CHANGING:
+            new: str | None = record["expiresAfter"] or (record["body"] or {}).get("expires")
+            return new
+        observed = record["observed"]
+        if observed["doNotDelete"]:
+            return None
+        expires: str | None = observed["expires"]
+        return expires
+
+
+def _label(record: dict[str, Any]) -> str:
+    """A snapshot's tooltip on a timeline."""
+    parts = [f"{record['snapshotId']}, created {record['created']}: {record['state']}"]
+    if record["action"] != "none":
+        parts.append(f"{record['action']}")
+        if record["held"]:
+            parts.append("(held)")
+        elif record["advisory"]:
+            parts.append("(advisory)")
+        if record["expiresAfter"]:
+            parts.append(f"to {record['expiresAfter']}")
+    return " ".join(parts)
+
+
+def _rank(cluster: ClusterRow) -> tuple[int, str, str, str]:
+    return (-cluster.changes, cluster.name, cluster.project_id, cluster.cluster_id)
+
+
+def collect(
+    run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
+) -> ReportData:
+    """Read the run folder's files into what the templates show."""
+    plan = read_plan(run_dir / "plan.json")
+    clusters = [ClusterRow.of(c) for c in plan["clusters"]]
+    changed = sorted((c for c in clusters if c.changes), key=_rank)
+    drawn = changed[:max_timelines]
+    for number, cluster in enumerate(drawn, 1):
+        cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
+    problems: list[str] = []
+    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
+    if outcomes is not None:
+        for cluster in clusters:
+            cluster.failed = outcomes.failed_by_cluster.get(cluster.key, 0)
+        if outcomes.unreadable:
+            problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
+    policies = {p["name"]: PolicyRow(p["name"], p["sha256"]) for p in plan["policies"]}
+    for cluster in clusters:
+        for name in cluster.policies:
+            policies.setdefault(name, PolicyRow(name, "")).clusters.append(cluster.name)
+    scan = _DecisionScan(plan["evaluatedAt"], clusters, policies, drawn, outcomes)
+    decisions = run_dir / "decisions.jsonl"
+    if decisions.exists():
+        for record in _json_lines(decisions):
+            if record is None:
+                scan.unreadable += 1
+            else:
+                scan.add(record)
+        if scan.unreadable:
+            problems.append(f"decisions.jsonl: {scan.unreadable} unreadable lines skipped")
+    else:
+        problems.append("decisions.jsonl is missing: no calendar, timelines or policy counts")
+    now = parse_timestamp(plan["evaluatedAt"])
+    advisory: list[dict[str, Any]] = plan.get("advisory", [])
+    return ReportData(
+        run=run,
+        plan=plan,
+        clusters=clusters,
+        changed=changed,
+        unchanged=[c for c in clusters if not c.changes],
+        policies=sorted(policies.values(), key=lambda p: p.name),
+        calendar=scan.calendar,
+        timelines=[build_timeline(c, scan.snaps[c.key], now) for c in drawn],
+        outcomes=outcomes,
+        problems=problems,
+        advisory_total=len(advisory),
+        advisory=advisory[:max_listed],
+    )

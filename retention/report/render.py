@@ -1,0 +1,145 @@
+"""Render report.html and report.md from a run folder (DESIGN.md section 8).
+
+Two Jinja environments over the package's templates: the HTML one autoescapes everything, and
+the Markdown one passes every expression through ``markdown_text`` (its ``finalize``), so in
+both a value from the data is escaped unless a template writes it as literal text, and no
+template has to remember a filter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
+from retention.report.read import collect
+from retention.timestamps import format_timestamp
+
+FORMATS = {"html": "report.html", "markdown": "report.md"}
+# Timelines drawn in full; the other changed clusters are only in the clusters table.
+MAX_TIMELINES = 50
+# Rows of long lists (failed PATCHes, advisory decisions) in the HTML; the rest are counted.
+MAX_LISTED = 200
+
+# Characters with a meaning in GitHub-flavoured Markdown; escaped with a backslash, which
+# CommonMark allows before any ASCII punctuation. "|" would split a table cell.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
+
+
+def markdown_text(value: Any) -> str:
+    """A value as inert Markdown on one line: specials backslash-escaped, newlines as spaces."""
+    if value is None:
+        return ""
+    if isinstance(value, bool | int | float):
+        return str(value)
+    text = " ".join(str(value).splitlines())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _utc(value: datetime) -> str:
+    return format_timestamp(value).replace("T", " ").replace("Z", " UTC")
+
+
+def _number(value: int) -> str:
+    """Thousands separated with a thin space, so 271947 reads as 271 947 in any locale."""
+    return f"{value:,}".replace(",", "\u2009")
+
+
+def _shorten(value: str, limit: int = 120) -> str:
+    return value if len(value) <= limit else value[: limit - 1] + "\u2026"
+
+
+def _plural(word: str, count: int) -> str:
+    """The word for a count: "cluster" for 1, "clusters" otherwise."""
+    return word if count == 1 else word + "s"
+
+
+def _body_text(body: dict[str, Any]) -> str:
+    """A PATCH body as the API spells it, e.g. "doNotDelete: true"."""
+    return ", ".join(
+        f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(body.items())
+    )
+
+
+def _globals() -> dict[str, Any]:
+    return {"ACTIONS": ACTIONS, "NOT_SENT": NOT_SENT, "OUTCOMES": OUTCOMES}
+
+
+def _filters(env: jinja2.Environment) -> jinja2.Environment:
+    env.filters["utc"] = _utc
+    env.filters["number"] = _number
+    env.filters["shorten_text"] = _shorten
+    env.filters["exit_meaning"] = exit_meaning
+    env.filters["plural"] = _plural
+    env.filters["body_text"] = _body_text
+    env.globals.update(_globals())
+    return env
+
+
+@cache
+def _html_environment() -> jinja2.Environment:
+    return _filters(
+        jinja2.Environment(
+            loader=jinja2.PackageLoader("retention.report", "templates"),
+            autoescape=jinja2.select_autoescape(
+                enabled_extensions=("html.j2",), default_for_string=True, default=True
+            ),
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+    )
+
+
+@cache
+def _markdown_environment() -> jinja2.Environment:
+    return _filters(
+        jinja2.Environment(
+            loader=jinja2.PackageLoader("retention.report", "templates"),
+            autoescape=False,  # noqa: S701 - Markdown, not HTML: finalize escapes instead
+            finalize=markdown_text,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+    )
+
+
+def render_reports(
+    run_dir: Path, run: RunInfo, formats: Sequence[str] = ("html", "markdown")
+) -> list[Path]:
+    """Write report.html and/or report.md into run_dir from its plan.json, decisions.jsonl and
+    results.jsonl; return the paths.
+
+    Raises FileNotFoundError when run_dir has no plan.json, and ValueError for an unknown
+    format (before reading anything).
+    """
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown report format {unknown[0]!r}: use html or markdown")
+    data = collect(run_dir, run, max_timelines=MAX_TIMELINES, max_listed=MAX_LISTED)
+    written: list[Path] = []
+    for fmt in dict.fromkeys(formats):
+        if fmt == "html":
+            template = _html_environment().get_template("report.html.j2")
+        else:
+            template = _markdown_environment().get_template("report.md.j2")
+        path = run_dir / FORMATS[fmt]
+        # Written beside and renamed: a reader never sees half a report.
+        partial = path.with_name(path.name + ".partial")
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                for chunk in template.generate(data=data, run=run, plan=data.plan):
+                    out.write(chunk)
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
+        written.append(path)
+    return written

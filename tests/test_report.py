@@ -1,0 +1,531 @@
+"""The run reports (retention.report): report.html and report.md rendered from a run folder.
+
+Run folders are built here by hand with the real plan writer (PlanBuilder), so plan.json and
+decisions.jsonl have exactly the production format; the HTML is read back with the standard
+library's html.parser, never with string matching alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retention.api.models import SnapshotPatch
+from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target
+from retention.plan.planfile import PlanBuilder, PolicyDigest, dumps
+from retention.report import RunInfo, render_reports
+from retention.report.read import read_plan
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+PROJECT = "5e2211c17a3e5a48f5497de3"
+BASE_URL = "https://opsmanager.example.com:8443/api/public/v1.0"
+SCENARIO = Path(__file__).parent / "scenarios" / "steady_state_mixed_fleet"
+SECTIONS = [
+    "run",
+    "summary",
+    "holds",
+    "policies",
+    "clusters",
+    "calendar",
+    "timelines",
+    "errors",
+    "advisory",
+]
+HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+HOSTILE_REASON = "</td><script>alert(2)</script>"
+VOID = frozenset({"meta", "br", "img", "input", "link", "hr", "source", "wbr"})
+
+
+# ---- building run folders -------------------------------------------------------------
+
+
+def snap(sid: str, age_hours: float, expires_in: float | None) -> SnapshotView:
+    """A complete snapshot created ``age_hours`` before NOW, expiring ``expires_in`` after it."""
+    expires = None if expires_in is None else NOW + timedelta(hours=expires_in)
+    return SnapshotView(sid, NOW - timedelta(hours=age_hours), True, False, expires)
+
+
+def kept(sid: str, age_hours: float, expires_in: float | None) -> Decision:
+    """A kept snapshot left as it is."""
+    s = snap(sid, age_hours, expires_in)
+    return Decision(s, "kept", reasons=["prod: daily"], policies=["prod"], expires_after=s.expires)
+
+
+def extended(sid: str, age_hours: float, expires_in: float, to_hours: float) -> Decision:
+    """A kept snapshot whose expiry the plan extends."""
+    to = NOW + timedelta(hours=to_hours)
+    s = snap(sid, age_hours, expires_in)
+    patch = SnapshotPatch.expire_at(to)
+    return Decision(s, "kept", "extend", ["prod: monthly"], ["prod"], to, patch)
+
+
+def shortened(
+    sid: str, age_hours: float, expires_in: float | None, to_hours: float, held: str | None = None
+) -> Decision:
+    """An unkept snapshot the plan shortens to NOW + ``to_hours`` (held when ``held``)."""
+    to = NOW + timedelta(hours=to_hours)
+    s = snap(sid, age_hours, expires_in)
+    patch = SnapshotPatch.expire_at(to)
+    return Decision(s, "unkept", "shorten", ["no keep rule matches"], [], to, patch, held)
+
+
+def protected(sid: str, age_hours: float, expires_in: float) -> Decision:
+    """A snapshot the plan protects (doNotDelete: true)."""
+    s = snap(sid, age_hours, expires_in)
+    return Decision(
+        s, "protected", "protect", ["prod: yearly"], ["prod"], None, SnapshotPatch.protect()
+    )
+
+
+def cluster(
+    name: str,
+    decisions: Sequence[Decision],
+    *,
+    holds: Sequence[Hold] = (),
+    errors: Sequence[str] = (),
+    policies: Sequence[str] = ("prod",),
+) -> ClusterPlan:
+    """One cluster's plan; its id is derived from its name, so names may be anything."""
+    cid = hashlib.sha256(name.encode()).hexdigest()[:24]
+    return ClusterPlan(
+        Target(PROJECT, cid, name), list(decisions), list(holds), list(errors), list(policies)
+    )
+
+
+def write_run(
+    folder: Path,
+    plans: Sequence[ClusterPlan],
+    *,
+    results: Sequence[dict[str, Any]] | None = None,
+    errors: Sequence[str] = (),
+) -> Path:
+    """A run folder: plan.json and decisions.jsonl as the planner writes them, results.jsonl."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "decisions.jsonl").open("w", encoding="utf-8") as out:
+        builder = PlanBuilder(
+            evaluated_at=NOW,
+            created_at=NOW,
+            base_url=BASE_URL,
+            policies=[PolicyDigest("prod", "ab" * 32)],
+            decisions_out=out,
+            lease_seconds=140400.0,
+            service_version="versionString=8.0.1",
+        )
+        builder.extend(
+            sorted(plans, key=lambda p: (p.target.project_id, p.target.kind, p.target.cluster_id))
+        )
+    document = builder.document()
+    document["errors"] = list(errors)
+    (folder / "plan.json").write_text(dumps(document), encoding="utf-8")
+    if results is not None:
+        lines = [json.dumps(r) + "\n" for r in results]
+        (folder / "results.jsonl").write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+def result(
+    plan: ClusterPlan, d: Decision, outcome: str, status: int | None = 200, error: str | None = None
+) -> dict[str, Any]:
+    """One results.jsonl line, as the executor journals it."""
+    assert d.patch is not None
+    return {
+        "at": "2026-11-21T12:05:00Z",
+        "projectId": plan.target.project_id,
+        "clusterId": plan.target.cluster_id,
+        "clusterName": plan.target.name,
+        "snapshotId": d.snapshot.id,
+        "action": d.action,
+        "body": d.patch.to_api(),
+        "outcome": outcome,
+        "status": status,
+        "error": error,
+    }
+
+
+def info(mode: str = "dry-run", exit_code: int | None = 0) -> RunInfo:
+    """The run a test report belongs to."""
+    return RunInfo("1a2b3c4d", mode, NOW, NOW + timedelta(seconds=125), exit_code, "0.1.0")
+
+
+# ---- reading reports back ----------------------------------------------------------------
+
+
+class Page(HTMLParser):
+    """The parts of report.html the tests look at: elements, text, ids, marks and rows."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.text_parts: list[str] = []
+        self.by_id: dict[str, list[str]] = {}
+        self.marks: dict[str, int] = {}  # timeline figure id -> mark count
+        self.rows: dict[str, list[list[str]]] = {}  # section id -> table rows (cell texts)
+        self._open: list[tuple[str, str | None]] = []
+        self._figure = ""
+        self._section = ""
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self.feed(html)
+        self.close()
+
+    @property
+    def text(self) -> str:
+        """All text content."""
+        return "".join(self.text_parts)
+
+    def text_of(self, element_id: str) -> str:
+        """The text inside the element with this id."""
+        return "".join(self.by_id[element_id]).strip()
+
+    def _record(self, tag: str, attrs: list[tuple[str, str | None]]) -> dict[str, str | None]:
+        a = dict(attrs)
+        self.elements.append((tag, a))
+        classes = (a.get("class") or "").split()
+        if tag == "figure":
+            self._figure = a.get("id") or ""
+        if tag == "section":
+            self._section = a.get("id") or ""
+        if tag == "rect" and "mark" in classes:
+            self.marks[self._figure] = self.marks.get(self._figure, 0) + 1
+        return a
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = self._record(tag, attrs)
+        if tag == "tr":
+            self._row = []
+        if tag in ("td", "th"):
+            self._cell = []
+        if tag in VOID:
+            return
+        self._open.append((tag, a.get("id")))
+        if a.get("id"):
+            self.by_id.setdefault(str(a["id"]), [])
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._record(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "tr" and self._row is not None:
+            self.rows.setdefault(self._section, []).append(self._row)
+            self._row = None
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == tag:
+                del self._open[i:]
+                break
+
+    def handle_data(self, data: str) -> None:
+        self.text_parts.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+        for _, element_id in self._open:
+            if element_id:
+                self.by_id[element_id].append(data)
+
+
+def render(folder: Path, run: RunInfo | None = None) -> tuple[Page, str]:
+    """Render both reports; the parsed HTML and the Markdown."""
+    render_reports(folder, run or info())
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    return Page(html), (folder / "report.md").read_text(encoding="utf-8")
+
+
+def scenario_run(tmp_path: Path) -> Path:
+    """The steady-state scenario's golden plan and decisions as a dry-run folder."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(SCENARIO / "expected.plan.json", folder / "plan.json")
+    shutil.copy(SCENARIO / "expected.decisions.jsonl", folder / "decisions.jsonl")
+    return folder
+
+
+def three_tomorrow() -> ClusterPlan:
+    """Three snapshots shortened to tomorrow 10:00, one kept expiring in 10 days, one
+    protected and one extended (both expiring tomorrow before), one without expiry, one
+    held with 60 days left."""
+    return cluster(
+        "orders",
+        [
+            kept("k1", 6, 240),
+            protected("p1", 12, 20),
+            extended("e1", 300, 20, 400 * 24),
+            shortened("s1", 30, 500, 22),
+            shortened("s2", 54, 600, 22),
+            shortened("s3", 78, None, 22),
+            kept("n1", 100, None),
+            shortened("h1", 200, 60 * 24, 22, held="held for the test"),
+        ],
+    )
+
+
+# ---- report.html -----------------------------------------------------------------------------
+
+
+def test_every_section_is_present_in_order(tmp_path: Path) -> None:
+    """report.html has the nine sections with their ids, in the order DESIGN.md lists them."""
+    page, _ = render(scenario_run(tmp_path), info("plan", 4))
+
+    sections = [a["id"] for tag, a in page.elements if tag == "section"]
+    assert sections == SECTIONS
+    assert [tag for tag, a in page.elements if tag == "meta" and a.get("charset") == "utf-8"]
+    assert "exit 4: locked: another run holds the lock" in page.text
+    assert "4: locked: another run holds the lock" in page.text_of("run")
+    assert page.text_of("run").count("http://simulator/api/public/v1.0") == 1
+
+
+def test_html_has_no_script_no_handlers_and_no_external_url(tmp_path: Path) -> None:
+    """report.html holds no script element, no on* attribute and no URL outside the page."""
+    folder = tmp_path / "run"
+    write_run(folder, [three_tomorrow()], errors=["see https://example.com/help"])
+    page, _ = render(folder)
+    raw = (folder / "report.html").read_text(encoding="utf-8")
+
+    assert [tag for tag, _ in page.elements if tag in ("script", "iframe", "object", "embed")] == []
+    assert [k for _, a in page.elements for k in a if k.lower().startswith("on")] == []
+    links = [v or "" for _, a in page.elements for k, v in a.items() if k in ("src", "href")]
+    assert links
+    assert all(v.startswith("#") for v in links)
+    assert "url(" not in raw
+    assert "<title>" in raw
+    assert BASE_URL in page.text  # shown as text, never as a link
+
+
+def test_hostile_names_and_reasons_are_escaped(tmp_path: Path) -> None:
+    """A cluster name and a hold reason made of markup appear as text, never as elements."""
+    plan = cluster(
+        HOSTILE_NAME,
+        [shortened("s1", 30, 500, 22, held=HOSTILE_REASON), kept("k1", 6, 100)],
+        holds=[Hold("alert", HOSTILE_REASON, "a<b>")],
+        errors=[HOSTILE_REASON],
+    )
+    folder = write_run(tmp_path / "run", [plan])
+    page, markdown = render(folder)
+
+    assert {tag for tag, _ in page.elements}.isdisjoint({"img", "script"})
+    assert HOSTILE_NAME in page.text_of("holds")
+    assert HOSTILE_REASON in page.text_of("holds")
+    assert HOSTILE_REASON in page.text_of("errors")
+    assert HOSTILE_NAME in page.text_of("timelines")
+    raw = (folder / "report.html").read_text(encoding="utf-8")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in raw
+    assert "<img" not in raw
+    assert r"\<img src=x onerror=alert(1)\>" in markdown
+    assert "<script>" not in markdown
+
+
+def test_timelines_have_one_mark_per_snapshot(tmp_path: Path) -> None:
+    """Each changed cluster of the steady-state scenario gets a timeline with one mark per
+    snapshot; the unchanged one gets none and is listed among the unchanged clusters."""
+    page, _ = render(scenario_run(tmp_path))
+
+    # Most changes first, ties by name: prod-orders 5, dev-sandbox 2, prod-sharded 2, cfg0 1.
+    assert page.marks == {"timeline-1": 11, "timeline-2": 4, "timeline-3": 4, "timeline-4": 3}
+    captions = [page.text_of(f"timeline-{i}").split()[0] for i in range(1, 5)]
+    assert captions == ["prod-orders", "dev-sandbox", "prod-sharded", "cfg0.legacy.example.net"]
+    assert "legacy-untouched" in page.text_of("unchanged")
+    assert "legacy-untouched" not in page.text_of("timelines")
+
+
+def test_calendar_counts_what_expires_per_day(tmp_path: Path) -> None:
+    """Three snapshots shortened to tomorrow count on tomorrow; the protected, the extended,
+    the held and the one without expiry do not; a kept one ten days out counts in 30 days."""
+    page, _ = render(write_run(tmp_path / "run", [three_tomorrow()]))
+
+    assert page.text_of("calendar-7") == "3"
+    assert page.text_of("calendar-30") == "4"
+    days = {r[0]: r[1:] for r in page.rows["calendar"] if r and r[0].startswith("2026-")}
+    assert days == {"2026-11-22": ["3", "", "orders (3)"], "2026-12-01": ["1", "", "orders (1)"]}
+    assert "day-2026-11-22" in page.by_id
+    assert "if this plan is applied" in page.text_of("calendar")
+
+
+def test_calendar_keeps_the_old_expiry_of_changes_that_did_not_apply(tmp_path: Path) -> None:
+    """After a run, a shorten that failed leaves its snapshot's old expiry in the calendar."""
+    plan = three_tomorrow()
+    by_id = {d.snapshot.id: d for d in plan.decisions}
+    results = [
+        result(plan, by_id["s1"], "applied"),
+        result(plan, by_id["s2"], "applied"),
+        result(plan, by_id["s3"], "failed", 500, "HTTP 500"),
+        result(plan, by_id["p1"], "applied"),
+    ]
+    page, _ = render(write_run(tmp_path / "run", [plan], results=results), info("run", 1))
+
+    assert page.text_of("calendar-7") == "2"  # s3 had no expiry and keeps none
+    days = {r[0]: r[1:] for r in page.rows["calendar"] if r and r[0].startswith("2026-")}
+    assert days == {"2026-11-22": ["2", "", "orders (2)"], "2026-12-01": ["1", "", "orders (1)"]}
+    assert "failed, stale and held changes keep their old expiry" in page.text_of("calendar")
+
+
+def test_outcomes_from_results_are_counted(tmp_path: Path) -> None:
+    """Outcomes of results.jsonl are counted, failed PATCHes listed, no dry-run line shown."""
+    plan = cluster("orders", [shortened(f"s{i}", 30 + i, 500, 22) for i in range(7)])
+    d = plan.decisions
+    results = [
+        result(plan, d[0], "applied"),
+        result(plan, d[1], "applied"),
+        result(plan, d[2], "applied"),
+        result(plan, d[3], "stale", None, "state changed since the plan"),
+        result(plan, d[4], "failed", 500, "HTTP 500 <b>boom</b>"),
+        result(plan, d[5], "failed", None, "no answer"),
+        result(plan, d[6], "held", None, "the plan holds this cluster"),
+    ]
+    page, markdown = render(write_run(tmp_path / "run", [plan], results=results), info("run", 1))
+
+    counts = {o: page.text_of(f"outcome-{o}") for o in ("applied", "stale", "failed", "held")}
+    assert counts == {"applied": "3", "stale": "1", "failed": "2", "held": "1"}
+    failed = [r for r in page.rows["errors"] if r and r[0] == "2026-11-21T12:05:00Z"]
+    assert [(r[2], r[4], r[5]) for r in failed] == [
+        ("s4", "500", "HTTP 500 <b>boom</b>"),
+        ("s5", "-", "no answer"),
+    ]
+    assert "dry-run" not in page.by_id
+    assert "dry run" not in markdown
+    assert "Applied 3, stale 1, failed 2, held 1." in markdown
+
+
+def test_dry_run_line_appears_without_results(tmp_path: Path) -> None:
+    """Without results.jsonl the summary says nothing was changed and shows no outcomes."""
+    page, markdown = render(write_run(tmp_path / "run", [three_tomorrow()]))
+
+    assert page.text_of("dry-run") == "dry run: nothing was changed"
+    assert "outcomes" not in page.by_id
+    assert "**dry run: nothing was changed.**" in markdown.splitlines()[0]
+
+
+def test_timelines_are_capped_at_fifty(tmp_path: Path) -> None:
+    """With 60 changed clusters, the 50 with the most changes (ties by name) get a timeline,
+    the other 10 are pointed to the clusters table, which lists all 60."""
+    plans = [
+        cluster(f"c{i:02d}", [shortened(f"s{i}-{j}", 30 + j, 500, 22) for j in range(1 + i % 3)])
+        for i in range(60)
+    ]
+    page, _ = render(write_run(tmp_path / "run", plans))
+
+    drawn = [page.text_of(f"timeline-{n}").split()[0] for n in range(1, 51)]
+    threes = [f"c{i:02d}" for i in range(60) if i % 3 == 2]
+    twos = [f"c{i:02d}" for i in range(60) if i % 3 == 1]
+    ones = [f"c{i:02d}" for i in range(60) if i % 3 == 0]
+    assert drawn == threes + twos + ones[:10]
+    assert len(page.marks) == 50
+    assert "timeline-51" not in page.by_id
+    assert page.text_of("more-changed").startswith("10 more changed clusters: see the table")
+    cluster_rows = [r for r in page.rows["clusters"] if r and r[0] == PROJECT]
+    assert len(cluster_rows) == 60
+
+
+def test_policy_table_attributes_changes(tmp_path: Path) -> None:
+    """The policy table counts the steady-state scenario's changes per policy, unkept ones
+    under their cluster's policy, and the clusters each policy matched."""
+    page, _ = render(scenario_run(tmp_path))
+
+    rows = {r[0]: r for r in page.rows["policies"] if r and r[0] in ("dev", "production")}
+    # Policy, sha256, clusters, matched, protect, extend, shorten, delete, release, held, advisory
+    assert rows["dev"][2:] == ["1", "dev-sandbox", "0", "0", "0", "2", "0", "0", "0"]
+    assert rows["production"][2] == "3"
+    assert rows["production"][4:] == ["2", "2", "3", "0", "0", "0", "1"]
+
+
+def test_errors_section_lists_plan_and_cluster_errors(tmp_path: Path) -> None:
+    """Plan errors, cluster errors and unreadable result lines are all in the errors section."""
+    plans = [cluster("broken", [kept("k1", 6, 100)], errors=["walk failed: HTTP 503"])]
+    folder = write_run(tmp_path / "run", plans, results=[], errors=["cannot read alerts"])
+    with (folder / "results.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"at": "2026-11-21T12:05:00Z", "outc')  # a line cut short by a kill
+    page, markdown = render(folder, info("run", 1))
+
+    errors = page.text_of("errors")
+    assert "cannot read alerts" in errors
+    assert "walk failed: HTTP 503" in errors
+    assert "results.jsonl: 1 unreadable lines skipped" in errors
+    assert "- broken: walk failed: HTTP 503" in markdown
+
+
+# ---- report.md -------------------------------------------------------------------------------
+
+
+def test_markdown_headline_holds_and_escaped_cells(tmp_path: Path) -> None:
+    """report.md starts with a one-line headline, lists holds, and escapes pipes and links."""
+    held = cluster(
+        "prod|orders",
+        [shortened("s1", 30, 500, 22, held="4 of 5 would expire"), kept("k1", 6, 100)],
+        holds=[Hold("max_expire_fraction", "4 of 5 would expire (80%)", None)],
+    )
+    other = cluster("[x](https://evil.example)", [shortened("s2", 30, 500, 22)])
+    _, markdown = render(write_run(tmp_path / "run", [held, other]), info("dry-run", 3))
+    lines = markdown.splitlines()
+
+    assert lines[0].startswith(
+        "**retention dry-run 1a2b3c4d: exit 3, held by a safety gate: destructive changes need "
+        "a human.** 0 protect, 0 extend, 1 shorten, 0 delete, 0 release, 1 held, 0 advisory;"
+    )
+    assert "### Holds (need a human)" in lines
+    assert r"| prod\|orders | max\_expire\_fraction | 4 of 5 would expire (80%) | - | 1 |" in lines
+    assert "prod|orders" not in markdown
+    assert r"| \[x\](https://evil.example) | cluster | 1 |" in markdown
+    assert lines.index("### Holds (need a human)") < lines.index("### Changes per cluster")
+    assert "Full report: report.html" in lines
+
+
+def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:
+    """For 300 held, erroring clusters report.md stays under 200 lines and points to the HTML."""
+    plans = [
+        cluster(
+            f"rs-{i:04d}",
+            [shortened(f"s{i}", 30, 500, 22, held="too many")],
+            holds=[Hold("max_expire_fraction", "too many would expire", None)],
+            errors=[f"error {i}"],
+        )
+        for i in range(300)
+    ]
+    _, markdown = render(write_run(tmp_path / "run", plans))
+    lines = markdown.splitlines()
+
+    assert len(lines) < 200
+    assert "... and 270 more clusters with changes. Full report: report.html" in lines
+    assert "... and 270 more holds." in lines
+    assert "- ... and 280 more: see report.html" in lines
+
+
+# ---- the API -----------------------------------------------------------------------------------
+
+
+def test_render_reports_writes_only_the_formats_asked(tmp_path: Path) -> None:
+    """render_reports returns the paths it wrote, only those asked for, and refuses others."""
+    folder = scenario_run(tmp_path)
+
+    assert render_reports(folder, info(), formats=["markdown"]) == [folder / "report.md"]
+    assert not (folder / "report.html").exists()
+    with pytest.raises(ValueError, match="unknown report format 'pdf'"):
+        render_reports(folder, info(), formats=["html", "pdf"])
+    assert not (folder / "report.html").exists()
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "decisions.jsonl",
+        "plan.json",
+        "report.md",
+    ]
+
+
+def test_read_plan_skips_the_change_lists_in_any_layout(tmp_path: Path) -> None:
+    """read_plan gives plan.json without changes and held, from the planner's layout and from
+    a compact file alike."""
+    folder = write_run(tmp_path / "run", [three_tomorrow()])
+    full = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(full), encoding="utf-8")
+
+    fast = read_plan(folder / "plan.json")
+    assert "changes" not in fast
+    assert "held" not in fast
+    assert fast == {k: v for k, v in full.items() if k not in ("changes", "held")}
+    assert read_plan(compact) == fast

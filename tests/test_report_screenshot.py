@@ -1,0 +1,77 @@
+"""report.html renders in a real browser: headless Chromium takes a screenshot of the
+steady-state scenario's report, which must be a 1280x2000 PNG with far more in it than a
+blank page. Skipped, saying how to install it, where Chromium is not installed."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from retention.report import RunInfo, render_reports
+
+SCENARIO = Path(__file__).parent / "scenarios" / "steady_state_mixed_fleet"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+WIDTH, HEIGHT = 1280, 2000
+# A blank 1280x2000 page compresses to a few kilobytes; a rendered report is hundreds.
+MIN_BYTES = 30_000
+
+
+def chromium() -> str:
+    """The Chromium binary, or a skip that says how to get one."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("chromium not installed: apt-get install chromium to run the screenshot check")
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk (the first chunk, right after the magic)."""
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert (length, kind) == (13, b"IHDR")
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_report_screenshot_is_a_full_page(tmp_path: Path) -> None:
+    """Chromium renders the steady-state report into a 1280x2000 PNG well above blank size."""
+    browser = chromium()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(SCENARIO / "expected.plan.json", run_dir / "plan.json")
+    shutil.copy(SCENARIO / "expected.decisions.jsonl", run_dir / "decisions.jsonl")
+    started = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    run = RunInfo("1a2b3c4d", "dry-run", started, started + timedelta(seconds=42), 0, "0.1.0")
+    (html,) = render_reports(run_dir, run, formats=["html"])
+    png = tmp_path / "report.png"
+
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={png}",
+            f"--window-size={WIDTH},{HEIGHT}",
+            html.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+    data = png.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert png_size(data) == (WIDTH, HEIGHT)
+    assert len(data) > MIN_BYTES
