@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,7 @@ def job(api: OpsManagerClient, tmp_path: Path, *, dry_run: bool = False, fractio
     )
 
 
-def entries(plan: Path, name: str = "changes") -> list[dict[str, object]]:
+def entries(plan: Path, name: str = "changes") -> list[dict[str, Any]]:
     """A list of a written plan file (changes, held or advisory)."""
     return list(read_entries(plan, name))
 
