@@ -23,22 +23,32 @@ import time
 import urllib.request
 from pathlib import Path
 
-from retention import cli
-
 KEY = "bench-secret"
+EXTRA_ENV: dict[str, str] = {}  # for experiments, e.g. {"MALLOC_ARENA_MAX": "8"}
+# A policy that matches every bench cluster and may change most of each: the plan then holds
+# hundreds of thousands of changes, which is what memory must not grow with.
+POLICY = """\
+name: bench
+match: {clusters: ["rs-*"]}
+keep: {last: 4, daily: 7, weekly: 4, monthly: 6}
+safety: {max_expire_fraction: 1.0}
+"""
 
 
 def child(config: str, out: str) -> None:
-    """Run `retention plan` in this process and report its peak RSS on the last line."""
+    """Run `python -m retention plan` as its own process (as a user would, re-exec and all)
+    and report that process's peak RSS on the last line."""
     started = time.perf_counter()
-    code = cli.main(["--config", config, "plan", "--out", out])
-    seconds = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(
-        json.dumps(
-            {"exit": code, "peak_rss_mib": round(peak_kib / 1024, 1), "seconds": round(seconds, 2)}
-        )
+    done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
+        [sys.executable, "-m", "retention", "--config", config, "plan", "--out", out],
+        capture_output=True,
+        text=True,
+        check=False,
     )
+    seconds = time.perf_counter() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    report = {"exit": done.returncode, "peak_rss_mib": round(peak_kib / 1024, 1)}
+    print(json.dumps({**report, "seconds": round(seconds, 2)}))
 
 
 def measure(clusters: int, folder: Path) -> dict[str, object]:
@@ -59,13 +69,16 @@ def measure(clusters: int, folder: Path) -> dict[str, object]:
         admin = base_url.split("/api/", maxsplit=1)[0] + "/__admin/fleet"
         with urllib.request.urlopen(admin) as answer:  # noqa: S310 - loopback
             projects = [p["id"] for p in json.load(answer)["projects"]]
+        (folder / "policies").mkdir(exist_ok=True)
+        (folder / "policies" / "bench.yaml").write_text(POLICY)
         config = folder / f"retention-{clusters}.yaml"
         targets = "\n".join(f'  - project: "{p}"' for p in projects)
         config.write_text(
             f"api:\n  base_url: {base_url}\n  concurrency: 8\ntargets:\n{targets}\n"
-            f"policies: {Path(__file__).resolve().parent.parent / 'policies'}\n"
+            "policies: policies/\n"
         )
         env = {**os.environ, "RETENTION_PUBLIC_KEY": "sim-public-key", "RETENTION_PRIVATE_KEY": KEY}
+        env.update(EXTRA_ENV)
         result = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
             [
                 sys.executable,
@@ -81,9 +94,9 @@ def measure(clusters: int, folder: Path) -> dict[str, object]:
         )
         figures: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
         figures["clusters"] = clusters
-        figures["snapshots"] = json.loads((folder / f"plan-{clusters}.json").read_text())[
-            "summary"
-        ]["snapshots"]
+        summary = json.loads((folder / f"plan-{clusters}.json").read_text())["summary"]
+        figures["snapshots"] = summary["snapshots"]
+        figures["changes"] = sum(summary["byAction"].values())
         return figures
     finally:
         sim.terminate()
@@ -109,10 +122,11 @@ def main() -> None:
     out = Path(__file__).parent / "results" / "plan_memory.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{'clusters':>9}{'snapshots':>11}{'seconds':>9}{'peak RSS MiB':>14}{'exit':>6}")
+    print(f"{'clusters':>9}{'snapshots':>11}{'changes':>9}{'seconds':>9}{'peak RSS MiB':>14}")
     for row in rows:
         print(
-            f"{row['clusters']:>9}{row['snapshots']:>11}{row['seconds']:>9}{row['peak_rss_mib']:>14}{row['exit']:>6}"
+            f"{row['clusters']:>9}{row['snapshots']:>11}{row['changes']:>9}{row['seconds']:>9}"
+            f"{row['peak_rss_mib']:>14}"
         )
     print(f"machine: {result['machine']}; written to {out}")
 

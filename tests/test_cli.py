@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,36 @@ def test_internal_error_shows_no_traceback_unless_debug(
     assert "internal error: KeyError: 'lost'" in plain
     assert "Traceback" not in plain
     assert "Traceback" in debug
+
+
+def test_walking_commands_restart_with_two_malloc_arenas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan/run/apply/demo re-exec once with MALLOC_ARENA_MAX=2 (flat memory, see the
+    docstring); other commands and an already set value are left alone."""
+    execs: list[list[str]] = []
+
+    def fake_execv(path: str, args: list[str]) -> None:
+        execs.append(args)
+
+    monkeypatch.setattr(os, "execv", fake_execv)
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    cli.reexec_with_arena_limit(["--help"])
+    cli.reexec_with_arena_limit(["validate"])
+    assert execs == []
+
+    cli.reexec_with_arena_limit(["--config", "r.yaml", "plan", "--at", "2027-01-01T00:00:00Z"])
+
+    assert execs == [
+        [
+            sys.executable,
+            "-m",
+            "retention",
+            "--config",
+            "r.yaml",
+            "plan",
+            "--at",
+            "2027-01-01T00:00:00Z",
+        ]
+    ]
+    assert os.environ["MALLOC_ARENA_MAX"] == "2"
+    cli.reexec_with_arena_limit(["run"])  # already set now: no second exec
+    assert len(execs) == 1
