@@ -270,3 +270,24 @@ def test_a_second_run_is_refused_while_the_lock_is_held(tmp_path: Path) -> None:
     assert info.value.exit_code == 4
     with run_lock(tmp_path):  # released when the first holder let go
         pass
+
+
+def test_own_audit_alerts_are_acknowledged_and_holds_never(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """With acknowledge_own_audit_alerts, the expiry-audit alerts this run caused are
+    acknowledged for 24 hours naming the run; the OPEN hold alert stays untouched."""
+    result = run_job(
+        api, policies(tmp_path), [ProjectTargets(P)], reports=tmp_path / "reports",
+        schedule=None, concurrency=2, dry_run=False, acknowledge_audit_alerts=True,
+        now=lambda: NOW,
+    )  # fmt: skip
+
+    alerts = {a.id: a for a in api.list_alerts(P)}
+    audits = [a for a in alerts.values() if a.event_type_name.endswith("EXPIRY_UPDATED_AUDIT")]
+    assert sorted(result.acknowledged) == sorted(a.id for a in audits)
+    assert audits
+    for alert in audits:
+        assert alert.acknowledged_until == NOW + timedelta(hours=24)
+        assert f"retention run {result.run_id}" in (alert.acknowledgement_comment or "")
+    assert alerts["a-open"].acknowledged_until is None  # BAD_CLUSTERSHOTS: a hold

@@ -358,8 +358,30 @@ class SimulatorApp:
                 self.patch_log.append({**entry, "status": refused.status, "after": before})
                 raise ApiFailure(refused.status, refused.code, refused.detail) from None
             self.patch_log.append({**entry, "status": 200, "after": snapshot.state()})
+            self._audit(project, cluster, call.now)
         shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
         return self._renderer(project, cluster).render(snapshot, shards)
+
+    def _audit(self, project: SimProject, cluster: SimCluster, now: datetime) -> None:
+        """Open an expiry-audit alert for a changed cluster, as the service's audit events do
+        (one OPEN alert per cluster and type, not one per PATCH)."""
+        event = (
+            "CLUSTERSHOT_EXPIRY_UPDATED_AUDIT"
+            if cluster.sharded
+            else "SNAPSHOT_EXPIRY_UPDATED_AUDIT"
+        )
+        for alert in project.alerts.values():
+            same = alert.get("clusterId") == cluster.id and alert.get("eventTypeName") == event
+            if same and alert.get("status") == "OPEN":
+                return
+        alert_id = f"audit-{cluster.id}-{len(project.alerts)}"
+        href = _href(self.base_url, "groups", project.id, "alerts", alert_id)
+        project.alerts[alert_id] = {
+            "id": alert_id, "groupId": project.id, "alertConfigId": "audit-config",
+            "eventTypeName": event, "status": "OPEN", "created": format_timestamp(now),
+            "updated": format_timestamp(now), "clusterId": cluster.id, "clusterName": cluster.name,
+            "links": [{"href": href, "rel": "self"}],
+        }  # fmt: skip
 
     def _drift(self, cluster: SimCluster, now: datetime) -> None:
         """Create a snapshot at the front, or reap one, between two pages of a walk."""
