@@ -18,7 +18,7 @@ from typing import Any
 from retention.api import OpsManagerClient
 from retention.errors import ApiError, UsageError
 from retention.executor import ApplyResult, Journal, Outcome, apply_plan, held_clusters_of
-from retention.inventory import ProjectTargets
+from retention.inventory import ProjectTargets, Walk
 from retention.plan.planfile import FORMAT, read_entries, read_head
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
@@ -72,8 +72,14 @@ def run_job(
     acknowledge_audit_alerts: bool = False,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     on_outcome: Callable[[Outcome], None] | None = None,
+    on_walk: Callable[[Walk], None] | None = None,
+    on_apply: Callable[[int], None] | None = None,
 ) -> JobResult:
-    """Plan, then (unless a dry run) apply, in a new run folder under ``reports``."""
+    """Plan, then (unless a dry run) apply, in a new run folder under ``reports``.
+
+    ``on_walk`` hears of each walked cluster, ``on_apply`` of the number of changes before
+    they are sent, ``on_outcome`` of each outcome (for progress on a terminal).
+    """
     started = now()
     run_id, run_dir = new_run_dir(reports, started)
     planned = make_plan(
@@ -85,9 +91,12 @@ def run_job(
         schedule=schedule,
         concurrency=concurrency,
         plan_path=run_dir / "plan.json",
+        on_walk=on_walk,
     )
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:
+        if on_apply is not None:
+            on_apply(change_count(planned.document))
         result.applied = _apply(
             client,
             planned.plan_path,
@@ -103,6 +112,12 @@ def run_job(
     return result
 
 
+def change_count(head: dict[str, Any]) -> int:
+    """How many PATCHes a plan would send (held and advisory ones are not sent)."""
+    by_action: dict[str, int] = head["summary"]["byAction"]
+    return sum(n for action, n in by_action.items() if action not in ("held", "advisory"))
+
+
 def apply_saved(
     client: OpsManagerClient,
     plan_path: Path,
@@ -111,9 +126,12 @@ def apply_saved(
     concurrency: int,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     on_outcome: Callable[[Outcome], None] | None = None,
+    on_apply: Callable[[int], None] | None = None,
 ) -> JobResult:
     """Apply exactly the saved plan at ``plan_path`` (journal and reports beside it)."""
     document = read_plan(plan_path, base_url=client.base_url, max_age=max_age, now=now())
+    if on_apply is not None:
+        on_apply(change_count(document))
     result = JobResult(plan_path.parent.name.rsplit("-", 1)[-1], plan_path.parent, document)
     result.applied = _apply(
         client,

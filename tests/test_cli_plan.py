@@ -256,3 +256,23 @@ def test_malformed_answer_for_one_cluster_skips_only_that_cluster(tmp_path: Path
     assert clusters["prod-small"]["errors"] == []
     assert clusters["prod-small"]["counts"]["snapshots"] == 2
     assert [e.split(":")[0] for e in result.errors] == [f"cluster {BIG}"]
+
+
+@pytest.mark.usefixtures("keys")
+def test_log_format_json_writes_one_json_object_per_line(
+    sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--log-format json turns log lines (here: the config-server deprecation warning) into
+    JSON objects on stderr, one per line."""
+    config = write_config(tmp_path, sim.base_url)
+
+    code = cli.main(
+        ["--log-format", "json", "--config", str(config), "plan", "--out", str(tmp_path / "p.json")]
+    )
+
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]
+    assert code == 0
+    assert records
+    assert set(records[0]) == {"time", "level", "logger", "message"}
+    assert any(r["level"] == "warning" and "deprecated" in r["message"] for r in records)

@@ -11,7 +11,6 @@ commands to the ``cli`` group defined here when it is imported below.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import traceback
@@ -19,7 +18,7 @@ from collections.abc import Sequence
 
 import click
 
-from retention import __version__
+from retention import __version__, logs
 from retention.errors import EXIT_FAILURES, EXIT_USAGE, ConfigError, RetentionError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -40,8 +39,16 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     envvar="RETENTION_DEBUG",
     help="Log API calls and show a traceback for internal errors.",
 )
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    envvar="RETENTION_LOG_FORMAT",
+    show_default=True,
+    help="json: one JSON object per line on stderr, for log collectors.",
+)
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+def cli(ctx: click.Context, config_path: str | None, debug: bool, log_format: str) -> None:
     """Enforce snapshot retention policies on an Ops Manager class backup service.
 
     \b
@@ -55,11 +62,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     ctx.obj["config_path"] = config_path
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logs.configure(debug=debug, log_format=log_format)
 
 
 def _report(error: RetentionError) -> None:

@@ -53,15 +53,40 @@ def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> in
     return code
 
 
-def _progress(quiet: bool) -> Any:
-    """A per-outcome callback that prints a dot per outcome on a terminal, else nothing."""
-    if quiet or not sys.stderr.isatty():
-        return None
+class Progress:
+    """Progress on a terminal: a count while walking, a bar while applying; else nothing."""
 
-    def tick(_outcome: Any) -> None:
-        click.echo(".", nl=False, err=True)
+    def __init__(self, quiet: bool) -> None:
+        self.on = not quiet and sys.stderr.isatty()
+        self.walked = 0
+        self._bar: Any = None
 
-    return tick
+    def walk(self, _walk: Any) -> None:
+        """One more cluster walked."""
+        if self.on:
+            self.walked += 1
+            click.echo(f"\rwalked {self.walked} clusters", nl=False, err=True)
+
+    def apply(self, total: int) -> None:
+        """Applying starts: ``total`` PATCHes to send."""
+        if self.on:
+            click.echo("", err=True)
+            if total:
+                self._bar = click.progressbar(length=total, label="applying", file=sys.stderr)
+                self._bar.__enter__()
+
+    def outcome(self, _outcome: Any) -> None:
+        """One change done (applied, stale, failed or held)."""
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def close(self) -> None:
+        """End the bar (the summary follows)."""
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+        elif self.on and self.walked:
+            click.echo("", err=True)
 
 
 @cli.command("run")
@@ -90,20 +115,26 @@ def run_command(ctx: click.Context, dry_run: bool, quiet: bool) -> int:
     config = loaded.config
     policies = load_policies(config.policies)
     projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
+    progress = Progress(quiet)
     with run_lock(config.reports.dir):
         started = datetime.now(UTC)
         with loaded.build_client() as client:
-            result = run_job(
-                client,
-                policies,
-                projects,
-                reports=config.reports.dir,
-                schedule=config.schedule,
-                concurrency=config.api.concurrency,
-                dry_run=dry_run,
-                acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,
-                on_outcome=_progress(quiet),
-            )
+            try:
+                result = run_job(
+                    client,
+                    policies,
+                    projects,
+                    reports=config.reports.dir,
+                    schedule=config.schedule,
+                    concurrency=config.api.concurrency,
+                    dry_run=dry_run,
+                    acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,
+                    on_outcome=progress.outcome,
+                    on_walk=progress.walk,
+                    on_apply=progress.apply,
+                )
+            finally:
+                progress.close()
         return _finish(result, "dry-run" if dry_run else "run", started, config.reports.formats)
 
 
@@ -143,15 +174,20 @@ def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool)
         raise UsageError(f"{path}: no such plan file")
     loaded = load(ctx)
     config = loaded.config
+    progress = Progress(quiet)
     with run_lock(config.reports.dir):
         with loaded.build_client() as client:
-            result = apply_saved(
-                client,
-                path,
-                max_age=age.after(now) - now if not age.zero else timedelta(0),
-                concurrency=config.api.concurrency,
-                on_outcome=_progress(quiet),
-            )
+            try:
+                result = apply_saved(
+                    client,
+                    path,
+                    max_age=age.after(now) - now if not age.zero else timedelta(0),
+                    concurrency=config.api.concurrency,
+                    on_outcome=progress.outcome,
+                    on_apply=progress.apply,
+                )
+            finally:
+                progress.close()
         return _finish(result, "apply", now, config.reports.formats)
 
 
