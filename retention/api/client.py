@@ -18,7 +18,8 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from urllib.parse import quote
 
@@ -164,6 +165,8 @@ class OpsManagerClient:
         self.envelope = envelope
         self.items_per_page = items_per_page
         self.service_version: str | None = None
+        # The server's Date header and our clock when it arrived: doctor's clock-skew check.
+        self.server_date: tuple[datetime, datetime] | None = None
         self._limiter = RateLimiter(max_requests_per_second)
         self._config_server_warned = False
         self._lock = threading.Lock()
@@ -377,6 +380,7 @@ class OpsManagerClient:
         version = response.headers.get(SERVICE_VERSION_HEADER)
         if version:
             self.service_version = version
+        self._note_date(response.headers.get("Date"))
         status = response.status_code
         info = ResponseInfo(
             status=status,
@@ -407,6 +411,16 @@ class OpsManagerClient:
             cls = status_error_class(status)
             raise cls(_error_message(status, raw), endpoint=name, request=request, response=info)
         return _Answer(raw, request, info, content, unwrapped)
+
+    def _note_date(self, header: str | None) -> None:
+        if not header:
+            return
+        try:
+            sent = parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return
+        if sent.tzinfo is not None:
+            self.server_date = (sent.astimezone(UTC), datetime.now(UTC))
 
     def _parse(self, endpoint: Endpoint, answer: _Answer, adapter: TypeAdapter[T]) -> T:
         try:

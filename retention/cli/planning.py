@@ -223,3 +223,44 @@ def config_show(ctx: click.Context) -> None:
     from retention.config import render_config
 
     click.echo(render_config(load(ctx.find_root(), require_credentials=False)), nl=False)
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: the checks as one JSON document, for machines.",
+)
+@click.pass_context
+def doctor(ctx: click.Context, output: str) -> int:
+    """Check everything the job needs before you schedule it: configuration, policies, the
+    API (reachable, TLS, credentials, version), the clock, and each target project.
+
+    One line per check: passed, warning or failed with what to do. Exit 0 when nothing
+    failed, 5 when the API cannot be reached or refuses the keys, 2 for configuration or
+    policy problems, 1 for any other failed check.
+
+    \b
+    Examples:
+      retention doctor
+      retention doctor --format json
+    """
+    from retention.doctor import run_doctor
+
+    report = run_doctor(ctx.obj["config_path"])
+    if output == "json":
+        document = {"exitCode": report.exit_code, "checks": [c.as_json() for c in report.checks]}
+        click.echo(json.dumps(document, indent=2))
+        return report.exit_code
+    marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
+    for check in report.checks:
+        click.echo(f"{marks[check.status]}  {check.name}: {check.detail}")
+        if check.remedy and check.status != "pass":
+            click.echo(f"      -> {check.remedy}")
+    failed = sum(c.status == "fail" for c in report.checks)
+    warned = sum(c.status == "warn" for c in report.checks)
+    click.echo(f"\n{len(report.checks)} checks: {failed} failed, {warned} warnings.")
+    return report.exit_code

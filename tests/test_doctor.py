@@ -1,0 +1,144 @@
+"""retention doctor against the simulator: every check passing, refused keys (exit 5),
+a skewed clock (warning, then failure), a closed port (exit 5), and bad configuration."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from retention import cli
+from retention.simulator.server import Simulator, SimulatorConfig
+from tests.conftest import PUBLIC_KEY
+from tests.simfleet import KEY, P, small_fleet
+from tests.wire_server import closed_port
+
+
+@contextmanager
+def live(skew: timedelta = timedelta(0)) -> Iterator[Simulator]:
+    """The small fleet on a simulator whose clock runs ``skew`` ahead of ours."""
+    config = SimulatorConfig(public_key=PUBLIC_KEY, private_key=KEY, now=datetime.now(UTC) + skew)
+    with Simulator(config, fleet_factory=lambda _now: small_fleet()) as sim:
+        yield sim
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator's keys in the environment."""
+    for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
+    monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
+
+
+def config_for(folder: Path, base_url: str) -> Path:
+    """retention.yaml for one project, and one policy."""
+    (folder / "policies").mkdir(exist_ok=True)
+    (folder / "policies" / "p.yaml").write_text("name: p\nkeep: {last: 3}\n")
+    path = folder / "retention.yaml"
+    path.write_text(f'api:\n  base_url: {base_url}\ntargets:\n  - project: "{P}"\n')
+    return path
+
+
+def doctor(config: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """Run retention doctor; return its exit code and output."""
+    code = cli.main(["--config", str(config), "doctor", *args])
+    return code, capsys.readouterr().out
+
+
+def test_every_check_passes_against_the_simulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a healthy API every check passes (plain HTTP only warns) and doctor exits 0."""
+    with live() as sim:
+        code, out = doctor(config_for(tmp_path, sim.base_url), capsys)
+
+    assert code == 0
+    for name in (
+        "configuration",
+        "policies",
+        "reachable",
+        "credentials",
+        "service version",
+        "clock",
+    ):
+        assert f"ok    {name}:" in out
+    assert "WARN  tls: plain HTTP" in out
+    assert f"ok    project {P}: agents: backup agents link present" in out
+    assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config servers" in out
+    assert f"ok    project {P}: snapshots: one page of prod-big read" in out
+    assert "0 failed, 1 warnings." in out
+
+
+def test_wrong_key_fails_at_credentials_with_exit_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused key: the credentials check fails, says what to do, and doctor exits 5."""
+    monkeypatch.setenv("RETENTION_PRIVATE_KEY", "not-the-key-at-all")
+    with live() as sim:
+        code, out = doctor(config_for(tmp_path, sim.base_url), capsys)
+
+    assert code == 5
+    assert "FAIL  credentials:" in out
+    assert "-> check RETENTION_PUBLIC_KEY and the private key" in out
+    assert "not-the-key-at-all" not in out
+
+
+@pytest.mark.parametrize(
+    ("skew", "status", "code"),
+    [(timedelta(minutes=5), "WARN", 0), (timedelta(minutes=20), "FAIL", 1)],
+)
+def test_clock_skew_warns_then_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], skew: timedelta, status: str, code: int
+) -> None:
+    """5 minutes of skew warns, 20 minutes fails (expiries depend on the clock)."""
+    with live(skew) as sim:
+        got, out = doctor(config_for(tmp_path, sim.base_url), capsys)
+
+    assert got == code
+    line = next(line for line in out.splitlines() if "  clock:" in line)
+    assert line.startswith(f"{status}  clock: this host is")
+    assert "behind the API's clock" in line
+    assert "-> run NTP" in out
+
+
+def test_closed_port_fails_at_reachable_with_exit_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing listening: reachable fails with a remedy and doctor exits 5."""
+    code, out = doctor(
+        config_for(tmp_path, f"http://127.0.0.1:{closed_port()}/api/public/v1.0"), capsys
+    )
+
+    assert code == 5
+    assert "FAIL  reachable:" in out
+    assert "-> check api.base_url" in out
+
+
+def test_bad_configuration_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A configuration problem fails the first check and exits 2 without contacting anyone."""
+    path = tmp_path / "retention.yaml"
+    path.write_text(
+        "api:\n  base_url: http://127.0.0.1:9/api/public/v1.0\n  colour: red\ntargets: []\n"
+    )
+
+    code, out = doctor(path, capsys)
+
+    assert code == 2
+    assert "FAIL  configuration:" in out
+    assert "api.colour: unknown field" in out
+
+
+def test_json_format_for_machines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--format json prints the exit code and every check as a JSON document."""
+    with live() as sim:
+        code, out = doctor(config_for(tmp_path, sim.base_url), capsys, "--format", "json")
+
+    document = json.loads(out)
+    assert code == document["exitCode"] == 0
+    assert {c["status"] for c in document["checks"]} == {"pass", "warn"}
+    assert set(document["checks"][0]) == {"name", "status", "detail", "remedy"}
