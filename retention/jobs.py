@@ -22,6 +22,7 @@ from retention.inventory import ProjectTargets, Walk
 from retention.plan.planfile import FORMAT, read_entries, read_head
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
+from retention.sharding import Shard
 from retention.timestamps import format_timestamp, parse_timestamp
 
 log = logging.getLogger("retention.jobs")
@@ -74,6 +75,7 @@ def run_job(
     on_outcome: Callable[[Outcome], None] | None = None,
     on_walk: Callable[[Walk], None] | None = None,
     on_apply: Callable[[int], None] | None = None,
+    shard: Shard | None = None,
 ) -> JobResult:
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``.
 
@@ -92,6 +94,7 @@ def run_job(
         concurrency=concurrency,
         plan_path=run_dir / "plan.json",
         on_walk=on_walk,
+        shard=shard,
     )
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:

@@ -21,10 +21,13 @@ LOCK_NAME = ".retention.lock"
 
 
 @contextmanager
-def run_lock(folder: Path) -> Iterator[Path]:
-    """Hold the lock of ``folder`` for the duration of the block, or raise LockHeldError."""
+def run_lock(folder: Path, name: str = LOCK_NAME) -> Iterator[Path]:
+    """Hold the lock ``name`` of ``folder`` for the block, or raise LockHeldError.
+
+    Shards of one fleet take a lock each, so they run side by side but never twice.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_NAME
+    path = folder / name
     handle = path.open("a+", encoding="utf-8")
     try:
         try:

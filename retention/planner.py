@@ -26,6 +26,7 @@ from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
 from retention.policy.loader import LoadedPolicy, PolicySet
 from retention.policy.model import Policy
+from retention.sharding import Shard
 
 log = logging.getLogger("retention.planner")
 
@@ -111,6 +112,7 @@ def make_plan(
     concurrency: int,
     plan_path: Path,
     on_walk: Callable[[Walk], None] | None = None,
+    shard: Shard | None = None,
 ) -> PlanResult:
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
     the plan to ``plan_path`` and its decisions to decisions.jsonl beside it."""
@@ -142,6 +144,8 @@ def make_plan(
                     errors.append(project_error)
                 try:
                     targets = discover(client, wanted)
+                    if shard is not None:
+                        targets = [t for t in targets if shard.owns(t.cluster_id)]
                 except ApiError as exc:
                     errors.append(f"project {wanted.project_id}: discovery failed: {exc}")
                     continue

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from retention.errors import UsageError
+from retention.lock import LOCK_NAME
+from retention.sharding import Shard, choose_shard
 
 __all__ = ["UsageError"]
 
@@ -37,3 +41,35 @@ def parse_at(value: str | None) -> datetime:
 def run_dir(base: Path, now: datetime) -> Path:
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     return base / f"{stamp}-{secrets.token_hex(4)}"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def shard_options(command: F) -> F:
+    """--shard INDEX/COUNT and --shard-count N (index from JOB_COMPLETION_INDEX)."""
+    command = click.option(
+        "--shard-count",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Split the fleet in N shards; this process takes shard $JOB_COMPLETION_INDEX "
+        "(set by a Kubernetes Indexed Job).",
+    )(command)
+    return click.option(
+        "--shard",
+        metavar="INDEX/COUNT",
+        default=None,
+        help="Take only shard INDEX of COUNT (0-based), by a stable hash of the cluster id.",
+    )(command)
+
+
+def shard_from(shard: str | None, shard_count: int | None) -> Shard | None:
+    """The shard the options ask for, or None for the whole fleet."""
+    return choose_shard(shard, shard_count, os.environ.get("JOB_COMPLETION_INDEX"))
+
+
+def lock_name(shard: Shard | None) -> str:
+    """The lock file of the whole fleet, or of one shard (shards run side by side)."""
+    if shard is None:
+        return LOCK_NAME
+    return f".retention-shard-{shard.index}-of-{shard.count}.lock"

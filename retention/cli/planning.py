@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from retention.cli import cli
-from retention.cli.common import load, parse_at, run_dir
+from retention.cli.common import load, parse_at, run_dir, shard_from, shard_options
 from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
 
 
@@ -27,8 +27,17 @@ from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
     metavar="TIMESTAMP",
     help="Evaluate as of this time instead of now, e.g. 2027-01-01T00:00:00Z.",
 )
+@shard_options
 @click.pass_context
-def plan(ctx: click.Context, out: str | None, report_dir: str | None, at: str | None) -> int:
+def plan(
+    ctx: click.Context,
+    *,
+    out: str | None,
+    report_dir: str | None,
+    at: str | None,
+    shard: str | None,
+    shard_count: int | None,
+) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
 
     Writes plan.json and decisions.jsonl (one line per snapshot: what and why) and prints a
@@ -40,12 +49,14 @@ def plan(ctx: click.Context, out: str | None, report_dir: str | None, at: str | 
       retention plan
       retention plan --out /tmp/plan.json
       retention plan --at 2027-01-01T00:00:00Z   # what will the policies do by then?
+      retention plan --shard 0/4                 # a quarter of the fleet
     """
     from retention.inventory import ProjectTargets
     from retention.plan.summary import summary_lines
     from retention.planner import make_plan
     from retention.policy.loader import load_policies
 
+    selected = shard_from(shard, shard_count)
     loaded = load(ctx)
     config = loaded.config
     policies = load_policies(config.policies)
@@ -67,6 +78,7 @@ def plan(ctx: click.Context, out: str | None, report_dir: str | None, at: str | 
             schedule=config.schedule,
             concurrency=config.api.concurrency,
             plan_path=plan_path,
+            shard=selected,
         )
     for line in summary_lines(result.document):
         click.echo(line)

@@ -11,7 +11,7 @@ import click
 
 from retention import __version__
 from retention.cli import cli
-from retention.cli.common import load
+from retention.cli.common import load, lock_name, shard_from, shard_options
 from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
 
 EXIT_MEANING = {
@@ -92,8 +92,11 @@ class Progress:
 @cli.command("run")
 @click.option("--dry-run", is_flag=True, help="Plan and report, but send no PATCH at all.")
 @click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
+@shard_options
 @click.pass_context
-def run_command(ctx: click.Context, dry_run: bool, quiet: bool) -> int:
+def run_command(
+    ctx: click.Context, dry_run: bool, quiet: bool, shard: str | None, shard_count: int | None
+) -> int:
     """Plan, check the safety gates, apply, and write the reports: what cron runs.
 
     Each run writes reports/<UTC time>-<run id>/ with plan.json, decisions.jsonl,
@@ -105,18 +108,20 @@ def run_command(ctx: click.Context, dry_run: bool, quiet: bool) -> int:
     Examples:
       retention run --dry-run        # the whole job, nothing sent
       retention run                  # what cron runs
+      retention run --shard-count 4  # in a Kubernetes Indexed Job of 4 pods
     """
     from retention.inventory import ProjectTargets
     from retention.jobs import run_job
     from retention.lock import run_lock
     from retention.policy.loader import load_policies
 
+    selected = shard_from(shard, shard_count)
     loaded = load(ctx)
     config = loaded.config
     policies = load_policies(config.policies)
     projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
     progress = Progress(quiet)
-    with run_lock(config.reports.dir):
+    with run_lock(config.reports.dir, lock_name(selected)):
         started = datetime.now(UTC)
         with loaded.build_client() as client:
             try:
@@ -132,6 +137,7 @@ def run_command(ctx: click.Context, dry_run: bool, quiet: bool) -> int:
                     on_outcome=progress.outcome,
                     on_walk=progress.walk,
                     on_apply=progress.apply,
+                    shard=selected,
                 )
             finally:
                 progress.close()
