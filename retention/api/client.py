@@ -40,6 +40,7 @@ from retention.api.models import (
     SnapshotPatch,
 )
 from retention.api.transport import (
+    ApiStats,
     Credentials,
     DigestAuth,
     RateLimiter,
@@ -172,8 +173,9 @@ class OpsManagerClient:
         self._lock = threading.Lock()
         if not self.tls.verify:
             log.warning("TLS verification is off (verify_tls: false): answers can be forged")
+        self.stats = ApiStats()
         self._session = build_session(
-            credentials, retry=self.retry, tls=self.tls, pool_size=pool_size
+            credentials, retry=self.retry, tls=self.tls, pool_size=pool_size, stats=self.stats
         )
 
     def __enter__(self) -> OpsManagerClient:
@@ -324,6 +326,7 @@ class OpsManagerClient:
         request = RequestInfo(endpoint.method, url)
         for attempt in range(STALE_RETRIES + 1):
             self._limiter.wait()
+            self.stats.count_request()
             try:
                 response = self._session.request(
                     endpoint.method,

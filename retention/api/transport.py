@@ -31,6 +31,25 @@ log = logging.getLogger("retention.api")
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
+class ApiStats:
+    """Requests sent and retries made by one client (for the run's metrics)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.retries = 0
+
+    def count_request(self) -> None:
+        """One more request (a retry inside urllib3 counts as a retry, not a request)."""
+        with self._lock:
+            self.requests += 1
+
+    def count_retry(self) -> None:
+        """One more retry."""
+        with self._lock:
+            self.retries += 1
+
+
 @dataclass(frozen=True)
 class Credentials:
     """A programmatic API key pair; the private key is a SecretStr, so no repr shows it."""
@@ -77,8 +96,8 @@ class RetryPolicy:
             base += random.random() * self.jitter  # noqa: S311 - jitter, not cryptography
         return float(min(self.backoff_max, max(0.0, base)))
 
-    def urllib3_retry(self) -> BoundedRetry:
-        """The urllib3 Retry object that carries this policy."""
+    def urllib3_retry(self, stats: ApiStats | None = None) -> BoundedRetry:
+        """The urllib3 Retry object that carries this policy (and counts into ``stats``)."""
         return BoundedRetry(
             total=self.retries,
             connect=self.retries,
@@ -95,6 +114,7 @@ class RetryPolicy:
             # Give the last answer back instead of raising, so errors can quote its body.
             raise_on_status=False,
             policy=self,
+            stats=stats,
         )
 
 
@@ -125,15 +145,18 @@ class BoundedRetry(Retry):
         policy: RetryPolicy | None = None,
         started: float | None = None,
         planned_wait: float | None = None,
+        stats: ApiStats | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.stats = stats
         self.policy = policy or RetryPolicy()
         self.started = started
         self.planned_wait = planned_wait
 
     def new(self, **kw: Any) -> Self:
         kw.setdefault("policy", self.policy)
+        kw.setdefault("stats", self.stats)
         kw.setdefault("started", self.started)
         kw.setdefault("planned_wait", None)
         return super().new(**kw)
@@ -163,6 +186,8 @@ class BoundedRetry(Retry):
             raise MaxRetryError(_pool, url or "", error or ResponseError(reason))
         new.started = started
         new.planned_wait = wait
+        if self.stats is not None:
+            self.stats.count_retry()
         status = response.status if response is not None else None
         log.info(
             "retrying %s %s in %.1fs (try %d of %d): %s",
@@ -248,6 +273,7 @@ def build_session(
     retry: RetryPolicy,
     tls: TLSConfig,
     pool_size: int,
+    stats: ApiStats | None = None,
 ) -> requests.Session:
     """A Session with digest auth, bounded retries, a pool of ``pool_size`` and TLS settings.
 
@@ -257,7 +283,7 @@ def build_session(
     session = requests.Session()
     session.auth = DigestAuth(credentials.public_key, credentials.private_key.get_secret_value())
     adapter = HTTPAdapter(
-        max_retries=retry.urllib3_retry(),
+        max_retries=retry.urllib3_retry(stats),
         pool_connections=pool_size,
         pool_maxsize=pool_size,
     )

@@ -12,7 +12,7 @@ import click
 from retention import __version__
 from retention.cli import cli
 from retention.cli.common import load, lock_name, shard_from, shard_options
-from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
+from retention.errors import EXIT_FAILURES, EXIT_HELD, RetentionError, UsageError
 
 EXIT_MEANING = {
     0: "done",
@@ -93,9 +93,22 @@ class Progress:
 @click.option("--dry-run", is_flag=True, help="Plan and report, but send no PATCH at all.")
 @click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
 @shard_options
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False),
+    help="Write the run's metrics here (node exporter textfile format).",
+)
+@click.option("--pushgateway", metavar="URL", help="Push the run's metrics to this Pushgateway.")
 @click.pass_context
 def run_command(
-    ctx: click.Context, dry_run: bool, quiet: bool, shard: str | None, shard_count: int | None
+    ctx: click.Context,
+    *,
+    dry_run: bool,
+    quiet: bool,
+    shard: str | None,
+    shard_count: int | None,
+    metrics_file: str | None,
+    pushgateway: str | None,
 ) -> int:
     """Plan, check the safety gates, apply, and write the reports: what cron runs.
 
@@ -109,6 +122,7 @@ def run_command(
       retention run --dry-run        # the whole job, nothing sent
       retention run                  # what cron runs
       retention run --shard-count 4  # in a Kubernetes Indexed Job of 4 pods
+      retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
     """
     from retention.inventory import ProjectTargets
     from retention.jobs import run_job
@@ -116,32 +130,78 @@ def run_command(
     from retention.policy.loader import load_policies
 
     selected = shard_from(shard, shard_count)
-    loaded = load(ctx)
-    config = loaded.config
-    policies = load_policies(config.policies)
-    projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
-    progress = Progress(quiet)
-    with run_lock(config.reports.dir, lock_name(selected)):
-        started = datetime.now(UTC)
-        with loaded.build_client() as client:
-            try:
-                result = run_job(
-                    client,
-                    policies,
-                    projects,
-                    reports=config.reports.dir,
-                    schedule=config.schedule,
-                    concurrency=config.api.concurrency,
-                    dry_run=dry_run,
-                    acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,
-                    on_outcome=progress.outcome,
-                    on_walk=progress.walk,
-                    on_apply=progress.apply,
-                    shard=selected,
-                )
-            finally:
-                progress.close()
-        return _finish(result, "dry-run" if dry_run else "run", started, config.reports.formats)
+    started = datetime.now(UTC)
+    metrics = _Metrics(started, selected, metrics_file, pushgateway)
+    try:
+        loaded = load(ctx)
+        config = loaded.config
+        policies = load_policies(config.policies)
+        projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
+        progress = Progress(quiet)
+        with run_lock(config.reports.dir, lock_name(selected)):
+            with loaded.build_client() as client:
+                metrics.client = client
+                try:
+                    result = run_job(
+                        client,
+                        policies,
+                        projects,
+                        reports=config.reports.dir,
+                        schedule=config.schedule,
+                        concurrency=config.api.concurrency,
+                        dry_run=dry_run,
+                        acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,
+                        on_outcome=progress.outcome,
+                        on_walk=progress.walk,
+                        on_apply=progress.apply,
+                        shard=selected,
+                    )
+                finally:
+                    progress.close()
+            mode = "dry-run" if dry_run else "run"
+            code = _finish(result, mode, started, config.reports.formats)
+    except RetentionError as exc:
+        metrics.write(exc.exit_code, None)
+        raise
+    metrics.write(code, result)
+    return code
+
+
+class _Metrics:
+    """Writes the run's metrics, however the run ends (when asked to)."""
+
+    def __init__(
+        self, started: datetime, shard: Any, metrics_file: str | None, pushgateway: str | None
+    ) -> None:
+        self.started, self.shard = started, shard
+        self.metrics_file, self.pushgateway = metrics_file, pushgateway
+        self.client: Any = None
+
+    def write(self, code: int, result: Any) -> None:
+        if not (self.metrics_file or self.pushgateway):
+            return
+        from retention.metrics import RunMetrics, push, write_textfile
+
+        label = self.shard.label if self.shard else None
+        m = RunMetrics(self.started, datetime.now(UTC), code, shard=label)
+        if result is not None:
+            summary = result.document["summary"]
+            m.snapshots = summary["snapshots"]
+            m.changes = dict(summary["byAction"])
+            m.clusters_held = summary["clustersHeld"]
+            m.errors = len(result.document.get("errors", [])) + summary["clustersWithErrors"]
+            if result.applied is not None:
+                m.outcomes = dict(result.applied.counts)
+                m.errors += len(result.applied.failures)
+        if self.client is not None:
+            m.api_requests, m.api_retries = self.client.stats.requests, self.client.stats.retries
+        try:
+            if self.metrics_file:
+                write_textfile(Path(self.metrics_file), m)
+            if self.pushgateway:
+                push(self.pushgateway, m)
+        except OSError as exc:  # metrics must not turn a finished run into a crash
+            click.echo(f"warning: could not write metrics: {exc}", err=True)
 
 
 @cli.command("apply")

@@ -1,0 +1,119 @@
+"""Metrics of a run for batch monitoring, through prometheus_client: a node-exporter
+textfile (``--metrics-file``) or a Pushgateway (``--pushgateway``).
+
+The last success timestamp outlives failed runs, because "no success for two days" is the
+alert people set on batch jobs: the textfile carries it over from the previous file, and
+the Pushgateway keeps it because a failed run pushes (pushadd) without it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Gauge, pushadd_to_gateway, write_to_textfile
+
+SUCCESS = "retention_last_success_timestamp_seconds"
+SUCCESSFUL_EXITS = frozenset({0, 3})  # 3: done, and a gate held changes for a human
+
+
+@dataclass
+class RunMetrics:
+    """What one run did, in numbers."""
+
+    started: datetime
+    finished: datetime
+    exit_code: int
+    snapshots: int = 0
+    changes: dict[str, int] = field(default_factory=dict)  # by action, held and advisory too
+    outcomes: dict[str, int] = field(default_factory=dict)  # applied, stale, failed, held
+    clusters_held: int = 0
+    errors: int = 0
+    api_requests: int = 0
+    api_retries: int = 0
+    shard: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """The job did its work (exit 0, or 3 with changes held for a human)."""
+        return self.exit_code in SUCCESSFUL_EXITS
+
+
+def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorRegistry:
+    """The run's metrics; ``previous_success`` is carried when this run did not succeed."""
+    reg = CollectorRegistry()
+    labels = ["shard"] if m.shard else []
+    values = [m.shard] if m.shard else []
+
+    def gauge(name: str, doc: str, value: float) -> None:
+        metric = Gauge(name, doc, labels, registry=reg)
+        (metric.labels(*values) if labels else metric).set(value)
+
+    gauge(
+        "retention_last_run_start_timestamp_seconds",
+        "When the last run started.",
+        m.started.timestamp(),
+    )
+    gauge(
+        "retention_last_run_finish_timestamp_seconds",
+        "When the last run ended.",
+        m.finished.timestamp(),
+    )
+    gauge(
+        "retention_last_run_duration_seconds",
+        "How long the last run took.",
+        (m.finished - m.started).total_seconds(),
+    )
+    gauge(
+        "retention_last_run_exit_code",
+        "Exit code of the last run (DESIGN.md section 7).",
+        m.exit_code,
+    )
+    success = m.finished.timestamp() if m.succeeded else previous_success
+    if success is not None:
+        gauge(SUCCESS, "When a run last succeeded (exit 0 or 3).", success)
+    gauge("retention_snapshots_seen", "Snapshots the last run planned.", m.snapshots)
+    gauge(
+        "retention_clusters_held",
+        "Clusters whose destructive changes a gate held.",
+        m.clusters_held,
+    )
+    gauge("retention_errors", "Walk, plan and PATCH errors of the last run.", m.errors)
+    gauge("retention_api_requests", "API requests of the last run.", m.api_requests)
+    gauge("retention_api_retries", "API retries of the last run.", m.api_retries)
+    changes = Gauge(
+        "retention_changes", "Planned changes by action.", [*labels, "action"], registry=reg
+    )
+    for action, count in sorted(m.changes.items()):
+        changes.labels(*values, action).set(count)
+    outcomes = Gauge(
+        "retention_outcomes", "PATCH outcomes by kind.", [*labels, "outcome"], registry=reg
+    )
+    for outcome, count in sorted(m.outcomes.items()):
+        outcomes.labels(*values, outcome).set(count)
+    return reg
+
+
+def previous_success(path: Path) -> float | None:
+    """The last success timestamp in an existing textfile, if any."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    match = re.search(rf"^{SUCCESS}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else None
+
+
+def write_textfile(path: Path, m: RunMetrics) -> None:
+    """Write the node-exporter textfile (atomically, as prometheus_client does)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_to_textfile(str(path), registry(m, previous_success(path)))
+
+
+def push(gateway: str, m: RunMetrics) -> None:
+    """Push to a Pushgateway, grouped by job (and shard); a failed run leaves the last
+    success timestamp as it was."""
+    grouping = {"shard": m.shard.replace("/", "-of-")} if m.shard else {}
+    pushadd_to_gateway(gateway, job="retention", registry=registry(m), grouping_key=grouping)
