@@ -21,7 +21,7 @@ from retention.inventory import ProjectTargets, Walk, discover, open_alerts, wal
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
 from retention.plan.model import Alert
-from retention.plan.planfile import PlanBuilder, PolicyDigest
+from retention.plan.planfile import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
 from retention.policy.loader import LoadedPolicy, PolicySet
@@ -120,7 +120,7 @@ def make_plan(
     decisions_path = plan_path.with_name("decisions.jsonl")
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
-    with decisions_path.open("w", encoding="utf-8") as decisions_out:
+    with decisions_path.open("w", encoding="utf-8", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
             evaluated_at=now,
             created_at=created_at,
