@@ -364,12 +364,26 @@ def _read_key_file(path: Path, problems: list[str], warnings: list[str]) -> str 
     key = text.strip() if text is not None else None
     if key == "":
         problems.append(f"{where}: {path} is empty")
-    elif key and (mode := path.stat().st_mode) & 0o077:
-        warnings.append(
-            f"{ENV_PRIVATE_KEY_FILE}: {path} is open to group or others ({stat.filemode(mode)}):"
-            f" chmod 600 {path} (Kubernetes: defaultMode: 0400 on the Secret volume)"
-        )
+    elif key:
+        try:
+            info = path.stat()
+        except OSError:
+            return key
+        if info.st_mode & 0o077 and not _own_group_read_only(info):
+            warnings.append(
+                f"{ENV_PRIVATE_KEY_FILE}: {path} is open to group or others "
+                f"({stat.filemode(info.st_mode)}): chmod 600 {path} (Kubernetes: defaultMode: "
+                "0400 on the Secret volume)"
+            )
     return key or None
+
+
+def _own_group_read_only(info: os.stat_result) -> bool:
+    """Group-readable only, by a group this process is in: what Kubernetes makes of a Secret
+    file with defaultMode 0400 once the pod sets fsGroup (it adds group read). Not a leak."""
+    return info.st_mode & 0o077 == 0o040 and (
+        info.st_gid == os.getgid() or info.st_gid in os.getgroups()
+    )
 
 
 def _take_secrets(data: Any, loc: Loc, found: list[Loc]) -> Any:

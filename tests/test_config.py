@@ -257,16 +257,30 @@ def test_both_private_key_variables_set_is_a_problem(tmp_path: Path) -> None:
 def test_a_key_file_open_to_group_or_others_warns(tmp_path: Path) -> None:
     """A key file with group or other permission bits loads, with a chmod 600 warning."""
     key_file = write(tmp_path / "secret", PRIVATE, name="private-key")
-    key_file.chmod(0o640)
+    key_file.chmod(0o644)
     env = {"RETENTION_PUBLIC_KEY": PUBLIC, "RETENTION_PRIVATE_KEY_FILE": str(key_file)}
 
     loaded = load_config(write(tmp_path), env=env)
 
     assert loaded.credentials is not None
     assert len(loaded.warnings) == 1
-    assert f"{key_file} is open to group or others (-rw-r-----)" in loaded.warnings[0]
+    assert f"{key_file} is open to group or others (-rw-r--r--)" in loaded.warnings[0]
     assert f"chmod 600 {key_file}" in loaded.warnings[0]
     assert PRIVATE not in loaded.warnings[0]
+
+
+@pytest.mark.parametrize(("mode", "warns"), [(0o440, False), (0o400, False), (0o460, True)])
+def test_kubernetes_fsgroup_key_file_is_not_a_leak(tmp_path: Path, mode: int, warns: bool) -> None:
+    """Group-read only, by our own group (a Secret with defaultMode 0400 under fsGroup
+    becomes 0440), does not warn; group-writable still does."""
+    key_file = write(tmp_path / "secret", PRIVATE, name="private-key")
+    key_file.chmod(mode)
+    env = {"RETENTION_PUBLIC_KEY": PUBLIC, "RETENTION_PRIVATE_KEY_FILE": str(key_file)}
+
+    loaded = load_config(write(tmp_path), env=env)
+
+    assert loaded.credentials is not None
+    assert bool(loaded.warnings) is warns
 
 
 def test_a_missing_or_empty_key_file_is_a_problem(tmp_path: Path) -> None:
