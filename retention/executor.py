@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 from retention.api import OpsManagerClient
 from retention.api.models import Snapshot, SnapshotPatch
-from retention.errors import ApiError, NotFoundError
+from retention.errors import ApiError, InconsistentListError, NotFoundError
 from retention.timestamps import format_timestamp
 
 log = logging.getLogger("retention.executor")
@@ -210,7 +210,11 @@ def _apply_cluster(
 def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str, Snapshot]:
     project, cluster = changes[0]["projectId"], changes[0]["clusterId"]
     if len(changes) > GET_THRESHOLD:
-        return {s.id: s for s in client.list_snapshots(project, cluster, "all")}
+        try:
+            return {s.id: s for s in client.list_snapshots(project, cluster, "all")}
+        except InconsistentListError:
+            # The list moved while we read it; the snapshots we need, one by one, are exact.
+            log.info("cluster %s changed while re-read; reading its snapshots one by one", cluster)
     found: dict[str, Snapshot] = {}
     for change in changes:
         try:

@@ -5,7 +5,7 @@ plain data for the pure planner.
 The walk runs across clusters on a bounded pool (``api.concurrency``) and yields results in
 the order of the targets, with at most a small window of clusters in memory: memory holds
 a few clusters' snapshots at a time, never the fleet's. A cluster whose walk fails, or
-disagrees with totalCount after one retry, comes back with its error; the planner then
+disagrees with totalCount after two retries, comes back with its error; the planner then
 makes no destructive change to it.
 """
 
@@ -79,7 +79,7 @@ def open_alerts(client: OpsManagerClient, project_id: str) -> list[Alert]:
     ]
 
 
-def walk(client: OpsManagerClient, target: Target, *, retries: int = 1) -> Walk:
+def walk(client: OpsManagerClient, target: Target, *, retries: int = 2) -> Walk:
     """Every snapshot of one target; an inconsistent walk is retried ``retries`` times."""
     attempt = 0
     while True:

@@ -291,3 +291,33 @@ def test_own_audit_alerts_are_acknowledged_and_holds_never(
         assert alert.acknowledged_until == NOW + timedelta(hours=24)
         assert f"retention run {result.run_id}" in (alert.acknowledgement_comment or "")
     assert alerts["a-open"].acknowledged_until is None  # BAD_CLUSTERSHOTS: a hold
+
+
+def test_compare_and_swap_reads_one_by_one_when_the_list_moves(tmp_path: Path) -> None:
+    """When the cluster's list drifts while the executor re-reads it, the changes are checked
+    with GETs instead of failing, and applied."""
+    with running() as sim, client_for(sim, retry=PATIENT) as api:
+        planned = make_plan(
+            api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+            schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+        )  # fmt: skip
+        sim.admin("faults", {"spec": "drift=1", "seed": 1})
+        journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
+        changes = entries(planned.plan_path)
+
+        result = apply_plan(
+            api,
+            changes,
+            held_clusters_of(planned.document),
+            journal,
+            now=lambda: NOW,
+            concurrency=1,
+        )
+        journal.close()
+        gets = sim.admin("counters")["byEndpoint"].get(
+            "GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}", 0
+        )
+
+    assert result.counts.get("failed", 0) == 0
+    assert result.counts["applied"] + result.counts.get("stale", 0) == len(changes)
+    assert gets > 100  # the big cluster (3 pages) drifted and was read one by one
