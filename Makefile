@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench bench-sim chaos clean
+.PHONY: test lint typecheck unit demo bench bench-sim bench-fleet chaos clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("retention needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -37,6 +37,9 @@ bench: $(STAMP)
 
 bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/sim.py
+
+bench-fleet: $(STAMP)
+	$(BIN)/python benchmarks/fleet.py
 
 chaos: $(STAMP)
 	$(BIN)/python benchmarks/chaos.py
