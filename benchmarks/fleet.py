@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import queue
-import re
 import resource
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from typing import Any
 
 import requests
 from requests.auth import HTTPDigestAuth
+from simproc import start_simulator
 
 KEY = "fleet-bench-secret"
 POLICY = """\
@@ -50,20 +50,6 @@ def admin(base_url: str, path: str, payload: dict[str, Any] | None = None) -> An
     request = urllib.request.Request(url, data=data, method="POST" if data else "GET")  # noqa: S310
     with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - loopback
         return json.load(answer)
-
-
-def start_simulator(clusters: int, latency_ms: float) -> tuple[subprocess.Popen[str], str]:
-    """The bench fleet of ``clusters`` clusters with latency, in its own process."""
-    proc = subprocess.Popen(  # noqa: S603 - our own interpreter, fixed arguments
-        [sys.executable, "-m", "retention", "simulator", "serve", "--fleet", f"bench:{clusters}",
-         "--latency-ms", str(latency_ms), "--private-key", KEY],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if match := re.search(r"base URL:\s+(\S+)", line):
-            return proc, match.group(1)
-    raise SystemExit("the simulator did not start")
 
 
 def counters(base_url: str) -> dict[str, Any]:
@@ -153,7 +139,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--skip-baseline", action="store_true")
     args = parser.parse_args()
-    proc, base_url = start_simulator(args.clusters, args.latency_ms)
+    proc, base_url = start_simulator(
+        f"bench:{args.clusters}", KEY, "--latency-ms", str(args.latency_ms)
+    )
     rows: dict[str, Any] = {}
     try:
         projects = [p["id"] for p in admin(base_url, "fleet")["projects"]]

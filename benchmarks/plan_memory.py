@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from simproc import start_simulator
 
 KEY = "bench-secret"
 EXTRA_ENV: dict[str, str] = {}  # for experiments, e.g. {"MALLOC_ARENA_MAX": "8"}
@@ -53,19 +54,8 @@ def child(config: str, out: str) -> None:
 
 def measure(clusters: int, folder: Path) -> dict[str, object]:
     """Serve bench:<clusters>, plan it in a child process, return its figures."""
-    sim = subprocess.Popen(  # noqa: S603 - our own interpreter, fixed arguments
-        [sys.executable, "-m", "retention", "simulator", "serve", "--fleet", f"bench:{clusters}",
-         "--private-key", KEY],
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    sim, base_url = start_simulator(f"bench:{clusters}", KEY)
     try:
-        assert sim.stdout is not None
-        base_url = ""
-        for line in sim.stdout:
-            if match := re.search(r"base URL:\s+(\S+)", line):
-                base_url = match.group(1)
-                break
         admin = base_url.split("/api/", maxsplit=1)[0] + "/__admin/fleet"
         with urllib.request.urlopen(admin) as answer:  # noqa: S310 - loopback
             projects = [p["id"] for p in json.load(answer)["projects"]]

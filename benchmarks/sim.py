@@ -13,33 +13,15 @@ import argparse
 import json
 import platform
 import queue
-import re
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import requests
 from requests.auth import HTTPDigestAuth
+from simproc import start_simulator
 
 PRIVATE_KEY = "bench-secret"
-
-
-def start_simulator() -> tuple[subprocess.Popen[str], str]:
-    """Start `retention simulator serve --fleet bench` and return it with its base URL."""
-    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and fixed arguments
-        [sys.executable, "-m", "retention", "simulator", "serve", "--fleet", "bench",
-         "--private-key", PRIVATE_KEY],
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        match = re.search(r"base URL:\s+(\S+)", line)
-        if match:
-            return proc, match.group(1)
-    raise SystemExit("the simulator did not start")
 
 
 def cluster_urls(base_url: str) -> list[str]:
@@ -92,7 +74,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    proc, base_url = start_simulator()
+    proc, base_url = start_simulator("bench", PRIVATE_KEY)
     try:
         urls = cluster_urls(base_url)
         fetch_all(urls[:50], args.connections)  # warm up: connections and digest challenges

@@ -39,6 +39,7 @@ from pydantic_core import ErrorDetails
 
 from retention.api import Credentials, OpsManagerClient, Timeouts, TLSConfig
 from retention.errors import ConfigError
+from retention.inventory import ProjectTargets
 
 log = logging.getLogger("retention.config")
 
@@ -183,6 +184,10 @@ class RetentionConfig(_Settings):
         if value is not None and not croniter.is_valid(value.strip()):
             raise ValueError(f'not a valid cron expression: {value!r} (e.g. "0 3 * * *")')
         return None if value is None else value.strip()
+
+    def project_targets(self) -> list[ProjectTargets]:
+        """What the walk covers in each target project (listed ids, or None to discover)."""
+        return [ProjectTargets(t.project, t.clusters, t.config_servers) for t in self.targets]
 
 
 @dataclass(frozen=True)

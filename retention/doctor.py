@@ -86,12 +86,8 @@ def run_doctor(config_path: str | Path | None) -> Report:
             return Report(checks, EXIT_UNREACHABLE)
         _tls(loaded, checks)
         _version_and_clock(client, checks)
-        for target in loaded.config.targets:
-            _project(
-                client,
-                ProjectTargets(target.project, target.clusters, target.config_servers),
-                checks,
-            )
+        for wanted in loaded.config.project_targets():
+            _project(client, wanted, checks)
     failed = any(c.status == "fail" for c in checks)
     return Report(checks, 1 if failed else 0)
 

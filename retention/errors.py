@@ -37,6 +37,30 @@ EXIT_HELD = 3
 EXIT_LOCKED = 4
 EXIT_UNREACHABLE = 5
 
+EXIT_MEANINGS: dict[int, str] = {
+    EXIT_OK: "done",
+    EXIT_FAILURES: "finished with failures",
+    EXIT_USAGE: "bad input (usage, configuration or policy): nothing was sent",
+    EXIT_HELD: "held by a safety gate: destructive changes need a human",
+    EXIT_LOCKED: "locked: another run holds the lock",
+    EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
+}
+
+
+def exit_meaning(code: int | None) -> str:
+    """What an exit code of retention means, in words."""
+    if code is None:
+        return "not finished"
+    return EXIT_MEANINGS.get(code, "unknown exit code")
+
+
+def exit_code_for(*, failed: bool, held: bool) -> int:
+    """A job's exit code: failures (1) before holds (3) before done (0)."""
+    if failed:
+        return EXIT_FAILURES
+    return EXIT_HELD if held else EXIT_OK
+
+
 _BODY_EXCERPT = 300
 
 

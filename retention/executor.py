@@ -32,6 +32,7 @@ from typing import Any, TextIO
 from retention.api import OpsManagerClient
 from retention.api.models import Snapshot, SnapshotPatch
 from retention.errors import ApiError, InconsistentListError, NotFoundError
+from retention.plan.model import SnapshotView
 from retention.timestamps import format_timestamp
 
 log = logging.getLogger("retention.executor")
@@ -231,14 +232,12 @@ def _apply_one(
 ) -> Outcome:
     if snapshot is None:
         return Outcome(change, "stale", error="the snapshot is gone")
-    expires = None if snapshot.do_not_delete else snapshot.expires
-    seen = {
-        "doNotDelete": snapshot.do_not_delete,
-        "expires": format_timestamp(expires) if expires else None,
-    }
+    # The same view of the state the planner wrote into `observed`.
+    view = SnapshotView.of(snapshot)
+    seen = view.observed()
     if seen != change["observed"]:
         return Outcome(change, "stale", error=f"state changed since the plan: now {seen}")
-    if expires is not None and expires <= now:
+    if view.expires is not None and view.expires <= now:
         return Outcome(change, "stale", error="its expiry has passed since the plan")
     try:
         patch = SnapshotPatch.model_validate(change["body"])
@@ -248,8 +247,3 @@ def _apply_one(
     except ValueError as exc:  # a body the plan file should never have held
         return Outcome(change, "failed", None, f"refused to send: {exc}")
     return Outcome(change, "applied", 200)
-
-
-def counts_line(counts: Iterable[tuple[str, int]]) -> str:
-    """``applied 12, stale 1`` for a summary line."""
-    return ", ".join(f"{name} {n}" for name, n in sorted(counts)) or "nothing to apply"

@@ -17,7 +17,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
@@ -396,12 +396,7 @@ class OpsManagerClient:
         if self.envelope and 200 <= status < 300:
             content, status = _unwrap_envelope(name, request, info, raw)
             unwrapped = True
-            info = ResponseInfo(
-                status=status,
-                body_excerpt=info.body_excerpt,
-                content_type=info.content_type,
-                service_version=version,
-            )
+            info = replace(info, status=status)  # the status the envelope reports
         if status == 401:
             raise AuthenticationError(
                 "the API refused the credentials; check RETENTION_PUBLIC_KEY and the private "

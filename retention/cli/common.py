@@ -1,12 +1,10 @@
-"""Helpers the commands share: loading the configuration, times, run folders."""
+"""Helpers the commands share: loading the configuration, times, shards."""
 
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -36,11 +34,6 @@ def parse_at(value: str | None) -> datetime:
         return parse_timestamp(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--at") from None
-
-
-def run_dir(base: Path, now: datetime) -> Path:
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    return base / f"{stamp}-{secrets.token_hex(4)}"
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from retention.cli import cli
-from retention.cli.common import load, parse_at, run_dir, shard_from, shard_options
-from retention.errors import EXIT_FAILURES, EXIT_HELD, UsageError
+from retention.cli.common import load, parse_at, shard_from, shard_options
+from retention.errors import UsageError, exit_code_for
 
 
 @cli.command()
@@ -51,7 +51,7 @@ def plan(
       retention plan --at 2027-01-01T00:00:00Z   # what will the policies do by then?
       retention plan --shard 0/4                 # a quarter of the fleet
     """
-    from retention.inventory import ProjectTargets
+    from retention.jobs import new_run_dir
     from retention.plan.summary import summary_lines
     from retention.planner import make_plan
     from retention.policy.loader import load_policies
@@ -66,8 +66,8 @@ def plan(
         plan_path = Path(out)
     else:
         base = Path(report_dir) if report_dir else config.reports.dir
-        plan_path = run_dir(base, created) / "plan.json"
-    projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
+        plan_path = new_run_dir(base, created)[1] / "plan.json"
+    projects = config.project_targets()
     with loaded.build_client() as client:
         result = make_plan(
             client,
@@ -84,9 +84,7 @@ def plan(
         click.echo(line)
     click.echo(f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.")
     click.echo(f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}")
-    if result.errors:
-        return EXIT_FAILURES
-    return EXIT_HELD if result.held else 0
+    return exit_code_for(failed=bool(result.errors), held=result.held)
 
 
 @cli.command()

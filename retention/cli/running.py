@@ -12,19 +12,7 @@ import click
 from retention import __version__
 from retention.cli import cli
 from retention.cli.common import load, lock_name, shard_from, shard_options
-from retention.errors import EXIT_FAILURES, EXIT_HELD, RetentionError, UsageError
-
-EXIT_MEANING = {
-    0: "done",
-    1: "finished with failures",
-    3: "finished; a safety gate held destructive changes for a human",
-}
-
-
-def _exit_code(result: Any) -> int:
-    if result.failed:
-        return EXIT_FAILURES
-    return EXIT_HELD if result.held else 0
+from retention.errors import RetentionError, UsageError, exit_code_for, exit_meaning
 
 
 def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> int:
@@ -32,7 +20,7 @@ def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> in
     from retention.plan.summary import summary_lines
     from retention.report import RunInfo, render_reports
 
-    code = _exit_code(result)
+    code = exit_code_for(failed=result.failed, held=result.held)
     info = RunInfo(result.run_id, mode, started, datetime.now(UTC), code, __version__)
     result.reports = render_reports(result.run_dir, info, formats)
     for line in summary_lines(result.document):
@@ -49,7 +37,7 @@ def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> in
     click.echo(f"\nRun folder: {result.run_dir}")
     for path in result.reports:
         click.echo(f"  {path.name}: {path}")
-    click.echo(f"Exit {code}: {EXIT_MEANING.get(code, '')}")
+    click.echo(f"Exit {code}: {exit_meaning(code)}")
     return code
 
 
@@ -124,7 +112,6 @@ def run_command(
       retention run --shard-count 4  # in a Kubernetes Indexed Job of 4 pods
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
     """
-    from retention.inventory import ProjectTargets
     from retention.jobs import run_job
     from retention.lock import run_lock
     from retention.policy.loader import load_policies
@@ -136,7 +123,7 @@ def run_command(
         loaded = load(ctx)
         config = loaded.config
         policies = load_policies(config.policies)
-        projects = [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
+        projects = config.project_targets()
         progress = Progress(quiet)
         with run_lock(config.reports.dir, lock_name(selected)):
             with loaded.build_client() as client:

@@ -131,7 +131,6 @@ def _evaluate(
 ) -> _Verdicts:
     verdicts = _Verdicts({}, {}, {}, {})
     items = [Item(s.id, s.created) for s in counted]
-    created = {s.id: s.created for s in counted}
     for policy in sorted(policies, key=lambda p: p.name):
         rules = ((policy.keep_spec(), verdicts.kept), (policy.protect_spec(), verdicts.protected))
         for spec, into in rules:
@@ -143,13 +142,10 @@ def _evaluate(
                 into.setdefault(item.id, []).extend(f"{policy.name}: {t}" for t in reason.texts)
                 verdicts.policies.setdefault(item.id, set()).add(policy.name)
                 if into is verdicts.kept:
-                    ends = [horizon(m, created[item.id], policy.zone) for m in reason.matches]
-                    known = [e for e in ends if e is not None]
-                    best = verdicts.horizons.get(item.id)
-                    if known:
-                        verdicts.horizons[item.id] = max([*known, *([best] if best else [])])
-                    else:
-                        verdicts.horizons.setdefault(item.id, None)
+                    # The most retentive horizon of every rule, of every policy, that keeps it.
+                    ends = [horizon(m, item.time, policy.zone) for m in reason.matches]
+                    ends.append(verdicts.horizons.get(item.id))
+                    verdicts.horizons[item.id] = max((e for e in ends if e), default=None)
     return verdicts
 
 

@@ -12,14 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from retention.errors import (
-    EXIT_FAILURES,
-    EXIT_HELD,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-)
+from retention.errors import exit_meaning
 
 # The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
 ACTIONS = ("protect", "extend", "shorten", "delete", "release")
@@ -28,21 +21,7 @@ ACTIONS = ("protect", "extend", "shorten", "delete", "release")
 NOT_SENT = ("held", "advisory")
 OUTCOMES = ("applied", "stale", "failed", "held")
 
-EXIT_MEANINGS: dict[int, str] = {
-    EXIT_OK: "done",
-    EXIT_FAILURES: "finished with failures",
-    EXIT_USAGE: "bad input (usage, configuration or policy): nothing was sent",
-    EXIT_HELD: "held by a safety gate: destructive changes need a human",
-    EXIT_LOCKED: "locked: another run holds the lock",
-    EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
-}
-
-
-def exit_meaning(code: int | None) -> str:
-    """What an exit code means to the person reading the report."""
-    if code is None:
-        return "not finished"
-    return EXIT_MEANINGS.get(code, "unknown exit code")
+__all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "exit_meaning"]
 
 
 @dataclass(frozen=True)
