@@ -17,7 +17,7 @@ from requests.auth import HTTPDigestAuth
 from retention.api import Credentials, OpsManagerClient, SnapshotPatch
 from retention.api.models import Snapshot
 from retention.errors import AuthenticationError, InvalidFieldsError, NotFoundError
-from retention.simulator.server import Simulator
+from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY
 from tests.simfleet import BIG, CFG, KEY, NOW, SHARDED, SMALL, P, client_for, running
 
@@ -404,6 +404,20 @@ def test_admin_reset_restores_the_fleet(sim: Simulator, api: OpsManagerClient) -
     assert sim.admin("counters")["byEndpoint"] == {
         "GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}": 1
     }
+
+
+def test_admin_reset_rebuilds_the_same_generated_fleet_after_the_clock_moved() -> None:
+    """A generated fleet (ids derived from the clock) comes back with the same ids after a
+    reset, however far the clock has moved, so a benchmark can reset between measurements."""
+    config = SimulatorConfig(fleet="bench:3", seed=5, now=datetime(2026, 11, 21, tzinfo=UTC))
+    with Simulator(config) as bench:
+        before = bench.admin("fleet")
+        bench.admin("clock", {"advance": 7 * 86400})
+
+        bench.admin("reset", {})
+
+        assert bench.admin("fleet") == before
+        assert len(before["projects"][0]["clusters"]) == 3
 
 
 def test_admin_clock_set_and_advance(sim: Simulator) -> None:

@@ -176,8 +176,9 @@ class Simulator:
 
     def _build_app(self, factory: Callable[[datetime], Fleet], spec: FaultSpec) -> SimulatorApp:
         config = self.config
+        born = self.clock.now()  # a reset rebuilds this very fleet, ids and all
         return SimulatorApp(
-            lambda: factory(self.clock.now()),
+            lambda: factory(born),
             auth=DigestAuthority(
                 self.public_key,
                 self.private_key,
