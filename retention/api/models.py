@@ -281,6 +281,11 @@ class SnapshotPatch(ApiModel):
 
     @model_serializer(mode="plain")
     def _wire_form(self) -> dict[str, Any]:
+        return self.body()
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip:
+        the planner writes one for every change)."""
         body: dict[str, Any] = {}
         if self.do_not_delete is not None:
             body["doNotDelete"] = self.do_not_delete
