@@ -132,3 +132,17 @@ def test_min_keep_and_release_protection() -> None:
         {"doNotDelete": False, "expires": "2027-01-01T00:00:00Z"},
     )
     assert d["s-held-unkept"]["body"] == {"doNotDelete": False, "expires": "2026-11-22T00:00:00Z"}
+
+
+def test_each_change_names_the_policy_behind_it() -> None:
+    """An unkept snapshot's change names the cluster's policies (their verdict, not a gate);
+    only a snapshot min_keep brought back is the safety gate's."""
+    d = decisions_of("min_keep_and_release_protection")
+    plan = json.loads(
+        (SCENARIOS / "min_keep_and_release_protection" / "expected.plan.json").read_text()
+    )
+    policy_of = {c["snapshotId"]: c["policy"] for c in plan["changes"]}
+
+    assert (d["s-3"]["policies"], policy_of["s-3"]) == (["scratch"], "scratch")
+    assert (d["s-held-unkept"]["policies"], policy_of["s-held-unkept"]) == (["scratch"], "scratch")
+    assert (d["s-2"]["policies"], policy_of["s-2"]) == ([], "safety")

@@ -76,6 +76,8 @@ class _Context:
     merged: Merged
     now: datetime
     lease_for: timedelta
+    # The cluster's policies: an unkept snapshot is the verdict of all of them.
+    names: list[str]
 
 
 @dataclass
@@ -111,7 +113,7 @@ def decide(
     merged = Merged.of(policies, now)
     counted = [s for s in ordered if s.complete and not _awaiting(s, now) and s.consistent]
     verdicts = _evaluate(counted, policies, now)
-    ctx = _Context(merged, now, lease_for)
+    ctx = _Context(merged, now, lease_for, plan.policies)
     for snapshot in ordered:
         plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
     _min_keep(plan, ctx)
@@ -164,7 +166,7 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
         if s.do_not_delete:
             # A hold outranks inconsistent: expire; only release_protection lifts it.
             return _held_manually(s, v, ctx, [])
-        return _unkept(s, merged, ["possibly inconsistent or missing shards; inconsistent: expire"])
+        return _unkept(s, ctx, ["possibly inconsistent or missing shards; inconsistent: expire"])
     policies = sorted(v.policies.get(s.id, set()))
     if s.id in v.protected:
         reasons = v.protected[s.id] + v.kept.get(s.id, [])
@@ -175,7 +177,7 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
         return _held_manually(s, v, ctx, policies)
     if s.id in v.kept:
         return _kept(s, v.kept[s.id], v.horizons.get(s.id), ctx, policies)
-    return _unkept(s, merged, ["no keep rule matches"])
+    return _unkept(s, ctx, ["no keep rule matches"])
 
 
 def _kept(
@@ -197,15 +199,18 @@ def _kept(
     )  # fmt: skip
 
 
-def _unkept(s: SnapshotView, merged: Merged, reasons: list[str]) -> Decision:
-    until = merged.grace_until
+def _unkept(s: SnapshotView, ctx: _Context, reasons: list[str]) -> Decision:
+    until, names = ctx.merged.grace_until, list(ctx.names)
     if s.expires is not None and s.expires <= until:
-        return Decision(s, "unkept", reasons=[*reasons, _EXPIRING], expires_after=s.expires)
+        return Decision(
+            s, "unkept", reasons=[*reasons, _EXPIRING], policies=names, expires_after=s.expires
+        )
     return Decision(
         s,
         "unkept",
-        "delete" if merged.grace_is_zero else "shorten",
+        "delete" if ctx.merged.grace_is_zero else "shorten",
         reasons,
+        names,
         expires_after=until,
         patch=SnapshotPatch.expire_at(until),
     )
@@ -226,7 +231,8 @@ def _held_manually(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[
         )  # fmt: skip
     return Decision(
         s, "unkept", "release", ["no keep rule matches", "release_protection: hold lifted"],
-        expires_after=merged.grace_until, patch=SnapshotPatch.release(merged.grace_until),
+        list(ctx.names), expires_after=merged.grace_until,
+        patch=SnapshotPatch.release(merged.grace_until),
     )  # fmt: skip
 
 
