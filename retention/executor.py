@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from retention.api import OpsManagerClient
-from retention.api.models import Snapshot, SnapshotPatch
+from retention.api.models import SnapshotPatch, SnapshotState
 from retention.errors import ApiError, InconsistentListError, NotFoundError
 from retention.plan.model import SnapshotView
 from retention.timestamps import format_timestamp
@@ -208,15 +208,15 @@ def _apply_cluster(
         report(_apply_one(client, change, current.get(change["snapshotId"]), now()))
 
 
-def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str, Snapshot]:
+def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str, SnapshotState]:
     project, cluster = changes[0]["projectId"], changes[0]["clusterId"]
     if len(changes) > GET_THRESHOLD:
         try:
-            return {s.id: s for s in client.list_snapshots(project, cluster, "all")}
+            return {s.id: s for s in client.list_snapshot_states(project, cluster)}
         except InconsistentListError:
             # The list moved while we read it; the snapshots we need, one by one, are exact.
             log.info("cluster %s changed while re-read; reading its snapshots one by one", cluster)
-    found: dict[str, Snapshot] = {}
+    found: dict[str, SnapshotState] = {}
     for change in changes:
         try:
             found[change["snapshotId"]] = client.get_snapshot(
@@ -228,7 +228,7 @@ def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str,
 
 
 def _apply_one(
-    client: OpsManagerClient, change: Change, snapshot: Snapshot | None, now: datetime
+    client: OpsManagerClient, change: Change, snapshot: SnapshotState | None, now: datetime
 ) -> Outcome:
     if snapshot is None:
         return Outcome(change, "stale", error="the snapshot is gone")

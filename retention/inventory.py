@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from retention.api import ListWalk, OpsManagerClient
-from retention.api.models import AlertStatus, ConfigServerSnapshot, Snapshot
+from retention.api import OpsManagerClient
+from retention.api.models import AlertStatus
 from retention.errors import ApiError, InconsistentListError
 from retention.plan.model import Alert, SnapshotView, Target
 
@@ -84,11 +84,12 @@ def walk(client: OpsManagerClient, target: Target, *, retries: int = 2) -> Walk:
     attempt = 0
     while True:
         try:
-            listing: ListWalk[Snapshot] | ListWalk[ConfigServerSnapshot]
             if target.kind == "config-server":
-                listing = client.list_config_server_snapshots(target.project_id, target.cluster_id)
+                listing = client.list_config_server_snapshot_states(
+                    target.project_id, target.cluster_id
+                )
             else:
-                listing = client.list_snapshots(target.project_id, target.cluster_id, "all")
+                listing = client.list_snapshot_states(target.project_id, target.cluster_id)
             snapshots = list(listing)
             names = {s.cluster_name for s in snapshots if s.cluster_name}
             if target.kind == "cluster" and target.name == target.cluster_id and len(names) == 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from requests.auth import HTTPDigestAuth
 
 from retention.api import Credentials, OpsManagerClient, SnapshotPatch
-from retention.api.models import Snapshot
+from retention.api.models import Snapshot, SnapshotState
 from retention.errors import AuthenticationError, InvalidFieldsError, NotFoundError
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY
@@ -98,6 +98,39 @@ def test_sharded_snapshots_carry_shard_fields(api: OpsManagerClient) -> None:
     assert by_id["shard-bad"].missing_shards is not None
     assert by_id["shard-bad"].missing_shards[0].shard_name == "sh0"
     assert [p.replica_set_name for p in by_id["shard-ok"].parts] == ["sh0", "sh1"]
+
+
+@pytest.mark.parametrize("cluster", [BIG, SMALL, SHARDED])
+def test_lean_walk_reads_the_same_states_as_the_full_one(
+    api: OpsManagerClient, cluster: str
+) -> None:
+    """The lean walk a plan uses sees each snapshot's state exactly as the full model does,
+    with the same requests."""
+    fields = ("id", "cluster_name", "complete", "created_at", "do_not_delete", "expires")
+
+    def states(walk: Iterable[SnapshotState]) -> list[tuple[object, ...]]:
+        return [(*(getattr(s, f) for f in fields), s.is_consistent) for s in walk]
+
+    full_walk, lean_walk = (
+        api.list_snapshots(P, cluster, "all"),
+        api.list_snapshot_states(P, cluster),
+    )
+    full = states(full_walk)
+    lean = states(lean_walk)
+
+    assert lean == full
+    assert lean_walk.pages == full_walk.pages == (3 if cluster == BIG else 1)
+    assert len({s[-1] for s in lean}) == (2 if cluster == SHARDED else 1)
+
+
+def test_lean_config_server_walk_reads_the_same_states(api: OpsManagerClient) -> None:
+    """Config-server snapshots read lean keep their ids, times and states."""
+    full = api.list_config_server_snapshots(P, CFG).collect()
+    lean = api.list_config_server_snapshot_states(P, CFG).collect()
+
+    assert [(s.id, s.created_at, s.expires, s.complete) for s in lean] == [
+        (s.id, s.created_at, s.expires, s.complete) for s in full
+    ]
 
 
 def test_discovery_lists_clusters_shards_and_hosts(api: OpsManagerClient) -> None:

@@ -11,6 +11,7 @@ from retention.api.models import (
     Link,
     Snapshot,
     SnapshotPatch,
+    SnapshotState,
 )
 from retention.api.transport import Credentials, RetryPolicy, Timeouts, TLSConfig
 
@@ -29,6 +30,7 @@ __all__ = [
     "RetryPolicy",
     "Snapshot",
     "SnapshotPatch",
+    "SnapshotState",
     "TLSConfig",
     "Timeouts",
 ]

@@ -100,20 +100,21 @@ class MissingShard(ApiModel):
     links: list[Link] = Field(default_factory=list)
 
 
-class SnapshotBase(ApiModel):
-    """Fields common to cluster and config-server snapshots."""
+class SnapshotState(ApiModel):
+    """What a plan reads of a snapshot (cluster or config server), and nothing else.
+
+    Walks read whole fleets into this lean model: building a ``Snapshot`` with its parts
+    and links takes 2.5 times as long (3.2 ms against 1.3 ms a page of 300, on a page
+    the simulator renders in full), and the planner never looks at them.
+    """
 
     id: str
-    group_id: str | None = None
-    cluster_id: str | None = None
     cluster_name: str | None = None
     complete: bool = False
     created: BsonTimestamp
     do_not_delete: bool = False
     expires: UtcDatetime | None = None
     is_possibly_inconsistent: bool | None = None
-    last_oplog_applied_timestamp: BsonTimestamp | None = None
-    links: list[Link] = Field(default_factory=list)
     missing_shards: list[MissingShard] | None = None
 
     @property
@@ -125,6 +126,15 @@ class SnapshotBase(ApiModel):
     def is_consistent(self) -> bool:
         """False when the service flags the snapshot possibly inconsistent or missing shards."""
         return not self.is_possibly_inconsistent and not self.missing_shards
+
+
+class SnapshotBase(SnapshotState):
+    """Fields common to cluster and config-server snapshots."""
+
+    group_id: str | None = None
+    cluster_id: str | None = None
+    last_oplog_applied_timestamp: BsonTimestamp | None = None
+    links: list[Link] = Field(default_factory=list)
 
 
 class Snapshot(SnapshotBase):
@@ -319,8 +329,9 @@ class AlertAcknowledgement(ApiModel):
 CompletedFilter = Literal["true", "false", "all"]
 
 # Adapters built once: validate_json parses a page's raw bytes in one pass in pydantic-core,
-# several times faster than json.loads followed by model construction (benchmarks/parse.py).
+# 1.5 times as fast as json.loads followed by model construction (benchmarks/parse.py).
 SNAPSHOT_PAGE: TypeAdapter[ListPage[Snapshot]] = TypeAdapter(ListPage[Snapshot])
+SNAPSHOT_STATE_PAGE: TypeAdapter[ListPage[SnapshotState]] = TypeAdapter(ListPage[SnapshotState])
 CONFIG_SERVER_SNAPSHOT_PAGE: TypeAdapter[ListPage[ConfigServerSnapshot]] = TypeAdapter(
     ListPage[ConfigServerSnapshot]
 )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from retention.api.models import SnapshotBase, SnapshotPatch
+from retention.api.models import SnapshotPatch, SnapshotState
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
@@ -74,7 +74,7 @@ class SnapshotView:
     consistent: bool = True
 
     @classmethod
-    def of(cls, snapshot: SnapshotBase) -> SnapshotView:
+    def of(cls, snapshot: SnapshotState) -> SnapshotView:
         """The view of an API snapshot."""
         return cls(
             snapshot.id,
