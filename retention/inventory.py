@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from retention.api import OpsManagerClient
 from retention.api.models import AlertStatus
-from retention.errors import ApiError, InconsistentListError
+from retention.errors import EXIT_UNREACHABLE, ApiError, InconsistentListError
 from retention.plan.model import Alert, SnapshotView, Target
 
 log = logging.getLogger("retention.inventory")
@@ -68,6 +68,49 @@ def discover(client: OpsManagerClient, wanted: ProjectTargets) -> list[Target]:
             if host.is_legacy_config_server:
                 targets.append(Target(project, host.id, host.hostname or host.id, "config-server"))
     return sorted(targets, key=lambda t: (t.kind, t.cluster_id))
+
+
+@dataclass
+class Survey:
+    """A project's targets and OPEN alerts, or the errors that stopped reading them."""
+
+    project_id: str
+    targets: list[Target] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    alerts_error: ApiError | None = None
+    discovery_error: ApiError | None = None
+
+
+def survey(client: OpsManagerClient, wanted: ProjectTargets) -> Survey:
+    """Read a project's OPEN alerts and discover its targets.
+
+    An unreachable API (exit 5) is raised: nothing else would work either. Any other
+    error is kept on the survey for the planner to report.
+    """
+    result = Survey(wanted.project_id)
+    try:
+        result.alerts = open_alerts(client, wanted.project_id)
+    except ApiError as exc:
+        if exc.exit_code == EXIT_UNREACHABLE:
+            raise
+        result.alerts_error = exc
+    try:
+        result.targets = discover(client, wanted)
+    except ApiError as exc:
+        result.discovery_error = exc
+    return result
+
+
+def survey_all(
+    client: OpsManagerClient, projects: Sequence[ProjectTargets], *, concurrency: int
+) -> list[Survey]:
+    """Survey the projects on ``concurrency`` threads, in their order.
+
+    Surveyed one after another, each project's three list requests left the walk pool
+    idle: with 20 projects at 20 ms latency, a fifth of a 2,000-cluster plan.
+    """
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="survey") as pool:
+        return list(pool.map(lambda wanted: survey(client, wanted), projects))
 
 
 def open_alerts(client: OpsManagerClient, project_id: str) -> list[Alert]:

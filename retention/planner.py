@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import EXIT_UNREACHABLE, ApiError
-from retention.inventory import ProjectTargets, Walk, discover, open_alerts, walk_all
+from retention.errors import ApiError
+from retention.inventory import ProjectTargets, Walk, survey_all, walk_all
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
-from retention.plan.model import Alert
+from retention.plan.model import Target
 from retention.plan.planfile import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
@@ -120,7 +120,7 @@ def make_plan(
     decisions_path = plan_path.with_name("decisions.jsonl")
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
-    with decisions_path.open("w", encoding="utf-8", buffering=WRITE_BUFFER) as decisions_out:
+    with decisions_path.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
             evaluated_at=now,
             created_at=created_at,
@@ -130,53 +130,53 @@ def make_plan(
             lease_seconds=lease_for.total_seconds(),
         )
         try:
-            for wanted in sorted(projects, key=lambda p: p.project_id):
-                project_error: str | None = None
-                alerts: list[Alert] = []
-                try:
-                    alerts = open_alerts(client, wanted.project_id)
-                except ApiError as exc:
-                    if exc.exit_code == EXIT_UNREACHABLE:
-                        raise  # no answer or no entry: nothing else would work either (exit 5)
-                    project_error = (
-                        f"cannot read the project's alerts, so no alert can be honoured: {exc}"
-                    )
-                    errors.append(project_error)
-                try:
-                    targets = discover(client, wanted)
-                    if shard is not None:
-                        targets = [t for t in targets if shard.owns(t.cluster_id)]
-                except ApiError as exc:
-                    errors.append(f"project {wanted.project_id}: discovery failed: {exc}")
+            ordered = sorted(projects, key=lambda p: p.project_id)
+            surveys = {
+                s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)
+            }
+            targets: list[Target] = []
+            for wanted in ordered:
+                found = surveys[wanted.project_id]
+                if found.alerts_error is not None:
+                    errors.append(_alerts_unread(found.alerts_error))
+                if found.discovery_error is not None:
+                    error = found.discovery_error
+                    errors.append(f"project {wanted.project_id}: discovery failed: {error}")
                     continue
-                for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
-                    if walk.error:
-                        errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
-                    matching = [
-                        PolicyView(p.policy)
-                        for p in policies.matching(
-                            wanted.project_id, walk.target.name, walk.target.kind
-                        )
-                    ]
-                    builder.add(
-                        decide(
-                            walk.target,
-                            walk.snapshots,
-                            matching,
-                            alerts,
-                            now=now,
-                            lease_for=lease_for,
-                            walk_error=walk.error or project_error,
-                        )
+                targets += [t for t in found.targets if shard is None or shard.owns(t.cluster_id)]
+            # One walk across every project, so no project's start waits for the last one's end.
+            for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
+                t = walk.target
+                found = surveys[t.project_id]
+                if walk.error:
+                    errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
+                matching = [
+                    PolicyView(p.policy) for p in policies.matching(t.project_id, t.name, t.kind)
+                ]
+                unread = _alerts_unread(found.alerts_error) if found.alerts_error else None
+                builder.add(
+                    decide(
+                        t,
+                        walk.snapshots,
+                        matching,
+                        found.alerts,
+                        now=now,
+                        lease_for=lease_for,
+                        walk_error=walk.error or unread,
                     )
+                )
             builder.service_version = client.service_version
             partial = plan_path.with_name(plan_path.name + ".partial")
-            with partial.open("w", encoding="utf-8") as out:
+            with partial.open("wb", buffering=WRITE_BUFFER) as out:
                 head = builder.write(out, errors)
             partial.replace(plan_path)  # readers never see half a plan
         finally:
             builder.close()
     return PlanResult(head, plan_path, decisions_path, errors)
+
+
+def _alerts_unread(error: ApiError) -> str:
+    return f"cannot read the project's alerts, so no alert can be honoured: {error}"
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

@@ -4,11 +4,18 @@ someone re-saved the plan in another layout."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from retention.plan.planfile import LISTS, read_entries, read_head
+from retention.api.models import SnapshotPatch
+from retention.plan.model import ClusterPlan, Decision, SnapshotView, Target
+from retention.plan.planfile import LISTS, decision_record, encode_line, read_entries, read_head
+from retention.timestamps import format_timestamp
 
 GOLDEN = (
     Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"
@@ -27,7 +34,7 @@ def test_written_layout_puts_each_entry_on_a_line_of_its_own() -> None:
     lines = GOLDEN.read_text().splitlines()
     held = json.loads(GOLDEN.read_text())["held"]
 
-    entry_lines = [line for line in lines if line.startswith('    {"projectId": ')]
+    entry_lines = [line for line in lines if line.startswith('    {"projectId":')]
 
     assert len(held) > 1
     assert [json.loads(line.rstrip(",")) for line in entry_lines] == held
@@ -57,3 +64,31 @@ def test_a_plan_file_that_is_not_an_object_is_refused_by_name(tmp_path: Path) ->
 
     with pytest.raises(ValueError, match="holds a JSON list, not a plan object"):
         read_head(path)
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1900, 1, 1), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+    )
+)
+def test_records_write_timestamps_exactly_as_format_timestamp(value: datetime) -> None:
+    """A UTC datetime in a record is written as the API writes it, sub-seconds dropped."""
+    assert encode_line({"t": value}) == b'{"t":"' + format_timestamp(value).encode() + b'"}\n'
+
+
+def test_a_decision_in_another_zone_is_written_in_utc() -> None:
+    """Datetimes in another zone (a policy's horizon, say) reach the record in UTC, so every
+    timestamp in the files has the Z shape; the PATCH body is the wire form."""
+    berlin = datetime(2027, 1, 1, 0, 0, 0, 500_000, tzinfo=ZoneInfo("Europe/Berlin"))
+    created = datetime(2026, 11, 20, 13, 0, tzinfo=timezone(timedelta(hours=1)))
+    snapshot = SnapshotView("s1", created, True, False, None)
+    patch = SnapshotPatch.expire_at(berlin)
+    plan = ClusterPlan(Target("p1", "c1", "prod"))
+    decision = Decision(snapshot, "kept", "extend", ["x"], ["prod"], berlin, patch)
+
+    line = json.loads(encode_line(decision_record(plan, decision)))
+
+    assert line["created"] == "2026-11-20T12:00:00Z"
+    assert line["expiresAfter"] == "2026-12-31T23:00:00Z"
+    assert line["body"] == patch.body() == {"expires": "2026-12-31T23:00:01Z"}
+    assert line["observed"] == snapshot.observed() == {"doNotDelete": False, "expires": None}

@@ -109,7 +109,7 @@ def write_run(
 ) -> Path:
     """A run folder: plan.json and decisions.jsonl as the planner writes them, results.jsonl."""
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "decisions.jsonl").open("w", encoding="utf-8") as out:
+    with (folder / "decisions.jsonl").open("wb") as out:
         builder = PlanBuilder(
             evaluated_at=NOW,
             created_at=NOW,

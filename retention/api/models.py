@@ -294,14 +294,21 @@ class SnapshotPatch(ApiModel):
         return self.body()
 
     def body(self) -> dict[str, Any]:
-        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip:
-        the planner writes one for every change)."""
-        body: dict[str, Any] = {}
+        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip)."""
+        return {
+            k: format_timestamp(v) if isinstance(v, datetime) else v
+            for k, v in self.members().items()
+        }
+
+    def members(self) -> dict[str, bool | datetime]:
+        """The body's members, ``expires`` still a datetime: for an encoder that writes
+        datetimes the API's way (the planner writes one for every change)."""
+        members: dict[str, bool | datetime] = {}
         if self.do_not_delete is not None:
-            body["doNotDelete"] = self.do_not_delete
+            members["doNotDelete"] = self.do_not_delete
         if self.expires is not None:
-            body["expires"] = format_timestamp(self.expires)
-        return body
+            members["expires"] = self.expires
+        return members
 
     @classmethod
     def protect(cls) -> SnapshotPatch:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 
 from retention.cli import cli
 from retention.cli.common import load, parse_at, shard_from, shard_options
@@ -145,11 +146,14 @@ def explain(ctx: click.Context, snapshot_id: str, plan_path: str | None) -> None
     decisions = path.with_name("decisions.jsonl")
     if not decisions.is_file():
         raise UsageError(f"{decisions} does not exist (it is written beside plan.json)")
+    quoted = orjson.dumps(snapshot_id).decode()  # as the planner's writer spells it
     with decisions.open(encoding="utf-8") as lines:
         for line in lines:
-            if f'"snapshotId": {json.dumps(snapshot_id)}' not in line:
+            if quoted not in line:  # a cheap test before parsing, whatever the spacing
                 continue
             record = json.loads(line)
+            if record.get("snapshotId") != snapshot_id:
+                continue
             for text in _explanation(record):
                 click.echo(text)
             return

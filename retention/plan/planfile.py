@@ -16,13 +16,15 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
+
+import orjson
 
 from retention.plan.model import ClusterPlan, Decision
-from retention.timestamps import format_timestamp
+from retention.timestamps import format_timestamp, to_utc
 
 FORMAT = "retention-plan/v1"
 # Large write buffers: every flush releases the GIL, and getting it back means waiting for
@@ -47,12 +49,27 @@ class PolicyDigest:
     path: str = ""
 
 
-def _ts(value: datetime | None) -> str | None:
-    return format_timestamp(value) if value is not None else None
+# orjson writes a UTC datetime as YYYY-MM-DDTHH:MM:SSZ, dropping sub-second digits as
+# format_timestamp does (a naive one is taken as UTC, as everywhere in retention); _utc
+# converts any other zone first. It encodes a record ten times as fast as json.dumps, and
+# a 2,000-cluster plan writes 1.2 million of them.
+_LINE = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS | orjson.OPT_NAIVE_UTC
+_LINE |= orjson.OPT_APPEND_NEWLINE
+
+
+def encode_line(record: dict[str, Any]) -> bytes:
+    """A record as one line of JSON (compact, newline-terminated), datetimes as the API
+    writes them."""
+    return orjson.dumps(record, option=_LINE)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return value if value is None or value.tzinfo is UTC else to_utc(value)
 
 
 def decision_record(plan: ClusterPlan, d: Decision) -> dict[str, Any]:
-    """One line of decisions.jsonl: everything needed to explain this snapshot."""
+    """One line of decisions.jsonl: everything needed to explain this snapshot (its
+    timestamps as datetimes, for encode_line to write)."""
     t, s = plan.target, d.snapshot
     return {
         "projectId": t.project_id,
@@ -60,16 +77,17 @@ def decision_record(plan: ClusterPlan, d: Decision) -> dict[str, Any]:
         "clusterName": t.name,
         "kind": t.kind,
         "snapshotId": s.id,
-        "created": _ts(s.created),
+        "created": _utc(s.created),
         "complete": s.complete,
         "consistent": s.consistent,
-        "observed": s.observed(),
+        # What compare-and-swap checks at apply time (SnapshotView.observed, unformatted).
+        "observed": {"doNotDelete": s.do_not_delete, "expires": _utc(s.expires)},
         "state": d.state,
         "action": d.action,
         "reasons": d.reasons,
         "policies": d.policies,
-        "expiresAfter": _ts(d.expires_after),
-        "body": d.patch.body() if d.patch is not None else None,
+        "expiresAfter": _utc(d.expires_after),
+        "body": d.patch.members() if d.patch is not None else None,
         "held": d.held,
         "advisory": d.advisory,
     }
@@ -113,7 +131,7 @@ class PlanBuilder:
     created_at: datetime
     base_url: str
     policies: list[PolicyDigest]
-    decisions_out: TextIO | None = None
+    decisions_out: BinaryIO | None = None
     lease_seconds: float | None = None
     service_version: str | None = None
     clusters: list[dict[str, Any]] = field(default_factory=list)
@@ -123,7 +141,7 @@ class PlanBuilder:
     def __post_init__(self) -> None:
         # Anonymous files that live as long as the builder; write() closes them.
         self._spools: dict[str, Any] = {
-            name: tempfile.TemporaryFile("w+", encoding="utf-8", buffering=WRITE_BUFFER)  # noqa: SIM115
+            name: tempfile.TemporaryFile("w+b", buffering=WRITE_BUFFER)  # noqa: SIM115
             for name in LISTS
         }
         self._last: tuple[str, str, str] | None = None
@@ -139,7 +157,7 @@ class PlanBuilder:
         for d in plan.decisions:
             record = decision_record(plan, d)
             if self.decisions_out is not None:
-                self.decisions_out.write(json.dumps(record) + "\n")
+                self.decisions_out.write(encode_line(record))
             self.by_state[d.state] += 1
             if d.action == "none":
                 continue
@@ -148,7 +166,7 @@ class PlanBuilder:
             entries[kind].append(change_record(record))
         for name, items in entries.items():
             for item in sorted(items, key=lambda c: c["snapshotId"]):
-                self._spools[name].write(json.dumps(item) + "\n")
+                self._spools[name].write(encode_line(item))
         self.clusters.append(
             {
                 "projectId": t.project_id,
@@ -193,22 +211,22 @@ class PlanBuilder:
             "errors": errors or [],
         }
 
-    def write(self, out: TextIO, errors: list[str] | None = None) -> dict[str, Any]:
-        """Write the plan file (indented by two, each entry of the three lists on a line of
-        its own) and return its head."""
+    def write(self, out: BinaryIO, errors: list[str] | None = None) -> dict[str, Any]:
+        """Write the plan file (UTF-8, indented by two, each entry of the three lists on a
+        line of its own) and return its head."""
         head = self.head(errors)
         text = dumps(head)
         for name in LISTS:
             before, text = text.split(f'"@@{name}@@"', 1)
-            out.write(before)
+            out.write(before.encode())
             _write_list(out, self._spools[name])
             self._spools[name].close()
-        out.write(text)
+        out.write(text.encode())
         return {k: v for k, v in head.items() if k not in LISTS}
 
     def document(self, errors: list[str] | None = None) -> dict[str, Any]:
         """The whole plan document in memory (small plans and tests)."""
-        buffer = io.StringIO()
+        buffer = io.BytesIO()
         self.write(buffer, errors)
         document: dict[str, Any] = json.loads(buffer.getvalue())
         return document
@@ -225,16 +243,16 @@ class PlanBuilder:
         }
 
 
-def _write_list(out: TextIO, spool: Any) -> None:
+def _write_list(out: BinaryIO, spool: Any) -> None:
     # One entry a line, as spooled: re-encoding 600k entries with indent=2 (json's pure
     # Python encoder) took a sixth of a 2,000-cluster plan's time, and a line per change
     # is what grep and diff want anyway.
     spool.seek(0)
     first = True
     for line in spool:
-        out.write(("[\n    " if first else ",\n    ") + line.rstrip("\n"))
+        out.write((b"[\n    " if first else b",\n    ") + line.rstrip(b"\n"))
         first = False
-    out.write("[]" if first else "\n  ]")
+    out.write(b"[]" if first else b"\n  ]")
 
 
 def read_entries(path: Path, name: str) -> Iterator[dict[str, Any]]:
