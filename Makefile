@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench bench-sim bench-fleet chaos clean
+.PHONY: test lint typecheck unit demo bench bench-sim bench-fleet bench-apply chaos clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("retention needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -30,16 +30,23 @@ unit: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/retention demo
 
+# make bench takes about ten minutes on two cores (the naive baseline alone is five).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/parse.py
 	$(BIN)/python benchmarks/core.py
 	$(BIN)/python benchmarks/plan_memory.py
+	$(BIN)/python benchmarks/fleet.py
+	$(BIN)/python benchmarks/apply.py
+	$(BIN)/python benchmarks/table.py
 
 bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/sim.py
 
 bench-fleet: $(STAMP)
 	$(BIN)/python benchmarks/fleet.py
+
+bench-apply: $(STAMP)
+	$(BIN)/python benchmarks/apply.py
 
 chaos: $(STAMP)
 	$(BIN)/python benchmarks/chaos.py

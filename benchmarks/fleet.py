@@ -26,13 +26,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import requests
 from requests.auth import HTTPDigestAuth
-from simproc import start_simulator
+from simproc import admin, start_simulator
 
 KEY = "fleet-bench-secret"
 POLICY = """\
@@ -41,15 +40,6 @@ match: {clusters: ["rs-*"]}
 keep: {last: 4, daily: 7, weekly: 4, monthly: 6}
 safety: {max_expire_fraction: 1.0}
 """
-
-
-def admin(base_url: str, path: str, payload: dict[str, Any] | None = None) -> Any:
-    """GET (or POST) the simulator's admin surface."""
-    url = base_url.split("/api/", maxsplit=1)[0] + "/__admin/" + path
-    data = json.dumps(payload).encode() if payload is not None else None
-    request = urllib.request.Request(url, data=data, method="POST" if data else "GET")  # noqa: S310
-    with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - loopback
-        return json.load(answer)
 
 
 def counters(base_url: str) -> dict[str, Any]:
