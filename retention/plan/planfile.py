@@ -117,6 +117,61 @@ def change_record(record: dict[str, Any]) -> dict[str, Any]:
 LISTS = ("changes", "held", "advisory")
 
 
+@dataclass(frozen=True)
+class EncodedCluster:
+    """One cluster's plan as the files hold it, ready for PlanBuilder to write.
+
+    Made by encode_cluster, a pure function, so a worker process can decide and encode
+    while the main one walks: after deciding, encoding is most of a plan's cost.
+    """
+
+    key: tuple[str, str, str]  # project, kind, cluster id: the plan's order
+    decisions: bytes  # lines of decisions.jsonl
+    lists: dict[str, bytes]  # lines of changes, held and advisory, by snapshot id
+    summary: dict[str, Any]  # the cluster's entry in plan.json's clusters
+    by_state: Counter[str]
+    by_action: Counter[str]
+
+
+def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
+    """Encode one cluster's plan: its decision lines, its list entries and its summary."""
+    t = plan.target
+    # Lines go into a bytearray as they come: keeping 300 encoded lines alive to join them
+    # later cost 2.4 us a line (allocation of blocks above pymalloc's 512 bytes), against
+    # 0.1 us to copy each into a buffer and let it go.
+    decisions = bytearray()
+    entries: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
+    by_state: Counter[str] = Counter()
+    by_action: Counter[str] = Counter()
+    for d in plan.decisions:
+        record = decision_record(plan, d)
+        decisions += encode_line(record)
+        by_state[d.state] += 1
+        if d.action == "none":
+            continue
+        kind = "advisory" if d.advisory else "held" if d.held else "changes"
+        by_action[kind if kind != "changes" else d.action] += 1
+        entries[kind].append(change_record(record))
+    lists: dict[str, bytes] = {}
+    for name, items in entries.items():
+        lines = bytearray()
+        for item in sorted(items, key=lambda c: c["snapshotId"]):
+            lines += encode_line(item)
+        lists[name] = bytes(lines)
+    summary = {
+        "projectId": t.project_id,
+        "clusterId": t.cluster_id,
+        "name": t.name,
+        "kind": t.kind,
+        "policies": plan.policies,
+        "holds": [{"kind": h.kind, "reason": h.reason, "alertId": h.alert_id} for h in plan.holds],
+        "errors": plan.errors,
+        "counts": plan.counts(),
+    }
+    key = (t.project_id, t.kind, t.cluster_id)
+    return EncodedCluster(key, bytes(decisions), lists, summary, by_state, by_action)
+
+
 @dataclass
 class PlanBuilder:
     """Collects cluster plans into a plan file, streaming what can grow with the fleet.
@@ -148,39 +203,22 @@ class PlanBuilder:
 
     def add(self, plan: ClusterPlan) -> None:
         """Take one cluster's plan: write its decisions, spool its changes, keep its summary."""
-        t = plan.target
-        key = (t.project_id, t.kind, t.cluster_id)
-        if self._last is not None and key <= self._last:
-            raise ValueError(f"clusters must be added in plan order; {key} came after {self._last}")
-        self._last = key
-        entries: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
-        for d in plan.decisions:
-            record = decision_record(plan, d)
-            if self.decisions_out is not None:
-                self.decisions_out.write(encode_line(record))
-            self.by_state[d.state] += 1
-            if d.action == "none":
-                continue
-            kind = "advisory" if d.advisory else "held" if d.held else "changes"
-            self.by_action[kind if kind != "changes" else d.action] += 1
-            entries[kind].append(change_record(record))
-        for name, items in entries.items():
-            for item in sorted(items, key=lambda c: c["snapshotId"]):
-                self._spools[name].write(encode_line(item))
-        self.clusters.append(
-            {
-                "projectId": t.project_id,
-                "clusterId": t.cluster_id,
-                "name": t.name,
-                "kind": t.kind,
-                "policies": plan.policies,
-                "holds": [
-                    {"kind": h.kind, "reason": h.reason, "alertId": h.alert_id} for h in plan.holds
-                ],
-                "errors": plan.errors,
-                "counts": plan.counts(),
-            }
-        )
+        self.add_encoded(encode_cluster(plan))
+
+    def add_encoded(self, cluster: EncodedCluster) -> None:
+        """Take one cluster's plan already encoded (by encode_cluster, maybe elsewhere)."""
+        if self._last is not None and cluster.key <= self._last:
+            raise ValueError(
+                f"clusters must be added in plan order; {cluster.key} came after {self._last}"
+            )
+        self._last = cluster.key
+        if self.decisions_out is not None:
+            self.decisions_out.write(cluster.decisions)
+        for name, lines in cluster.lists.items():
+            self._spools[name].write(lines)
+        self.by_state.update(cluster.by_state)
+        self.by_action.update(cluster.by_action)
+        self.clusters.append(cluster.summary)
 
     def close(self) -> None:
         """Drop the spool files (write() closes them; an aborted plan needs this)."""
