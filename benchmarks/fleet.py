@@ -172,6 +172,8 @@ def main() -> None:
         f"  ours:     {mine['seconds']:>8} s  {mine['requests']} requests, "
         f"{mine['challenges']} challenges, peak RSS {mine['peak_rss_mib']} MiB"
     )
+    for endpoint, count in sorted(mine["by_endpoint"].items()):
+        print(f"            {count:>8}  {endpoint}")
     print(f"  bound:    {rows['bound']['seconds']:>8} s  {rows['bound']['pages']} pages")
     if "baseline" in rows:
         print(f"  baseline: {rows['baseline']['seconds']:>8} s  {rows['baseline']['pages']} pages")
