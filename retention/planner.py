@@ -93,7 +93,7 @@ class PlanResult:
     document: dict[str, Any]
     plan_path: Path
     decisions_path: Path
-    errors: list[str]
+    errors: list[str]  # the plan's own and every cluster's walk error
 
     @property
     def held(self) -> bool:
@@ -119,7 +119,8 @@ def make_plan(
     lease_for = lease(schedule, now)
     decisions_path = plan_path.with_name("decisions.jsonl")
     plan_path.parent.mkdir(parents=True, exist_ok=True)
-    errors: list[str] = []
+    errors: list[str] = []  # outside any one cluster: plan.json's top-level errors
+    walk_errors: list[str] = []  # each also in its cluster's entry
     with decisions_path.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
             evaluated_at=now,
@@ -149,7 +150,7 @@ def make_plan(
                 t = walk.target
                 found = surveys[t.project_id]
                 if walk.error:
-                    errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
+                    walk_errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
                 matching = [
                     PolicyView(p.policy) for p in policies.matching(t.project_id, t.name, t.kind)
                 ]
@@ -172,7 +173,7 @@ def make_plan(
             partial.replace(plan_path)  # readers never see half a plan
         finally:
             builder.close()
-    return PlanResult(head, plan_path, decisions_path, errors)
+    return PlanResult(head, plan_path, decisions_path, errors + walk_errors)
 
 
 def _alerts_unread(error: ApiError) -> str:

@@ -14,6 +14,7 @@ import responses
 from retention import cli
 from retention.inventory import ProjectTargets
 from retention.plan.planfile import plan_json_schema
+from retention.plan.summary import summary_lines
 from retention.planner import make_plan
 from retention.policy.loader import load_policies
 from retention.simulator.server import Simulator
@@ -256,6 +257,11 @@ def test_malformed_answer_for_one_cluster_skips_only_that_cluster(tmp_path: Path
     assert clusters["prod-small"]["errors"] == []
     assert clusters["prod-small"]["counts"]["snapshots"] == 2
     assert [e.split(":")[0] for e in result.errors] == [f"cluster {BIG}"]
+    # A cluster's error is the cluster's: not also among the plan's own (the schema says
+    # those are outside any one cluster), and the summary prints it once.
+    assert result.document["errors"] == []
+    printed = [line for line in summary_lines(result.document) if line.startswith("  error")]
+    assert printed == [f"  error prod-big: {clusters['prod-big']['errors'][0]}"]
 
 
 @pytest.mark.usefixtures("keys")
