@@ -19,18 +19,15 @@ import argparse
 import json
 import os
 import platform
-import queue
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import requests
-from requests.auth import HTTPDigestAuth
-from simproc import admin, start_simulator
+from simproc import admin, on_sessions, start_simulator
 
 KEY = "apply-bench-secret"
 CONCURRENCY = 8
@@ -71,31 +68,12 @@ def cut_plan(path: Path, patches: int) -> list[dict[str, Any]]:
 
 def bound(base_url: str, changes: list[dict[str, Any]]) -> float:
     """Send the PATCHes on CONCURRENCY keep-alive sessions, digest once per thread."""
-    work: queue.Queue[dict[str, Any]] = queue.Queue()
-    for change in changes:
-        work.put(change)
 
-    def worker() -> None:
-        session = requests.Session()
-        session.auth = HTTPDigestAuth("sim-public-key", KEY)
-        while True:
-            try:
-                c = work.get_nowait()
-            except queue.Empty:
-                return
-            url = (
-                f"{base_url}/groups/{c['projectId']}/clusters/{c['clusterId']}"
-                f"/snapshots/{c['snapshotId']}"
-            )
-            session.patch(url, json=c["body"], timeout=120).raise_for_status()
+    def send(session: requests.Session, c: dict[str, Any]) -> None:
+        url = f"{base_url}/groups/{c['projectId']}/clusters/{c['clusterId']}/snapshots/"
+        session.patch(url + c["snapshotId"], json=c["body"], timeout=120).raise_for_status()
 
-    threads = [threading.Thread(target=worker) for _ in range(CONCURRENCY)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return time.perf_counter() - started
+    return on_sessions(changes, send, concurrency=CONCURRENCY, private_key=KEY)
 
 
 def main() -> None:

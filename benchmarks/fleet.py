@@ -19,19 +19,17 @@ import argparse
 import json
 import os
 import platform
-import queue
 import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import requests
 from requests.auth import HTTPDigestAuth
-from simproc import admin, start_simulator
+from simproc import admin, on_sessions, start_simulator
 
 KEY = "fleet-bench-secret"
 POLICY = """\
@@ -89,27 +87,11 @@ def page_urls(base_url: str, per_page: int) -> list[str]:
 
 def bound(urls: list[str], concurrency: int) -> float:
     """Fetch the pages on ``concurrency`` keep-alive sessions, digest once per thread."""
-    work: queue.Queue[str] = queue.Queue()
-    for url in urls:
-        work.put(url)
 
-    def worker() -> None:
-        session = requests.Session()
-        session.auth = HTTPDigestAuth("sim-public-key", KEY)
-        while True:
-            try:
-                url = work.get_nowait()
-            except queue.Empty:
-                return
-            session.get(url, timeout=120).raise_for_status()
+    def fetch(session: requests.Session, url: str) -> None:
+        session.get(url, timeout=120).raise_for_status()
 
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return time.perf_counter() - started
+    return on_sessions(urls, fetch, concurrency=concurrency, private_key=KEY)
 
 
 def baseline(urls: list[str]) -> float:

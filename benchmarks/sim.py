@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import queue
 import threading
-import time
 from pathlib import Path
 
 import requests
-from requests.auth import HTTPDigestAuth
-from simproc import start_simulator
+from simproc import on_sessions, start_simulator
 
 PRIVATE_KEY = "bench-secret"
 
@@ -38,34 +35,19 @@ def cluster_urls(base_url: str) -> list[str]:
 
 def fetch_all(urls: list[str], connections: int) -> tuple[float, int, int]:
     """Fetch every URL once over `connections` keep-alive sessions: (seconds, bytes, items)."""
-    work: queue.Queue[str] = queue.Queue()
-    for url in urls:
-        work.put(url)
     totals = {"bytes": 0, "items": 0}
     lock = threading.Lock()
+    params = {"completed": "all", "itemsPerPage": 500, "pageNum": 1}
 
-    def worker() -> None:
-        session = requests.Session()
-        session.auth = HTTPDigestAuth("sim-public-key", PRIVATE_KEY)
-        params = {"completed": "all", "itemsPerPage": 500, "pageNum": 1}
-        while True:
-            try:
-                url = work.get_nowait()
-            except queue.Empty:
-                return
-            body = session.get(url, params=params, timeout=60).content
-            items = body.count(b'"created":')
-            with lock:
-                totals["bytes"] += len(body)
-                totals["items"] += items
+    def fetch(session: requests.Session, url: str) -> None:
+        body = session.get(url, params=params, timeout=60).content
+        items = body.count(b'"created":')
+        with lock:
+            totals["bytes"] += len(body)
+            totals["items"] += items
 
-    threads = [threading.Thread(target=worker) for _ in range(connections)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return time.perf_counter() - started, totals["bytes"], totals["items"]
+    seconds = on_sessions(urls, fetch, concurrency=connections, private_key=PRIVATE_KEY)
+    return seconds, totals["bytes"], totals["items"]
 
 
 def main() -> None:

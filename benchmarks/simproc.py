@@ -4,11 +4,20 @@ one Python's GIL, or the figures measure the contention."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import requests
+from requests.auth import HTTPDigestAuth
+
+T = TypeVar("T")
 
 
 def start_simulator(
@@ -35,3 +44,35 @@ def admin(base_url: str, path: str, payload: dict[str, Any] | None = None) -> An
     request = urllib.request.Request(url, data=data, method="POST" if data else "GET")  # noqa: S310
     with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - loopback
         return json.load(answer)
+
+
+def on_sessions(
+    items: Sequence[T],
+    send: Callable[[requests.Session, T], None],
+    *,
+    concurrency: int,
+    private_key: str,
+) -> float:
+    """A raw bound: ``send`` every item on ``concurrency`` threads, each with one keep-alive
+    session that digests once; return the seconds it took."""
+    work: queue.Queue[T] = queue.Queue()
+    for item in items:
+        work.put(item)
+
+    def worker() -> None:
+        session = requests.Session()
+        session.auth = HTTPDigestAuth("sim-public-key", private_key)
+        while True:
+            try:
+                item = work.get_nowait()
+            except queue.Empty:
+                return
+            send(session, item)
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started
