@@ -93,12 +93,27 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     assert "nothing real was touched" in out
 
 
-def test_demo_without_policies_is_exit_2(
+def test_demo_with_missing_policies_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """demo outside the repository, without --policies, says what to do and exits 2."""
+    """demo with --policies pointing nowhere names the path, says what to do, exits 2."""
     assert cli.main(["demo", "--policies", str(tmp_path / "none")]) == 2
-    assert "pass --policies" in capsys.readouterr().err
+    assert f"no policies at {tmp_path / 'none'}; pass --policies DIR" in capsys.readouterr().err
+
+
+def test_demo_anywhere_uses_the_example_policies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from a folder without policies/, demo plans with the examples shipped with
+    retention (here, those of the checkout) and writes its reports under ./reports."""
+    monkeypatch.chdir(tmp_path)
+
+    code = cli.main(["demo"])
+
+    assert code == 0, capsys.readouterr().err
+    [run_dir] = list((tmp_path / "reports").iterdir())
+    names = {p["name"] for p in json.loads((run_dir / "plan.json").read_text())["policies"]}
+    assert names == {"compliance", "compliance-audit-project", "dev", "production"}
 
 
 def _failing(error: BaseException) -> click.Command:

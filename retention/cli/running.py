@@ -248,10 +248,10 @@ def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool)
 @click.option(
     "--policies",
     "policies_path",
-    default="policies",
-    show_default=True,
+    default=None,
     type=click.Path(),
-    help="Policies to plan with (the examples of the repository by default).",
+    help="Policies to plan with (default: ./policies if it exists, else the examples "
+    "shipped with retention).",
 )
 @click.option(
     "--report-dir",
@@ -260,7 +260,7 @@ def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool)
     type=click.Path(file_okay=False),
     help="Where the run's outputs go.",
 )
-def demo(policies_path: str, report_dir: str) -> int:
+def demo(policies_path: str | None, report_dir: str) -> int:
     """Run the whole job on the built-in simulator's demo fleet: no set-up, nothing real touched.
 
     Starts the simulator (3 projects, 10 clusters, a few thousand snapshots) in this
@@ -280,11 +280,10 @@ def demo(policies_path: str, report_dir: str) -> int:
     from retention.policy.loader import load_policies
     from retention.simulator.server import Simulator, SimulatorConfig
 
-    if not Path(policies_path).exists():
-        raise UsageError(
-            f"no policies at {policies_path}; run from the repository or pass --policies"
-        )
-    policies = load_policies(Path(policies_path))
+    chosen = Path(policies_path) if policies_path is not None else _example_policies()
+    if not chosen.exists():
+        raise UsageError(f"no policies at {chosen}; pass --policies DIR")
+    policies = load_policies(chosen)
     click.echo("Starting the simulator with the demo fleet ...")
     started = datetime.now(UTC)
     with Simulator(SimulatorConfig(fleet="demo", seed=1)) as sim:
@@ -306,3 +305,11 @@ def demo(policies_path: str, report_dir: str) -> int:
         "report.md is the same summary for a chat message."
     )
     return 0  # a demo that ran is a success, whatever the gates held
+
+
+def _example_policies() -> Path:
+    """./policies when there is one, else the examples shipped in the wheel, else those of
+    the checkout an editable install points at."""
+    package = Path(__file__).resolve().parents[1]  # retention/
+    candidates = [Path("policies"), package / "examples" / "policies", package.parent / "policies"]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
