@@ -13,9 +13,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retention.api.models import SnapshotPatch
+from retention.plan.decide import decide
 from retention.plan.model import ClusterPlan, Decision, SnapshotView, Target
-from retention.plan.planfile import LISTS, decision_record, encode_line, read_entries, read_head
+from retention.plan.planfile import (
+    LISTS,
+    PlanBuilder,
+    decision_record,
+    encode_line,
+    read_entries,
+    read_head,
+)
+from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
+from tests.planning import TestPolicy
 
 GOLDEN = (
     Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"
@@ -92,3 +102,26 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
     assert line["expiresAfter"] == "2026-12-31T23:00:00Z"
     assert line["body"] == patch.body() == {"expires": "2026-12-31T23:00:01Z"}
     assert line["observed"] == snapshot.observed() == {"doNotDelete": False, "expires": None}
+
+
+def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -> None:
+    """A config server's change that a gate also holds is counted and listed one way,
+    as advisory (it is never sent), in the cluster's counts, the lists and the summary."""
+    now = datetime(2026, 11, 21, tzinfo=UTC)
+    snapshots = [
+        SnapshotView(f"s{i}", now - timedelta(days=i + 1), True, False, now + timedelta(days=300))
+        for i in range(10)
+    ]
+    policy = TestPolicy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
+    target = Target("p1", "h1", "cfg0", "config-server")
+    plan = decide(target, snapshots, [policy], [], now=now, lease_for=timedelta(days=1))
+    builder = PlanBuilder(now, now, "https://om.test/api/public/v1.0", [])
+    builder.add(plan)
+
+    document = builder.document()
+
+    assert plan.holds, "the fraction gate holds the config server's destructive changes"
+    assert document["clusters"][0]["counts"]["action:advisory"] == 9
+    assert "action:held" not in document["clusters"][0]["counts"]
+    assert document["summary"]["byAction"] == {"advisory": 9}
+    assert (len(document["advisory"]), document["held"]) == (9, [])

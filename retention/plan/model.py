@@ -161,6 +161,15 @@ class Decision:
         """True when a PATCH goes to the API for this decision."""
         return self.patch is not None and self.held is None and not self.advisory
 
+    @property
+    def listed_as(self) -> str | None:
+        """How the plan counts and lists the change: its action when it is sent, "advisory"
+        for a config server's (never sent, held or not), "held" when a gate holds it, None
+        when there is no change."""
+        if self.action == "none":
+            return None
+        return "advisory" if self.advisory else "held" if self.held else self.action
+
 
 @dataclass
 class ClusterPlan:
@@ -177,7 +186,6 @@ class ClusterPlan:
         out: dict[str, int] = {"snapshots": len(self.decisions)}
         for d in self.decisions:
             out[f"state:{d.state}"] = out.get(f"state:{d.state}", 0) + 1
-            if d.action != "none":
-                key = "held" if d.held else "advisory" if d.advisory else d.action
+            if (key := d.listed_as) is not None:
                 out[f"action:{key}"] = out.get(f"action:{key}", 0) + 1
         return dict(sorted(out.items()))

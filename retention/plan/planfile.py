@@ -147,11 +147,12 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         record = decision_record(plan, d)
         decisions += encode_line(record)
         by_state[d.state] += 1
-        if d.action == "none":
+        if (listed := d.listed_as) is None:
             continue
-        kind = "advisory" if d.advisory else "held" if d.held else "changes"
-        by_action[kind if kind != "changes" else d.action] += 1
-        entries[kind].append(change_record(record))
+        by_action[listed] += 1
+        entries[listed if listed in ("held", "advisory") else "changes"].append(
+            change_record(record)
+        )
     lists: dict[str, bytes] = {}
     for name, items in entries.items():
         lines = bytearray()
