@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError
 from retention.inventory import ProjectTargets, Walk, survey_all, walk_all
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
@@ -136,10 +135,15 @@ def make_plan(
                 s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)
             }
             targets: list[Target] = []
+            unread: dict[str, str] = {}  # project: why its alerts could not be honoured
             for wanted in ordered:
                 found = surveys[wanted.project_id]
                 if found.alerts_error is not None:
-                    errors.append(_alerts_unread(found.alerts_error))
+                    unread[wanted.project_id] = (
+                        f"cannot read the project's alerts, so no alert can be honoured: "
+                        f"{found.alerts_error}"
+                    )
+                    errors.append(unread[wanted.project_id])
                 if found.discovery_error is not None:
                     error = found.discovery_error
                     errors.append(f"project {wanted.project_id}: discovery failed: {error}")
@@ -154,7 +158,6 @@ def make_plan(
                 matching = [
                     PolicyView(p.policy) for p in policies.matching(t.project_id, t.name, t.kind)
                 ]
-                unread = _alerts_unread(found.alerts_error) if found.alerts_error else None
                 builder.add(
                     decide(
                         t,
@@ -163,7 +166,7 @@ def make_plan(
                         found.alerts,
                         now=now,
                         lease_for=lease_for,
-                        walk_error=walk.error or unread,
+                        walk_error=walk.error or unread.get(t.project_id),
                     )
                 )
             builder.service_version = client.service_version
@@ -174,10 +177,6 @@ def make_plan(
         finally:
             builder.close()
     return PlanResult(head, plan_path, decisions_path, errors + walk_errors)
-
-
-def _alerts_unread(error: ApiError) -> str:
-    return f"cannot read the project's alerts, so no alert can be honoured: {error}"
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

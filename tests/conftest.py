@@ -1,9 +1,10 @@
-"""Shared fixtures: fake credentials, the responses-based fake API, and a client for it."""
+"""Shared fixtures: fake credentials, the responses-based fake API and a client for it,
+and the small test fleet on a running simulator."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import responses
@@ -12,6 +13,9 @@ from pydantic import SecretStr
 from retention.api import Credentials, OpsManagerClient, RetryPolicy
 from tests.digest import DigestChecker
 from tests.fakeapi import BASE_URL, FakeApi
+
+if TYPE_CHECKING:
+    from retention.simulator.server import Simulator
 
 PUBLIC_KEY = "pubkey-abcdef"
 # Distinctive, so a leak into any message or log line is found by a plain substring search.
@@ -47,6 +51,15 @@ def fake(checker: DigestChecker) -> Iterator[FakeApi]:
         api = FakeApi(checker)
         api.install(rsps)
         yield api
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    """The small test fleet (tests/simfleet.py) on a running simulator, clock frozen at NOW."""
+    from tests.simfleet import running  # noqa: PLC0415 - simfleet imports this module
+
+    with running() as simulator:
+        yield simulator
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ environment, the simulator as the API. Exit codes as DESIGN.md section 7 says.""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -21,7 +20,7 @@ from retention.simulator.server import Simulator
 from tests.conftest import PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import FakeApi, list_page, paged, snapshot
-from tests.simfleet import BIG, KEY, NOW, SMALL, P, running
+from tests.simfleet import BIG, KEY, NOW, SMALL, P
 from tests.wire_server import closed_port
 
 POLICY = """\
@@ -33,13 +32,6 @@ safety:
   min_keep: 2
   max_expire_fraction: {fraction}
 """
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    """The small test fleet on a running simulator."""
-    with running() as simulator:
-        yield simulator
 
 
 def write_config(folder: Path, base_url: str, fraction: float = 1.0) -> Path:

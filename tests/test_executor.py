@@ -46,13 +46,6 @@ def policies(tmp_path: Path, fraction: float = 1.0) -> PolicySet:
 
 
 @pytest.fixture
-def sim() -> Iterator[Simulator]:
-    """The small fleet on a simulator with its clock frozen at NOW."""
-    with running() as simulator:
-        yield simulator
-
-
-@pytest.fixture
 def api(sim: Simulator) -> Iterator[OpsManagerClient]:
     """A patient client for the simulator."""
     with client_for(sim, retry=PATIENT) as client:

@@ -25,13 +25,6 @@ SNAPSHOTS = f"/groups/{P}/clusters/{SMALL}/snapshots"
 
 
 @pytest.fixture
-def sim() -> Iterator[Simulator]:
-    """A running simulator with the small fleet, clock frozen at NOW."""
-    with running() as simulator:
-        yield simulator
-
-
-@pytest.fixture
 def api(sim: Simulator) -> Iterator[OpsManagerClient]:
     """Our client for the simulator."""
     with client_for(sim) as client:

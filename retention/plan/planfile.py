@@ -119,18 +119,13 @@ LISTS = ("changes", "held", "advisory")
 
 @dataclass(frozen=True)
 class EncodedCluster:
-    """One cluster's plan as the files hold it, ready for PlanBuilder to write.
-
-    Made by encode_cluster, a pure function, so a worker process can decide and encode
-    while the main one walks: after deciding, encoding is most of a plan's cost.
-    """
+    """One cluster's plan as the files hold it, ready for PlanBuilder to write (made by
+    encode_cluster, which is pure: all a plan's I/O stays in PlanBuilder)."""
 
     key: tuple[str, str, str]  # project, kind, cluster id: the plan's order
     decisions: bytes  # lines of decisions.jsonl
     lists: dict[str, bytes]  # lines of changes, held and advisory, by snapshot id
-    summary: dict[str, Any]  # the cluster's entry in plan.json's clusters
-    by_state: Counter[str]
-    by_action: Counter[str]
+    summary: dict[str, Any]  # the cluster's entry in plan.json's clusters, with its counts
 
 
 def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
@@ -141,18 +136,13 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     # 0.1 us to copy each into a buffer and let it go.
     decisions = bytearray()
     entries: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
-    by_state: Counter[str] = Counter()
-    by_action: Counter[str] = Counter()
     for d in plan.decisions:
         record = decision_record(plan, d)
         decisions += encode_line(record)
-        by_state[d.state] += 1
-        if (listed := d.listed_as) is None:
-            continue
-        by_action[listed] += 1
-        entries[listed if listed in ("held", "advisory") else "changes"].append(
-            change_record(record)
-        )
+        if (listed := d.listed_as) is not None:
+            entries[listed if listed in ("held", "advisory") else "changes"].append(
+                change_record(record)
+            )
     lists: dict[str, bytes] = {}
     for name, items in entries.items():
         lines = bytearray()
@@ -170,7 +160,7 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         "counts": plan.counts(),
     }
     key = (t.project_id, t.kind, t.cluster_id)
-    return EncodedCluster(key, bytes(decisions), lists, summary, by_state, by_action)
+    return EncodedCluster(key, bytes(decisions), lists, summary)
 
 
 @dataclass
@@ -204,10 +194,7 @@ class PlanBuilder:
 
     def add(self, plan: ClusterPlan) -> None:
         """Take one cluster's plan: write its decisions, spool its changes, keep its summary."""
-        self.add_encoded(encode_cluster(plan))
-
-    def add_encoded(self, cluster: EncodedCluster) -> None:
-        """Take one cluster's plan already encoded (by encode_cluster, maybe elsewhere)."""
+        cluster = encode_cluster(plan)
         if self._last is not None and cluster.key <= self._last:
             raise ValueError(
                 f"clusters must be added in plan order; {cluster.key} came after {self._last}"
@@ -217,8 +204,12 @@ class PlanBuilder:
             self.decisions_out.write(cluster.decisions)
         for name, lines in cluster.lists.items():
             self._spools[name].write(lines)
-        self.by_state.update(cluster.by_state)
-        self.by_action.update(cluster.by_action)
+        for key, count in cluster.summary["counts"].items():
+            kind, _, name = key.partition(":")  # "state:kept", "action:extend"
+            if kind == "state":
+                self.by_state[name] += count
+            elif kind == "action":
+                self.by_action[name] += count
         self.clusters.append(cluster.summary)
 
     def close(self) -> None:
