@@ -2,6 +2,7 @@
 
     RetentionError                      exit 1  anything we raise on purpose
     ├── UsageError                      exit 2  bad command-line usage (nothing was sent)
+    │   └── PlanFileError                       a plan file apply must not trust (nothing sent)
     ├── ConfigError                     exit 2  bad retention.yaml or environment (nothing was sent)
     ├── PolicyError                     exit 2  bad policy files (nothing was sent)
     ├── LockHeldError                   exit 4  another run holds the lock
@@ -17,6 +18,8 @@
         │   ├── InvalidFieldsError              400 (e.g. doNotDelete with expires)
         │   ├── RateLimitedError                429, retries and time budget spent
         │   └── ServerError                     5xx, retries and time budget spent
+        ├── RefusedRequestError         exit 1  we refused to send it (an id that is no id, a
+        │                                       body the API forbids): no request was made
         ├── MalformedResponseError      exit 1  a 2xx answer that is not the JSON the spec promises
         └── InconsistentListError       exit 1  a list walk whose unique count != totalCount
 
@@ -103,6 +106,15 @@ class UsageError(RetentionError):
     """The command line was used wrongly; nothing was sent to the API."""
 
     exit_code = EXIT_USAGE
+
+
+class PlanFileError(UsageError):
+    """A plan file that is not a plan, or not one apply may send: ``where`` names the file
+    and the entry (``plan.json: changes[12] (snapshot 5e4e...)``)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where, self.problem = where, problem
 
 
 class ConfigError(RetentionError):
@@ -208,6 +220,11 @@ class RateLimitedError(HTTPStatusError):
 
 class ServerError(HTTPStatusError):
     """5xx that outlasted the retries and the retry time budget."""
+
+
+class RefusedRequestError(ApiError):
+    """The client refused to build or send a request that would break the API's rules;
+    nothing was sent, so there is no response (``status`` is None)."""
 
 
 class MalformedResponseError(ApiError):

@@ -4,62 +4,57 @@ For each cluster (concurrently, ``api.concurrency`` at a time):
 
 1. Re-read the current state of the snapshots to change: one list walk when the cluster has
    many changes, GETs when it has a few.
-2. Skip as ``stale`` any change whose snapshot no longer shows the ``observed`` state the
-   plan was made from, whose expiry has meanwhile passed, or that is gone.
+2. Hold each change to ``plan.guard.check_send`` against that state and the clock: skip as
+   ``stale`` a change whose snapshot no longer shows the ``observed`` state the plan was made
+   from, whose expiry has meanwhile passed, or that is gone; refuse (``refused``) one that
+   would break an invariant. A destructive expiry goes out as max(planned, now + grace).
 3. Send protect and extend first, releases next, shorten and delete last; a cluster the
    plan holds gets no destructive change, whatever its ``changes`` list says.
 4. Append every outcome to ``results.jsonl`` and flush it before the next PATCH.
 
-Killed at any point, running again converges: outcomes already journalled as applied or
-stale are not sent again, and a PATCH that was sent but not journalled shows up in step 2
-as a state that no longer matches ``observed``, so it is skipped, never repeated.
+An error in one cluster's worker is that cluster's alone: its unfinished changes are
+journalled as failed, and the other workers go on. Killed at any point, running again
+converges: a PATCH that was sent but not journalled shows up in step 2 as a state that no
+longer matches ``observed``, so it is skipped, never repeated.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, Literal
 
 from retention.api import OpsManagerClient
-from retention.api.models import SnapshotPatch, SnapshotState
+from retention.api.models import SnapshotState
 from retention.errors import ApiError, InconsistentListError, NotFoundError
-from retention.plan.model import SnapshotView
-from retention.timestamps import format_timestamp
+from retention.plan.guard import check_send
+from retention.plan.model import SEND_ORDER, SnapshotView
+from retention.plan.planfile import Change, ClusterEntry, encode_line
 
 log = logging.getLogger("retention.executor")
 
-ORDER = {"protect": 0, "extend": 1, "release": 2, "shorten": 3, "delete": 4}
-DESTRUCTIVE = frozenset({"shorten", "delete", "release"})
 # Up to this many changes a cluster is re-read with GETs; above it, with one list walk.
 GET_THRESHOLD = 10
 
-Change = dict[str, Any]
-
-
-def change_key(change: Change) -> str:
-    """What identifies one decision of a plan: the snapshot, the action and the body."""
-    body = json.dumps(change["body"], sort_keys=True)
-    where = f"{change['projectId']}/{change['clusterId']}/{change['snapshotId']}"
-    return f"{where}/{change['action']}/{body}"
+OutcomeName = Literal["applied", "stale", "failed", "held", "refused"]
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened to one change."""
+    """What happened to one change, and the body that was sent (or would have been)."""
 
     change: Change
-    outcome: str  # applied | stale | failed | held
+    outcome: OutcomeName
     status: int | None = None
     error: str | None = None
+    sent: Mapping[str, Any] | None = None
 
 
 class Journal:
@@ -74,35 +69,29 @@ class Journal:
         self.path = path
         self._now = now
         self._lock = threading.Lock()
-        self.finished: set[str] = set()
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short by a kill: that PATCH is re-checked by CAS
-                if record.get("outcome") in ("applied", "stale") and "key" in record:
-                    self.finished.add(record["key"])
-        self._out: TextIO = path.open("a", encoding="utf-8")
+        self._out: IO[bytes] = path.open("ab")
 
     def record(self, outcome: Outcome) -> None:
         """Append an outcome and push it to disk."""
         c = outcome.change
         line = {
-            "at": format_timestamp(self._now()),
+            "at": self._now(),
             "projectId": c["projectId"],
             "clusterId": c["clusterId"],
-            "clusterName": c.get("clusterName", ""),
+            "clusterName": c["clusterName"],
             "snapshotId": c["snapshotId"],
             "action": c["action"],
-            "body": c["body"],
+            "destructive": c["destructive"],
+            "observed": c["observed"],
+            "planned": c["body"],
+            "body": outcome.sent,
             "outcome": outcome.outcome,
             "status": outcome.status,
             "error": outcome.error,
-            "key": change_key(c),
         }
+        encoded = encode_line(line)
         with self._lock:
-            self._out.write(json.dumps(line) + "\n")
+            self._out.write(encoded)
             self._out.flush()
 
     def close(self) -> None:
@@ -112,7 +101,7 @@ class Journal:
 
 @dataclass
 class ApplyResult:
-    """Counts of outcomes, and the ones that failed."""
+    """Counts of outcomes, and the ones that failed or were refused."""
 
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[Outcome] = field(default_factory=list)
@@ -121,17 +110,17 @@ class ApplyResult:
     def add(self, outcome: Outcome) -> None:
         """Count one outcome."""
         self.counts[outcome.outcome] = self.counts.get(outcome.outcome, 0) + 1
-        if outcome.outcome == "failed":
+        if outcome.outcome in ("failed", "refused"):
             self.failures.append(outcome)
         if outcome.outcome == "applied":
             c = outcome.change
-            self.changed_clusters.add((c["projectId"], c["clusterId"], c.get("clusterName", "")))
+            self.changed_clusters.add((c["projectId"], c["clusterId"], c["clusterName"]))
 
 
 def apply_plan(
     client: OpsManagerClient,
     changes: Iterable[Change],
-    held_clusters: set[tuple[str, str]],
+    clusters: Mapping[tuple[str, str], ClusterEntry],
     journal: Journal,
     *,
     now: Callable[[], datetime],
@@ -140,8 +129,9 @@ def apply_plan(
 ) -> ApplyResult:
     """Apply a plan's changes (in plan order, grouped by cluster); see the module docstring.
 
-    ``changes`` may be a stream: clusters are taken one after another with at most a few
-    in flight, so memory holds a few clusters' changes, never the plan's.
+    ``clusters`` are the plan's clusters by (project, cluster id): their holds, kind and
+    release_protection. ``changes`` may be a stream: clusters are taken one after another
+    with at most a few in flight, so memory holds a few clusters' changes, never the plan's.
     """
     result = ApplyResult()
     lock = threading.Lock()
@@ -153,22 +143,27 @@ def apply_plan(
         if on_outcome is not None:
             on_outcome(outcome)
 
-    def run(cluster: tuple[str, str], items: list[Change]) -> None:
-        _apply_cluster(
-            client,
-            items,
-            held=cluster in held_clusters,
-            journal=journal,
-            now=now,
-            report=report,
-        )
+    def run(key: tuple[str, str], items: list[Change]) -> None:
+        reported: set[str] = set()
+
+        def once(outcome: Outcome) -> None:
+            reported.add(outcome.change["snapshotId"])
+            report(outcome)
+
+        try:
+            _apply_cluster(client, items, clusters.get(key), now=now, report=once)
+        except Exception as exc:
+            log.exception("applying cluster %s failed", key[1])
+            for change in items:
+                if change["snapshotId"] not in reported:
+                    error = f"internal error while applying: {type(exc).__name__}: {exc}"
+                    report(Outcome(change, "failed", None, error))
 
     window = max(1, 2 * concurrency)
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="apply") as pool:
         pending: deque[Future[None]] = deque()
-        grouped = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
-        for cluster, items in grouped:
-            pending.append(pool.submit(run, cluster, list(items)))
+        for key, items in groupby(changes, key=lambda c: (c["projectId"], c["clusterId"])):
+            pending.append(pool.submit(run, key, list(items)))
             if len(pending) >= window:
                 pending.popleft().result()
         while pending:
@@ -176,26 +171,24 @@ def apply_plan(
     return result
 
 
-def held_clusters_of(document: dict[str, Any]) -> set[tuple[str, str]]:
-    """The clusters a plan holds: none of their destructive changes may be sent."""
-    return {(c["projectId"], c["clusterId"]) for c in document["clusters"] if c["holds"]}
+def clusters_of(head: Mapping[str, Any]) -> dict[tuple[str, str], ClusterEntry]:
+    """A plan's clusters by (project, cluster id)."""
+    return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
 
 
 def _apply_cluster(
     client: OpsManagerClient,
     changes: list[Change],
+    cluster: ClusterEntry | None,
     *,
-    held: bool,
-    journal: Journal,
     now: Callable[[], datetime],
     report: Callable[[Outcome], None],
 ) -> None:
-    todo = [c for c in changes if change_key(c) not in journal.finished]
-    todo.sort(key=lambda c: (ORDER[c["action"]], c["snapshotId"]))
-    if held:
-        for change in [c for c in todo if c["action"] in DESTRUCTIVE]:
+    todo = sorted(changes, key=lambda c: (SEND_ORDER[c["action"]], c["snapshotId"]))
+    if cluster is not None and cluster["holds"]:
+        for change in [c for c in todo if c["destructive"]]:
             report(Outcome(change, "held", error="the plan holds this cluster"))
-        todo = [c for c in todo if c["action"] not in DESTRUCTIVE]
+        todo = [c for c in todo if not c["destructive"]]
     if not todo:
         return
     try:
@@ -204,8 +197,19 @@ def _apply_cluster(
         for change in todo:
             report(Outcome(change, "failed", exc.status, f"cannot re-read the cluster: {exc}"))
         return
+    changed: set[str] = set()
     for change in todo:
-        report(_apply_one(client, change, current.get(change["snapshotId"]), now()))
+        sid = change["snapshotId"]
+        if sid in changed:
+            # The state re-read above is no longer the snapshot's: compare-and-swap fails.
+            report(Outcome(change, "stale", error="changed by this apply already"))
+            continue
+        found = current.get(sid)
+        view = SnapshotView.of(found) if found is not None else None
+        outcome = _apply_one(client, change, view, cluster, now())
+        if outcome.sent is not None:
+            changed.add(sid)
+        report(outcome)
 
 
 def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str, SnapshotState]:
@@ -228,22 +232,21 @@ def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str,
 
 
 def _apply_one(
-    client: OpsManagerClient, change: Change, snapshot: SnapshotState | None, now: datetime
+    client: OpsManagerClient,
+    change: Change,
+    current: SnapshotView | None,
+    cluster: ClusterEntry | None,
+    now: datetime,
 ) -> Outcome:
-    if snapshot is None:
-        return Outcome(change, "stale", error="the snapshot is gone")
-    # The same view of the state the planner wrote into `observed`.
-    view = SnapshotView.of(snapshot)
-    seen = view.observed()
-    if seen != change["observed"]:
-        return Outcome(change, "stale", error=f"state changed since the plan: now {seen}")
-    if view.expires is not None and view.expires <= now:
-        return Outcome(change, "stale", error="its expiry has passed since the plan")
+    verdict = check_send(change, current, cluster=cluster, now=now)
+    if verdict.body is None:
+        outcome: OutcomeName = "refused" if verdict.outcome == "refused" else "stale"
+        return Outcome(change, outcome, error=verdict.reason)
+    sent = verdict.body.members()
     try:
-        patch = SnapshotPatch.model_validate(change["body"])
-        client.patch_snapshot(change["projectId"], change["clusterId"], change["snapshotId"], patch)
+        client.patch_snapshot(
+            change["projectId"], change["clusterId"], change["snapshotId"], verdict.body
+        )
     except ApiError as exc:
-        return Outcome(change, "failed", exc.status, str(exc))
-    except ValueError as exc:  # a body the plan file should never have held
-        return Outcome(change, "failed", None, f"refused to send: {exc}")
-    return Outcome(change, "applied", 200)
+        return Outcome(change, "failed", exc.status, str(exc), sent)
+    return Outcome(change, "applied", 200, sent=sent)

@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError, UsageError
-from retention.executor import ApplyResult, Journal, Outcome, apply_plan, held_clusters_of
+from retention.errors import ApiError, PlanFileError
+from retention.executor import ApplyResult, Journal, Outcome, apply_plan, clusters_of
 from retention.inventory import ProjectTargets, Walk
-from retention.plan.planfile import FORMAT, read_entries, read_head
+from retention.plan.guard import EntryCheck, plan_refusal
+from retention.plan.planfile import PlanHead, decisions_path, read_head, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.sharding import Shard
-from retention.timestamps import format_timestamp, parse_timestamp
+from retention.timestamps import format_timestamp
 
 log = logging.getLogger("retention.jobs")
 
+_FRESH = timedelta(hours=1)
 AUDIT_ALERTS = frozenset({"SNAPSHOT_EXPIRY_UPDATED_AUDIT", "CLUSTERSHOT_EXPIRY_UPDATED_AUDIT"})
 
 
@@ -42,7 +45,7 @@ class JobResult:
 
     run_id: str
     run_dir: Path
-    document: dict[str, Any]
+    document: PlanHead
     applied: ApplyResult | None = None
     reports: list[Path] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
@@ -98,6 +101,8 @@ def run_job(
     )
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:
+        # The plan just made passes the checks a saved one does before anything is sent.
+        check_plan(planned.plan_path, base_url=client.base_url, max_age=_FRESH, now=started)
         if on_apply is not None:
             on_apply(change_count(planned.document))
         result.applied = _apply(
@@ -115,7 +120,7 @@ def run_job(
     return result
 
 
-def change_count(head: dict[str, Any]) -> int:
+def change_count(head: Mapping[str, Any]) -> int:
     """How many PATCHes a plan would send (held and advisory ones are not sent)."""
     by_action: dict[str, int] = head["summary"]["byAction"]
     return sum(n for action, n in by_action.items() if action not in ("held", "advisory"))
@@ -125,65 +130,57 @@ def apply_saved(
     client: OpsManagerClient,
     plan_path: Path,
     *,
+    reports: Path,
     max_age: timedelta,
     concurrency: int,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     on_outcome: Callable[[Outcome], None] | None = None,
     on_apply: Callable[[int], None] | None = None,
 ) -> JobResult:
-    """Apply exactly the saved plan at ``plan_path`` (journal and reports beside it)."""
-    document = read_plan(plan_path, base_url=client.base_url, max_age=max_age, now=now())
+    """Apply exactly the saved plan at ``plan_path``, any file name, in a new run folder
+    under ``reports`` (a copy of the plan and its decisions, the journal, the reports).
+
+    The whole plan is checked before the first request (PlanFileError, exit 2, names the
+    entry): nothing is sent from a plan that is not one apply may trust.
+    """
+    started = now()
+    head = check_plan(plan_path, base_url=client.base_url, max_age=max_age, now=started)
+    run_id, run_dir = new_run_dir(reports, started)
+    run_dir.mkdir(parents=True)
+    copy = run_dir / "plan.json"
+    shutil.copyfile(plan_path, copy)
+    if (decisions := decisions_path(plan_path)).is_file():
+        shutil.copyfile(decisions, decisions_path(copy))
     if on_apply is not None:
-        on_apply(change_count(document))
-    result = JobResult(plan_path.parent.name.rsplit("-", 1)[-1], plan_path.parent, document)
+        on_apply(change_count(head))
+    result = JobResult(run_id, run_dir, head)
     result.applied = _apply(
-        client,
-        plan_path,
-        document,
-        concurrency=concurrency,
-        now=now,
-        on_outcome=on_outcome,
+        client, copy, head, concurrency=concurrency, now=now, on_outcome=on_outcome
     )
     return result
 
 
-def read_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> dict[str, Any]:
-    """A saved plan, refused (UsageError, exit 2) if it is not one we can apply safely."""
+def check_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> PlanHead:
+    """A saved plan's head, after every check apply makes before its first request: the
+    head (what-if, evaluation time, API, age) and each entry of ``changes``."""
     try:
-        document: Any = read_head(path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read the plan: {exc}") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        found = document.get("format") if isinstance(document, dict) else type(document).__name__
-        raise UsageError(f"{path}: not a {FORMAT} plan (format: {found!r})")
-    if document.get("baseUrl", "").rstrip("/") != base_url.rstrip("/"):
-        raise UsageError(
-            f"{path}: the plan was made against {document.get('baseUrl')!r}, "
-            f"not the configured {base_url!r}; plan again against this API"
-        )
-    try:
-        created = parse_timestamp(str(document["createdAt"]))
-    except (KeyError, ValueError):
-        raise UsageError(f"{path}: createdAt is missing or not a timestamp") from None
-    if now - created > max_age:
-        raise UsageError(
-            f"{path}: the plan is {_hours(now - created)} old, more than --max-age "
-            f"{_hours(max_age)}; the fleet has moved on since: plan again"
-        )
-    for key, kind in (("clusters", list), ("summary", dict)):
-        if not isinstance(document.get(key), kind):
-            raise UsageError(f"{path}: '{key}' is missing or malformed")
-    return document
-
-
-def _hours(delta: timedelta) -> str:
-    return f"{delta.total_seconds() / 3600:.1f}h"
+        head = read_head(path)
+    except OSError as exc:
+        raise PlanFileError(str(path), f"cannot read the plan: {exc.strerror or exc}") from None
+    refusal = plan_refusal(head, base_url=base_url, now=now, max_age=max_age)
+    if refusal is not None:
+        raise PlanFileError(str(path), refusal)
+    entries = EntryCheck(head)
+    for n, change in enumerate(read_list(path, "changes")):
+        if (problem := entries.problem(change)) is not None:
+            raise PlanFileError(f"{path}: changes[{n}] (snapshot {change['snapshotId']})", problem)
+    return head
 
 
 def _apply(
     client: OpsManagerClient,
     plan_path: Path,
-    head: dict[str, Any],
+    head: PlanHead,
     *,
     concurrency: int,
     now: Callable[[], datetime],
@@ -193,8 +190,8 @@ def _apply(
     try:
         return apply_plan(
             client,
-            read_entries(plan_path, "changes"),
-            held_clusters_of(head),
+            read_list(plan_path, "changes"),
+            clusters_of(head),
             journal,
             now=now,
             concurrency=concurrency,

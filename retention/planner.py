@@ -20,7 +20,13 @@ from retention.inventory import ProjectTargets, Walk, survey_all, walk_all
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
 from retention.plan.model import Target
-from retention.plan.planfile import WRITE_BUFFER, PlanBuilder, PolicyDigest
+from retention.plan.planfile import (
+    WRITE_BUFFER,
+    PlanBuilder,
+    PlanHead,
+    PolicyDigest,
+    decisions_path,
+)
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
 from retention.policy.loader import LoadedPolicy, PolicySet
@@ -89,7 +95,7 @@ class PolicyView:
 class PlanResult:
     """A written plan: its head (the plan without its long lists), files and errors."""
 
-    document: dict[str, Any]
+    document: PlanHead
     plan_path: Path
     decisions_path: Path
     errors: list[str]  # the plan's own and every cluster's walk error
@@ -112,15 +118,17 @@ def make_plan(
     plan_path: Path,
     on_walk: Callable[[Walk], None] | None = None,
     shard: Shard | None = None,
+    what_if: bool = False,
 ) -> PlanResult:
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
-    the plan to ``plan_path`` and its decisions to decisions.jsonl beside it."""
+    the plan to ``plan_path`` and its decisions beside it (planfile.decisions_path).
+    ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan."""
     lease_for = lease(schedule, now)
-    decisions_path = plan_path.with_name("decisions.jsonl")
+    decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []  # outside any one cluster: plan.json's top-level errors
     walk_errors: list[str] = []  # each also in its cluster's entry
-    with decisions_path.open("wb", buffering=WRITE_BUFFER) as decisions_out:
+    with decisions_to.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
             evaluated_at=now,
             created_at=created_at,
@@ -128,6 +136,7 @@ def make_plan(
             policies=[_digest(p) for p in policies],
             decisions_out=decisions_out,
             lease_seconds=lease_for.total_seconds(),
+            what_if=what_if,
         )
         try:
             ordered = sorted(projects, key=lambda p: p.project_id)
@@ -176,7 +185,7 @@ def make_plan(
             partial.replace(plan_path)  # readers never see half a plan
         finally:
             builder.close()
-    return PlanResult(head, plan_path, decisions_path, errors + walk_errors)
+    return PlanResult(head, plan_path, decisions_to, errors + walk_errors)
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

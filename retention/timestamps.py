@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, PlainSerializer
+from pydantic import AfterValidator, PlainSerializer, WithJsonSchema
 
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -55,4 +55,22 @@ UtcDatetime = Annotated[
     datetime,
     AfterValidator(to_utc),
     PlainSerializer(format_timestamp, return_type=str, when_used="json"),
+]
+
+TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("a timestamp needs its zone (YYYY-MM-DDTHH:MM:SSZ)")
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+# The timestamp type of the files retention writes and reads back (plan.json,
+# decisions.jsonl): written as YYYY-MM-DDTHH:MM:SSZ; read back as aware UTC, and a value
+# without a zone is refused rather than guessed, since a file may have been edited by hand.
+AwareUtcDatetime = Annotated[
+    datetime,
+    AfterValidator(_aware),
+    WithJsonSchema({"type": "string", "pattern": TIMESTAMP_PATTERN}),
 ]

@@ -111,7 +111,8 @@ def test_explain_prints_every_reason(
 
     assert "snapshot fresh of cluster prod-small" in out
     assert "decision:  kept" in out
-    assert "everything: last snapshot" in out
+    assert "everything: last #1 of 3 (last snapshot)" in out
+    assert "everything: daily #1 of 7 (daily snapshot), until 2026-11-28T00:00:00Z" in out
     assert "snapshot nope is not in" in err
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from retention.api import OpsManagerClient, SnapshotPatch
-from retention.errors import InvalidFieldsError
+from retention.errors import RefusedRequestError
 from tests.fakeapi import (
     BASE_URL,
     SERVICE_VERSION,
@@ -115,9 +115,10 @@ def test_forced_invalid_patch_is_refused_without_sending(
         update={"expires": datetime(2027, 1, 1, tzinfo=UTC)}
     )
 
-    with pytest.raises(InvalidFieldsError, match="doNotDelete: true together with expires"):
+    with pytest.raises(RefusedRequestError, match="doNotDelete: true together with expires") as e:
         client.patch_snapshot(P, C, "s1", forced)
 
+    assert e.value.status is None
     assert fake.seen == []
 
 

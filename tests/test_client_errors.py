@@ -15,6 +15,7 @@ from retention.errors import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitedError,
+    RefusedRequestError,
     ServerError,
 )
 from tests.conftest import FAST_RETRY
@@ -188,8 +189,9 @@ def test_hostile_ids_are_percent_encoded(
 def test_ids_that_cannot_be_a_segment_are_refused_before_sending(
     fake: FakeApi, client: OpsManagerClient, bad_id: str
 ) -> None:
-    """Dot-only and empty ids raise InvalidFieldsError and send nothing."""
-    with pytest.raises(InvalidFieldsError, match="id"):
+    """Dot-only and empty ids raise RefusedRequestError, with no status, and send nothing."""
+    with pytest.raises(RefusedRequestError, match="id") as raised:
         client.get_snapshot("p1", bad_id, "s1")
 
+    assert raised.value.status is None
     assert fake.seen == []

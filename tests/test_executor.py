@@ -7,17 +7,16 @@ import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
 from retention.errors import LockHeldError, UsageError
-from retention.executor import Journal, apply_plan, held_clusters_of
+from retention.executor import Journal, apply_plan, clusters_of
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved, run_job
 from retention.lock import run_lock
-from retention.plan.planfile import read_entries
+from retention.plan.planfile import Change, ListName, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet, load_policies
 from retention.simulator.server import Simulator
@@ -66,9 +65,9 @@ def job(api: OpsManagerClient, tmp_path: Path, *, dry_run: bool = False, fractio
     )
 
 
-def entries(plan: Path, name: str = "changes") -> list[dict[str, Any]]:
+def entries(plan: Path, name: ListName = "changes") -> list[Change]:
     """A list of a written plan file (changes, held or advisory)."""
-    return list(read_entries(plan, name))
+    return list(read_list(plan, name))
 
 
 def state(api: OpsManagerClient, cluster: str) -> dict[str, tuple[bool, str | None]]:
@@ -95,7 +94,7 @@ def test_run_reaches_the_planned_state(
         assert dnd == body.get("doNotDelete", False)
         if "expires" in body and not dnd:
             assert expires is not None
-            assert expires.replace("+00:00", "Z") == body["expires"]
+            assert expires == body["expires"].isoformat()
     log = sim.admin("patches")["patches"]
     assert len(log) == len(changes)
     assert all(entry["status"] == 200 for entry in log)
@@ -134,7 +133,7 @@ def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_pa
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
     result = apply_plan(
-        api, changes, held_clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
+        api, changes, clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
     )
     journal.close()
 
@@ -170,12 +169,12 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
         schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
     )  # fmt: skip
     held = entries(planned.plan_path, "held")
-    doctored = entries(planned.plan_path) + [dict(c, held=None) for c in held]
+    doctored = entries(planned.plan_path) + [_without_held(c) for c in held]
     doctored.sort(key=lambda c: (c["projectId"], c["clusterId"]))
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
     result = apply_plan(
-        api, doctored, held_clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
+        api, doctored, clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
     )
     journal.close()
 
@@ -186,27 +185,38 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
     assert destructive == []
 
 
+def _without_held(change: Change) -> Change:
+    unheld = dict(change)
+    del unheld["held"]
+    return unheld  # type: ignore[return-value] # a Change without its optional member
+
+
 def test_applying_the_same_plan_twice_sends_nothing_the_second_time(
     sim: Simulator, api: OpsManagerClient, tmp_path: Path
 ) -> None:
-    """The journal makes a re-apply of the same plan skip everything already applied."""
+    """Compare-and-swap makes a re-apply of the same plan skip everything already applied:
+    each change is stale, since its snapshot no longer shows the state it was planned from."""
     planned = make_plan(
         api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
         schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
     )  # fmt: skip
+    reports = tmp_path / "reports"
     first = apply_saved(
-        api, planned.plan_path, max_age=timedelta(hours=1), concurrency=2, now=lambda: NOW
-    )
+        api, planned.plan_path, reports=reports, max_age=timedelta(hours=1), concurrency=2,
+        now=lambda: NOW,
+    )  # fmt: skip
     sent = len(sim.admin("patches")["patches"])
 
     second = apply_saved(
-        api, planned.plan_path, max_age=timedelta(hours=1), concurrency=2, now=lambda: NOW
-    )
+        api, planned.plan_path, reports=reports, max_age=timedelta(hours=1), concurrency=2,
+        now=lambda: NOW,
+    )  # fmt: skip
 
     assert first.applied is not None
     assert second.applied is not None
     assert first.applied.counts["applied"] == sent > 0
-    assert second.applied.counts == {}
+    assert second.applied.counts == {"stale": sent}
+    assert first.run_dir != second.run_dir
     assert len(sim.admin("patches")["patches"]) == sent
 
 
@@ -229,11 +239,16 @@ def test_faults_do_not_change_the_end_state(tmp_path: Path) -> None:
     [
         ({"format": "retention-plan/v0"}, "not a retention-plan/v1 plan"),
         ({"baseUrl": "https://elsewhere.example/api/public/v1.0"}, "was made against"),
-        ({"createdAt": "2026-11-19T12:00:00Z"}, "old, more than --max-age"),
+        (
+            {"createdAt": "2026-11-19T12:00:00Z", "evaluatedAt": "2026-11-19T12:00:00Z"},
+            "old, more than --max-age",
+        ),
+        ({"evaluatedAt": "2026-11-19T12:00:00Z"}, "evaluated at 2026-11-19T12:00:00Z but made"),
+        ({"whatIf": True}, "what-if plan, made with --at"),
     ],
 )
 def test_saved_plans_that_cannot_be_applied_safely_are_refused(
-    sim: Simulator, api: OpsManagerClient, tmp_path: Path, edit: dict[str, str], message: str
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path, edit: dict[str, object], message: str
 ) -> None:
     """apply refuses another format, another API, or a plan older than max-age; sends nothing."""
     planned = make_plan(
@@ -245,8 +260,9 @@ def test_saved_plans_that_cannot_be_applied_safely_are_refused(
 
     with pytest.raises(UsageError, match=message):
         apply_saved(
-            api, planned.plan_path, max_age=timedelta(hours=24), concurrency=2, now=lambda: NOW
-        )
+            api, planned.plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
+            concurrency=2, now=lambda: NOW,
+        )  # fmt: skip
 
     assert sim.admin("patches") == {"patches": []}
 
@@ -301,7 +317,7 @@ def test_compare_and_swap_reads_one_by_one_when_the_list_moves(tmp_path: Path) -
         result = apply_plan(
             api,
             changes,
-            held_clusters_of(planned.document),
+            clusters_of(planned.document),
             journal,
             now=lambda: NOW,
             concurrency=1,

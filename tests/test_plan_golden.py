@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -124,8 +125,20 @@ def test_min_keep_and_release_protection() -> None:
     an expiry from the keep rules when one keeps the snapshot, after grace otherwise."""
     d = decisions_of("min_keep_and_release_protection")
 
-    assert d["s-1"]["reasons"] == ["scratch: yearly snapshot"]
-    assert (d["s-2"]["reasons"], d["s-2"]["action"]) == (["safety:min_keep"], "extend")
+    assert d["s-1"]["reasons"] == [
+        {
+            "policy": "scratch",
+            "rule": "yearly",
+            "counter": 1,
+            "of": 2,
+            "horizon": "2028-01-01T00:00:00Z",  # the start of its year + 2 years
+            "text": "yearly snapshot",
+        }
+    ]
+    reasons: Any = d["s-2"]["reasons"]
+    assert [r["rule"] for r in reasons] == ["min_keep"]
+    assert reasons[0]["policy"] is None
+    assert d["s-2"]["action"] == "extend"
     assert d["s-3"]["action"] == "shorten"
     assert (d["s-held-kept"]["state"], d["s-held-kept"]["body"]) == (
         "kept",

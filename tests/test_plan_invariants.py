@@ -266,7 +266,8 @@ def test_min_keep_leaves_a_hold_in_place_rather_than_release_it() -> None:
     by_id = {d.snapshot.id: d for d in plan.decisions}
     assert (by_id["s001"].state, by_id["s001"].action) == ("protected", "protect")
     assert (by_id["s000"].state, by_id["s000"].action) == ("manual-hold", "none")
-    assert by_id["s000"].reasons[-1] == "safety:min_keep: hold left in place"
+    assert by_id["s000"].reasons[-1]["rule"] == "min_keep"
+    assert by_id["s000"].reasons[-1]["text"] == "safety: min_keep: hold left in place"
 
 
 def test_inconsistent_expire_does_not_touch_a_held_snapshot() -> None:

@@ -1,27 +1,38 @@
-"""Reading plan files back: entry by entry in the layout PlanBuilder writes, and whole when
-someone re-saved the plan in another layout."""
+"""The plan file module: what it writes, what it reads back (entry by entry in its own
+layout, whole in another), the schema generated from its model, and names from the API
+that must survive any trip through the file."""
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
+import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from retention.api.models import SnapshotPatch
+from retention.errors import PlanFileError
 from retention.plan.decide import decide
-from retention.plan.model import ClusterPlan, Decision, SnapshotView, Target
+from retention.plan.model import ClusterPlan, Decision, SnapshotView, Target, note
 from retention.plan.planfile import (
     LISTS,
+    ListName,
     PlanBuilder,
     decision_record,
+    decisions_path,
     encode_line,
-    read_entries,
+    generated_schema,
+    plan_json_schema,
+    read_decisions,
     read_head,
+    read_list,
+    write_plan,
 )
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
@@ -30,13 +41,35 @@ from tests.planning import TestPolicy
 GOLDEN = (
     Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"
 )
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+HOSTILE_NAMES = [
+    "@@changes@@",
+    '"quoted", with \\ a backslash',
+    "two\nlines\r\nand a\ttab",
+    "</script><script>alert(1)</script>",
+    '  "changes": [',
+    "ünïcödé 名前 🗄️ " * 400,  # about 10 kB of UTF-8
+]
 
 
-def resaved(tmp_path: Path, **dump: object) -> Path:
+def resaved(tmp_path: Path, **dump: Any) -> Path:
     """The golden plan re-saved through json.dumps with the given options."""
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps(json.loads(GOLDEN.read_text()), **dump) + "\n")  # type: ignore[arg-type]
+    path.write_text(json.dumps(json.loads(GOLDEN.read_text()), **dump) + "\n")
     return path
+
+
+def written(builder: PlanBuilder, errors: list[str] | None = None) -> bytes:
+    """The plan file a builder writes."""
+    out = io.BytesIO()
+    builder.write(out, errors)
+    return out.getvalue()
+
+
+def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
+    """plan.schema.json is generated from the typed model: regenerate it with
+    `python -m retention.plan.planfile` when the model changes."""
+    assert plan_json_schema() == json.loads(json.dumps(generated_schema()))
 
 
 def test_written_layout_puts_each_entry_on_a_line_of_its_own() -> None:
@@ -55,25 +88,83 @@ def test_written_layout_puts_each_entry_on_a_line_of_its_own() -> None:
 )
 @pytest.mark.parametrize("name", LISTS)
 def test_entries_and_head_read_the_same_whatever_the_layout(
-    tmp_path: Path, name: str, dump: dict[str, object]
+    tmp_path: Path, name: ListName, dump: dict[str, Any]
 ) -> None:
     """A plan re-saved compact or indented reads back to the same entries and head."""
-    document = json.loads(GOLDEN.read_text())
     path = resaved(tmp_path, **dump)
 
-    assert list(read_entries(path, name)) == document[name]
-    assert list(read_entries(GOLDEN, name)) == document[name]
-    assert read_head(path) == {k: v for k, v in document.items() if k not in LISTS}
-    assert read_head(GOLDEN) == read_head(path)
+    assert list(read_list(path, name)) == list(read_list(GOLDEN, name))
+    assert len(list(read_list(GOLDEN, name))) == len(json.loads(GOLDEN.read_text())[name])
+    assert read_head(path) == read_head(GOLDEN)
 
 
 def test_a_plan_file_that_is_not_an_object_is_refused_by_name(tmp_path: Path) -> None:
-    """A JSON list where a plan should be is a ValueError that says what the file holds."""
+    """A JSON list where a plan should be is refused with what the file holds (exit 2)."""
     path = tmp_path / "plan.json"
     path.write_text("[1, 2]\n")
 
-    with pytest.raises(ValueError, match="holds a JSON list, not a plan object"):
+    with pytest.raises(PlanFileError, match="holds a JSON list, not a plan object") as raised:
         read_head(path)
+
+    assert raised.value.exit_code == 2
+
+
+def test_a_malformed_entry_is_refused_naming_the_entry_and_field(tmp_path: Path) -> None:
+    """A change whose snapshot id is not an id (here "..") is refused with its index, its
+    snapshot and the field, before anything could use it."""
+    document = json.loads(GOLDEN.read_text())
+    document["held"][1]["snapshotId"] = ".."
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(document, indent=2))
+
+    with pytest.raises(PlanFileError, match=r"held\[1\] \(snapshot \.\.\): snapshotId: String"):
+        list(read_list(path, "held"))
+
+
+def test_a_naive_timestamp_is_refused_not_guessed(tmp_path: Path) -> None:
+    """A timestamp without its zone (an edit by hand) is an error, not a guess at UTC."""
+    document = json.loads(GOLDEN.read_text())
+    document["evaluatedAt"] = "2026-11-21T12:00:00"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(document))
+
+    with pytest.raises(PlanFileError, match="evaluatedAt"):
+        read_head(path)
+
+
+def hostile_plan(name: str, cluster_id: str) -> ClusterPlan:
+    """A cluster named ``name`` with a protect, a shorten and an untouched snapshot."""
+    snapshots = [
+        SnapshotView(f"s{i}", NOW - timedelta(days=i), True, False, NOW + timedelta(days=40))
+        for i in range(1, 4)
+    ]
+    policy = TestPolicy(
+        name=name, keep=KeepSpec(last=1), protect=KeepSpec(last=1), max_expire_fraction=1.0
+    )
+    target = Target("p1", cluster_id, name)
+    return decide(target, snapshots, [policy], [], now=NOW, lease_for=timedelta(days=1))
+
+
+def test_hostile_names_round_trip_byte_for_byte(tmp_path: Path) -> None:
+    """Names from the API (placeholders, quotes, newlines, markup, 10 kB of unicode) come back
+    from the file exactly, and writing what was read gives the same bytes."""
+    builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
+    for n, name in enumerate(HOSTILE_NAMES):
+        builder.add(hostile_plan(name, f"c{n:02d}"))
+    path = tmp_path / "plan.json"
+    path.write_bytes(written(builder, errors=HOSTILE_NAMES[:2]))
+
+    head = read_head(path)
+    lists = {name: list(read_list(path, name)) for name in ("changes", "held", "advisory")}
+    again = io.BytesIO()
+    write_plan(again, head, {k: [encode_line(c) for c in v] for k, v in lists.items()})
+
+    assert [c["name"] for c in head["clusters"]] == HOSTILE_NAMES
+    assert sorted({c["clusterName"] for c in lists["changes"]}) == sorted(HOSTILE_NAMES)
+    assert {c["policy"] for c in lists["changes"]} == set(HOSTILE_NAMES)
+    assert head["errors"] == HOSTILE_NAMES[:2]
+    assert again.getvalue() == path.read_bytes()
+    jsonschema.validate(json.loads(path.read_bytes()), plan_json_schema())
 
 
 @given(
@@ -94,7 +185,7 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
     snapshot = SnapshotView("s1", created, True, False, None)
     patch = SnapshotPatch.expire_at(berlin)
     plan = ClusterPlan(Target("p1", "c1", "prod"))
-    decision = Decision(snapshot, "kept", "extend", ["x"], ["prod"], berlin, patch)
+    decision = Decision(snapshot, "kept", "extend", [note("x", "x")], ["prod"], berlin, patch)
 
     line = json.loads(encode_line(decision_record(plan, decision)))
 
@@ -102,6 +193,31 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
     assert line["expiresAfter"] == "2026-12-31T23:00:00Z"
     assert line["body"] == patch.body() == {"expires": "2026-12-31T23:00:01Z"}
     assert line["observed"] == snapshot.observed() == {"doNotDelete": False, "expires": None}
+
+
+def test_decisions_read_back_typed_and_a_cut_line_is_none(tmp_path: Path) -> None:
+    """decisions.jsonl reads back as typed records (timestamps as aware datetimes); a line cut
+    short by a kill reads as None, so a report can count it."""
+    plan = hostile_plan("prod", "c1")
+    path = tmp_path / "decisions.jsonl"
+    lines = b"".join(encode_line(decision_record(plan, d)) for d in plan.decisions)
+    path.write_bytes(lines + b'{"projectId": "p1", "clu\n')
+
+    records = list(read_decisions(path))
+
+    assert records[-1] is None
+    assert [r["snapshotId"] for r in records[:-1] if r] == ["s1", "s2", "s3"]
+    first = records[0]
+    assert first is not None
+    assert first["created"] == NOW - timedelta(days=1)
+    assert first["created"].tzinfo is UTC
+
+
+def test_each_plan_keeps_its_own_decisions_file() -> None:
+    """plan.json's decisions are decisions.jsonl; any other NAME.json's are NAME.decisions.jsonl,
+    so two plans in one folder never share one."""
+    assert decisions_path(Path("r/plan.json")) == Path("r/decisions.jsonl")
+    assert decisions_path(Path("r/past.json")) == Path("r/past.decisions.jsonl")
 
 
 def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -> None:
@@ -118,7 +234,7 @@ def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -
     builder = PlanBuilder(now, now, "https://om.test/api/public/v1.0", [])
     builder.add(plan)
 
-    document = builder.document()
+    document = json.loads(written(builder))
 
     assert plan.holds, "the fraction gate holds the config server's destructive changes"
     assert document["clusters"][0]["counts"]["action:advisory"] == 9

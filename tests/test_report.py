@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 
 from retention.api.models import SnapshotPatch
-from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target
-from retention.plan.planfile import PlanBuilder, PolicyDigest, dumps
+from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
+from retention.plan.planfile import PlanBuilder, PolicyDigest
 from retention.report import RunInfo, render_reports
-from retention.report.read import read_plan
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PROJECT = "5e2211c17a3e5a48f5497de3"
@@ -56,7 +55,13 @@ def snap(sid: str, age_hours: float, expires_in: float | None) -> SnapshotView:
 def kept(sid: str, age_hours: float, expires_in: float | None) -> Decision:
     """A kept snapshot left as it is."""
     s = snap(sid, age_hours, expires_in)
-    return Decision(s, "kept", reasons=["prod: daily"], policies=["prod"], expires_after=s.expires)
+    return Decision(
+        s,
+        "kept",
+        reasons=[note("daily", "daily snapshot", "prod")],
+        policies=["prod"],
+        expires_after=s.expires,
+    )
 
 
 def extended(sid: str, age_hours: float, expires_in: float, to_hours: float) -> Decision:
@@ -64,7 +69,9 @@ def extended(sid: str, age_hours: float, expires_in: float, to_hours: float) -> 
     to = NOW + timedelta(hours=to_hours)
     s = snap(sid, age_hours, expires_in)
     patch = SnapshotPatch.expire_at(to)
-    return Decision(s, "kept", "extend", ["prod: monthly"], ["prod"], to, patch)
+    return Decision(
+        s, "kept", "extend", [note("monthly", "monthly snapshot", "prod")], ["prod"], to, patch
+    )
 
 
 def shortened(
@@ -74,14 +81,22 @@ def shortened(
     to = NOW + timedelta(hours=to_hours)
     s = snap(sid, age_hours, expires_in)
     patch = SnapshotPatch.expire_at(to)
-    return Decision(s, "unkept", "shorten", ["no keep rule matches"], [], to, patch, held)
+    return Decision(
+        s, "unkept", "shorten", [note("no-rule", "no keep rule matches")], [], to, patch, held
+    )
 
 
 def protected(sid: str, age_hours: float, expires_in: float) -> Decision:
     """A snapshot the plan protects (doNotDelete: true)."""
     s = snap(sid, age_hours, expires_in)
     return Decision(
-        s, "protected", "protect", ["prod: yearly"], ["prod"], None, SnapshotPatch.protect()
+        s,
+        "protected",
+        "protect",
+        [note("yearly", "protect: yearly snapshot", "prod")],
+        ["prod"],
+        None,
+        SnapshotPatch.protect(),
     )
 
 
@@ -109,7 +124,7 @@ def write_run(
 ) -> Path:
     """A run folder: plan.json and decisions.jsonl as the planner writes them, results.jsonl."""
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "decisions.jsonl").open("wb") as out:
+    with (folder / "decisions.jsonl").open("wb") as out, (folder / "plan.json").open("wb") as plan:
         builder = PlanBuilder(
             evaluated_at=NOW,
             created_at=NOW,
@@ -119,12 +134,11 @@ def write_run(
             lease_seconds=140400.0,
             service_version="versionString=8.0.1",
         )
-        builder.extend(
-            sorted(plans, key=lambda p: (p.target.project_id, p.target.kind, p.target.cluster_id))
-        )
-    document = builder.document()
-    document["errors"] = list(errors)
-    (folder / "plan.json").write_text(dumps(document), encoding="utf-8")
+        for each in sorted(
+            plans, key=lambda p: (p.target.project_id, p.target.kind, p.target.cluster_id)
+        ):
+            builder.add(each)
+        builder.write(plan, list(errors))
     if results is not None:
         lines = [json.dumps(r) + "\n" for r in results]
         (folder / "results.jsonl").write_text("".join(lines), encoding="utf-8")
@@ -514,18 +528,3 @@ def test_render_reports_writes_only_the_formats_asked(tmp_path: Path) -> None:
         "plan.json",
         "report.md",
     ]
-
-
-def test_read_plan_skips_the_change_lists_in_any_layout(tmp_path: Path) -> None:
-    """read_plan gives plan.json without changes and held, from the planner's layout and from
-    a compact file alike."""
-    folder = write_run(tmp_path / "run", [three_tomorrow()])
-    full = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
-    compact = tmp_path / "compact.json"
-    compact.write_text(json.dumps(full), encoding="utf-8")
-
-    fast = read_plan(folder / "plan.json")
-    assert "changes" not in fast
-    assert "held" not in fast
-    assert fast == {k: v for k, v in full.items() if k not in ("changes", "held")}
-    assert read_plan(compact) == fast

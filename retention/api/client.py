@@ -56,8 +56,8 @@ from retention.errors import (
     AuthenticationError,
     ConnectError,
     InconsistentListError,
-    InvalidFieldsError,
     MalformedResponseError,
+    RefusedRequestError,
     RequestInfo,
     RequestTimeoutError,
     ResponseInfo,
@@ -229,10 +229,9 @@ class OpsManagerClient:
         body = patch.to_api()
         # SnapshotPatch refuses this already; a copy made with model_copy() skips validation.
         if body.get("doNotDelete") is True and "expires" in body:
-            raise InvalidFieldsError(
+            raise RefusedRequestError(
                 "refusing to send doNotDelete: true together with expires",
                 endpoint=str(PATCH_SNAPSHOT),
-                response=None,
             )
         answer = self._call(PATCH_SNAPSHOT, (project_id, cluster_id, snapshot_id), body=body)
         return self._parse(PATCH_SNAPSHOT, answer, _SNAPSHOT)
@@ -340,7 +339,7 @@ class OpsManagerClient:
         try:
             url = self.url_for(endpoint, ids)
         except ValueError as exc:
-            raise InvalidFieldsError(str(exc), endpoint=name) from None
+            raise RefusedRequestError(str(exc), endpoint=name) from None
         query: dict[str, str | int] = dict(params or {})
         if self.envelope:
             query["envelope"] = "true"

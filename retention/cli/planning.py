@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -13,6 +13,9 @@ import orjson
 from retention.cli import cli
 from retention.cli.common import load, parse_at, shard_from, shard_options
 from retention.errors import UsageError, exit_code_for
+
+if TYPE_CHECKING:
+    from retention.plan.planfile import DecisionRecord
 
 
 @cli.command()
@@ -26,7 +29,8 @@ from retention.errors import UsageError, exit_code_for
     "--at",
     "at",
     metavar="TIMESTAMP",
-    help="Evaluate as of this time instead of now, e.g. 2027-01-01T00:00:00Z.",
+    help="Evaluate as of this time instead of now, e.g. 2027-01-01T00:00:00Z: a what-if "
+    "plan, to review; apply refuses it.",
 )
 @shard_options
 @click.pass_context
@@ -49,7 +53,7 @@ def plan(
     Examples:
       retention plan
       retention plan --out /tmp/plan.json
-      retention plan --at 2027-01-01T00:00:00Z   # what will the policies do by then?
+      retention plan --at 2027-01-01T00:00:00Z   # what-if: review only, apply refuses it
       retention plan --shard 0/4                 # a quarter of the fleet
     """
     from retention.jobs import new_run_dir
@@ -80,10 +84,16 @@ def plan(
             concurrency=config.api.concurrency,
             plan_path=plan_path,
             shard=selected,
+            what_if=at is not None,
         )
     for line in summary_lines(result.document):
         click.echo(line)
     click.echo(f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.")
+    if at is not None:
+        click.echo(
+            "This is a what-if plan (--at): it shows what the policies would do then, and "
+            "`retention apply` refuses it."
+        )
     click.echo(f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}")
     return exit_code_for(failed=bool(result.errors), held=result.held)
 
@@ -143,49 +153,54 @@ def explain(ctx: click.Context, snapshot_id: str, plan_path: str | None) -> None
         path = plans[-1]
     else:
         path = Path(plan_path)
-    decisions = path.with_name("decisions.jsonl")
+    from retention.plan.planfile import decisions_path, find_decision
+
+    decisions = decisions_path(path)
     if not decisions.is_file():
-        raise UsageError(f"{decisions} does not exist (it is written beside plan.json)")
-    quoted = orjson.dumps(snapshot_id).decode()  # as the planner's writer spells it
-    with decisions.open(encoding="utf-8") as lines:
-        for line in lines:
-            if quoted not in line:  # a cheap test before parsing, whatever the spacing
-                continue
-            record = json.loads(line)
-            if record.get("snapshotId") != snapshot_id:
-                continue
-            for text in _explanation(record):
-                click.echo(text)
-            return
-    raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
+        raise UsageError(f"{decisions} does not exist (it is written beside the plan)")
+    record = find_decision(decisions, snapshot_id)
+    if record is None:
+        raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
+    for text in _explanation(record):
+        click.echo(text)
 
 
-def _explanation(record: dict[str, Any]) -> list[str]:
+def _explanation(record: DecisionRecord) -> list[str]:
+    from retention.plan.model import describe
+    from retention.plan.planfile import jsonable
+    from retention.timestamps import format_timestamp
+
     observed = record["observed"]
+    expires = observed["expires"]
     state = (
         "protected (doNotDelete)"
         if observed["doNotDelete"]
-        else (f"expires {observed['expires']}" if observed["expires"] else "no expiry")
+        else (f"expires {format_timestamp(expires)}" if expires else "no expiry")
     )
+    created = format_timestamp(record["created"])
     lines = [
         f"snapshot {record['snapshotId']} of {record['kind']} {record['clusterName']} "
         f"({record['clusterId']}, project {record['projectId']})",
-        f"  created:   {record['created']}   complete: {record['complete']}   "
+        f"  created:   {created}   complete: {record['complete']}   "
         f"consistent: {record['consistent']}",
         f"  now:       {state}",
         f"  decision:  {record['state']}; action: {record['action']}",
     ]
     if record["body"] is not None:
-        lines.append(f"  PATCH:     {json.dumps(record['body'])}")
+        lines.append(f"  PATCH:     {orjson.dumps(jsonable(record['body'])).decode()}")
+        if record["destructive"]:
+            lines.append("  destructive: yes (a safety gate may hold it)")
     if record["expiresAfter"]:
-        lines.append(f"  expires after: {record['expiresAfter']}")
+        lines.append(f"  expires after: {format_timestamp(record['expiresAfter'])}")
     if record["held"]:
         lines.append(f"  HELD:      {record['held']}")
     if record["advisory"]:
         lines.append("  advisory:  config-server snapshots cannot be changed through the API")
     lines.append(f"  policies:  {', '.join(record['policies']) or '-'}")
     lines.append("  reasons:")
-    lines.extend(f"    - {reason}" for reason in record["reasons"] or ["(none)"])
+    lines.extend(f"    - {describe(reason)}" for reason in record["reasons"])
+    if not record["reasons"]:
+        lines.append("    - (none)")
     return lines
 
 

@@ -29,7 +29,8 @@ def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> in
         counts = ", ".join(f"{k} {v}" for k, v in sorted(result.applied.counts.items()))
         click.echo(f"Applied: {counts or 'nothing to apply'}.")
         for failure in result.applied.failures[:10]:
-            click.echo(f"  failed {failure.change['snapshotId']}: {failure.error}", err=True)
+            what = f"{failure.outcome} {failure.change['snapshotId']}"
+            click.echo(f"  {what}: {failure.error}", err=True)
     else:
         click.echo("Dry run: nothing was sent to the API.")
     if result.acknowledged:
@@ -204,9 +205,14 @@ class _Metrics:
 def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool) -> int:
     """Apply exactly a saved plan (from `retention plan`), compare-and-swap, with a journal.
 
-    Refuses a plan of another format or API base URL, or older than --max-age. Changes whose
-    snapshot moved on since the plan are skipped as stale. Running it again after an
-    interruption converges: what was applied is not sent again.
+    The whole plan is checked before the first request, and nothing is sent (exit 2) from a
+    what-if plan (made with --at), a plan of another format or API base URL, one older
+    than --max-age, or one with an entry that is not a change apply may send (the message
+    names the entry). Right before each PATCH the change is checked once more against the
+    snapshot's state and the clock: changes whose snapshot moved on are skipped as stale, a
+    change that would break a safety rule is refused (exit 1), and a destructive expiry is
+    never sooner than now plus the policy's grace. Each apply writes its own run folder
+    under reports.dir: a copy of the plan, results.jsonl, report.html and report.md.
 
     \b
     Examples:
@@ -234,6 +240,7 @@ def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool)
                 result = apply_saved(
                     client,
                     path,
+                    reports=config.reports.dir,
                     max_age=age.after(now) - now if not age.zero else timedelta(0),
                     concurrency=config.api.concurrency,
                     on_outcome=progress.outcome,

@@ -32,14 +32,19 @@ from retention.plan.model import (
     Decision,
     Hold,
     PolicyLike,
+    Reason,
     SnapshotView,
     Target,
+    note,
 )
 from retention.policy.engine import Item, evaluate
 from retention.timestamps import ceil_to_second
 
-_EXPIRED = "its expiry has passed; the API forbids editing it (awaiting deletion)"
-_EXPIRING = "already expires within the grace period"
+_EXPIRED = note(
+    "awaiting-deletion", "its expiry has passed; the API forbids editing it (awaiting deletion)"
+)
+_EXPIRING = note("expiring", "already expires within the grace period")
+_NO_RULE = note("no-rule", "no keep rule matches")
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,8 @@ class _Context:
 class _Verdicts:
     """What the policies said about the counted snapshots."""
 
-    kept: dict[str, list[str]]
-    protected: dict[str, list[str]]
+    kept: dict[str, list[Reason]]
+    protected: dict[str, list[Reason]]
     horizons: dict[str, datetime | None]
     policies: dict[str, set[str]]
 
@@ -116,11 +121,12 @@ def decide(
     if walk_error:
         plan.errors.append(walk_error)
     if not policies:
-        plan.decisions = [
-            Decision(s, "unmatched", reasons=["no policy matches this cluster"]) for s in ordered
-        ]
+        unmatched = [note("unmatched", "no policy matches this cluster")]
+        plan.decisions = [Decision(s, "unmatched", reasons=list(unmatched)) for s in ordered]
         return plan
     merged = Merged.of(policies, now)
+    plan.grace_seconds = int((merged.grace_until - now).total_seconds())
+    plan.release_protection = merged.release_protection
     counted = [s for s in ordered if s.complete and not _awaiting(s, now) and s.consistent]
     verdicts = _evaluate(counted, policies, now)
     ctx = _Context(merged, now, lease_for, plan.policies, {})
@@ -148,15 +154,27 @@ def _evaluate(
         for spec, into in rules:
             if spec is None or spec.empty:
                 continue
+            keeping = into is verdicts.kept
             result = evaluate(items, spec, now, policy.zone)
             for item in result.keep:
-                reason = result.reasons[item.id]
-                into.setdefault(item.id, []).extend(f"{policy.name}: {t}" for t in reason.texts)
+                found = into.setdefault(item.id, [])
+                for m in result.reasons[item.id].matches:
+                    # A protect rule's snapshot gets doNotDelete: no horizon applies to it.
+                    end = horizon(m, item.time, policy.zone) if keeping else None
+                    found.append(
+                        Reason(
+                            policy=policy.name,
+                            rule=m.rule,
+                            counter=m.counter or None,
+                            of=m.count if m.counter else None,
+                            horizon=end,
+                            text=m.text if keeping else f"protect: {m.text}",
+                        )
+                    )
                 verdicts.policies.setdefault(item.id, set()).add(policy.name)
-                if into is verdicts.kept:
+                if keeping:
                     # The most retentive horizon of every rule, of every policy, that keeps it.
-                    ends = [horizon(m, item.time, policy.zone) for m in reason.matches]
-                    ends.append(verdicts.horizons.get(item.id))
+                    ends = [r["horizon"] for r in found]
                     verdicts.horizons[item.id] = max((e for e in ends if e), default=None)
     return verdicts
 
@@ -165,18 +183,20 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
     # One return per row of the table in the module docstring.
     merged, now = ctx.merged, ctx.now
     if not s.complete:
-        return Decision(s, "incomplete", reasons=["still being created: not counted, not touched"])
+        reason = note("incomplete", "still being created: not counted, not touched")
+        return Decision(s, "incomplete", reasons=[reason])
     if _awaiting(s, now):
         # The observed expiry is in every decision record; the reason need not repeat it.
         return Decision(s, "awaiting-deletion", reasons=[_EXPIRED])
     if not s.consistent:
         if not merged.expire_inconsistent:
-            note = "possibly inconsistent or missing shards: not counted"
-            return Decision(s, "inconsistent", reasons=[note])
+            text = "possibly inconsistent or missing shards: not counted"
+            return Decision(s, "inconsistent", reasons=[note("inconsistent", text)])
         if s.do_not_delete:
             # A hold outranks inconsistent: expire; only release_protection lifts it.
             return _held_manually(s, v, ctx, [])
-        return _unkept(s, ctx, ["possibly inconsistent or missing shards; inconsistent: expire"])
+        text = "possibly inconsistent or missing shards; inconsistent: expire"
+        return _unkept(s, ctx, [note("inconsistent", text)])
     policies = sorted(v.policies.get(s.id, set()))
     if s.id in v.protected:
         reasons = v.protected[s.id] + v.kept.get(s.id, [])
@@ -187,12 +207,12 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
         return _held_manually(s, v, ctx, policies)
     if s.id in v.kept:
         return _kept(s, v.kept[s.id], v.horizons.get(s.id), ctx, policies)
-    return _unkept(s, ctx, ["no keep rule matches"])
+    return _unkept(s, ctx, [_NO_RULE])
 
 
 def _kept(
     s: SnapshotView,
-    reasons: list[str],
+    reasons: list[Reason],
     horizon_at: datetime | None,
     ctx: _Context,
     policies: list[str],
@@ -209,7 +229,7 @@ def _kept(
     )  # fmt: skip
 
 
-def _unkept(s: SnapshotView, ctx: _Context, reasons: list[str]) -> Decision:
+def _unkept(s: SnapshotView, ctx: _Context, reasons: list[Reason]) -> Decision:
     until, names = ctx.merged.grace_until, list(ctx.names)
     if s.expires is not None and s.expires <= until:
         return Decision(
@@ -229,18 +249,22 @@ def _unkept(s: SnapshotView, ctx: _Context, reasons: list[str]) -> Decision:
 def _held_manually(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[str]) -> Decision:
     merged = ctx.merged
     if not merged.release_protection:
-        note = "doNotDelete was set outside these policies; release_protection is off"
-        return Decision(s, "manual-hold", reasons=[*v.kept.get(s.id, []), note], policies=policies)
+        why = note(
+            "manual-hold", "doNotDelete was set outside these policies; release_protection is off"
+        )
+        return Decision(s, "manual-hold", reasons=[*v.kept.get(s.id, []), why], policies=policies)
     if s.id in v.kept:
         _, written = required_and_written(v.horizons.get(s.id), ctx.now, ctx.lease_for)
         written = max(written, merged.grace_until)
-        reasons = [*v.kept[s.id], "release_protection: hold lifted, expiry set"]
+        lifted = note("release_protection", "release_protection: hold lifted, expiry set")
+        reasons = [*v.kept[s.id], lifted]
         return Decision(
             s, "kept", "release", reasons, policies, expires_after=written,
             patch=SnapshotPatch.release(written),
         )  # fmt: skip
+    lifted = note("release_protection", "release_protection: hold lifted")
     return Decision(
-        s, "unkept", "release", ["no keep rule matches", "release_protection: hold lifted"],
+        s, "unkept", "release", [_NO_RULE, lifted],
         list(ctx.names), expires_after=merged.grace_until,
         patch=SnapshotPatch.release(merged.grace_until),
     )  # fmt: skip
@@ -257,10 +281,11 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
             continue
         if d.snapshot.do_not_delete:
             # A hold release_protection would lift: the safest way to keep it is to leave it.
-            reasons = [*d.reasons, "safety:min_keep: hold left in place"]
+            reasons = [*d.reasons, note("min_keep", "safety: min_keep: hold left in place")]
             plan.decisions[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
         else:
-            plan.decisions[i] = _kept(d.snapshot, ["safety:min_keep"], None, ctx, [])
+            keeps = note("min_keep", f"safety: min_keep {ctx.merged.min_keep}")
+            plan.decisions[i] = _kept(d.snapshot, [keeps], None, ctx, [])
         missing -= 1
 
 

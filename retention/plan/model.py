@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
+
 from retention.api.models import SnapshotPatch, SnapshotState
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
-from retention.timestamps import format_timestamp
+from retention.timestamps import AwareUtcDatetime, format_timestamp
 
 Kind = Literal["cluster", "config-server"]
 State = Literal[
@@ -28,6 +31,53 @@ State = Literal[
     "unkept",  # no rule keeps it: it expires after the grace period
 ]
 Action = Literal["none", "protect", "extend", "shorten", "delete", "release"]
+ChangeAction = Literal["protect", "extend", "release", "shorten", "delete"]
+# The actions that send a PATCH, in the order the executor sends a cluster's changes: what
+# keeps a snapshot first, what takes a hold away next, what shortens last.
+CHANGE_ACTIONS: tuple[ChangeAction, ...] = ("protect", "extend", "release", "shorten", "delete")
+SEND_ORDER = {action: n for n, action in enumerate(CHANGE_ACTIONS)}
+
+
+def is_destructive(action: str, kept: bool) -> bool:
+    """The one definition of a destructive change: it shortens or deletes, or it lifts a
+    hold from a snapshot no rule keeps. A release of a kept snapshot writes an expiry at or
+    beyond its horizon: it takes nothing away, so a safety gate does not hold it."""
+    return action in ("shorten", "delete") or (action == "release" and not kept)
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Reason(TypedDict):
+    """Why a snapshot got its decision, structured: "production: daily #3 of 7, until ...".
+
+    A keep or protect rule names its policy, the rule, which of the rule's snapshots this
+    is (``counter``, newest first), the rule's count (``of``, -1 unlimited) and until when
+    the rule keeps it (``horizon``). The planner's own reasons (safety gates, states) have
+    no policy, and a rule that says what they are.
+    """
+
+    policy: str | None
+    rule: str
+    counter: int | None
+    of: int | None
+    horizon: AwareUtcDatetime | None
+    text: str
+
+
+def note(rule: str, text: str, policy: str | None = None) -> Reason:
+    """A reason that is not a counted rule: a state, a safety gate, a setting."""
+    return Reason(policy=policy, rule=rule, counter=None, of=None, horizon=None, text=text)
+
+
+def describe(reason: Reason) -> str:
+    """A reason in one line of words, e.g. ``production: daily #3 of 7, until 2026-12-01``."""
+    words = reason["text"]
+    if reason["counter"]:
+        of = reason["of"]
+        total = "" if of is None or of == 0 else " of unlimited" if of == -1 else f" of {of}"
+        words = f"{reason['rule']} #{reason['counter']}{total} ({reason['text']})"
+    if reason["horizon"] is not None:
+        words += f", until {format_timestamp(reason['horizon'])}"
+    return f"{reason['policy']}: {words}" if reason["policy"] else words
 
 
 class PolicyLike(Protocol):
@@ -142,7 +192,7 @@ class Decision:
     snapshot: SnapshotView
     state: State
     action: Action = "none"
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
     policies: list[str] = field(default_factory=list)
     expires_after: datetime | None = None
     patch: SnapshotPatch | None = None
@@ -152,9 +202,7 @@ class Decision:
     @property
     def destructive(self) -> bool:
         """Shortening, deleting, or lifting a hold from a snapshot no rule keeps."""
-        return self.action in ("shorten", "delete") or (
-            self.action == "release" and self.state == "unkept"
-        )
+        return is_destructive(self.action, kept=self.state != "unkept")
 
     @property
     def sends(self) -> bool:
@@ -180,6 +228,10 @@ class ClusterPlan:
     holds: list[Hold] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     policies: list[str] = field(default_factory=list)
+    # The merged policies' grace in seconds (every destructive change of the cluster gets at
+    # least this much at send time) and whether they all allow lifting doNotDelete.
+    grace_seconds: int = 0
+    release_protection: bool = False
 
     def counts(self) -> dict[str, int]:
         """Snapshots by state and by action (held and advisory ones counted apart)."""

@@ -1,108 +1,309 @@
-"""The plan file (``plan.json``, format ``retention-plan/v1``) and ``decisions.jsonl``.
+"""The plan file (``plan.json``, format ``retention-plan/v1``) and ``decisions.jsonl``: the
+one module that writes them and reads them back.
 
-A saved plan is the unit of review and of apply (DESIGN.md section 6). ``PlanBuilder``
-takes cluster plans one at a time, in a fixed order: each decision becomes a line of
-decisions.jsonl at once (so memory stays flat), and the plan keeps only what apply and
-review need: per-cluster summaries, the changes, the held and the advisory ones. Nothing
-in the output depends on set or dict ordering: the same inputs and ``now`` give the same
-bytes, ``createdAt`` aside. The JSON Schema ships beside this file (plan.schema.json).
+The model is a set of typed records (``PlanHead``, ``ClusterEntry``, ``Change``,
+``DecisionRecord``). The planner builds them as plain dicts, orjson encodes them, and every
+reader (apply, the report, explain) gets them back validated by the same types, through
+pydantic's TypeAdapter: no text is spliced, so any cluster name round-trips, and the JSON
+Schema shipped beside this file (plan.schema.json) is generated from the same types
+(``python -m retention.plan.planfile`` writes it; a test fails when it is out of date).
+
+Layout: the head's members indented by two, then ``changes``, ``held`` and ``advisory`` with
+one entry a line (what grep and diff want), then ``errors``. The readers stream a file in
+this layout entry by entry, so memory stays flat on a 600k-change plan; a file re-saved in
+another layout is read whole. ``PlanBuilder`` takes cluster plans in the plan's order and
+streams what grows with the fleet (decisions to decisions.jsonl, changes to spool files).
 """
 
 from __future__ import annotations
 
-import io
 import json
+import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Annotated, Any, Literal, NotRequired
 
 import orjson
+from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
 
-from retention.plan.model import ClusterPlan, Decision
-from retention.timestamps import format_timestamp, to_utc
+from retention.errors import PlanFileError
+from retention.plan.model import ChangeAction, ClusterPlan, Decision, Reason
+from retention.timestamps import AwareUtcDatetime, to_utc
 
-FORMAT = "retention-plan/v1"
+FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
 # Large write buffers: every flush releases the GIL, and getting it back means waiting for
 # the walk threads busy parsing; with 8 KiB buffers the planner spent a quarter of its
 # time in write() (benchmarks/plan_memory.py, cProfile).
 WRITE_BUFFER = 1 << 20
+LISTS = ("changes", "held", "advisory")
+ListName = Literal["changes", "held", "advisory"]
+
+# Ids become path segments of PATCH URLs: percent-encoding keeps them one segment, but "."
+# and ".." would still walk the path. Real ids are hex; this shape refuses anything else
+# that could mean something to a URL or a shell.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Timestamp = AwareUtcDatetime
+Kind = Literal["cluster", "config-server"]
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+@with_config(_STRICT)
+class Observed(TypedDict):
+    """A snapshot's state when it was planned: what compare-and-swap checks at apply time."""
+
+    doNotDelete: bool
+    expires: Timestamp | None
+
+
+@with_config(_STRICT)
+class Body(TypedDict, total=False):
+    """A PATCH body as planned (which members go with which action: ``body_problem``)."""
+
+    doNotDelete: bool
+    expires: Timestamp
+
+
+@with_config(_STRICT)
+class Change(TypedDict):
+    """One PATCH of a plan and why (an entry of ``changes``, ``held`` or ``advisory``)."""
+
+    projectId: Id
+    clusterId: Id
+    clusterName: str
+    snapshotId: Id
+    action: ChangeAction
+    # Whether a safety gate holds it (plan.model.is_destructive, the one definition).
+    destructive: bool
+    # At send time a destructive expiry is max(planned, now + grace): the full grace.
+    grace: Annotated[int, Field(ge=0)]
+    observed: Observed
+    body: Body
+    policy: str
+    reasons: list[Reason]
+    expiresAfter: Timestamp | None
+    held: NotRequired[str]
+
+
+@with_config(_STRICT)
+class DecisionRecord(TypedDict):
+    """One line of decisions.jsonl: a snapshot, what the plan decided, and every reason."""
+
+    projectId: Id
+    clusterId: Id
+    clusterName: str
+    kind: Kind
+    snapshotId: Id
+    created: Timestamp
+    complete: bool
+    consistent: bool
+    observed: Observed
+    state: str
+    action: str
+    destructive: bool
+    reasons: list[Reason]
+    policies: list[str]
+    expiresAfter: Timestamp | None
+    body: Body | None
+    held: str | None
+    advisory: bool
+
+
+@with_config(_STRICT)
+class HoldEntry(TypedDict):
+    """Why a cluster's destructive changes are held."""
+
+    kind: Literal["alert", "max_expire_fraction", "walk"]
+    reason: str
+    alertId: str | None
+
+
+@with_config(_STRICT)
+class ClusterEntry(TypedDict):
+    """A cluster (or config server) of the plan: its policies, holds, errors and counts."""
+
+    projectId: Id
+    clusterId: Id
+    name: str
+    kind: Kind
+    policies: list[str]
+    holds: list[HoldEntry]
+    errors: list[str]
+    counts: dict[str, int]
+    graceSeconds: Annotated[int, Field(ge=0)]
+    releaseProtection: bool
+
+
+@with_config(_STRICT)
+class PolicyEntry(TypedDict):
+    """A policy the plan was made with, and the sha256 of its file."""
+
+    name: str
+    sha256: str
+
+
+@with_config(_STRICT)
+class Summary(TypedDict):
+    """Counts by state and by action, held and failed clusters."""
+
+    clusters: int
+    snapshots: int
+    byState: dict[str, int]
+    byAction: dict[str, int]
+    clustersHeld: int
+    clustersWithErrors: int
+
+
+@with_config(_STRICT)
+class PlanHead(TypedDict):
+    """The plan without its three long lists: what summaries, reports and checks read."""
+
+    format: Literal["retention-plan/v1"]
+    createdAt: Timestamp
+    evaluatedAt: Timestamp
+    # Made with --at: a question about another time, never something to apply.
+    whatIf: bool
+    baseUrl: Annotated[str, Field(min_length=1)]
+    serviceVersion: str | None
+    leaseSeconds: Annotated[float, Field(ge=0)]
+    policies: list[PolicyEntry]
+    summary: Summary
+    clusters: list[ClusterEntry]
+    errors: list[str]
+
+
+@with_config(_STRICT)
+class PlanDocument(PlanHead):
+    """The whole plan file."""
+
+    changes: list[Change]
+    held: list[Change]
+    advisory: list[Change]
+
+
+HEAD = TypeAdapter(PlanHead)
+CHANGE = TypeAdapter(Change)
+DECISION = TypeAdapter(DecisionRecord)
+DOCUMENT = TypeAdapter(PlanDocument)
+# The file's order of members: the head's, with the lists before "errors".
+_ORDER = [k for k in PlanHead.__annotations__ if k != "errors"] + [*LISTS, "errors"]
+
+
+def generated_schema() -> dict[str, Any]:
+    """The JSON Schema of the plan file, generated from the model."""
+    schema = DOCUMENT.json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://retention.example/schemas/retention-plan-v1.json",
+        **schema,
+        "title": "retention plan (retention-plan/v1)",
+        "description": "A saved dry-run plan: what retention would change and why.",
+    }
 
 
 def plan_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the plan file."""
+    """The JSON Schema of the plan file, as shipped."""
     text = resources.files("retention.plan").joinpath("plan.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
-@dataclass(frozen=True)
-class PolicyDigest:
-    """A policy's name and the sha256 of the file it came from."""
-
-    name: str
-    sha256: str
-    path: str = ""
-
+# ---- writing ---------------------------------------------------------------------------
 
 # orjson writes a UTC datetime as YYYY-MM-DDTHH:MM:SSZ, dropping sub-second digits as
 # format_timestamp does (a naive one is taken as UTC, as everywhere in retention); _utc
 # converts any other zone first. It encodes a record ten times as fast as json.dumps, and
 # a 2,000-cluster plan writes 1.2 million of them.
-_LINE = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS | orjson.OPT_NAIVE_UTC
-_LINE |= orjson.OPT_APPEND_NEWLINE
+_OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS | orjson.OPT_NAIVE_UTC
+_LINE = _OPTIONS | orjson.OPT_APPEND_NEWLINE
 
 
-def encode_line(record: dict[str, Any]) -> bytes:
+def encode_line(record: Mapping[str, Any]) -> bytes:
     """A record as one line of JSON (compact, newline-terminated), datetimes as the API
     writes them."""
     return orjson.dumps(record, option=_LINE)
+
+
+def _member(key: str, value: Any) -> bytes:
+    # Nested lines one level deeper; JSON strings hold no raw newline, so only layout moves.
+    text = orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2)
+    return b"  " + orjson.dumps(key) + b": " + text.replace(b"\n", b"\n  ")
+
+
+def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[bytes]]) -> None:
+    """Write a plan file: the head's members, and each list from its encoded lines (as
+    encode_line makes them), one entry a line."""
+    out.write(b"{\n")
+    members: dict[str, Any] = dict(head)
+    for n, key in enumerate(_ORDER):
+        out.write(b",\n" if n else b"")
+        if key in LISTS:
+            out.write(b"  " + orjson.dumps(key) + b": ")
+            _write_list(out, lists.get(key, ()))
+        else:
+            out.write(_member(key, members[key]))
+    out.write(b"\n}\n")
+
+
+def _write_list(out: IO[bytes], lines: Iterable[bytes]) -> None:
+    first = True
+    for line in lines:
+        out.write((b"[\n    " if first else b",\n    ") + line.rstrip(b"\n"))
+        first = False
+    out.write(b"[]" if first else b"\n  ]")
 
 
 def _utc(value: datetime | None) -> datetime | None:
     return value if value is None or value.tzinfo is UTC else to_utc(value)
 
 
-def decision_record(plan: ClusterPlan, d: Decision) -> dict[str, Any]:
-    """One line of decisions.jsonl: everything needed to explain this snapshot (its
-    timestamps as datetimes, for encode_line to write)."""
+def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
+    """One line of decisions.jsonl: everything needed to explain this snapshot."""
     t, s = plan.target, d.snapshot
+    body: Body | None = None
+    if d.patch is not None:
+        body = d.patch.members()  # type: ignore[assignment] # the same two members
     return {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
         "clusterName": t.name,
         "kind": t.kind,
         "snapshotId": s.id,
-        "created": _utc(s.created),
+        "created": _utc(s.created),  # type: ignore[typeddict-item] # never None
         "complete": s.complete,
         "consistent": s.consistent,
         # What compare-and-swap checks at apply time (SnapshotView.observed, unformatted).
         "observed": {"doNotDelete": s.do_not_delete, "expires": _utc(s.expires)},
         "state": d.state,
         "action": d.action,
+        "destructive": d.destructive,
         "reasons": d.reasons,
         "policies": d.policies,
         "expiresAfter": _utc(d.expires_after),
-        "body": d.patch.members() if d.patch is not None else None,
+        "body": body,
         "held": d.held,
         "advisory": d.advisory,
     }
 
 
-def change_record(record: dict[str, Any]) -> dict[str, Any]:
-    """One entry of ``changes`` (or ``held``/``advisory``), a PATCH and why, from the
-    decision's record (formatted once for both files)."""
+def change_record(record: DecisionRecord, grace: int) -> Change:
+    """One entry of ``changes`` (or ``held``/``advisory``), from the decision's record."""
     assert record["body"] is not None  # noqa: S101 - only decisions with a patch get here
-    entry: dict[str, Any] = {
+    entry: Change = {
         "projectId": record["projectId"],
         "clusterId": record["clusterId"],
         "clusterName": record["clusterName"],
         "snapshotId": record["snapshotId"],
-        "action": record["action"],
+        "action": record["action"],  # type: ignore[typeddict-item] # a change's action
+        "destructive": record["destructive"],
+        "grace": grace,
         "observed": record["observed"],
         "body": record["body"],
         "policy": ", ".join(record["policies"]) or "safety",
@@ -114,7 +315,13 @@ def change_record(record: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-LISTS = ("changes", "held", "advisory")
+@dataclass(frozen=True)
+class PolicyDigest:
+    """A policy's name and the sha256 of the file it came from."""
+
+    name: str
+    sha256: str
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +332,7 @@ class EncodedCluster:
     key: tuple[str, str, str]  # project, kind, cluster id: the plan's order
     decisions: bytes  # lines of decisions.jsonl
     lists: dict[str, bytes]  # lines of changes, held and advisory, by snapshot id
-    summary: dict[str, Any]  # the cluster's entry in plan.json's clusters, with its counts
+    summary: ClusterEntry  # the cluster's entry in plan.json's clusters, with its counts
 
 
 def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
@@ -135,21 +342,20 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     # later cost 2.4 us a line (allocation of blocks above pymalloc's 512 bytes), against
     # 0.1 us to copy each into a buffer and let it go.
     decisions = bytearray()
-    entries: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
+    entries: dict[str, list[Change]] = {name: [] for name in LISTS}
     for d in plan.decisions:
         record = decision_record(plan, d)
         decisions += encode_line(record)
         if (listed := d.listed_as) is not None:
-            entries[listed if listed in ("held", "advisory") else "changes"].append(
-                change_record(record)
-            )
+            into = listed if listed in ("held", "advisory") else "changes"
+            entries[into].append(change_record(record, plan.grace_seconds))
     lists: dict[str, bytes] = {}
     for name, items in entries.items():
         lines = bytearray()
         for item in sorted(items, key=lambda c: c["snapshotId"]):
             lines += encode_line(item)
         lists[name] = bytes(lines)
-    summary = {
+    summary: ClusterEntry = {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
         "name": t.name,
@@ -158,6 +364,8 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         "holds": [{"kind": h.kind, "reason": h.reason, "alertId": h.alert_id} for h in plan.holds],
         "errors": plan.errors,
         "counts": plan.counts(),
+        "graceSeconds": plan.grace_seconds,
+        "releaseProtection": plan.release_protection,
     }
     key = (t.project_id, t.kind, t.cluster_id)
     return EncodedCluster(key, bytes(decisions), lists, summary)
@@ -177,16 +385,17 @@ class PlanBuilder:
     created_at: datetime
     base_url: str
     policies: list[PolicyDigest]
-    decisions_out: BinaryIO | None = None
-    lease_seconds: float | None = None
+    decisions_out: IO[bytes] | None = None
+    lease_seconds: float = 0.0
     service_version: str | None = None
-    clusters: list[dict[str, Any]] = field(default_factory=list)
+    what_if: bool = False
+    clusters: list[ClusterEntry] = field(default_factory=list)
     by_state: Counter[str] = field(default_factory=Counter)
     by_action: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         # Anonymous files that live as long as the builder; write() closes them.
-        self._spools: dict[str, Any] = {
+        self._spools: dict[str, IO[bytes]] = {
             name: tempfile.TemporaryFile("w+b", buffering=WRITE_BUFFER)  # noqa: SIM115
             for name in LISTS
         }
@@ -217,17 +426,13 @@ class PlanBuilder:
         for spool in self._spools.values():
             spool.close()
 
-    def extend(self, plans: Iterable[ClusterPlan]) -> None:
-        """Take several cluster plans in order."""
-        for plan in plans:
-            self.add(plan)
-
-    def head(self, errors: list[str] | None = None) -> dict[str, Any]:
+    def head(self, errors: list[str] | None = None) -> PlanHead:
         """The plan without its changes, held and advisory lists (what summaries need)."""
         return {
             "format": FORMAT,
-            "createdAt": format_timestamp(self.created_at),
-            "evaluatedAt": format_timestamp(self.evaluated_at),
+            "createdAt": self.created_at,
+            "evaluatedAt": self.evaluated_at,
+            "whatIf": self.what_if,
             "baseUrl": self.base_url,
             "serviceVersion": self.service_version,
             "leaseSeconds": self.lease_seconds,
@@ -237,31 +442,19 @@ class PlanBuilder:
             ],
             "summary": self.summary(),
             "clusters": self.clusters,
-            **{name: f"@@{name}@@" for name in LISTS},
             "errors": errors or [],
         }
 
-    def write(self, out: BinaryIO, errors: list[str] | None = None) -> dict[str, Any]:
-        """Write the plan file (UTF-8, indented by two, each entry of the three lists on a
-        line of its own) and return its head."""
+    def write(self, out: IO[bytes], errors: list[str] | None = None) -> PlanHead:
+        """Write the plan file and return its head."""
         head = self.head(errors)
-        text = dumps(head)
-        for name in LISTS:
-            before, text = text.split(f'"@@{name}@@"', 1)
-            out.write(before.encode())
-            _write_list(out, self._spools[name])
-            self._spools[name].close()
-        out.write(text.encode())
-        return {k: v for k, v in head.items() if k not in LISTS}
+        for spool in self._spools.values():
+            spool.seek(0)
+        write_plan(out, head, self._spools)
+        self.close()
+        return head
 
-    def document(self, errors: list[str] | None = None) -> dict[str, Any]:
-        """The whole plan document in memory (small plans and tests)."""
-        buffer = io.BytesIO()
-        self.write(buffer, errors)
-        document: dict[str, Any] = json.loads(buffer.getvalue())
-        return document
-
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
         """Counts by state and by action, holds and errors."""
         return {
             "clusters": len(self.clusters),
@@ -273,81 +466,156 @@ class PlanBuilder:
         }
 
 
-def _write_list(out: BinaryIO, spool: Any) -> None:
-    # One entry a line, as spooled: re-encoding 600k entries with indent=2 (json's pure
-    # Python encoder) took a sixth of a 2,000-cluster plan's time, and a line per change
-    # is what grep and diff want anyway.
-    spool.seek(0)
-    first = True
-    for line in spool:
-        out.write((b"[\n    " if first else b",\n    ") + line.rstrip(b"\n"))
-        first = False
-    out.write(b"[]" if first else b"\n  ]")
+def decisions_path(plan_path: Path) -> Path:
+    """Where a plan's decisions go: decisions.jsonl beside plan.json, and NAME.decisions.jsonl
+    beside any other NAME.json, so two plans in one folder keep their own."""
+    if plan_path.name == "plan.json":
+        return plan_path.with_name("decisions.jsonl")
+    return plan_path.with_name(plan_path.stem + ".decisions.jsonl")
 
 
-def read_entries(path: Path, name: str) -> Iterator[dict[str, Any]]:
-    """Stream the entries of a plan file's list ``name`` (changes, held or advisory).
-
-    Plans written by PlanBuilder are read entry by entry; a plan in another layout (edited
-    and re-saved, say) is read whole.
-    """
-    opening = f'  "{name}": ['
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.rstrip("\n") in (opening + "],", opening + "]"):
-                return
-            if line.rstrip("\n") == opening:
-                yield from _entries(lines)
-                return
-    document = json.loads(path.read_text(encoding="utf-8"))
-    yield from document.get(name, []) if isinstance(document, dict) else []
+# ---- reading ---------------------------------------------------------------------------
 
 
-def _entries(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    # An entry is one line (as PlanBuilder writes it) or, in a plan re-saved with
-    # json.dumps(indent=2), a block from "    {" to "    }".
-    block: list[str] = []
-    for line in lines:
-        stripped = line.rstrip("\n")
-        if stripped in ("  ],", "  ]"):
-            return
-        block.append(stripped)
-        one_line = len(block) == 1 and stripped.endswith(("}", "},"))
-        if one_line or stripped in ("    },", "    }"):
-            entry: dict[str, Any] = json.loads("\n".join(block).rstrip(","))
-            yield entry
-            block = []
+def _problem(where: str, exc: ValidationError) -> PlanFileError:
+    first = exc.errors()[0]
+    place = ".".join(str(part) for part in first["loc"]) or "(the entry)"
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return PlanFileError(where, f"{place}: {first['msg']}{more}")
 
 
-def read_head(path: Path) -> dict[str, Any]:
-    """A plan file without its three long lists, read line by line (flat memory)."""
-    kept: list[str] = []
+def _head_lines(path: Path) -> bytes | None:
+    """The file without its three lists, when it is in the written layout; else None."""
+    kept: list[bytes] = []
     skipping = False
-    with path.open(encoding="utf-8") as lines:
+    openings = {b'  "' + n.encode() + b'": [' for n in LISTS}
+    with path.open("rb") as lines:
+        if lines.read(2) != b"{\n":
+            return None
+        kept.append(b"{\n")
         for line in lines:
-            stripped = line.rstrip("\n")
+            stripped = line.rstrip(b"\n")
             if skipping:
-                if stripped in ("  ],", "  ]"):
-                    skipping = False
+                skipping = stripped not in (b"  ],", b"  ]")
                 continue
-            if any(stripped == f'  "{n}": [' for n in LISTS):
+            if stripped in openings:
                 skipping = True
                 continue
-            if any(stripped.startswith(f'  "{n}": [') for n in LISTS):
+            if stripped.rstrip(b",") in {o + b"]" for o in openings}:
                 continue  # an empty list on one line
             kept.append(line)
+    return b"".join(kept)
+
+
+def read_head(path: Path) -> PlanHead:
+    """A plan file's head, validated; its lists are skipped line by line (flat memory).
+
+    Raises PlanFileError naming the file and the first field that is wrong, or OSError.
+    """
+    text = _head_lines(path)
     try:
-        # "errors" always follows the lists, so removing them leaves valid JSON.
-        head: Any = json.loads("".join(kept))
-    except ValueError:
-        head = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(head, dict):
-        # A bad input file, not a programming error: ValueError, as for unparsable JSON.
-        raise ValueError(f"it holds a JSON {type(head).__name__}, not a plan object")  # noqa: TRY004
-    # In another layout (one line, another indent) the lists were not recognised above.
-    return {k: v for k, v in head.items() if k not in LISTS}
+        value: Any = orjson.loads(text) if text is not None else None
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        # Another layout (re-saved, one line), or not JSON at all: read it whole.
+        try:
+            value = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise PlanFileError(str(path), f"not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            kind = type(value).__name__
+            raise PlanFileError(str(path), f"it holds a JSON {kind}, not a plan object")
+    # In another layout the lists were not recognised above, and came along.
+    value = {k: v for k, v in value.items() if k not in LISTS}
+    if value.get("format") != FORMAT:
+        raise PlanFileError(str(path), f"not a {FORMAT} plan (format: {value.get('format')!r})")
+    try:
+        return HEAD.validate_python(value)
+    except ValidationError as exc:
+        raise _problem(str(path), exc) from None
 
 
-def dumps(document: dict[str, Any]) -> str:
-    """The plan file's text."""
-    return json.dumps(document, indent=2) + "\n"
+def read_list(path: Path, name: ListName) -> Iterator[Change]:
+    """The entries of list ``name``, each validated, streamed when the file is in the
+    written layout. Raises PlanFileError naming the entry that is wrong."""
+    for n, raw in enumerate(_raw_entries(path, name)):
+        try:
+            yield CHANGE.validate_python(raw)
+        except ValidationError as exc:
+            snapshot = raw.get("snapshotId") if isinstance(raw, dict) else None
+            where = f"{path}: {name}[{n}]" + (f" (snapshot {snapshot})" if snapshot else "")
+            raise _problem(where, exc) from None
+
+
+def _raw_entries(path: Path, name: str) -> Iterator[Any]:
+    """The list's entries as parsed JSON: line by line in the written layout, else whole."""
+    opening = b'  "' + name.encode() + b'": ['
+    yielded = 0
+    with path.open("rb") as lines:
+        for line in lines:
+            stripped = line.rstrip(b"\n")
+            if stripped in (opening + b"],", opening + b"]"):
+                return
+            if stripped != opening:
+                continue
+            for entry in lines:
+                text = entry.rstrip(b"\n")
+                if text in (b"  ],", b"  ]"):
+                    return
+                try:
+                    value = orjson.loads(text.removesuffix(b","))
+                except orjson.JSONDecodeError:
+                    break  # not one entry a line (or cut short): read the file whole
+                yielded += 1
+                yield value
+            break
+    try:
+        document = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise PlanFileError(str(path), f"not JSON: {exc}") from None
+    items = document.get(name, []) if isinstance(document, dict) else []
+    if not isinstance(items, list):
+        raise PlanFileError(str(path), f"{name}: not a list")
+    yield from items[yielded:]
+
+
+def read_decisions(path: Path) -> Iterator[DecisionRecord | None]:
+    """The records of a decisions.jsonl, validated; None for a line that is not one (cut
+    short by a kill, or edited)."""
+    with path.open("rb") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                yield DECISION.validate_json(line)
+            except ValidationError:
+                yield None
+
+
+def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
+    """The decision for one snapshot in a decisions.jsonl, or None (streamed: a cheap text
+    test before a line is parsed)."""
+    quoted = orjson.dumps(snapshot_id)  # as encode_line spells it
+    with path.open("rb") as lines:
+        for line in lines:
+            if quoted not in line:
+                continue
+            try:
+                record = DECISION.validate_json(line)
+            except ValidationError as exc:
+                raise _problem(f"{path}: the line of snapshot {snapshot_id}", exc) from None
+            if record["snapshotId"] == snapshot_id:
+                return record
+    return None
+
+
+def jsonable(value: Any) -> Any:
+    """A record with its timestamps as the file writes them (for templates and --format json)."""
+    return orjson.loads(orjson.dumps(value, option=_OPTIONS))
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates the shipped schema
+    target = Path(__file__).with_name("plan.schema.json")
+    target.write_text(json.dumps(generated_schema(), indent=2) + "\n")
+    sys.stdout.write(f"wrote {target}\n")

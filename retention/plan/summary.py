@@ -4,16 +4,23 @@ the CLI prints them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+
+from retention.timestamps import format_timestamp
 
 ACTIONS = ("protect", "extend", "shorten", "delete", "release")
 
 
-def summary_lines(document: dict[str, Any], *, max_clusters: int = 50) -> list[str]:
+def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> list[str]:
     """Readable lines for a plan document (retention-plan/v1)."""
     lines = [
-        f"retention plan: evaluated at {document['evaluatedAt']} against {document['baseUrl']}",
+        f"retention plan: evaluated at {_text(document['evaluatedAt'])} "
+        f"against {document['baseUrl']}",
     ]
+    if document.get("whatIf"):
+        lines.append("  what-if: evaluated at a time given with --at; review only, not to apply")
     if document.get("serviceVersion"):
         lines.append(f"  service: {document['serviceVersion']}")
     policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in document["policies"])
@@ -74,3 +81,8 @@ def summary_lines(document: dict[str, Any], *, max_clusters: int = 50) -> list[s
 def _changes(cluster: dict[str, Any]) -> int:
     counts = cluster["counts"]
     return sum(counts.get(f"action:{a}", 0) for a in (*ACTIONS, "held", "advisory"))
+
+
+def _text(value: Any) -> str:
+    """A timestamp as the files write it (a head read back holds datetimes)."""
+    return format_timestamp(value) if isinstance(value, datetime) else str(value)

@@ -134,9 +134,10 @@ class Match:
 
     rule: str
     text: str
-    count: int = 0
+    count: int = 0  # the rule's configured count (-1: unlimited); 0 for rules without one
     within: RetentionDuration | None = None
     every: EveryRule | None = None
+    counter: int = 0  # this is the rule's n-th kept item, newest first (0: not counted)
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class _CountRule:
     def __init__(self, name: str, count: int, bucket: BucketKey | None) -> None:
         self.name, self.count, self.configured, self.bucket = name, count, count, bucket
         self.last: int | None = None
+        self.used = 0
 
     def visit(self, nr: int, local: _Local, oldest: bool) -> Match | None:
         if not (self.count > 0 or self.count == -1):
@@ -193,7 +195,8 @@ class _CountRule:
         self.last = key
         if self.count > 0:
             self.count -= 1
-        return Match(self.name, text, count=self.configured)
+        self.used += 1
+        return Match(self.name, text, count=self.configured, counter=self.used)
 
 
 class _WindowRule:
@@ -202,6 +205,7 @@ class _WindowRule:
     def __init__(self, name: str, bucket: BucketKey, within: RetentionDuration, cut: datetime):
         self.name, self.bucket, self.within, self.cut = name, bucket, within, cut
         self.last: int | None = None
+        self.used = 0
 
     def visit(self, item: Item, local: _Local, oldest: bool) -> Match | None:
         if not item.time > self.cut:
@@ -211,9 +215,9 @@ class _WindowRule:
             return None
         prefix = "oldest " if key == self.last else ""
         self.last = key
-        return Match(
-            f"within_{self.name}", f"{prefix}{self.name} within {self.within}", within=self.within
-        )
+        self.used += 1
+        text = f"{prefix}{self.name} within {self.within}"
+        return Match(f"within_{self.name}", text, within=self.within, counter=self.used)
 
 
 class _EveryRule:
@@ -224,6 +228,7 @@ class _EveryRule:
         self.ticks = cron_ticks(rule.cron, zone)
         self.count = rule.count
         self.last: datetime | None = None
+        self.used = 0
         self.start: datetime | None = None
         self.end: datetime | None = None
 
@@ -237,7 +242,11 @@ class _EveryRule:
         self.last = tick
         if self.count > 0:
             self.count -= 1
-        return Match("every", prefix + self.rule.reason, every=self.rule)
+        self.used += 1
+        return Match(
+            "every", prefix + self.rule.reason, count=self.rule.count, every=self.rule,
+            counter=self.used,
+        )  # fmt: skip
 
     def _interval_start(self, local: datetime) -> datetime:
         if self.start is None or self.end is None or not self.start <= local < self.end:

@@ -1,22 +1,31 @@
 """Read a run folder into a ``ReportData``: plan.json, decisions.jsonl and results.jsonl.
 
-Memory stays flat on large fleets (600k decisions): plan.json is read without its ``changes``
-and ``held`` lists (decisions.jsonl carries the same decisions, and those lists are most of a
-big plan's bytes), decisions.jsonl is streamed once into per-cluster and per-day aggregates,
-and only the decisions of the clusters that get a timeline, chosen from plan.json's counts
-before the stream starts, are kept. Timestamps are compared as text: every timestamp we read
-has the fixed shape ``YYYY-MM-DDTHH:MM:SSZ``, which sorts like the time it names.
+plan.json and decisions.jsonl are read through retention.plan.planfile, the module that
+writes them. Memory stays flat on large fleets (600k decisions): plan.json is read without
+its ``changes`` and ``held`` lists (decisions.jsonl carries the same decisions), the
+decisions are streamed once into per-cluster and per-day aggregates, and only the
+decisions of the clusters that get a timeline, chosen from plan.json's counts before the
+stream starts, are kept.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from retention.plan.model import describe
+from retention.plan.planfile import (
+    DecisionRecord,
+    decisions_path,
+    jsonable,
+    read_decisions,
+    read_head,
+    read_list,
+)
 from retention.report.model import (
     Calendar,
     CalendarDay,
@@ -27,65 +36,9 @@ from retention.report.model import (
     RunInfo,
 )
 from retention.report.svg import Snap, build_timeline, category
-from retention.timestamps import format_timestamp, parse_timestamp
+from retention.timestamps import format_timestamp
 
-# plan.json members that can run to hundreds of megabytes and that a report does not need.
-_SKIPPED = frozenset({b"changes", b"held"})
-# A top-level member of a plan written by planfile.dumps (indent=2): a newline, exactly two
-# spaces, then its key. Nested members are indented further, and JSON strings hold no raw
-# newline, so nothing else matches.
-_MEMBER = re.compile(rb'\n  "([A-Za-z0-9_]+)": ')
-_CHUNK = 1 << 23
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
-
-
-def read_plan(path: Path) -> dict[str, Any]:
-    """plan.json without its ``changes`` and ``held`` lists (the whole file as a fallback)."""
-    with path.open("rb") as f:
-        if f.read(2) != b"{\n":
-            return _read_whole(path)
-        starts = _member_starts(f)
-        f.seek(0, 2)
-        end = f.tell()
-        parts: list[bytes] = []
-        for (offset, name), following in zip(starts, [*starts[1:], (end, b"")], strict=True):
-            if name in _SKIPPED:
-                continue
-            f.seek(offset)
-            part = f.read(following[0] - offset).rstrip()
-            if following[1] == b"":
-                part = part.removesuffix(b"}").rstrip()  # the last member holds the final brace
-            parts.append(part.removesuffix(b","))
-    try:
-        document: dict[str, Any] = json.loads(b"{" + b",".join(parts) + b"}")
-    except ValueError:
-        return _read_whole(path)  # not laid out the way planfile.dumps writes it
-    return document
-
-
-def _read_whole(path: Path) -> dict[str, Any]:
-    """The slow, sure way: the whole file, then drop what the fast way skips."""
-    with path.open("rb") as f:
-        document: dict[str, Any] = json.load(f)
-    for name in _SKIPPED:
-        document.pop(name.decode(), None)
-    return document
-
-
-def _member_starts(f: Any) -> list[tuple[int, bytes]]:
-    """Byte offsets (of the key's first space) and names of the top-level members."""
-    starts: list[tuple[int, bytes]] = []
-    f.seek(0)
-    position, tail = 0, b""
-    while chunk := f.read(_CHUNK):
-        buffer, base = tail + chunk, position - len(tail)
-        for match in _MEMBER.finditer(buffer):
-            offset = base + match.start() + 1
-            if not starts or offset > starts[-1][0]:  # the overlap may find one twice
-                starts.append((offset, match.group(1)))
-        position += len(chunk)
-        tail = buffer[-64:]  # longer than any key line, so a match cut in two is found whole
-    return starts
 
 
 def _json_lines(path: Path) -> Iterator[dict[str, Any] | None]:
@@ -119,7 +72,7 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
             outcomes.not_applied.discard(snapshot)
         else:
             outcomes.not_applied.add(snapshot)
-        if outcome == "failed":
+        if outcome in ("failed", "refused"):
             outcomes.failed_total += 1
             outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
             if len(outcomes.failures) < max_listed:
@@ -132,16 +85,15 @@ class _DecisionScan:
 
     def __init__(
         self,
-        evaluated_at: str,
+        evaluated_at: datetime,
         clusters: list[ClusterRow],
         policies: dict[str, PolicyRow],
         drawn: list[ClusterRow],
         outcomes: Outcomes | None,
     ) -> None:
-        now = parse_timestamp(evaluated_at)
-        self.now = format_timestamp(now)
-        self.week_end = format_timestamp(now + timedelta(days=7))
-        self.month_end = format_timestamp(now + timedelta(days=30))
+        self.now = now = evaluated_at
+        self.week_end = now + timedelta(days=7)
+        self.month_end = now + timedelta(days=30)
         last_day = (now + timedelta(days=30) - timedelta(seconds=1)).date()
         days = [now.date() + timedelta(days=i) for i in range((last_day - now.date()).days + 1)]
         self.days = {d.isoformat(): CalendarDay(d.isoformat()) for d in days}
@@ -152,7 +104,7 @@ class _DecisionScan:
         self.snaps: dict[tuple[str, str], list[Snap]] = {c.key: [] for c in drawn}
         self.unreadable = 0
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: DecisionRecord) -> None:
         """Take one decision record."""
         key = (record["projectId"], record["clusterId"])
         action: str = record["action"]
@@ -171,7 +123,7 @@ class _DecisionScan:
             or (record["clusterId"], record["snapshotId"]) not in self.not_applied
         )
         expiry = self._resulting_expiry(record, action, applied)
-        day = self.days.get(expiry[:10]) if expiry is not None else None
+        day = self.days.get(expiry.date().isoformat()) if expiry is not None else None
         if expiry is not None and day is not None and self.now <= expiry < self.month_end:
             name = record["clusterName"]
             day.count += 1
@@ -185,11 +137,12 @@ class _DecisionScan:
         if snaps is not None:
             target = None
             if action != "none" and not not_sent:
-                target = "forever" if action == "protect" else record["expiresAfter"]
+                after = record["expiresAfter"]
+                target = "forever" if action == "protect" else _text(after)
             snaps.append(
                 Snap(
                     id=record["snapshotId"],
-                    created=record["created"],
+                    created=format_timestamp(record["created"]),
                     category=category(record),
                     changed=action != "none",
                     target=target,
@@ -198,23 +151,26 @@ class _DecisionScan:
             )
 
     @staticmethod
-    def _resulting_expiry(record: dict[str, Any], action: str, applied: bool) -> str | None:
+    def _resulting_expiry(record: DecisionRecord, action: str, applied: bool) -> datetime | None:
         """When the snapshot goes after this run (None: protected or no expiry)."""
         if applied and action == "protect":
             return None
         if applied and action in _CHANGING:
-            new: str | None = record["expiresAfter"] or (record["body"] or {}).get("expires")
-            return new
+            return record["expiresAfter"] or (record["body"] or {}).get("expires")
         observed = record["observed"]
         if observed["doNotDelete"]:
             return None
-        expires: str | None = observed["expires"]
-        return expires
+        return observed["expires"]
 
 
-def _label(record: dict[str, Any]) -> str:
+def _text(value: datetime | None) -> str | None:
+    return format_timestamp(value) if value is not None else None
+
+
+def _label(record: DecisionRecord) -> str:
     """A snapshot's tooltip on a timeline."""
-    parts = [f"{record['snapshotId']}, created {record['created']}: {record['state']}"]
+    created = format_timestamp(record["created"])
+    parts = [f"{record['snapshotId']}, created {created}: {record['state']}"]
     if record["action"] != "none":
         parts.append(f"{record['action']}")
         if record["held"]:
@@ -222,7 +178,7 @@ def _label(record: dict[str, Any]) -> str:
         elif record["advisory"]:
             parts.append("(advisory)")
         if record["expiresAfter"]:
-            parts.append(f"to {record['expiresAfter']}")
+            parts.append(f"to {format_timestamp(record['expiresAfter'])}")
     return " ".join(parts)
 
 
@@ -234,7 +190,8 @@ def collect(
     run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
 ) -> ReportData:
     """Read the run folder's files into what the templates show."""
-    plan = read_plan(run_dir / "plan.json")
+    head = read_head(run_dir / "plan.json")
+    plan: dict[str, Any] = jsonable(head)
     clusters = [ClusterRow.of(c) for c in plan["clusters"]]
     changed = sorted((c for c in clusters if c.changes), key=_rank)
     drawn = changed[:max_timelines]
@@ -251,10 +208,10 @@ def collect(
     for cluster in clusters:
         for name in cluster.policies:
             policies.setdefault(name, PolicyRow(name, "")).clusters.append(cluster.name)
-    scan = _DecisionScan(plan["evaluatedAt"], clusters, policies, drawn, outcomes)
-    decisions = run_dir / "decisions.jsonl"
+    scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
+    decisions = decisions_path(run_dir / "plan.json")
     if decisions.exists():
-        for record in _json_lines(decisions):
+        for record in read_decisions(decisions):
             if record is None:
                 scan.unreadable += 1
             else:
@@ -263,8 +220,11 @@ def collect(
             problems.append(f"decisions.jsonl: {scan.unreadable} unreadable lines skipped")
     else:
         problems.append("decisions.jsonl is missing: no calendar, timelines or policy counts")
-    now = parse_timestamp(plan["evaluatedAt"])
-    advisory: list[dict[str, Any]] = plan.get("advisory", [])
+    now = head["evaluatedAt"]
+    advisory = [
+        {**jsonable(c), "reasons": [describe(r) for r in c["reasons"]]}
+        for c in islice(read_list(run_dir / "plan.json", "advisory"), max_listed)
+    ]
     return ReportData(
         run=run,
         plan=plan,
@@ -276,6 +236,6 @@ def collect(
         timelines=[build_timeline(c, scan.snaps[c.key], now) for c in drawn],
         outcomes=outcomes,
         problems=problems,
-        advisory_total=len(advisory),
-        advisory=advisory[:max_listed],
+        advisory_total=head["summary"]["byAction"].get("advisory", 0),
+        advisory=advisory,
     )

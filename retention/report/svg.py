@@ -8,7 +8,7 @@ other. Coordinates are rounded to 0.1 px: the SVG of 50 clusters x 300 snapshots
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -37,13 +37,14 @@ class Snap(NamedTuple):
     label: str
 
 
-def category(record: dict[str, Any]) -> str:
-    """The colour of a decision: keep (kept, protected, extended), expire (shortened,
-    deleted), held (a safety gate stopped it), other (unchanged for any other reason)."""
+def category(record: Mapping[str, Any]) -> str:
+    """The colour of a decision: keep (kept, protected, extended), expire (a destructive
+    change: shortened, deleted, released unkept), held (a safety gate stopped it), other
+    (unchanged for any other reason)."""
     action, state = record["action"], record["state"]
     if record["held"]:
         return "held"
-    if action in ("shorten", "delete") or (action == "release" and state == "unkept"):
+    if record["destructive"]:
         return "expire"
     if action in ("protect", "extend", "release") or state in ("kept", "protected"):
         return "keep"

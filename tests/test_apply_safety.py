@@ -1,0 +1,258 @@
+"""`retention apply` as a new user runs it, against the simulator: the five ways a plan file
+could make apply break our first promise, each reproduced end to end (issue: safety at the
+apply boundary). The simulator's PATCH log is the witness of what was sent."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retention import cli
+from retention.api import OpsManagerClient
+from retention.executor import Journal, apply_plan, clusters_of
+from retention.plan.planfile import read_head, read_list
+from retention.simulator.server import Simulator, SimulatorConfig
+from retention.simulator.store import Fleet
+from tests.conftest import PUBLIC_KEY
+from tests.simfleet import KEY, SMALL, P, client_for, small_fleet
+
+# The simulator runs on this machine's clock (frozen at start), as the real service would:
+# apply checks plans against the wall clock.
+POLICY = """\
+name: everything
+keep:
+  last: 2
+release_protection: {release}
+safety:
+  min_keep: 1
+  max_expire_fraction: 1.0
+"""
+
+
+@pytest.fixture
+def now() -> datetime:
+    """The wall clock, to the second (the simulator is frozen at it)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def serve(now: datetime, fleet: Fleet | None = None) -> Simulator:
+    """The small test fleet on a simulator frozen at ``now``."""
+    config = SimulatorConfig(public_key=PUBLIC_KEY, private_key=KEY, now=now, frozen=True)
+    return Simulator(config, fleet_factory=lambda _now: fleet or small_fleet(now))
+
+
+@pytest.fixture
+def sim(now: datetime) -> Iterator[Simulator]:
+    """The small test fleet, frozen at the wall clock."""
+    with serve(now) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's working folder (the current directory), keys in the environment."""
+    for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
+    monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def configure(folder: Path, base_url: str, *, release: bool = False) -> None:
+    """retention.yaml and one policy in ``folder``; reports go to ``folder/reports``."""
+    (folder / "policies").mkdir(exist_ok=True)
+    (folder / "policies" / "everything.yaml").write_text(
+        POLICY.format(release=str(release).lower())
+    )
+    (folder / "retention.yaml").write_text(
+        f"api:\n  base_url: {base_url}\n  concurrency: 4\n"
+        f'targets:\n  - project: "{P}"\npolicies: policies/\nschedule: "0 3 * * *"\n'
+        "reports:\n  dir: reports/\n"
+    )
+
+
+def retention(*args: str) -> int:
+    """Run the command line as a user would, in the current folder."""
+    return cli.main(list(args))
+
+
+def patches(sim: Simulator) -> list[dict[str, Any]]:
+    """The snapshot PATCHes the simulator received."""
+    return [p for p in sim.admin("patches")["patches"] if p["kind"] == "snapshot"]
+
+
+@pytest.mark.parametrize("days", [-21, 30], ids=["past", "future"])
+def test_a_what_if_plan_is_refused_and_nothing_is_sent(
+    sim: Simulator, folder: Path, now: datetime, days: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan made with --at (past or future) is a what-if: apply refuses it with exit 2,
+    says what it is and what to do instead, and sends nothing."""
+    configure(folder, sim.base_url)
+    at = (now + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert retention("plan", "--at", at, "--out", "whatif.json") in (0, 3)
+    assert read_head(folder / "whatif.json")["whatIf"] is True
+    assert list(read_list(folder / "whatif.json", "changes")), "the what-if plan has changes"
+    capsys.readouterr()
+
+    code = retention("apply", "whatif.json")
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "what-if plan, made with --at" in err
+    assert "Run `retention plan` (without --at) and apply that" in err
+    assert patches(sim) == []
+    assert not [d for d in (folder / "reports").glob("*") if d.is_dir()]
+
+
+def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """apply PLAN takes any file name: the run folder under reports.dir gets a copy of the
+    plan, its decisions, results.jsonl and both reports; the current folder gets nothing."""
+    configure(folder, sim.base_url)
+    assert retention("plan", "--out", "mine.json") == 3  # the open alert holds prod-small
+    before = sorted(p.name for p in folder.iterdir())
+    capsys.readouterr()
+
+    code = retention("apply", "mine.json")
+
+    out = capsys.readouterr().out
+    [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
+    assert code == 3
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*before, "reports"])
+    assert "mine.decisions.jsonl" in before
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "decisions.jsonl",
+        "plan.json",
+        "report.html",
+        "report.md",
+        "results.jsonl",
+    ]
+    assert (run_dir / "plan.json").read_bytes() == (folder / "mine.json").read_bytes()
+    results = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len([r for r in results if r["outcome"] == "applied"]) == len(patches(sim)) > 0
+    assert f"Run folder: {run_dir}" in out
+
+
+def test_a_cluster_named_like_a_placeholder_round_trips_through_plan_and_apply(
+    now: datetime, folder: Path
+) -> None:
+    """A cluster named "@@changes@@" (names come from the API) stays a name: the plan file
+    keeps its changes list, and apply sends the cluster's changes."""
+    fleet = small_fleet(now)
+    fleet.projects[P].clusters[SMALL].name = "@@changes@@"
+    with serve(now, fleet) as sim:
+        configure(folder, sim.base_url, release=True)
+        assert retention("plan", "--out", "plan.json") == 3
+        plan = json.loads((folder / "plan.json").read_text())
+        names = {c["name"] for c in plan["clusters"]}
+
+        assert retention("apply", "plan.json") == 3
+
+        sent = patches(sim)
+    assert "@@changes@@" in names
+    assert isinstance(plan["changes"], list)
+    assert {c["clusterName"] for c in plan["changes"]} >= {"@@changes@@"}
+    assert SMALL in {p["clusterId"] for p in sent}
+
+
+def test_a_malformed_entry_refuses_the_whole_plan_before_any_request(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A change whose snapshot id is ".." is exit 2 naming the entry, and no request at all
+    reaches the API (not even the first of the other changes)."""
+    configure(folder, sim.base_url)
+    assert retention("plan", "--out", "plan.json") == 3
+    document = json.loads((folder / "plan.json").read_text())
+    document["changes"][-1]["snapshotId"] = ".."
+    (folder / "plan.json").write_text(json.dumps(document, indent=2))
+    requests_before = sim.admin("counters")["requests"]
+    capsys.readouterr()
+
+    code = retention("apply", "plan.json")
+
+    err = capsys.readouterr().err
+    last = len(document["changes"]) - 1
+    assert code == 2
+    assert f"changes[{last}] (snapshot ..): snapshotId: String should match pattern" in err
+    assert sim.admin("counters")["requests"] == requests_before
+    assert patches(sim) == []
+
+
+def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_line(
+    sim: Simulator, now: datetime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug that raises while one cluster is applied fails that cluster's changes, in the
+    journal; every other cluster's changes are applied."""
+    folder = tmp_path / "run"
+    configure(tmp_path, sim.base_url)
+    from retention.inventory import ProjectTargets  # noqa: PLC0415
+    from retention.planner import make_plan  # noqa: PLC0415
+    from retention.policy.loader import load_policies  # noqa: PLC0415
+
+    with client_for(sim) as api:
+        planned = make_plan(
+            api, load_policies(tmp_path / "policies"), [ProjectTargets(P)], now=now,
+            created_at=now, schedule=None, concurrency=2, plan_path=folder / "plan.json",
+        )  # fmt: skip
+        changes = list(read_list(planned.plan_path, "changes"))
+        real = OpsManagerClient.patch_snapshot
+        calls = threading.local()
+
+        def broken(self: OpsManagerClient, project: str, cluster: str, *rest: Any) -> Any:
+            if cluster == SMALL:
+                calls.seen = True
+                raise RuntimeError("a bug")
+            return real(self, project, cluster, *rest)
+
+        monkeypatch.setattr(OpsManagerClient, "patch_snapshot", broken)
+        journal = Journal(folder / "results.jsonl", lambda: now)
+        result = apply_plan(
+            api, changes, clusters_of(planned.document), journal, now=lambda: now, concurrency=2
+        )
+        journal.close()
+
+    lines = [json.loads(x) for x in (folder / "results.jsonl").read_text().splitlines()]
+    small = [c for c in changes if c["clusterId"] == SMALL and not c["destructive"]]
+    others = [c for c in changes if c["clusterId"] != SMALL]
+    assert small
+    assert others
+    assert len(lines) == len(changes)
+    failed = {x["snapshotId"] for x in lines if x["outcome"] == "failed"}
+    assert failed == {c["snapshotId"] for c in small}
+    assert all("internal error while applying: RuntimeError: a bug" in x["error"]
+               for x in lines if x["outcome"] == "failed")  # fmt: skip
+    assert result.counts["applied"] == len(others) == len(patches(sim))
+
+
+def test_a_held_clusters_release_of_a_kept_snapshot_is_one_change_everywhere(
+    sim: Simulator, folder: Path
+) -> None:
+    """In a cluster an alert holds, lifting the hold of a snapshot a rule keeps is not
+    destructive: the plan lists it under changes, and apply sends it (it is not reported
+    as held); the cluster's shorten stays held."""
+    configure(folder, sim.base_url, release=True)
+    assert retention("plan", "--out", "plan.json") == 3
+    changes = {c["snapshotId"]: c for c in read_list(folder / "plan.json", "changes")}
+    held = {c["snapshotId"]: c for c in read_list(folder / "plan.json", "held")}
+
+    assert retention("apply", "plan.json") == 3
+
+    [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
+    results = {
+        json.loads(x)["snapshotId"]: json.loads(x)
+        for x in (run_dir / "results.jsonl").read_text().splitlines()
+    }
+    assert (changes["held"]["action"], changes["held"]["destructive"]) == ("release", False)
+    assert results["held"]["outcome"] == "applied"
+    assert (held["noexpiry"]["action"], held["noexpiry"]["destructive"]) == ("shorten", True)
+    sent = {p["snapshotId"]: p for p in patches(sim) if p["clusterId"] == SMALL}
+    assert sent["held"]["after"]["doNotDelete"] is False
+    assert "noexpiry" not in sent

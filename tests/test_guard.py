@@ -1,0 +1,321 @@
+"""The checks apply makes before it trusts a plan (plan.guard): the head, each entry, and the
+last check before each PATCH, against the state just re-read and the clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from retention.api.models import SnapshotPatch
+from retention.plan.guard import EntryCheck, check_send, plan_refusal
+from retention.plan.model import SnapshotView
+from retention.plan.planfile import CHANGE, HEAD, Change, ClusterEntry, PlanHead
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
+GRACE = 86400
+BASE = "https://om.test/api/public/v1.0"
+
+
+def cluster(cid: str = "c1", **over: Any) -> ClusterEntry:
+    """A plan's cluster entry (a replica set, grace 24 h, release_protection off)."""
+    entry: dict[str, Any] = {
+        "projectId": "p1",
+        "clusterId": cid,
+        "name": f"prod-{cid}",
+        "kind": "cluster",
+        "policies": ["prod"],
+        "holds": [],
+        "errors": [],
+        "counts": {},
+        "graceSeconds": GRACE,
+        "releaseProtection": False,
+        **over,
+    }
+    return entry  # type: ignore[return-value] # checked by test_fixtures_are_valid_records
+
+
+def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
+    """A plan's head made at NOW, lease 1 day."""
+    value: dict[str, Any] = {
+        "format": "retention-plan/v1",
+        "createdAt": NOW,
+        "evaluatedAt": NOW,
+        "whatIf": False,
+        "baseUrl": BASE,
+        "serviceVersion": None,
+        "leaseSeconds": 86400.0,
+        "policies": [],
+        "summary": {
+            "clusters": 1,
+            "snapshots": 1,
+            "byState": {},
+            "byAction": {},
+            "clustersHeld": 0,
+            "clustersWithErrors": 0,
+        },
+        "clusters": list(clusters) or [cluster()],
+        "errors": [],
+        **over,
+    }
+    return value  # type: ignore[return-value] # checked by test_fixtures_are_valid_records
+
+
+def change(action: str = "shorten", sid: str = "s1", cid: str = "c1", **over: Any) -> Change:
+    """A change as the planner writes it: a shorten to NOW + grace by default."""
+    bodies: dict[str, dict[str, Any]] = {
+        "protect": {"doNotDelete": True},
+        "extend": {"expires": NOW + 3 * DAY},
+        "shorten": {"expires": NOW + DAY},
+        "delete": {"expires": NOW + DAY},
+        "release": {"doNotDelete": False, "expires": NOW + 3 * DAY},
+    }
+    value: dict[str, Any] = {
+        "projectId": "p1",
+        "clusterId": cid,
+        "clusterName": f"prod-{cid}",
+        "snapshotId": sid,
+        "action": action,
+        "destructive": action in ("shorten", "delete"),
+        "grace": GRACE,
+        "observed": {"doNotDelete": action == "release", "expires": None},
+        "body": bodies[action],
+        "policy": "prod",
+        "reasons": [],
+        "expiresAfter": None,
+        **over,
+    }
+    return value  # type: ignore[return-value] # checked by test_fixtures_are_valid_records
+
+
+def view(
+    sid: str = "s1", *, expires: datetime | None = None, dnd: bool = False, complete: bool = True
+) -> SnapshotView:
+    """The snapshot's state as just re-read."""
+    return SnapshotView(sid, NOW - 10 * DAY, complete, dnd, expires)
+
+
+def test_fixtures_are_valid_records() -> None:
+    """The records these tests build are ones the plan file's model accepts."""
+    HEAD.validate_python(head())
+    for action in ("protect", "extend", "shorten", "delete", "release"):
+        CHANGE.validate_python(change(action))
+
+
+# ---- check_send: the last check before each PATCH ----------------------------------------
+
+
+def test_a_planned_expiry_sooner_than_now_plus_grace_is_sent_as_now_plus_grace() -> None:
+    """A plan reviewed for two days still gives the snapshot its full grace: the expiry sent
+    is max(planned, send time + grace) (invariant 4)."""
+    later = NOW + 2 * DAY
+
+    verdict = check_send(change(), view(), cluster=cluster(), now=later)
+
+    assert verdict.outcome == "send"
+    assert verdict.body == SnapshotPatch.expire_at(later + DAY)
+
+
+def test_a_planned_expiry_beyond_now_plus_grace_is_sent_as_planned() -> None:
+    """When the plan's expiry is already later than send time + grace, it goes out as is."""
+    verdict = check_send(
+        change(body={"expires": NOW + 5 * DAY}), view(), cluster=cluster(), now=NOW
+    )
+
+    assert verdict.body == SnapshotPatch.expire_at(NOW + 5 * DAY)
+
+
+def test_do_not_delete_true_with_expires_is_refused() -> None:
+    """Invariant 1: a body with doNotDelete: true and expires is never sent."""
+    bad = change("protect", body={"doNotDelete": True, "expires": NOW + DAY})
+
+    verdict = check_send(bad, view(), cluster=cluster(), now=NOW)
+
+    assert (verdict.outcome, verdict.body) == ("refused", None)
+    assert "doNotDelete: true together with expires" in (verdict.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("current", "outcome", "reason"),
+    [
+        (None, "stale", "the snapshot is gone"),
+        (view(expires=NOW - timedelta(seconds=1)), "stale", "state changed"),
+        (view(dnd=True), "stale", "state changed"),
+        (view(complete=False), "refused", "incomplete"),
+    ],
+    ids=["gone", "expiry-moved", "protected-since", "incomplete"],
+)
+def test_a_snapshot_that_moved_on_or_is_incomplete_gets_no_patch(
+    current: SnapshotView | None, outcome: str, reason: str
+) -> None:
+    """Compare-and-swap and invariant 2: a gone, changed or incomplete snapshot is not sent."""
+    verdict = check_send(change(), current, cluster=cluster(), now=NOW)
+
+    assert (verdict.outcome, verdict.body) == (outcome, None)
+    assert reason in (verdict.reason or "")
+
+
+def test_an_expiry_that_passed_since_the_plan_gets_no_patch() -> None:
+    """Invariant 2: a snapshot whose expiry is at or before the send time awaits deletion; the
+    API forbids editing it, so nothing is sent."""
+    planned = change(observed={"doNotDelete": False, "expires": NOW + timedelta(hours=1)})
+    current = view(expires=NOW + timedelta(hours=1))
+
+    verdict = check_send(planned, current, cluster=cluster(), now=NOW + timedelta(hours=1))
+
+    assert (verdict.outcome, verdict.reason) == ("stale", "its expiry has passed since the plan")
+
+
+def test_a_config_server_snapshot_is_refused() -> None:
+    """Invariant 2: config-server snapshots have no PATCH endpoint, whatever a plan says."""
+    verdict = check_send(change(), view(), cluster=cluster(kind="config-server"), now=NOW)
+
+    assert verdict.outcome == "refused"
+
+
+def test_lifting_do_not_delete_needs_release_protection() -> None:
+    """Invariant 6: a release is refused unless the cluster's policies all allow it."""
+    current = view(dnd=True)
+
+    refused = check_send(change("release"), current, cluster=cluster(), now=NOW)
+    allowed = check_send(
+        change("release"), current, cluster=cluster(releaseProtection=True), now=NOW
+    )
+
+    assert refused.outcome == "refused"
+    assert "release_protection" in (refused.reason or "")
+    assert allowed.body == SnapshotPatch.release(NOW + 3 * DAY)
+
+
+def test_a_kept_snapshot_is_never_shortened() -> None:
+    """Invariant 4: a change that keeps a snapshot may not write an earlier expiry than it has."""
+    has = NOW + 10 * DAY
+    shortening = change(
+        "extend",
+        body={"expires": NOW + 3 * DAY},
+        observed={"doNotDelete": False, "expires": has},
+    )
+
+    verdict = check_send(shortening, view(expires=has), cluster=cluster(), now=NOW)
+
+    assert verdict.outcome == "refused"
+    assert "would shorten a kept snapshot" in (verdict.reason or "")
+
+
+def test_protect_is_sent_as_do_not_delete_true() -> None:
+    """A protect goes out as {doNotDelete: true}, nothing else."""
+    verdict = check_send(change("protect"), view(), cluster=cluster(), now=NOW)
+
+    assert verdict.body == SnapshotPatch.protect()
+
+
+# ---- EntryCheck: every entry before the first request -------------------------------------
+
+
+def problems(*changes: Change, plan: PlanHead | None = None) -> list[str | None]:
+    """What EntryCheck says of each entry, in order."""
+    check = EntryCheck(plan or head())
+    return [check.problem(c) for c in changes]
+
+
+def test_a_plan_as_the_planner_writes_it_passes() -> None:
+    """Every kind of change, as the planner writes them, passes the entry checks."""
+    plan = head(cluster(releaseProtection=True))
+    actions = ["protect", "extend", "shorten", "delete", "release"]
+
+    assert problems(*(change(a, f"s{n}") for n, a in enumerate(actions)), plan=plan) == [None] * 5
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (change(cid="c9"), "not among the plan's clusters"),
+        (change("protect", body={"doNotDelete": True, "expires": NOW}), "doNotDelete: true"),
+        (change("extend", body={"doNotDelete": False}), "a extend body has ['expires']"),
+        (change(destructive=False), "a shorten is destructive"),
+        (change("extend", destructive=True), "a extend is not destructive"),
+        (change(grace=0), "grace 0 s differs"),
+        (change(body={"expires": NOW}), "earlier than the plan's time plus the grace"),
+        (change("extend", body={"expires": NOW + timedelta(hours=1)}), "at least the lease"),
+        (change("release", observed={"doNotDelete": False, "expires": None}), "not protected"),
+        (change("release"), "release_protection: true"),
+        (change(held="a gate"), "belongs in the plan's held list"),
+    ],
+    ids=[
+        "unknown-cluster",
+        "protect-with-expires",
+        "body-of-another-action",
+        "shorten-not-destructive",
+        "extend-destructive",
+        "grace-edited",
+        "expiry-in-the-past",
+        "extend-below-lease",
+        "release-of-unprotected",
+        "release-without-permission",
+        "held-in-changes",
+    ],
+)
+def test_entries_a_person_or_a_bug_could_write_are_refused(entry: Change, message: str) -> None:
+    """Each way an entry can be wrong is found before anything is sent, and said."""
+    [problem] = problems(entry)
+
+    assert problem is not None
+    assert message in problem
+
+
+def test_config_server_duplicate_and_scattered_entries_are_refused() -> None:
+    """A config server's change, a snapshot changed twice, and a cluster whose changes are
+    not together are refused."""
+    plan = head(cluster("c1"), cluster("c2"), cluster("h1", kind="config-server"))
+
+    found = problems(
+        change(sid="s1", cid="c1"),
+        change(sid="s1", cid="c1"),
+        change(sid="s2", cid="c2"),
+        change(sid="s3", cid="c1"),
+        change(sid="s4", cid="h1"),
+        plan=plan,
+    )
+
+    assert found[0] is None
+    assert "more than one change" in (found[1] or "")
+    assert found[2] is None
+    assert "not together" in (found[3] or "")
+    assert "advisory" in (found[4] or "")
+
+
+# ---- plan_refusal: the head ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"whatIf": True}, "what-if plan"),
+        ({"evaluatedAt": NOW - DAY}, "evaluated at 2026-11-20T12:00:00Z but made at"),
+        ({"evaluatedAt": NOW + timedelta(minutes=6)}, "computed for another time"),
+        ({"baseUrl": "https://other.test/api/public/v1.0"}, "was made against"),
+        ({"createdAt": NOW - 2 * DAY, "evaluatedAt": NOW - 2 * DAY}, "48.0h old"),
+        ({"createdAt": NOW + DAY, "evaluatedAt": NOW + DAY}, "in this machine's future"),
+    ],
+    ids=["what-if", "evaluated-earlier", "evaluated-later", "other-api", "old", "future"],
+)
+def test_plans_that_must_not_be_applied_are_refused_whole(
+    over: dict[str, Any], message: str
+) -> None:
+    """A what-if plan, one evaluated at another time than made, one of another API, an old
+    one and one from the future are refused before anything is read further."""
+    refusal = plan_refusal(head(**over), base_url=BASE, now=NOW, max_age=DAY)
+
+    assert refusal is not None
+    assert message in refusal
+
+
+def test_a_fresh_plan_of_this_api_is_not_refused() -> None:
+    """A plan made a minute ago against the configured API (trailing slash aside) passes."""
+    plan = head(evaluatedAt=NOW + timedelta(seconds=30))
+
+    assert (
+        plan_refusal(plan, base_url=BASE + "/", now=NOW + timedelta(minutes=1), max_age=DAY) is None
+    )
