@@ -1,0 +1,273 @@
+"""Property: whatever a person or a bug does to a plan file between `plan` and `apply`, what
+reaches the API keeps DESIGN.md section 5's invariants 1, 2, 4 and 6. Hypothesis edits a real
+plan (past expiries, protect with expires, shortened kept snapshots, ids of other clusters
+and of a config server, duplicated changes, releases no policy allowed, snapshots that moved
+on after the plan), apply runs it against the simulator, and the simulator's PATCH log is
+checked: either apply refused the plan before any request, or every PATCH it sent is safe."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import suppress
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from retention.api import OpsManagerClient, SnapshotPatch
+from retention.errors import ApiError, PlanFileError
+from retention.executor import Journal, apply_plan, clusters_of
+from retention.inventory import ProjectTargets
+from retention.jobs import apply_saved
+from retention.plan.planfile import (
+    CHANGE,
+    Change,
+    PlanHead,
+    encode_line,
+    read_decisions,
+    read_head,
+    read_list,
+    write_plan,
+)
+from retention.planner import make_plan
+from retention.policy.loader import load_policies
+from retention.simulator.server import Simulator, SimulatorConfig
+from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
+from retention.timestamps import parse_timestamp
+from tests.conftest import PUBLIC_KEY
+from tests.simfleet import KEY, client_for
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+GRACE = timedelta(hours=24)
+P = "5e2211c17a3e5a48f5497de3"
+A, B = "5e4e593f70dfbf1e2f6e1d50", "5e4e593f70dfbf1e2f6e1d51"
+CFG = "5e4e593f70dfbf1e2f6e1d52"
+POLICY = """\
+name: gfs
+keep: {last: 3, daily: 4}
+protect: {monthly: 1}
+safety: {min_keep: 2, max_expire_fraction: 1.0}
+"""
+
+
+def fleet(now: datetime = NOW) -> Fleet:
+    """Two replica sets with snapshots in every state, and a legacy config server."""
+    project = SimProject(P, "edits")
+    for cid, name in ((A, "prod-a"), (B, "prod-b")):
+        cluster = SimCluster(cid, P, name)
+        for i in range(14):
+            created = now - timedelta(hours=11 * i + 2)
+            expires: datetime | None = created + timedelta(days=(3, 40, 400)[i % 3])
+            if i % 5 == 4:
+                expires = None
+            cluster.add(
+                SimSnapshot(
+                    f"{name}-{i:02d}",
+                    created,
+                    complete=i != 0,
+                    do_not_delete=i == 6,
+                    expires=None if i == 6 else expires,
+                )
+            )
+        project.clusters[cid] = cluster
+    cfg = SimHost(CFG, P, "cfg0.legacy.example.net")
+    for i in range(3):
+        cfg.add(SimSnapshot(f"cfg-{i}", now - timedelta(days=i + 1), expires=now + timedelta(2)))
+    project.hosts = {CFG: cfg}
+    return Fleet({P: project})
+
+
+class Planned:
+    """The simulator and one real plan of its fleet, made at NOW."""
+
+    def __init__(self, sim: Simulator, folder: Path) -> None:
+        self.sim = sim
+        (folder / "gfs.yaml").write_text(POLICY)
+        with client_for(sim) as api:
+            made = make_plan(
+                api, load_policies(folder / "gfs.yaml"), [ProjectTargets(P)], now=NOW,
+                created_at=NOW, schedule="0 3 * * *", concurrency=2,
+                plan_path=folder / "plan.json",
+            )  # fmt: skip
+        self.head: PlanHead = read_head(made.plan_path)
+        self.changes = list(read_list(made.plan_path, "changes"))
+        decisions = [d for d in read_decisions(made.decisions_path) if d is not None]
+        self.kept = {
+            d["snapshotId"] for d in decisions if d["state"] in ("kept", "protected", "manual-hold")
+        }
+        # Kept snapshots the plan leaves alone, expiring far enough ahead to be shortened
+        # by an entry the checks cannot tell from an extend.
+        self.far = [
+            d for d in decisions if d["state"] == "kept" and d["action"] == "none"
+            and (d["observed"]["expires"] or NOW) > NOW + timedelta(days=5)
+        ]  # fmt: skip
+        self.held = [d for d in decisions if d["state"] == "manual-hold"]
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Planned]:
+    """The simulator (frozen at NOW) and its plan, shared by every example."""
+    config = SimulatorConfig(public_key=PUBLIC_KEY, private_key=KEY, now=NOW, frozen=True)
+    with Simulator(config, fleet_factory=lambda _now: fleet()) as sim:
+        yield Planned(sim, tmp_path_factory.mktemp("edits"))
+
+
+EDITS = (
+    "past-expiry",
+    "protect-with-expires",
+    "shorten-kept",
+    "other-cluster",
+    "config-server",
+    "duplicate",
+    "release",
+    "dot-dot",
+    "moved-on",
+    "none",
+)
+
+
+def edit(kind: str, change: Change, planned: Planned, pick: int) -> list[Change]:
+    """``change`` after an edit of ``kind`` (a list: a duplicate or an added entry makes two)."""
+    c: Any = {**change, "body": dict(change["body"]), "observed": dict(change["observed"])}
+    if kind == "past-expiry" and "expires" in c["body"]:
+        c["body"]["expires"] = NOW - timedelta(days=2)
+    elif kind == "protect-with-expires":
+        c["action"], c["body"] = "protect", {"doNotDelete": True, "expires": NOW + GRACE}
+    elif kind == "shorten-kept" and planned.far:
+        # A change added for a kept snapshot the plan leaves alone: an "extend" to a day
+        # sooner than it has (still beyond the lease, so the entry checks pass).
+        d = planned.far[pick % len(planned.far)]
+        has = d["observed"]["expires"]
+        assert has is not None
+        added: Any = {
+            **c, "clusterId": d["clusterId"], "clusterName": d["clusterName"],
+            "snapshotId": d["snapshotId"], "action": "extend", "destructive": False,
+            "observed": dict(d["observed"]), "body": {"expires": has - timedelta(days=1)},
+        }  # fmt: skip
+        return [change, added]
+    elif kind == "other-cluster":
+        c["clusterId"] = B if c["clusterId"] == A else A
+    elif kind == "config-server":
+        c["clusterId"] = CFG
+    elif kind == "duplicate":
+        return [c, dict(c)]
+    elif kind == "release" and planned.held:
+        # A change added that lifts a hold no policy of the cluster allows lifting.
+        d = planned.held[pick % len(planned.held)]
+        lifting: Any = {
+            **c, "clusterId": d["clusterId"], "clusterName": d["clusterName"],
+            "snapshotId": d["snapshotId"], "action": "release", "destructive": True,
+            "observed": dict(d["observed"]),
+            "body": {"doNotDelete": False, "expires": NOW + GRACE},
+        }  # fmt: skip
+        return [change, lifting]
+    elif kind == "dot-dot":
+        c["snapshotId"] = ".."
+    return [c]
+
+
+def write(path: Path, head: PlanHead, changes: list[Change]) -> None:
+    """A plan file with ``changes`` in the planner's order (project, cluster, snapshot)."""
+    ordered = sorted(changes, key=lambda c: (c["projectId"], c["clusterId"], c["snapshotId"]))
+    out = io.BytesIO()
+    write_plan(out, head, {"changes": [encode_line(c) for c in ordered]})
+    path.write_bytes(out.getvalue())
+
+
+def when(text: str) -> datetime:
+    """A timestamp of the PATCH log."""
+    return parse_timestamp(text)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_no_edit_of_a_plan_makes_apply_break_an_invariant(
+    planned: Planned, tmp_path: Path, data: st.DataObject
+) -> None:
+    """Edited plans are refused whole or applied safely: no PATCH with doNotDelete and
+    expires, none for an awaiting, incomplete or config-server snapshot, no expiry sooner
+    than send time + grace, no kept snapshot shortened, no doNotDelete lifted."""
+    sim = planned.sim
+    sim.admin("reset", {})
+    changes = list(planned.changes)
+    for kind in data.draw(st.lists(st.sampled_from(EDITS), max_size=4), label="edits"):
+        n = data.draw(st.sampled_from(range(len(changes))), label=f"{kind} of")
+        pick = data.draw(st.integers(0, 100), label="pick")
+        if kind == "moved-on":
+            # Someone set an expiry in the past on the snapshot after the plan was made.
+            c = changes[n]
+            with client_for(sim) as api, suppress(ApiError):  # edited ids may not exist
+                cluster = c["clusterId"]
+                api.patch_snapshot(P, cluster, c["snapshotId"], SnapshotPatch.expire_at(NOW))
+            continue
+        changes[n : n + 1] = edit(kind, changes[n], planned, pick)
+    before = len(sim.admin("patches")["patches"])
+    plan = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.json"
+    write(plan, planned.head, changes)
+
+    with client_for(sim) as api:
+        refused = _apply(api, plan, tmp_path / "reports")
+        sent = [p for p in sim.admin("patches")["patches"][before:] if p["kind"] == "snapshot"]
+        event("refused whole" if refused else "applied" if sent else "nothing sent")
+        if refused:
+            assert sent == []
+            # The entry checks are the first line; the check at send time must hold alone.
+            _apply_unchecked(api, plan, planned.head, tmp_path / "unchecked.jsonl")
+            sent = [p for p in sim.admin("patches")["patches"][before:] if p["kind"] == "snapshot"]
+    counted: dict[str, int] = {}
+    for patch in sent:
+        body, old, new = patch["body"], patch["before"], patch["after"]
+        sid = patch["snapshotId"]
+        counted[sid] = counted.get(sid, 0) + 1
+        assert not (body.get("doNotDelete") is True and "expires" in body)  # 1
+        assert patch["complete"]  # 2
+        assert patch["clusterId"] in (A, B)  # 2: never a config server's
+        assert old["doNotDelete"] or not (old["expires"] and when(old["expires"]) <= NOW)  # 2
+        if "expires" in body:
+            assert when(body["expires"]) >= NOW + GRACE  # 4
+        if sid in planned.kept and old["expires"] and new["expires"]:
+            assert when(new["expires"]) >= when(old["expires"])  # 4: kept, never shortened
+        assert not (old["doNotDelete"] and not new["doNotDelete"])  # 6: release_protection off
+    assert all(n == 1 for n in counted.values())
+
+
+def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanHead, journal: Path) -> None:
+    """Send an edited plan's changes through the executor without the entry checks, as a
+    bug in them would: only the check before each PATCH stands between them and the API."""
+    raw = orjson.loads(plan.read_bytes())["changes"]
+    # Entries the model accepts are typed as a reader would give them; the others go raw.
+    changes: list[Any] = [_typed(c) for c in raw]
+    out = Journal(journal, lambda: NOW)
+    try:
+        apply_plan(api, changes, clusters_of(head), out, now=lambda: NOW, concurrency=2)
+    finally:
+        out.close()
+
+
+def _typed(raw: Any) -> Any:
+    try:
+        return CHANGE.validate_python(raw)
+    except ValidationError:
+        return raw
+
+
+def _apply(api: OpsManagerClient, plan: Path, reports: Path) -> bool:
+    """Apply ``plan``; True when apply refused it before sending anything."""
+    try:
+        apply_saved(
+            api, plan, reports=reports, max_age=timedelta(hours=1), concurrency=2,
+            now=lambda: NOW,
+        )  # fmt: skip
+    except PlanFileError:
+        return True
+    return False
