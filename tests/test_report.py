@@ -382,8 +382,9 @@ def test_calendar_keeps_the_old_expiry_of_changes_that_did_not_apply(tmp_path: P
 
 
 def test_outcomes_from_results_are_counted(tmp_path: Path) -> None:
-    """Outcomes of results.jsonl are counted, failed PATCHes listed, no dry-run line shown."""
-    plan = cluster("orders", [shortened(f"s{i}", 30 + i, 500, 22) for i in range(7)])
+    """Outcomes of results.jsonl are counted, failed and refused PATCHes listed, no dry-run
+    line shown."""
+    plan = cluster("orders", [shortened(f"s{i}", 30 + i, 500, 22) for i in range(8)])
     d = plan.decisions
     results = [
         result(plan, d[0], "applied"),
@@ -393,19 +394,22 @@ def test_outcomes_from_results_are_counted(tmp_path: Path) -> None:
         result(plan, d[4], "failed", 500, "HTTP 500 <b>boom</b>"),
         result(plan, d[5], "failed", None, "no answer"),
         result(plan, d[6], "held", None, "the plan holds this cluster"),
+        result(plan, d[7], "refused", None, "would shorten a kept snapshot"),
     ]
     page, markdown = render(write_run(tmp_path / "run", [plan], results=results), info("run", 1))
 
-    counts = {o: page.text_of(f"outcome-{o}") for o in ("applied", "stale", "failed", "held")}
-    assert counts == {"applied": "3", "stale": "1", "failed": "2", "held": "1"}
+    outcomes = ("applied", "stale", "refused", "failed", "held")
+    counts = {o: page.text_of(f"outcome-{o}") for o in outcomes}
+    assert counts == {"applied": "3", "stale": "1", "refused": "1", "failed": "2", "held": "1"}
     failed = [r for r in page.rows["errors"] if r and r[0] == "2026-11-21T12:05:00Z"]
-    assert [(r[2], r[4], r[5]) for r in failed] == [
-        ("s4", "500", "HTTP 500 <b>boom</b>"),
-        ("s5", "-", "no answer"),
+    assert [(r[2], r[4], r[5], r[6]) for r in failed] == [
+        ("s4", "failed", "500", "HTTP 500 <b>boom</b>"),
+        ("s5", "failed", "-", "no answer"),
+        ("s7", "refused", "-", "would shorten a kept snapshot"),
     ]
     assert "dry-run" not in page.by_id
     assert "dry run" not in markdown
-    assert "Applied 3, stale 1, failed 2, held 1." in markdown
+    assert "Applied 3, stale 1, refused 1, failed 2, held 1." in markdown
 
 
 def test_dry_run_line_appears_without_results(tmp_path: Path) -> None:

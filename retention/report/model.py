@@ -19,7 +19,7 @@ ACTIONS = ("protect", "extend", "shorten", "delete", "release")
 # Counted apart from the actions: destructive changes a safety gate held, and config-server
 # decisions that have no PATCH endpoint.
 NOT_SENT = ("held", "advisory")
-OUTCOMES = ("applied", "stale", "failed", "held")
+OUTCOMES = ("applied", "stale", "refused", "failed", "held")
 
 __all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "exit_meaning"]
 
