@@ -173,3 +173,25 @@ def test_month_shift_normalises_like_go() -> None:
     assert RetentionDuration(years=1).after(datetime(2024, 2, 29, tzinfo=UTC)) == datetime(
         2025, 3, 1, tzinfo=UTC
     )
+
+
+def test_each_match_says_which_of_its_rules_kept_snapshots_it_is() -> None:
+    """A match carries its counter (the rule's n-th kept item, newest first, the "oldest"
+    one included) and the rule's count: "daily #3 of 3"; unlimited rules count too."""
+    now = datetime(2026, 11, 21, 12, tzinfo=UTC)
+    items = [Item(f"d{i}", now - timedelta(days=i, hours=1)) for i in range(5)]
+
+    result = evaluate(items, KeepSpec(daily=3, weekly=-1), now)
+
+    daily = {
+        item_id: next((m.counter, m.count) for m in reason.matches if m.rule == "daily")
+        for item_id, reason in result.reasons.items()
+        if any(m.rule == "daily" for m in reason.matches)
+    }
+    assert daily == {"d0": (1, 3), "d1": (2, 3), "d2": (3, 3)}
+    weekly = [m.counter for r in result.reasons.values() for m in r.matches if m.rule == "weekly"]
+    assert weekly == sorted(weekly)
+    assert weekly[0] == 1
+    assert all(
+        m.count == -1 for r in result.reasons.values() for m in r.matches if m.rule == "weekly"
+    )

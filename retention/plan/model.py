@@ -32,10 +32,11 @@ State = Literal[
 ]
 Action = Literal["none", "protect", "extend", "shorten", "delete", "release"]
 ChangeAction = Literal["protect", "extend", "release", "shorten", "delete"]
-# The actions that send a PATCH, in the order the executor sends a cluster's changes: what
-# keeps a snapshot first, what takes a hold away next, what shortens last.
-CHANGE_ACTIONS: tuple[ChangeAction, ...] = ("protect", "extend", "release", "shorten", "delete")
-SEND_ORDER = {action: n for n, action in enumerate(CHANGE_ACTIONS)}
+# The actions that send a PATCH, in the order summaries and reports list them.
+CHANGE_ACTIONS: tuple[ChangeAction, ...] = ("protect", "extend", "shorten", "delete", "release")
+# The order the executor sends a cluster's changes in: what keeps a snapshot first, what
+# takes a hold away next, what shortens last.
+SEND_ORDER: dict[str, int] = {"protect": 0, "extend": 1, "release": 2, "shorten": 3, "delete": 4}
 
 
 def is_destructive(action: str, kept: bool) -> bool:

@@ -522,7 +522,7 @@ def read_head(path: Path) -> PlanHead:
         try:
             value = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
-            raise PlanFileError(str(path), f"not JSON: {exc}") from None
+            raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
         if not isinstance(value, dict):
             kind = type(value).__name__
             raise PlanFileError(str(path), f"it holds a JSON {kind}, not a plan object")
@@ -573,7 +573,7 @@ def _raw_entries(path: Path, name: str) -> Iterator[Any]:
     try:
         document = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise PlanFileError(str(path), f"not JSON: {exc}") from None
+        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
     items = document.get(name, []) if isinstance(document, dict) else []
     if not isinstance(items, list):
         raise PlanFileError(str(path), f"{name}: not a list")

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from retention.plan.model import CHANGE_ACTIONS
 from retention.timestamps import format_timestamp
 
-ACTIONS = ("protect", "extend", "shorten", "delete", "release")
+ACTIONS = CHANGE_ACTIONS
 
 
 def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> list[str]:

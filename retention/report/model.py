@@ -13,9 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from retention.errors import exit_meaning
+from retention.plan.model import CHANGE_ACTIONS
 
 # The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
-ACTIONS = ("protect", "extend", "shorten", "delete", "release")
+ACTIONS = CHANGE_ACTIONS
 # Counted apart from the actions: destructive changes a safety gate held, and config-server
 # decisions that have no PATCH endpoint.
 NOT_SENT = ("held", "advisory")
