@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from retention.report.svg import Snap, build_timeline, category
 from retention.timestamps import format_timestamp
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
+_DAY = 86400.0
 
 
 def _json_lines(path: Path) -> Iterator[dict[str, Any] | None]:
@@ -91,13 +92,19 @@ class _DecisionScan:
         drawn: list[ClusterRow],
         outcomes: Outcomes | None,
     ) -> None:
-        self.now = now = evaluated_at
-        self.week_end = now + timedelta(days=7)
-        self.month_end = now + timedelta(days=30)
+        now = evaluated_at.astimezone(UTC)
+        # Expiries are compared as POSIX seconds: each parsed datetime has a zone object of
+        # its own, and comparing datetimes of two zone objects costs fourteen times as much.
+        self.now = now.timestamp()
+        self.week_end = self.now + 7 * _DAY
+        self.month_end = self.now + 30 * _DAY
+        self.midnight = datetime.combine(now.date(), time(), UTC).timestamp()
         last_day = (now + timedelta(days=30) - timedelta(seconds=1)).date()
-        days = [now.date() + timedelta(days=i) for i in range((last_day - now.date()).days + 1)]
-        self.days = {d.isoformat(): CalendarDay(d.isoformat()) for d in days}
-        self.calendar = Calendar(days=list(self.days.values()), as_planned=outcomes is None)
+        self.days = [
+            CalendarDay((now.date() + timedelta(days=i)).isoformat())
+            for i in range((last_day - now.date()).days + 1)
+        ]
+        self.calendar = Calendar(days=list(self.days), as_planned=outcomes is None)
         self.not_applied = outcomes.not_applied if outcomes is not None else set()
         self.cluster_policies = {c.key: c.policies for c in clusters}
         self.policies = policies
@@ -123,14 +130,15 @@ class _DecisionScan:
             or (record["clusterId"], record["snapshotId"]) not in self.not_applied
         )
         expiry = self._resulting_expiry(record, action, applied)
-        day = self.days.get(expiry.date().isoformat()) if expiry is not None else None
-        if expiry is not None and day is not None and self.now <= expiry < self.month_end:
+        at = expiry.timestamp() if expiry is not None else -1.0
+        if self.now <= at < self.month_end:
+            day = self.days[int((at - self.midnight) // _DAY)]
             name = record["clusterName"]
             day.count += 1
             day.clusters[name] += 1
             self.calendar.month_count += 1
             self.calendar.month_clusters.add(name)
-            if expiry < self.week_end:
+            if at < self.week_end:
                 self.calendar.week_count += 1
                 self.calendar.week_clusters.add(name)
         snaps = self.snaps.get(key)
