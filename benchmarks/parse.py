@@ -29,7 +29,7 @@ def part(i: int, rs: str) -> dict[str, Any]:
         "fcv": "7.0",
         "fileSizeBytes": 223456789,
         "machineId": f"{rs}-1.example.com:27017",
-        "serverVersion": "7.0.12",
+        "mongodVersion": "7.0.12",
         "replicaSetName": rs,
         "replicaState": "SECONDARY",
         "storageSizeBytes": 98765432,

@@ -184,7 +184,7 @@ def _version_and_clock(client: OpsManagerClient, checks: list[Check]) -> None:
             Check(
                 "service version",
                 "warn",
-                "no X-Server-Service-Version header",
+                "no X-MongoDB-Service-Version (or X-Server-Service-Version) header",
                 "is a proxy answering instead of the API?",
             )
         )

@@ -97,7 +97,7 @@ class FakeApi:
             )
         else:
             status, headers, payload = self._route(method, split.path, query, body)
-            headers = {"X-Server-Service-Version": SERVICE_VERSION, **headers}
+            headers = {"X-MongoDB-Service-Version": SERVICE_VERSION, **headers}
         self.seen.append(Seen(method, split.path, query, body, authorization is not None, status))
         return status, headers, payload
 

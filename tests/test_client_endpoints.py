@@ -4,6 +4,7 @@ and the parsed result."""
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -56,7 +57,7 @@ def echo_patch(request: Request) -> Answer:
 def test_get_snapshot_parses_and_captures_service_version(
     fake: FakeApi, client: OpsManagerClient
 ) -> None:
-    """GET one snapshot returns the model, and the X-Server-Service-Version header is kept."""
+    """GET one snapshot returns the model, and the X-MongoDB-Service-Version header is kept."""
     fake.answer("GET", SNAP_PATH, snapshot("s1", expires="2026-12-01T05:00:00+05:00"))
 
     result = client.get_snapshot(P, C, "s1")
@@ -64,6 +65,19 @@ def test_get_snapshot_parses_and_captures_service_version(
     assert result.id == "s1"
     assert result.expires == datetime(2026, 12, 1, 0, 0, tzinfo=UTC)
     assert client.service_version == SERVICE_VERSION
+
+
+@pytest.mark.parametrize("header", ["X-MongoDB-Service-Version", "X-Server-Service-Version"])
+def test_either_spelling_of_the_service_version_header_is_read(
+    fake: FakeApi, client: OpsManagerClient, header: str
+) -> None:
+    """The real service's header name and the API document's are both read."""
+    headers = {"X-MongoDB-Service-Version": "", header: "gitHash=ab12; versionString=7.0.3"}
+    fake.route("GET", re.escape(SNAP_PATH), lambda _r: json_answer(snapshot("s1"), 200, headers))
+
+    client.get_snapshot(P, C, "s1")
+
+    assert client.service_version == "gitHash=ab12; versionString=7.0.3"
 
 
 @pytest.mark.parametrize("completed", ["true", "false", "all"])

@@ -19,9 +19,17 @@ from tests.wire_server import closed_port
 
 
 @contextmanager
-def live(skew: timedelta = timedelta(0)) -> Iterator[Simulator]:
-    """The small fleet on a simulator whose clock runs ``skew`` ahead of ours."""
-    config = SimulatorConfig(public_key=PUBLIC_KEY, private_key=KEY, now=datetime.now(UTC) + skew)
+def live(
+    skew: timedelta = timedelta(0), header: str = "X-MongoDB-Service-Version"
+) -> Iterator[Simulator]:
+    """The small fleet on a simulator whose clock runs ``skew`` ahead of ours, naming its
+    version in ``header``."""
+    config = SimulatorConfig(
+        public_key=PUBLIC_KEY,
+        private_key=KEY,
+        now=datetime.now(UTC) + skew,
+        version_header=header,
+    )
     with Simulator(config, fleet_factory=lambda _now: small_fleet()) as sim:
         yield sim
 
@@ -142,3 +150,25 @@ def test_json_format_for_machines(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == document["exitCode"] == 0
     assert {c["status"] for c in document["checks"]} == {"pass", "warn"}
     assert set(document["checks"][0]) == {"name", "status", "detail", "remedy"}
+
+
+@pytest.mark.parametrize("header", ["X-MongoDB-Service-Version", "X-Server-Service-Version"])
+def test_doctor_and_the_plan_show_the_version_from_either_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], header: str
+) -> None:
+    """The real service's header and the API document's spelling both give the version, in
+    doctor's check and in plan.json; neither is taken for a proxy."""
+    with live(header=header) as sim:
+        config = config_for(tmp_path, sim.base_url)
+        code, out = doctor(config, capsys, "--format", "json")
+        assert cli.main(["--config", str(config), "plan", "--out", str(tmp_path / "p.json")]) in (
+            0,
+            3,
+        )
+
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert code == 0
+    assert checks["service version"]["status"] == "pass"
+    assert checks["service version"]["detail"].startswith("gitHash=")
+    plan = json.loads((tmp_path / "p.json").read_text())
+    assert plan["serviceVersion"] == checks["service version"]["detail"]

@@ -26,6 +26,7 @@ from retention.api.models import (
     ListPage,
     NamespaceFilterList,
     Snapshot,
+    SnapshotPart,
     SnapshotPatch,
 )
 
@@ -1081,3 +1082,13 @@ def test_snapshot_patch_rounds_expires_up_to_whole_seconds(asked: datetime, writ
     assert patch.to_api() == {"expires": written}
     assert patch.expires is not None
     assert patch.expires >= asked
+
+
+def test_a_part_reads_the_real_mongod_version_and_the_documents_server_version() -> None:
+    """Parts name the version mongodVersion in real answers and serverVersion in the API
+    document: both are read, and written back the real way."""
+    real = SnapshotPart.model_validate({"typeName": "REPLICA_SET", "mongodVersion": "7.0.3"})
+    seed = SnapshotPart.model_validate({"typeName": "REPLICA_SET", "serverVersion": "6.0.14"})
+
+    assert (real.server_version, seed.server_version) == ("7.0.3", "6.0.14")
+    assert real.to_api()["mongodVersion"] == "7.0.3"

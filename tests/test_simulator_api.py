@@ -312,8 +312,9 @@ def test_success_headers_follow_the_spec(sim: Simulator) -> None:
     assert answer.headers["Content-Type"] == "application/json"
     assert answer.headers["Strict-Transport-Security"] == "max-age=300"
     assert answer.headers["Vary"] == "Accept-Encoding"
-    assert answer.headers["X-Server-Service-Version"].startswith("gitHash=")
-    assert "; versionString=" in answer.headers["X-Server-Service-Version"]
+    assert answer.headers["X-MongoDB-Service-Version"].startswith("gitHash=")
+    assert "; versionString=" in answer.headers["X-MongoDB-Service-Version"]
+    assert "X-Server-Service-Version" not in answer.headers  # the real name by default
     assert answer.headers["Date"] == "Sat, 21 Nov 2026 12:00:00 GMT"
     assert int(answer.headers["Content-Length"]) == len(answer.content)
 

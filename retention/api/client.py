@@ -69,7 +69,9 @@ log = logging.getLogger("retention.api")
 
 MAX_ITEMS_PER_PAGE = 500
 STALE_RETRIES = 3
-SERVICE_VERSION_HEADER = "X-Server-Service-Version"
+# The real service sends X-MongoDB-Service-Version (every vendor answer on record); the API
+# document we started from writes X-Server-Service-Version. Either is read, the real first.
+SERVICE_VERSION_HEADERS = ("X-MongoDB-Service-Version", "X-Server-Service-Version")
 _PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
 
 
@@ -400,7 +402,9 @@ class OpsManagerClient:
         raw: bytes,
     ) -> _Answer:
         name = str(endpoint)
-        version = response.headers.get(SERVICE_VERSION_HEADER)
+        version = next(
+            (v for name in SERVICE_VERSION_HEADERS if (v := response.headers.get(name))), None
+        )
         if version:
             self.service_version = version
         self._note_date(response.headers.get("Date"))

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -80,7 +81,12 @@ class SnapshotPart(ApiModel):
     machine_id: str | None = None
     # The spec spells it masterKeyUUID, which the camelCase generator would not produce.
     master_key_uuid: str | None = Field(default=None, alias="masterKeyUUID")
-    server_version: str | None = None
+    # The real service writes mongodVersion; the API document serverVersion.
+    server_version: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("mongodVersion", "serverVersion"),
+        serialization_alias="mongodVersion",
+    )
     replica_set_name: str | None = None
     replica_state: str | None = None
     storage_size_bytes: float | None = None

@@ -51,6 +51,9 @@ from retention.timestamps import format_timestamp
 
 BASE_PATH = "/api/public/v1.0"
 SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"
+# The real service's header; the API document's spelling (X-Server-Service-Version) is an
+# option, so that clients are tested against both.
+VENDOR_VERSION_HEADER = "X-MongoDB-Service-Version"
 REL_NAMESPACE = "http://server.example.net/rel"
 T = TypeVar("T")
 REASONS = {
@@ -138,8 +141,10 @@ class SimulatorApp:
         faults: FaultInjector,
         latency_ms: float = 0.0,
         reap_delay: timedelta = timedelta(hours=6),
+        version_header: str = VENDOR_VERSION_HEADER,
     ) -> None:
         self.fleet_factory = fleet_factory
+        self.version_header = version_header
         self.fleet = fleet_factory()
         self.auth = auth
         self.clock = clock
@@ -220,7 +225,7 @@ class SimulatorApp:
             ("Strict-Transport-Security", "max-age=300"),
             ("Date", format_datetime(self.clock.now(), usegmt=True)),
             ("Connection", "keep-alive"),
-            ("X-Server-Service-Version", SERVICE_VERSION),
+            (self.version_header, SERVICE_VERSION),
         ]
 
     def _unauthorized(self, *, stale: bool, delay: float) -> SimResponse:

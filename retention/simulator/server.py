@@ -52,6 +52,8 @@ class SimulatorConfig:
     reap_delay: timedelta = timedelta(hours=6)
     now: datetime | None = None
     frozen: bool = False
+    # The service-version header's name: the real service's, or the API document's.
+    version_header: str = "X-MongoDB-Service-Version"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -189,6 +191,7 @@ class Simulator:
             faults=FaultInjector(spec, seed=config.seed),
             latency_ms=config.latency_ms,
             reap_delay=config.reap_delay,
+            version_header=config.version_header,
         )
 
     def stop(self) -> None:

@@ -235,7 +235,7 @@ class SnapshotRenderer:
                 '[{"completedTime":"@DONE@","dataSizeBytes":52428800,'
                 f'"encryptionEnabled":false,"fcv":"3.2","fileSizeBytes":67108864,'
                 f'"hostId":{q(self._owner_id)},"HOST-ID":{q(self._owner_id)},'
-                f'"machineId":"cfg.example.net:27019","serverVersion":"3.2.22",'
+                f'"machineId":"cfg.example.net:27019","mongodVersion":"3.2.22",'
                 f'"replicaState":"PRIMARY","storageSizeBytes":62914560,'
                 f'"typeName":"CONFIG_SERVER"}}]'
             )
@@ -245,7 +245,7 @@ class SnapshotRenderer:
                 f'{{"clusterId":{q(self._owner_id)},"completedTime":"@DONE@",'
                 f'"compressionSetting":"GZIP","dataSizeBytes":1073741824,'
                 f'"encryptionEnabled":false,"fcv":"7.0","fileSizeBytes":2147483648,'
-                f'"machineId":{q(rs + "-0.example.net:27017")},"serverVersion":"7.0.12",'
+                f'"machineId":{q(rs + "-0.example.net:27017")},"mongodVersion":"7.0.12",'
                 f'"replicaSetName":{q(rs)},"replicaState":"SECONDARY",'
                 f'"storageSizeBytes":1610612736,"typeName":"REPLICA_SET"}}'
                 for rs in shard_names
