@@ -12,6 +12,11 @@ from typing import Annotated
 from pydantic import AfterValidator, AwareDatetime, PlainSerializer, WithJsonSchema
 
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# The ends of what a timestamp can say, in whole seconds (the wire format's precision), so
+# that rounding an expiry up to a second never leaves the range. A horizon beyond them (a
+# restic vector keeps "9999y") stops there, and means "keep".
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 def to_utc(value: datetime) -> datetime:
@@ -40,6 +45,14 @@ def parse_timestamp(text: str) -> datetime:
         return to_utc(datetime.fromisoformat(cleaned))
     except ValueError:
         raise ValueError(f"not an ISO 8601 timestamp: {text!r}") from None
+
+
+def add_seconds(moment: datetime, seconds: float) -> datetime:
+    """``moment`` plus ``seconds``, stopping at EARLIEST or LATEST instead of overflowing."""
+    try:
+        return moment + timedelta(seconds=seconds)
+    except OverflowError:
+        return LATEST if seconds > 0 else EARLIEST
 
 
 def ceil_to_second(value: datetime) -> datetime:

@@ -14,9 +14,11 @@ from retention.plan.decide import Merged, decide
 from retention.plan.model import Alert, ClusterPlan, SnapshotView, Target
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import EveryRule, KeepSpec
+from retention.timestamps import LATEST
 from tests.planning import HOLD_TYPES, TestPolicy, apply
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
 EXAMPLES = settings(max_examples=500, deadline=None)
 
 durations = st.builds(
@@ -289,3 +291,60 @@ def test_inconsistent_expire_does_not_touch_a_held_snapshot() -> None:
 
     [decision] = plan.decisions
     assert (decision.state, decision.action, decision.patch) == ("manual-hold", "none", None)
+
+
+EXTREME = RetentionDuration(years=9999)
+extreme_specs = st.builds(
+    KeepSpec,
+    last=st.sampled_from([-1, 0, 10_000]),
+    hourly=st.sampled_from([-1, 0, 1_000_000]),
+    daily=st.sampled_from([-1, 0, 1_000_000]),
+    weekly=st.sampled_from([-1, 0, 1_000_000]),
+    monthly=st.sampled_from([-1, 0, 1_000_000]),
+    yearly=st.sampled_from([-1, 0, 10_000]),
+    within=st.sampled_from([None, EXTREME]),
+    within_hourly=st.sampled_from([None, EXTREME, RetentionDuration(hours=10**9)]),
+    within_daily=st.sampled_from([None, EXTREME]),
+    within_weekly=st.sampled_from([None, EXTREME]),
+    within_monthly=st.sampled_from([None, RetentionDuration(months=10**6)]),
+    within_yearly=st.sampled_from([None, EXTREME]),
+    every=st.sampled_from([(), (EveryRule("0 0 1 1 *", -1),), (EveryRule("0 0 1 1 *", 10**6),)]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keep=extreme_specs,
+    protect=st.none() | extreme_specs,
+    grace=st.sampled_from([RetentionDuration(), EXTREME]),
+    zone=st.sampled_from(["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago"]),
+    snapshots=st.lists(st.integers(0, 400 * 24), max_size=30, unique=True),
+)
+def test_rules_at_their_extremes_clamp_to_the_latest_time_and_keep(
+    keep: KeepSpec,
+    protect: KeepSpec | None,
+    grace: RetentionDuration,
+    zone: str,
+    snapshots: list[int],
+) -> None:
+    """Every rule at its largest value (restic's 9999y among them) plans without error: a
+    horizon past the representable range stops at LATEST, which keeps, and every expiry the
+    plan writes is a whole second within the range."""
+    views = [
+        SnapshotView(f"s{h:05d}", NOW - timedelta(hours=h), True, False, NOW + timedelta(days=1))
+        for h in snapshots
+    ]
+    policy = TestPolicy(keep=keep, protect=protect, grace=grace, timezone=zone)
+
+    plan = decide(Target("p1", "c1", "prod"), views, [policy], [], now=NOW, lease_for=DAY)
+
+    for d in plan.decisions:
+        if d.patch is not None and d.patch.expires is not None:
+            assert NOW < d.patch.expires <= LATEST
+            assert d.patch.expires.microsecond == 0
+        for reason in d.reasons:
+            assert reason["horizon"] is None or reason["horizon"] <= LATEST
+    yearly = [d for d in plan.decisions if any(r["rule"] == "within_yearly" for r in d.reasons)]
+    if keep.within_yearly == EXTREME and views and protect is None:
+        assert yearly, "the newest snapshot of each year is within 9999y"
+        assert all((d.action, d.expires_after) == ("extend", LATEST) for d in yearly)

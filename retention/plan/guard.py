@@ -23,7 +23,7 @@ from typing import Literal
 from retention.api.models import SnapshotPatch
 from retention.plan.model import SnapshotView, is_destructive
 from retention.plan.planfile import Change, ClusterEntry, PlanHead
-from retention.timestamps import format_timestamp
+from retention.timestamps import add_seconds, format_timestamp
 
 # A plan is evaluated at the time it is made; more apart than this, it was made with --at
 # (or edited) and answers a question about another time.
@@ -153,17 +153,18 @@ class EntryCheck:
             return None
         evaluated = self.head["evaluatedAt"]
         if change["destructive"]:
-            floor = evaluated + timedelta(seconds=change["grace"])
+            floor = add_seconds(evaluated, change["grace"])
             if expires < floor:
                 return (
                     f"expires {format_timestamp(expires)} is earlier than the plan's time "
                     f"plus the grace ({format_timestamp(floor)})"
                 )
-        elif expires < evaluated + self.lease:
+        elif expires < add_seconds(evaluated, self.lease.total_seconds()):
             # A kept snapshot is written an expiry of at least now + 2 leases.
             return (
                 f"a {action} that keeps a snapshot writes at least the lease "
-                f"({format_timestamp(evaluated + self.lease)}), not {format_timestamp(expires)}"
+                f"({format_timestamp(add_seconds(evaluated, self.lease.total_seconds()))}), "
+                f"not {format_timestamp(expires)}"
             )
         return None
 
@@ -215,7 +216,7 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
         )
     # No expiry written is earlier than now + grace (invariant 4): a plan that waited for
     # review still gives its snapshots their full grace.
-    expires = max(expires, now + timedelta(seconds=change["grace"]))
+    expires = max(expires, add_seconds(now, change["grace"]))
     if "doNotDelete" in body:
         return Verdict("send", body=SnapshotPatch.release(expires))
     return Verdict("send", body=SnapshotPatch.expire_at(expires))

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from croniter import croniter
 
 from retention.policy.cron import ticks as cron_ticks
-from retention.policy.duration import LATEST, RetentionDuration, add_date
+from retention.policy.duration import RetentionDuration, add_date
 from retention.policy.engine import Match
-from retention.timestamps import ceil_to_second
+from retention.timestamps import LATEST, add_seconds, ceil_to_second
 
 UNLIMITED = RetentionDuration(years=100)
 DEFAULT_LEASE = timedelta(days=7)
@@ -78,8 +78,8 @@ def required_and_written(
     horizon_at: datetime | None, now: datetime, lease_for: timedelta
 ) -> tuple[datetime, datetime]:
     """R = max(H, now + L), the expiry a kept snapshot needs, and W = max(H, now + 2L)."""
-    floor = now + lease_for
-    written = now + 2 * lease_for
+    floor = add_seconds(now, lease_for.total_seconds())
+    written = add_seconds(now, 2 * lease_for.total_seconds())
     if horizon_at is not None:
         floor = max(floor, horizon_at)
         written = max(written, horizon_at)

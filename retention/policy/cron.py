@@ -9,12 +9,19 @@ and without I/O: a cache, not state that changes an answer.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import threading
 from datetime import datetime, timedelta, tzinfo
 
-from croniter import croniter
+from croniter import CroniterError, croniter
+
+from retention.timestamps import EARLIEST, LATEST
 
 _BATCH = 64
+# More intervals than this are not tabulated (a million minute ticks would cost 30 s and
+# 50 MB): an every-rule that far out keeps until LATEST, which is what "keep" means.
+MAX_INTERVALS = 100_000
+_PAST_THE_END = (ValueError, OverflowError, CroniterError)
 
 
 class CronTicks:
@@ -25,6 +32,8 @@ class CronTicks:
         self.zone = zone
         self._ticks: list[datetime] = []
         self._lock = threading.Lock()
+        # croniter cannot go past year 9999 (a restic vector keeps "9999y"): the table ends.
+        self._ended = False
 
     def interval(self, moment: datetime) -> tuple[datetime, datetime]:
         """The ticks ``start <= moment < end`` around an aware ``moment``."""
@@ -34,12 +43,16 @@ class CronTicks:
             return self._ticks[i], self._ticks[i + 1]
 
     def after(self, start: datetime, count: int) -> datetime:
-        """The tick ``count`` intervals after the tick ``start``."""
+        """The tick ``count`` intervals after the tick ``start``; LATEST when that is past
+        the representable range or more than MAX_INTERVALS away."""
+        if count > MAX_INTERVALS:
+            return LATEST
         with self._lock:
             self._cover(start)
             i = bisect.bisect_left(self._ticks, start)
             while i + count >= len(self._ticks):
-                self._extend_forward()
+                if not self._extend_forward():
+                    return LATEST
             return self._ticks[i + count]
 
     def _cover(self, moment: datetime) -> None:
@@ -51,18 +64,34 @@ class CronTicks:
             )
             self._ticks = [first]
         while moment < self._ticks[0]:
-            self._extend_backward()
+            if not self._extend_backward():
+                self._ticks.insert(0, EARLIEST)
         while moment >= self._ticks[-1]:
-            self._extend_forward()
+            if not self._extend_forward():
+                self._ticks.append(LATEST)
+                self._ended = True
 
-    def _extend_forward(self) -> None:
+    def _extend_forward(self) -> bool:
+        """Add the next ticks; False when there are none left to add."""
+        if self._ended:
+            return False
         itr = croniter(self.expression, self._ticks[-1])
-        self._ticks.extend(itr.get_next(datetime) for _ in range(_BATCH))
+        newer: list[datetime] = []
+        try:
+            newer.extend(itr.get_next(datetime) for _ in range(_BATCH))
+        except _PAST_THE_END:
+            self._ended = True
+        self._ticks.extend(newer)
+        return bool(newer)
 
-    def _extend_backward(self) -> None:
+    def _extend_backward(self) -> bool:
+        """Add the previous ticks; False when there are none left to add."""
         itr = croniter(self.expression, self._ticks[0])
-        older = [itr.get_prev(datetime) for _ in range(_BATCH)]
+        older: list[datetime] = []
+        with contextlib.suppress(*_PAST_THE_END):
+            older.extend(itr.get_prev(datetime) for _ in range(_BATCH))
         self._ticks[:0] = reversed(older)
+        return bool(older)
 
 
 _TABLES: dict[tuple[str, str], CronTicks] = {}

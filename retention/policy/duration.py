@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
+from retention.timestamps import EARLIEST, LATEST
+
 _TOKEN = re.compile(r"(\d+)([ymdh])")
-EARLIEST = datetime.min.replace(tzinfo=UTC)
-LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, order=True)
@@ -84,9 +84,10 @@ class RetentionDuration:
         try:
             local = moment.astimezone(zone)
             shifted = add_date(local, sign * self.years, sign * self.months, sign * self.days, zone)
-            return (shifted + timedelta(hours=sign * self.hours)).astimezone(UTC)
+            moved = (shifted + timedelta(hours=sign * self.hours)).astimezone(UTC)
         except (OverflowError, ValueError):
             return EARLIEST if sign < 0 else LATEST
+        return min(max(moved, EARLIEST), LATEST)
 
 
 def add_date(moment: datetime, years: int, months: int, days: int, zone: tzinfo) -> datetime:
