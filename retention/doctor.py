@@ -220,16 +220,19 @@ def _project(client: OpsManagerClient, wanted: ProjectTargets, checks: list[Chec
             )
         else:
             checks.append(Check(f"{name}: agents", "pass", "backup agents link present"))
-        targets = discover(client, wanted)
-        clusters = [t for t in targets if t.kind == "cluster"]
-        servers = [t for t in targets if t.kind == "config-server"]
-        checks.append(
-            Check(
-                f"{name}: discovery",
-                "pass",
-                f"{len(clusters)} clusters, {len(servers)} legacy config servers",
+        found = discover(client, wanted)
+        clusters = [t for t in found.targets if t.kind == "cluster"]
+        servers = [t for t in found.targets if t.kind == "config-server"]
+        members = sum(len(t.members) for t in clusters)
+        sharded = sum(1 for t in clusters if t.members)
+        detail = f"{len(clusters)} clusters, {len(servers)} legacy config servers"
+        if sharded:
+            detail += f"; {sharded} sharded, with {members} shard and config rows as members"
+        checks.append(Check(f"{name}: discovery", "pass", detail))
+        for warning in found.warnings:
+            checks.append(
+                Check(f"{name}: discovery", "warn", warning, "check the clusters list")
             )
-        )
         if clusters:
             first = clusters[0]
             listing = client.list_snapshots(first.project_id, first.cluster_id, "all")

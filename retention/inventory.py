@@ -18,9 +18,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from retention.api import OpsManagerClient
-from retention.api.models import AlertStatus
+from retention.api.models import AlertStatus, Cluster
 from retention.errors import EXIT_UNREACHABLE, ApiError, InconsistentListError
-from retention.plan.model import Alert, SnapshotView, Target
+from retention.plan.model import Alert, Member, SnapshotView, Target
 
 log = logging.getLogger("retention.inventory")
 
@@ -44,30 +44,93 @@ class Walk:
     pages: int = 0
 
 
-def discover(client: OpsManagerClient, wanted: ProjectTargets) -> list[Target]:
+# Discovery decides by typeName, never by the presence of shardName: in real answers the
+# sharded cluster's own row may carry a shardName (its first shard's).
+SHARDED_TYPES = frozenset({"SHARDED_REPLICA_SET", "SHARDED"})
+CONFIG_REPLICA_SET_TYPES = frozenset({"CONFIG_SERVER_REPLICA_SET", "CONFIG_SHARD_REPLICA_SET"})
+REPLICA_SET = "REPLICA_SET"
+
+
+@dataclass
+class Discovery:
+    """A project's targets, and what discovery has to say about rows it did not walk."""
+
+    targets: list[Target] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def discover(client: OpsManagerClient, wanted: ProjectTargets) -> Discovery:
     """The clusters and legacy config servers of a project, sorted by kind and id.
 
-    Listed ids are used as given (their names are filled from their snapshots); otherwise
-    clusters come from the clusters list (shards of a sharded cluster are left out: their
-    snapshots are the sharded cluster's) and config servers from the hosts list.
+    Listed ids are used as given (their names are filled from their snapshots). Otherwise
+    every row of the clusters list is either walked or a member of a walked cluster:
+    sharded clusters and replica sets are walked; a shard (a replica set with a shardName)
+    and a config-server replica set are members of the sharded cluster of the same
+    clusterName, whose snapshots are theirs; a row of a type we do not know is walked, and
+    warned about. A member whose sharded cluster is missing from the list is not walked
+    (its snapshots are that cluster's) and is warned about. Config servers come from the
+    hosts list.
     """
     project = wanted.project_id
-    targets: list[Target] = []
+    found = Discovery()
     if wanted.clusters is not None:
-        targets += [Target(project, cid, cid, "cluster") for cid in wanted.clusters]
+        found.targets += [Target(project, cid, cid, "cluster") for cid in wanted.clusters]
     else:
-        for cluster in client.list_clusters(project):
-            if cluster.shard_name:
-                continue
-            name = cluster.cluster_name or cluster.id
-            targets.append(Target(project, cluster.id, name, "cluster", cluster.replica_set_name))
+        found.targets += _cluster_targets(project, list(client.list_clusters(project)), found)
     if wanted.config_servers is not None:
-        targets += [Target(project, hid, hid, "config-server") for hid in wanted.config_servers]
+        found.targets += [
+            Target(project, hid, hid, "config-server") for hid in wanted.config_servers
+        ]
     else:
         for host in client.list_hosts(project):
             if host.is_legacy_config_server:
-                targets.append(Target(project, host.id, host.hostname or host.id, "config-server"))
-    return sorted(targets, key=lambda t: (t.kind, t.cluster_id))
+                name = host.hostname or host.id
+                found.targets.append(Target(project, host.id, name, "config-server"))
+    found.targets.sort(key=lambda t: (t.kind, t.cluster_id))
+    return found
+
+
+def _cluster_targets(project: str, rows: list[Cluster], found: Discovery) -> list[Target]:
+    parents = {r.cluster_name: r for r in rows if r.type_name in SHARDED_TYPES}
+    members: dict[str, list[Member]] = {r.id: [] for r in parents.values()}
+    walked: list[Cluster] = []
+    for row in rows:
+        kind = row.type_name
+        is_member = kind in CONFIG_REPLICA_SET_TYPES or (
+            kind in (REPLICA_SET, None) and row.shard_name is not None
+        )
+        if kind in SHARDED_TYPES:
+            walked.append(row)
+        elif is_member:
+            parent = parents.get(row.cluster_name)
+            if parent is None:
+                found.warnings.append(
+                    f"project {project}: cluster row {row.id} ({kind}, cluster "
+                    f"{row.cluster_name!r}) belongs to a sharded cluster that is not in the "
+                    "clusters list; not walked: its snapshots are that cluster's"
+                )
+                continue
+            member = Member(row.id, kind, row.shard_name, row.replica_set_name)
+            members[parent.id].append(member)
+        else:
+            if kind != REPLICA_SET:
+                found.warnings.append(
+                    f"project {project}: cluster {row.id} ({row.cluster_name!r}) has typeName "
+                    f"{kind!r}, which retention does not know; walked as a cluster"
+                )
+            walked.append(row)
+    return [
+        Target(
+            project,
+            row.id,
+            row.cluster_name or row.id,
+            "cluster",
+            row.replica_set_name,
+            row.type_name,
+            tuple(sorted(members.get(row.id, []), key=lambda m: m.cluster_id)),
+        )
+        for row in walked
+    ]
 
 
 @dataclass
@@ -79,6 +142,7 @@ class Survey:
     alerts: list[Alert] = field(default_factory=list)
     alerts_error: ApiError | None = None
     discovery_error: ApiError | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def survey(client: OpsManagerClient, wanted: ProjectTargets) -> Survey:
@@ -95,9 +159,13 @@ def survey(client: OpsManagerClient, wanted: ProjectTargets) -> Survey:
             raise
         result.alerts_error = exc
     try:
-        result.targets = discover(client, wanted)
+        found = discover(client, wanted)
     except ApiError as exc:
         result.discovery_error = exc
+    else:
+        result.targets, result.warnings = found.targets, found.warnings
+        for warning in found.warnings:
+            log.warning("%s", warning)
     return result
 
 

@@ -127,6 +127,7 @@ def make_plan(
     decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []  # outside any one cluster: plan.json's top-level errors
+    warnings: list[str] = []
     walk_errors: list[str] = []  # each also in its cluster's entry
     with decisions_to.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
@@ -147,6 +148,7 @@ def make_plan(
             unread: dict[str, str] = {}  # project: why its alerts could not be honoured
             for wanted in ordered:
                 found = surveys[wanted.project_id]
+                warnings += found.warnings
                 if found.alerts_error is not None:
                     unread[wanted.project_id] = (
                         f"cannot read the project's alerts, so no alert can be honoured: "
@@ -181,7 +183,7 @@ def make_plan(
             builder.service_version = client.service_version
             partial = plan_path.with_name(plan_path.name + ".partial")
             with partial.open("wb", buffering=WRITE_BUFFER) as out:
-                head = builder.write(out, errors)
+                head = builder.write(out, errors, warnings)
             partial.replace(plan_path)  # readers never see half a plan
         finally:
             builder.close()

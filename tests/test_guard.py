@@ -26,6 +26,8 @@ def cluster(cid: str = "c1", **over: Any) -> ClusterEntry:
         "clusterId": cid,
         "name": f"prod-{cid}",
         "kind": "cluster",
+        "typeName": "REPLICA_SET",
+        "members": [],
         "policies": ["prod"],
         "holds": [],
         "errors": [],
@@ -57,6 +59,7 @@ def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
             "clustersWithErrors": 0,
         },
         "clusters": list(clusters) or [cluster()],
+        "warnings": [],
         "errors": [],
         **over,
     }

@@ -4,18 +4,23 @@ restic's 9999y keep-within through the command line, and real vendor bodies
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from retention import cli
+from retention.api import OpsManagerClient
+from retention.inventory import Discovery, ProjectTargets, discover
 from retention.plan.planfile import read_list
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.timestamps import LATEST
 from tests.conftest import PUBLIC_KEY
-from tests.simfleet import KEY, P, small_fleet
+from tests.fakeapi import FakeApi, paged
+from tests.simfleet import KEY, SHARDED, P, small_fleet
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 
@@ -74,3 +79,96 @@ def test_restic_9999y_keep_within_plans_and_applies_through_the_cli(
     assert {c["body"].get("expires") for c in extends} == {LATEST}
     written = {p["body"].get("expires") for p in sim.admin("patches")["patches"]}
     assert "9999-12-31T23:59:59Z" in written
+
+
+def real(name: str) -> dict[str, Any]:
+    """A real body of tests/fixtures/real (its source is in SOURCES.md there)."""
+    body: dict[str, Any] = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    return body
+
+
+def discovered(fake: FakeApi, client: OpsManagerClient, rows: list[dict[str, Any]]) -> Discovery:
+    """What discovery makes of a clusters list holding ``rows`` (and no hosts)."""
+    fake.route("GET", rf"/groups/{P}/clusters", paged(rows))
+    fake.route("GET", rf"/groups/{P}/hosts", paged([]))
+    return discover(client, ProjectTargets(P))
+
+
+def test_sharded_clusters_are_walked_with_or_without_shard_name_and_members_listed(
+    fake: FakeApi, client: OpsManagerClient
+) -> None:
+    """Real rows: the operator's sharded row carries shardName and is walked (it used to be
+    dropped), as is the Go client's sharded row without one; the shard row is listed as a
+    member of its cluster, and so is a config-server replica set; a replica set is walked.
+    Every row is either walked or a member."""
+    parent, shard, replica_set = (
+        real("cluster_get_sharded_k8s.json"),
+        real("cluster_get_shard_member_k8s.json"),
+        real("cluster_get_replica_set_k8s.json"),
+    )
+    other = real("cluster_get_sharded_goclient.json")
+    # A config-server row as the sharded cluster's: the shard's row with the type changed
+    # (no real CONFIG_SERVER_REPLICA_SET row is on record; SOURCES.md, "Not found").
+    config = {
+        **shard,
+        "id": "5ba4ec37a957713d7f9bcbb1",
+        "typeName": "CONFIG_SERVER_REPLICA_SET",
+        "replicaSetName": "shannon-cfg",
+    }
+    del config["shardName"]
+    rows = [parent, shard, replica_set, other, config]
+
+    found = discovered(fake, client, rows)
+
+    walked = {t.cluster_id: t for t in found.targets}
+    members = {m.cluster_id: t.cluster_id for t in found.targets for m in t.members}
+    assert set(walked) == {parent["id"], replica_set["id"], other["id"]}
+    assert members == {shard["id"]: parent["id"], config["id"]: parent["id"]}
+    assert set(walked) | set(members) == {r["id"] for r in rows}
+    assert walked[parent["id"]].name == "shannon"
+    assert walked[parent["id"]].type_name == "SHARDED_REPLICA_SET"
+    assert found.warnings == []
+
+
+def test_unknown_types_are_walked_and_orphan_members_named_never_dropped(
+    fake: FakeApi, client: OpsManagerClient
+) -> None:
+    """A typeName retention does not know is walked with a warning; a shard whose sharded
+    cluster is not in the list is not walked (its snapshots are that cluster's) and is named
+    in a warning. No row disappears without a word."""
+    shard = real("cluster_get_shard_member_k8s.json")  # its cluster "shannon" is not listed
+    odd = {**real("cluster_get_replica_set_k8s.json"), "typeName": "REPLICA_SET_V2"}
+
+    found = discovered(fake, client, [shard, odd])
+
+    assert [t.cluster_id for t in found.targets] == [odd["id"]]
+    assert len(found.warnings) == 2
+    assert any(shard["id"] in w and "not walked" in w for w in found.warnings)
+    assert any(odd["id"] in w and "'REPLICA_SET_V2'" in w for w in found.warnings)
+
+
+def test_a_sharded_deployment_is_planned_through_discovery_with_its_members(
+    now: datetime, folder: Path
+) -> None:
+    """Against the simulator's real-shaped rows (sharded row with shardName, shard rows,
+    config-server replica set), plan walks the sharded cluster, plans its snapshots, and
+    lists its shards and config servers as members in plan.json and the report."""
+    fleet = small_fleet(now)
+    with Simulator(
+        SimulatorConfig(public_key=PUBLIC_KEY, private_key=KEY, now=now, frozen=True),
+        fleet_factory=lambda _now: fleet,
+    ) as sim:
+        sharded = fleet.projects[P].clusters[SHARDED]
+        sharded.listed_shard_name = "sh0"  # as the real row shows it
+        configure(folder, sim.base_url, "name: p\nkeep: {last: 1}\n")
+        assert cli.main(["plan", "--out", "plan.json"]) in (0, 3)
+        rows = sim.admin("fleet")["projects"][0]["clusters"]
+
+    plan = json.loads((folder / "plan.json").read_text())
+    entries = {c["clusterId"]: c for c in plan["clusters"] if c["kind"] == "cluster"}
+    members = {m["clusterId"] for c in entries.values() for m in c["members"]}
+    assert SHARDED in entries
+    assert entries[SHARDED]["counts"]["snapshots"] == 2
+    assert [m["shardName"] for m in entries[SHARDED]["members"]] == ["sh0"]
+    assert set(entries) | members == {r["id"] for r in rows}
+    assert plan["warnings"] == []

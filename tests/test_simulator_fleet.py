@@ -130,20 +130,24 @@ def test_demo_has_three_projects_ten_snapshot_clusters_and_a_few_thousand_snapsh
     assert bands == [1, 2, 3, 4]
 
 
-def test_demo_lists_each_shard_as_its_own_replica_set_cluster(demo: Fleet) -> None:
-    """Every shard of a sharded cluster is a REPLICA_SET cluster with shardName, no snapshots."""
+def test_demo_lists_a_sharded_cluster_as_the_real_clusters_list_does(demo: Fleet) -> None:
+    """A sharded cluster is its own row (showing its first shard's shardName, as real rows
+    do), a REPLICA_SET row per shard with that shardName, and a CONFIG_SERVER_REPLICA_SET
+    row, all with the cluster's name; only the sharded cluster has snapshots."""
     for project in demo.projects.values():
-        by_name = {c.name: c for c in project.clusters.values()}
         for cluster in [c for c in project.clusters.values() if c.sharded]:
+            rows = [c for c in project.clusters.values() if c.name == cluster.name]
+            shards = [c for c in rows if c.shard_name is not None]
+            configs = [c for c in rows if c.type_name == "CONFIG_SERVER_REPLICA_SET"]
             assert cluster.replica_set_name is None
-            assert cluster.shard_name is None
+            assert cluster.listed_shard_name == cluster.shard_names[0]
             assert len(cluster.shard_names) in (2, 3)
-            for shard in cluster.shard_names:
-                entry = by_name[shard]
-                assert (entry.type_name, entry.shard_name, entry.replica_set_name) == (
-                    "REPLICA_SET", shard, shard
-                )  # fmt: skip
-                assert entry.snapshots == []
+            assert [(s.type_name, s.shard_name, s.replica_set_name) for s in shards] == [
+                ("REPLICA_SET", name, name) for name in cluster.shard_names
+            ]
+            assert [c.replica_set_name for c in configs] == [f"{cluster.name}-cfg"]
+            assert all(c.snapshots == [] for c in [*shards, *configs])
+            assert cluster.snapshots
 
 
 def test_demo_holds_and_legacy_config_servers(demo: Fleet) -> None:

@@ -145,6 +145,17 @@ class SnapshotView:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A row of the clusters list that belongs to a sharded cluster and is not walked on
+    its own: a shard, or the config-server replica set. Its snapshots are the cluster's."""
+
+    cluster_id: str
+    type_name: str | None
+    shard_name: str | None = None
+    replica_set_name: str | None = None
+
+
+@dataclass(frozen=True)
 class Target:
     """A cluster or a legacy config server of a project, with the names alerts may use."""
 
@@ -153,6 +164,8 @@ class Target:
     name: str
     kind: Kind = "cluster"
     replica_set_name: str | None = None
+    type_name: str | None = None
+    members: tuple[Member, ...] = ()
 
 
 @dataclass(frozen=True)

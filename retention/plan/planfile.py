@@ -126,6 +126,16 @@ class HoldEntry(TypedDict):
 
 
 @with_config(_STRICT)
+class MemberEntry(TypedDict):
+    """A shard or config-server replica set of a sharded cluster: listed, not walked."""
+
+    clusterId: Id
+    typeName: str | None
+    shardName: str | None
+    replicaSetName: str | None
+
+
+@with_config(_STRICT)
 class ClusterEntry(TypedDict):
     """A cluster (or config server) of the plan: its policies, holds, errors and counts."""
 
@@ -133,6 +143,10 @@ class ClusterEntry(TypedDict):
     clusterId: Id
     name: str
     kind: Kind
+    # The clusters list's typeName (None for listed ids and config servers), and the rows
+    # that belong to this cluster and were not walked on their own.
+    typeName: str | None
+    members: list[MemberEntry]
     policies: list[str]
     holds: list[HoldEntry]
     errors: list[str]
@@ -176,6 +190,9 @@ class PlanHead(TypedDict):
     policies: list[PolicyEntry]
     summary: Summary
     clusters: list[ClusterEntry]
+    # What discovery could not place (a shard whose cluster is not listed, a typeName we do
+    # not know): not failures, but worth a look.
+    warnings: list[str]
     errors: list[str]
 
 
@@ -193,7 +210,8 @@ CHANGE = TypeAdapter(Change)
 DECISION = TypeAdapter(DecisionRecord)
 DOCUMENT = TypeAdapter(PlanDocument)
 # The file's order of members: the head's, with the lists before "errors".
-_ORDER = [k for k in PlanHead.__annotations__ if k != "errors"] + [*LISTS, "errors"]
+_ORDER = [k for k in PlanHead.__annotations__ if k not in ("warnings", "errors")]
+_ORDER += [*LISTS, "warnings", "errors"]
 
 
 def generated_schema() -> dict[str, Any]:
@@ -360,6 +378,16 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         "clusterId": t.cluster_id,
         "name": t.name,
         "kind": t.kind,
+        "typeName": t.type_name,
+        "members": [
+            {
+                "clusterId": m.cluster_id,
+                "typeName": m.type_name,
+                "shardName": m.shard_name,
+                "replicaSetName": m.replica_set_name,
+            }
+            for m in t.members
+        ],
         "policies": plan.policies,
         "holds": [{"kind": h.kind, "reason": h.reason, "alertId": h.alert_id} for h in plan.holds],
         "errors": plan.errors,
@@ -426,7 +454,9 @@ class PlanBuilder:
         for spool in self._spools.values():
             spool.close()
 
-    def head(self, errors: list[str] | None = None) -> PlanHead:
+    def head(
+        self, errors: list[str] | None = None, warnings: list[str] | None = None
+    ) -> PlanHead:
         """The plan without its changes, held and advisory lists (what summaries need)."""
         return {
             "format": FORMAT,
@@ -442,12 +472,15 @@ class PlanBuilder:
             ],
             "summary": self.summary(),
             "clusters": self.clusters,
+            "warnings": warnings or [],
             "errors": errors or [],
         }
 
-    def write(self, out: IO[bytes], errors: list[str] | None = None) -> PlanHead:
+    def write(
+        self, out: IO[bytes], errors: list[str] | None = None, warnings: list[str] | None = None
+    ) -> PlanHead:
         """Write the plan file and return its head."""
-        head = self.head(errors)
+        head = self.head(errors, warnings)
         for spool in self._spools.values():
             spool.seek(0)
         write_plan(out, head, self._spools)

@@ -76,6 +76,7 @@ def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> lis
     ]
     for error in dict.fromkeys(errors):
         lines.append(f"  error {error}")
+    lines.extend(f"  warning {w}" for w in document.get("warnings", []))
     return lines
 
 

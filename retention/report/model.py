@@ -42,6 +42,17 @@ class RunInfo:
         return self.mode in ("dry-run", "plan")
 
 
+def _member(member: dict[str, Any]) -> str:
+    """A member row in words: "shard sh0 (5e4e...)" or "config servers cfg-rs (5e4e...)"."""
+    if member.get("shardName"):
+        what = f"shard {member['shardName']}"
+    elif str(member.get("typeName") or "").startswith("CONFIG"):
+        what = f"config servers {member.get('replicaSetName') or ''}".rstrip()
+    else:
+        what = str(member.get("typeName") or "member")
+    return f"{what} ({member['clusterId']})"
+
+
 @dataclass
 class ClusterRow:
     """One cluster or config server of the plan, with its counts and problems."""
@@ -55,6 +66,8 @@ class ClusterRow:
     policies: list[str]
     holds: list[dict[str, Any]]
     errors: list[str]
+    # A sharded cluster's shards and config-server replica set, listed not walked.
+    members: list[str] = field(default_factory=list)
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn
 
@@ -72,6 +85,7 @@ class ClusterRow:
             policies=list(cluster["policies"]),
             holds=list(cluster["holds"]),
             errors=list(cluster["errors"]),
+            members=[_member(m) for m in cluster.get("members", [])],
         )
 
     @property

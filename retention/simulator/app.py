@@ -557,8 +557,8 @@ def _cluster_json(cluster: SimCluster, base_url: str) -> str:
     }
     if cluster.replica_set_name:
         body["replicaSetName"] = cluster.replica_set_name
-    if cluster.shard_name:
-        body["shardName"] = cluster.shard_name
+    if cluster.shard_name or cluster.listed_shard_name:
+        body["shardName"] = cluster.shard_name or cluster.listed_shard_name
     return json.dumps(body)
 
 

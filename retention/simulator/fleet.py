@@ -31,6 +31,7 @@ from retention.timestamps import format_timestamp, to_utc
 
 # Links are written before the server binds its port; this is the app's default base URL.
 DEFAULT_BASE_URL = "http://127.0.0.1/api/public/v1.0"
+CONFIG_REPLICA_SET = "CONFIG_SERVER_REPLICA_SET"
 HOLD_ALERT_TYPES = frozenset(
     {"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND", "INCONSISTENT_BACKUP_CONFIGURATION"}
 )
@@ -150,18 +151,27 @@ class FleetBuilder:
         self, project: SimProject, name: str, shards: list[str] | None, cid: str | None = None,
         rs_name: str | None = None,
     ) -> SimCluster:  # fmt: skip
-        """A cluster; a sharded one also lists each shard as a replica-set cluster."""
+        """A cluster. A sharded one is listed as the real clusters list shows it: its own
+        row (carrying its first shard's shardName), a REPLICA_SET row per shard with that
+        shardName, and its CONFIG_SERVER_REPLICA_SET row, all with the cluster's name; its
+        snapshots are the sharded cluster's own."""
         kind = "REPLICA_SET" if shards is None else "SHARDED_REPLICA_SET"
         rs = None if shards is not None else rs_name or name
         cluster = SimCluster(cid or self.new_id(), project.id, name, kind, rs)
         cluster.shard_names = list(shards or [])
         project.clusters[cluster.id] = cluster
         entries = [
-            SimCluster(self.new_id(), project.id, s, replica_set_name=s, shard_name=s)
+            SimCluster(self.new_id(), project.id, name, replica_set_name=s, shard_name=s)
             for s in cluster.shard_names
         ]
         project.clusters.update((e.id, e) for e in entries)
         self.shards[cluster.id] = entries
+        if shards:
+            cluster.listed_shard_name = shards[0]
+            config = SimCluster(
+                self.new_id(), project.id, name, CONFIG_REPLICA_SET, replica_set_name=f"{name}-cfg"
+            )
+            project.clusters[config.id] = config
         return cluster
 
     def missing_shard(self, cluster: SimCluster, created: datetime, shard: str | None = None) -> (
@@ -246,7 +256,10 @@ class FleetBuilder:
 
     def standard_alerts(self, project: SimProject, hold: SimCluster | None) -> None:
         """Hosts and the usual alert mix; ``hold`` gets the only OPEN hold-type alerts."""
-        sets = sorted(project.clusters.values(), key=lambda c: c.shard_name is not None)
+        sets = sorted(
+            (c for c in project.clusters.values() if c.type_name != CONFIG_REPLICA_SET),
+            key=lambda c: c.shard_name is not None,
+        )
         names = [c.replica_set_name for c in sets if c.replica_set_name]  # shards last
         hosts = [
             SimHost(self.new_id(), project.id, f"{rs}-{n}.example.net", 27017, role, rs)

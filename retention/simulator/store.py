@@ -123,6 +123,8 @@ class SimCluster:
     shard_names: list[str] = field(default_factory=list)
     snapshots: list[SimSnapshot] = field(default_factory=list)
     index: dict[str, SimSnapshot] = field(default_factory=dict)
+    # The shardName a sharded cluster's own row shows: real answers carry its first shard's.
+    listed_shard_name: str | None = None
 
     @property
     def sharded(self) -> bool:
