@@ -601,8 +601,10 @@ def _unwrap_envelope(
 
 
 def _error_message(status: int, raw: bytes) -> str:
-    """A one-line message from an error body: its detail/reason/errorCode, or an excerpt."""
-    detail = ""
+    """A one-line message from an error body ``{detail, error, errorCode, parameters,
+    reason}``: the service's errorCode (what its documentation and support look up) and its
+    detail, or an excerpt of a body that is not one."""
+    detail, code = "", ""
     try:
         body = json.loads(raw)
     except ValueError:
@@ -610,13 +612,17 @@ def _error_message(status: int, raw: bytes) -> str:
     if isinstance(body, dict):
         inner = body.get("content")
         content: dict[str, Any] = inner if isinstance(inner, dict) else body
-        for key in ("detail", "message", "reason", "errorCode", "error"):
+        for key in ("detail", "message", "reason", "error"):
             value = content.get(key)
             if isinstance(value, str) and value:
                 detail = value
                 break
+        if isinstance(content.get("errorCode"), str):
+            code = content["errorCode"]
     if not detail:
-        detail = ResponseInfo.excerpt(raw) or "(empty body)"
+        detail = code or ResponseInfo.excerpt(raw) or "(empty body)"
+    elif code:
+        detail = f"{code}: {detail}"
     return f"the API answered {status}: {detail}"
 
 
