@@ -230,9 +230,7 @@ def _project(client: OpsManagerClient, wanted: ProjectTargets, checks: list[Chec
             detail += f"; {sharded} sharded, with {members} shard and config rows as members"
         checks.append(Check(f"{name}: discovery", "pass", detail))
         for warning in found.warnings:
-            checks.append(
-                Check(f"{name}: discovery", "warn", warning, "check the clusters list")
-            )
+            checks.append(Check(f"{name}: discovery", "warn", warning, "check the clusters list"))
         if clusters:
             first = clusters[0]
             listing = client.list_snapshots(first.project_id, first.cluster_id, "all")

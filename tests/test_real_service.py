@@ -31,7 +31,9 @@ from retention.plan.planfile import read_list
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.timestamps import LATEST
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY
+from tests.digest import DigestChecker
 from tests.fakeapi import FakeApi, json_answer, paged
+from tests.replay_server import VERSION, Replay, serve
 from tests.simfleet import KEY, SHARDED, P, small_fleet
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
@@ -279,3 +281,35 @@ def test_a_real_401_body_is_the_credentials_message_exit_5(
     assert raised.value.exit_code == 5
     assert "refused the credentials" in str(raised.value)
     assert PRIVATE_KEY not in str(raised.value)
+
+
+def test_plan_run_and_doctor_replay_against_real_answers(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Replayed real answers (the operator's sharded rows, the Go client's snapshots, hosts,
+    agent links and project, the documented alerts, the real version header): doctor passes
+    and shows the version, plan walks the sharded cluster and the replica set and lists the
+    shard as a member, run finishes; no internal error anywhere."""
+    replay = Replay(DigestChecker(PUBLIC_KEY, KEY))
+    with serve(replay) as base_url:
+        configure(folder, base_url, "name: p\nkeep: {last: 1}\n")
+        doctor = cli.main(["doctor", "--format", "json"])
+        report = json.loads(capsys.readouterr().out)
+        planned = cli.main(["plan", "--out", "plan.json"])
+        ran = cli.main(["run"])
+    err = capsys.readouterr().err
+
+    checks = {c["name"]: c for c in report["checks"]}
+    assert doctor == 0, report
+    assert checks["service version"]["detail"] == VERSION
+    assert "internal error" not in err
+    assert (planned, ran) == (0, 0)
+    plan = json.loads((folder / "plan.json").read_text())
+    clusters = {c["name"]: c for c in plan["clusters"]}
+    assert plan["serviceVersion"] == VERSION
+    assert set(clusters) == {"shannon", "liffey"}
+    assert clusters["shannon"]["typeName"] == "SHARDED_REPLICA_SET"
+    assert [m["shardName"] for m in clusters["shannon"]["members"]] == ["shannon-0"]
+    assert all(c["counts"]["snapshots"] == 1 for c in clusters.values())
+    walked = {path.split("?")[0] for _m, path, _s in replay.seen if path.count("/") == 8}
+    assert len(walked) == 2  # the two clusters' snapshot lists, and not the shard's

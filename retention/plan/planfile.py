@@ -454,9 +454,7 @@ class PlanBuilder:
         for spool in self._spools.values():
             spool.close()
 
-    def head(
-        self, errors: list[str] | None = None, warnings: list[str] | None = None
-    ) -> PlanHead:
+    def head(self, errors: list[str] | None = None, warnings: list[str] | None = None) -> PlanHead:
         """The plan without its changes, held and advisory lists (what summaries need)."""
         return {
             "format": FORMAT,
