@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,17 @@ from retention.api.models import (
 )
 from retention.errors import ApiError, AuthenticationError
 from retention.inventory import Discovery, ProjectTargets, discover
+from retention.plan.decide import decide
+from retention.plan.model import Alert as HoldingAlert
+from retention.plan.model import Member, SnapshotView, Target
 from retention.plan.planfile import read_list
+from retention.policy.engine import KeepSpec
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.timestamps import LATEST
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY
 from tests.digest import DigestChecker
 from tests.fakeapi import FakeApi, json_answer, paged
+from tests.planning import TestPolicy
 from tests.replay_server import VERSION, Replay, serve
 from tests.simfleet import KEY, SHARDED, P, small_fleet
 
@@ -313,3 +318,26 @@ def test_plan_run_and_doctor_replay_against_real_answers(
     assert all(c["counts"]["snapshots"] == 1 for c in clusters.values())
     walked = {path.split("?")[0] for _m, path, _s in replay.seen if path.count("/") == 8}
     assert len(walked) == 2  # the two clusters' snapshot lists, and not the shard's
+
+
+def test_an_alert_on_a_shard_holds_its_sharded_cluster() -> None:
+    """An OPEN hold-type alert that names a shard (by its row's id or its replica set) holds
+    the destructive changes of the sharded cluster the shard belongs to, not of others."""
+    now = datetime(2026, 11, 21, 12, tzinfo=UTC)
+    shard = Member("5ba4ec37a957713d7f9bcba0", "REPLICA_SET", "shannon-0", "shannon-0")
+    sharded = Target(P, "5ba3d344a957713d7f8f43fd", "shannon", type_name="SHARDED_REPLICA_SET",
+                     members=(shard,))  # fmt: skip
+    other = Target(P, "5ba8db64a957713d7fa5018b", "liffey", replica_set_name="liffey")
+    snapshots = [
+        SnapshotView(f"s{i}", now - timedelta(days=i), True, False, now + timedelta(days=90))
+        for i in range(1, 6)
+    ]
+    policy = TestPolicy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
+    by_rs = HoldingAlert("a1", "OPLOG_BEHIND", replica_set_name="shannon-0")
+    by_id = HoldingAlert("a2", "BAD_CLUSTERSHOTS", cluster_id=shard.cluster_id)
+
+    for alert in (by_rs, by_id):
+        held = decide(sharded, snapshots, [policy], [alert], now=now, lease_for=timedelta(1))
+        free = decide(other, snapshots, [policy], [alert], now=now, lease_for=timedelta(1))
+        assert [h.alert_id for h in held.holds] == [alert.id]
+        assert free.holds == []

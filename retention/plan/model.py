@@ -179,13 +179,21 @@ class Alert:
     replica_set_name: str | None = None
 
     def names(self, target: Target) -> bool:
-        """True when the alert names the target by id, cluster name or replica-set name."""
+        """True when the alert names the target by id, cluster name or replica-set name, or
+        names one of its members: an alert on a shard's replica set holds the sharded
+        cluster, whose snapshots hold that shard's data."""
+        members = target.members
         return (
             (self.cluster_id is not None and self.cluster_id == target.cluster_id)
             or (self.cluster_name is not None and self.cluster_name == target.name)
             or (
                 self.replica_set_name is not None
                 and self.replica_set_name in (target.replica_set_name, target.name)
+            )
+            or any(self.cluster_id is not None and self.cluster_id == m.cluster_id for m in members)
+            or any(
+                self.replica_set_name is not None and self.replica_set_name == m.replica_set_name
+                for m in members
             )
         )
 
