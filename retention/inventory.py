@@ -90,6 +90,11 @@ def discover(client: OpsManagerClient, wanted: ProjectTargets) -> Discovery:
     return found
 
 
+def _member_order(member: Member) -> tuple[bool, str, str]:
+    """Shards by shard name first, then the config-server replica set."""
+    return (member.shard_name is None, member.shard_name or "", member.cluster_id)
+
+
 def _cluster_targets(project: str, rows: list[Cluster], found: Discovery) -> list[Target]:
     parents = {r.cluster_name: r for r in rows if r.type_name in SHARDED_TYPES}
     members: dict[str, list[Member]] = {r.id: [] for r in parents.values()}
@@ -127,7 +132,7 @@ def _cluster_targets(project: str, rows: list[Cluster], found: Discovery) -> lis
             "cluster",
             row.replica_set_name,
             row.type_name,
-            tuple(sorted(members.get(row.id, []), key=lambda m: m.cluster_id)),
+            tuple(sorted(members.get(row.id, []), key=_member_order)),
         )
         for row in walked
     ]
