@@ -30,6 +30,8 @@ class RunMetrics:
     changes: dict[str, int] = field(default_factory=dict)  # by action, held and advisory too
     outcomes: dict[str, int] = field(default_factory=dict)  # applied, stale, failed, held
     clusters_held: int = 0
+    clusters_unmanaged: int = 0
+    unused_policies: int = 0
     errors: int = 0
     api_requests: int = 0
     api_retries: int = 0
@@ -79,6 +81,16 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
         "retention_clusters_held",
         "Clusters whose destructive changes a gate held.",
         m.clusters_held,
+    )
+    gauge(
+        "retention_clusters_unmanaged",
+        "Clusters and config servers no policy matches (never changed).",
+        m.clusters_unmanaged,
+    )
+    gauge(
+        "retention_policies_unused",
+        "Policies that matched no cluster or config server in the last run.",
+        m.unused_policies,
     )
     gauge("retention_errors", "Walk, plan and PATCH errors of the last run.", m.errors)
     gauge("retention_api_requests", "API requests of the last run.", m.api_requests)

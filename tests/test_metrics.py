@@ -3,6 +3,7 @@ success surviving a failed run, the shard label, and the Pushgateway."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -143,3 +144,30 @@ def test_pushgateway_receives_the_metrics() -> None:
     assert path == "/metrics/job/retention/shard/2-of-4"
     assert b"retention_last_run_exit_code" in body
     assert b"retention_last_success_timestamp_seconds" in body  # exit 3 counts as success
+
+
+def test_a_policy_that_matches_nothing_is_a_warning_in_the_plan_summary_and_metrics(
+    sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A glob that misses ("production-*" for "prod-*") leaves the clusters unmanaged: the
+    plan names the unused policy, the summary warns about it and the unmanaged clusters,
+    and the metrics count both."""
+    path = config(tmp_path, sim.base_url)
+    (tmp_path / "policies" / "p.yaml").write_text(
+        "name: production\nmatch: {clusters: ['production-*']}\nkeep: {last: 3}\n"
+    )
+    metrics = tmp_path / "retention.prom"
+
+    code = cli.main(["--config", str(path), "run", "--dry-run", "--metrics-file", str(metrics)])
+
+    out = capsys.readouterr().out
+    got = samples(metrics)
+    [plan] = (tmp_path / "reports").glob("*/plan.json")
+    document = json.loads(plan.read_text())
+    assert code == 0
+    assert document["unusedPolicies"] == ["production"]
+    assert document["summary"]["clustersUnmanaged"] == 4  # 3 clusters, 1 config server
+    assert "warning policy 'production' matches no cluster or config server" in out
+    assert "warning 4 unmanaged (no policy matches, never changed): " in out
+    assert got[("retention_policies_unused", ())] == 1
+    assert got[("retention_clusters_unmanaged", ())] == 4

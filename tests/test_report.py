@@ -31,6 +31,7 @@ SECTIONS = [
     "run",
     "summary",
     "holds",
+    "unmanaged",
     "policies",
     "clusters",
     "calendar",
@@ -488,11 +489,45 @@ def test_markdown_headline_holds_and_escaped_cells(tmp_path: Path) -> None:
         "a human.** 0 protect, 0 extend, 1 shorten, 0 delete, 0 release, 1 held, 0 advisory;"
     )
     assert "### Holds (need a human)" in lines
-    assert r"| prod\|orders | max\_expire\_fraction | 4 of 5 would expire (80%) | - | 1 |" in lines
+    assert r"| prod\|orders | max\_expire\_fraction: 4 of 5 would expire (80%) | 1 |" in lines
     assert "prod|orders" not in markdown
     assert r"| \[x\](https://evil.example) | cluster | 1 |" in markdown
     assert lines.index("### Holds (need a human)") < lines.index("### Changes per cluster")
     assert "Full report: report.html" in lines
+
+
+def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path) -> None:
+    """Held changes are a cluster's, not a hold's: a cluster held by two alerts and the
+    fraction gate is one row with its three holds, and the total is the true count."""
+    holds = [
+        Hold("alert", "OPEN alert RESYNC_REQUIRED (a1)", "a1"),
+        Hold("alert", "OPEN alert BAD_CLUSTERSHOTS (a2)", "a2"),
+        Hold("max_expire_fraction", "2 of 3 would expire (67%)", None),
+    ]
+    billing = cluster(
+        "prod-billing",
+        [shortened(f"s{i}", 30 + i, 500, 22, held="held") for i in range(2)] + [kept("k1", 6, 100)],
+        holds=holds,
+    )
+    page, markdown = render(write_run(tmp_path / "run", [billing]), info("dry-run", 3))
+
+    rows = [r for r in page.rows["holds"] if r and r[0] == "prod-billing"]
+    assert len(rows) == 1
+    assert rows[0][-1] == "2"
+    assert "BAD_CLUSTERSHOTS" in rows[0][2]
+    assert "RESYNC_REQUIRED" in rows[0][2]
+    assert "1 cluster held" in page.text_of("holds")
+    assert "| **1 held** | | **2** |" in markdown.splitlines()
+
+
+def test_unmanaged_clusters_and_unused_policies_have_their_section(tmp_path: Path) -> None:
+    """A cluster no policy matches is listed under Unmanaged, with its id."""
+    bare = cluster("legacy-app", [kept("k1", 6, 100)], policies=())
+    page, _ = render(write_run(tmp_path / "run", [bare]), info("dry-run", 0))
+
+    assert "No policy manages 1 cluster" in page.text_of("unmanaged")
+    [row] = [r for r in page.rows["unmanaged"] if r and r[1] == "legacy-app"]
+    assert row[2] == bare.target.cluster_id
 
 
 def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:
@@ -511,7 +546,7 @@ def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:
 
     assert len(lines) < 200
     assert "... and 270 more clusters with changes. Full report: report.html" in lines
-    assert "... and 270 more holds." in lines
+    assert "... and 270 more held clusters." in lines
     assert "- ... and 280 more: see report.html" in lines
 
 

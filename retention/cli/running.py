@@ -177,6 +177,8 @@ class _Metrics:
             m.snapshots = summary["snapshots"]
             m.changes = dict(summary["byAction"])
             m.clusters_held = summary["clustersHeld"]
+            m.clusters_unmanaged = summary["clustersUnmanaged"]
+            m.unused_policies = len(result.document["unusedPolicies"])
             m.errors = len(result.document.get("errors", [])) + summary["clustersWithErrors"]
             if result.applied is not None:
                 m.outcomes = dict(result.applied.counts)

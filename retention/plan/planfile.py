@@ -173,6 +173,8 @@ class Summary(TypedDict):
     byAction: dict[str, int]
     clustersHeld: int
     clustersWithErrors: int
+    # Clusters and config servers no policy matches: never changed, so never cleaned up.
+    clustersUnmanaged: int
 
 
 @with_config(_STRICT)
@@ -188,6 +190,9 @@ class PlanHead(TypedDict):
     serviceVersion: str | None
     leaseSeconds: Annotated[float, Field(ge=0)]
     policies: list[PolicyEntry]
+    # Policies that matched no cluster or config server of this plan (of its shard, when
+    # sharded): a glob that matches nothing leaves clusters unmanaged without an error.
+    unusedPolicies: list[str]
     summary: Summary
     clusters: list[ClusterEntry]
     # What discovery could not place (a shard whose cluster is not listed, a typeName we do
@@ -468,6 +473,9 @@ class PlanBuilder:
                 {"name": p.name, "sha256": p.sha256}
                 for p in sorted(self.policies, key=lambda p: p.name)
             ],
+            "unusedPolicies": sorted(
+                {p.name for p in self.policies} - {n for c in self.clusters for n in c["policies"]}
+            ),
             "summary": self.summary(),
             "clusters": self.clusters,
             "warnings": warnings or [],
@@ -494,6 +502,7 @@ class PlanBuilder:
             "byAction": dict(sorted(self.by_action.items())),
             "clustersHeld": sum(1 for c in self.clusters if c["holds"]),
             "clustersWithErrors": sum(1 for c in self.clusters if c["errors"]),
+            "clustersUnmanaged": sum(1 for c in self.clusters if not c["policies"]),
         }
 
 

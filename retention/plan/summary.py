@@ -77,6 +77,26 @@ def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> lis
     for error in dict.fromkeys(errors):
         lines.append(f"  error {error}")
     lines.extend(f"  warning {w}" for w in document.get("warnings", []))
+    lines.extend(unmanaged_lines(document))
+    return lines
+
+
+def unmanaged_lines(document: Mapping[str, Any], *, listed: int = 10) -> list[str]:
+    """Warnings for what no policy manages: clusters no policy matches (never changed, so
+    never cleaned up) and policies that match nothing (a glob that misses, say)."""
+    lines: list[str] = []
+    for name in document.get("unusedPolicies", []):
+        lines.append(
+            f"  warning policy {name!r} matches no cluster or config server: check its match "
+            "(projects, cluster globs, kinds)"
+        )
+    bare = [c for c in document["clusters"] if not c["policies"]]
+    if bare:
+        names = ", ".join(c["name"] for c in bare[:listed])
+        more = f" and {len(bare) - listed} more" if len(bare) > listed else ""
+        lines.append(
+            f"  warning {len(bare)} unmanaged (no policy matches, never changed): {names}{more}"
+        )
     return lines
 
 

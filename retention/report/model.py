@@ -235,9 +235,21 @@ class ReportData:
         return len(self.changed) - len(self.timelines)
 
     @property
-    def holds(self) -> list[tuple[ClusterRow, dict[str, Any]]]:
-        """Every hold of every cluster, in plan order."""
-        return [(c, h) for c in self.clusters for h in c.holds]
+    def held(self) -> list[ClusterRow]:
+        """The clusters a gate holds, in plan order: one row each, whatever the number of
+        holds (a cluster's held changes are counted once, not once per hold)."""
+        return [c for c in self.clusters if c.holds]
+
+    @property
+    def unmanaged(self) -> list[ClusterRow]:
+        """Clusters and config servers no policy matches: never changed."""
+        return [c for c in self.clusters if not c.policies]
+
+    @property
+    def unused_policies(self) -> list[str]:
+        """Policies that matched no cluster or config server of this plan."""
+        names: list[str] = self.plan.get("unusedPolicies", [])
+        return names
 
     @property
     def clusters_with_problems(self) -> int:

@@ -56,8 +56,10 @@ def _shorten(value: str, limit: int = 120) -> str:
 
 
 def _plural(word: str, count: int) -> str:
-    """The word for a count: "cluster" for 1, "clusters" otherwise."""
-    return word if count == 1 else word + "s"
+    """The word for a count: "cluster" for 1, "clusters" otherwise ("policies")."""
+    if count == 1:
+        return word
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
 
 
 def _body_text(body: dict[str, Any]) -> str:
