@@ -34,6 +34,9 @@ def cluster(cid: str = "c1", **over: Any) -> ClusterEntry:
         "counts": {},
         "graceSeconds": GRACE,
         "releaseProtection": False,
+        "bytesGivenBack": 0,
+        "bytesHeld": 0,
+        "expiresFrom": None,
         **over,
     }
     return entry  # type: ignore[return-value] # checked by test_fixtures_are_valid_records
@@ -50,6 +53,7 @@ def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
         "serviceVersion": None,
         "leaseSeconds": 86400.0,
         "policies": [],
+        "unusedPolicies": [],
         "summary": {
             "clusters": 1,
             "snapshots": 1,
@@ -57,6 +61,10 @@ def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
             "byAction": {},
             "clustersHeld": 0,
             "clustersWithErrors": 0,
+            "clustersUnmanaged": 0,
+            "bytesGivenBack": 0,
+            "bytesHeld": 0,
+            "expiresFrom": None,
         },
         "clusters": list(clusters) or [cluster()],
         "warnings": [],
@@ -80,6 +88,8 @@ def change(action: str = "shorten", sid: str = "s1", cid: str = "c1", **over: An
         "clusterId": cid,
         "clusterName": f"prod-{cid}",
         "snapshotId": sid,
+        "created": NOW - 10 * DAY,
+        "storageBytes": 1 << 30,
         "action": action,
         "destructive": action in ("shorten", "delete"),
         "grace": GRACE,

@@ -34,6 +34,7 @@ from retention.plan.planfile import (
     read_list,
     write_plan,
 )
+from retention.plan.summary import size, summary_lines
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
 from tests.planning import TestPolicy
@@ -42,6 +43,7 @@ GOLDEN = (
     Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"
 )
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
 HOSTILE_NAMES = [
     "@@changes@@",
     '"quoted", with \\ a backslash',
@@ -241,3 +243,40 @@ def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -
     assert "action:held" not in document["clusters"][0]["counts"]
     assert document["summary"]["byAction"] == {"advisory": 9}
     assert (len(document["advisory"]), document["held"]) == (9, [])
+
+
+def test_the_plan_says_what_it_gives_back_and_from_when() -> None:
+    """Each cluster and the summary carry the bytes the plan's destructive changes free
+    (held ones apart) and the earliest time the service may delete one; the terminal
+    summary says it in words."""
+    snapshots = [
+        SnapshotView(
+            f"s{i}", NOW - timedelta(days=i), True, False, NOW + timedelta(days=40), True, 3 << 30
+        )
+        for i in range(1, 5)
+    ]
+    policy = TestPolicy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
+    plan = decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
+    builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
+    builder.add(plan)
+
+    document = json.loads(written(builder))
+    lines = summary_lines(document)
+
+    assert document["clusters"][0]["bytesGivenBack"] == 3 * (3 << 30)
+    assert document["summary"]["bytesGivenBack"] == 3 * (3 << 30)
+    assert document["summary"]["bytesHeld"] == 0
+    assert document["summary"]["expiresFrom"] == "2026-11-22T12:00:00Z"  # now + 24 h grace
+    assert (
+        "Deletion: 3 snapshots may be deleted by the service from 2026-11-22T12:00:00Z on, "
+        "giving back 9.0 GiB." in lines
+    )
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (5 << 20, "5.0 MiB"), (3 << 40, "3.0 TiB")],
+)
+def test_sizes_read_as_people_write_them(count: int, text: str) -> None:
+    """Byte counts in binary units, one decimal."""
+    assert size(count) == text

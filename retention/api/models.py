@@ -106,6 +106,12 @@ class MissingShard(ApiModel):
     links: list[Link] = Field(default_factory=list)
 
 
+class PartStorage(ApiModel):
+    """What a plan reads of a snapshot's part: the space it takes."""
+
+    storage_size_bytes: float | None = None
+
+
 class SnapshotState(ApiModel):
     """What a plan reads of a snapshot (cluster or config server), and nothing else.
 
@@ -122,6 +128,17 @@ class SnapshotState(ApiModel):
     expires: UtcDatetime | None = None
     is_possibly_inconsistent: bool | None = None
     missing_shards: list[MissingShard] | None = None
+    # The parts' storageSizeBytes only (Snapshot reads the whole parts as ``parts``).
+    part_storage: list[PartStorage] = Field(
+        default_factory=list, validation_alias="parts", exclude=True
+    )
+
+    @property
+    def storage_bytes(self) -> int | None:
+        """The space the snapshot takes: the sum of its parts' storageSizeBytes (None when
+        no part says)."""
+        sizes = [p.storage_size_bytes for p in self.part_storage if p.storage_size_bytes]
+        return int(sum(sizes)) if sizes else None
 
     @property
     def created_at(self) -> datetime:

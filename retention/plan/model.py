@@ -123,6 +123,7 @@ class SnapshotView:
     do_not_delete: bool
     expires: datetime | None
     consistent: bool = True
+    storage_bytes: int | None = None  # the parts' storageSizeBytes, when they say
 
     @classmethod
     def of(cls, snapshot: SnapshotState) -> SnapshotView:
@@ -134,6 +135,7 @@ class SnapshotView:
             snapshot.do_not_delete,
             None if snapshot.do_not_delete else snapshot.expires,
             snapshot.is_consistent,
+            snapshot.storage_bytes,
         )
 
     def observed(self) -> dict[str, Any]:

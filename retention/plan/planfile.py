@@ -79,6 +79,9 @@ class Change(TypedDict):
     clusterId: Id
     clusterName: str
     snapshotId: Id
+    created: Timestamp
+    # The space the snapshot takes (its parts' storageSizeBytes), None when unknown.
+    storageBytes: Annotated[int, Field(ge=0)] | None
     action: ChangeAction
     # Whether a safety gate holds it (plan.model.is_destructive, the one definition).
     destructive: bool
@@ -102,6 +105,7 @@ class DecisionRecord(TypedDict):
     kind: Kind
     snapshotId: Id
     created: Timestamp
+    storageBytes: Annotated[int, Field(ge=0)] | None
     complete: bool
     consistent: bool
     observed: Observed
@@ -153,6 +157,12 @@ class ClusterEntry(TypedDict):
     counts: dict[str, int]
     graceSeconds: Annotated[int, Field(ge=0)]
     releaseProtection: bool
+    # What the cluster's destructive changes would free: those the plan sends, and those a
+    # gate holds (sums of the snapshots' storageBytes; unknown sizes count as 0).
+    bytesGivenBack: Annotated[int, Field(ge=0)]
+    bytesHeld: Annotated[int, Field(ge=0)]
+    # The earliest time from which the service may delete a snapshot this plan expires.
+    expiresFrom: Timestamp | None
 
 
 @with_config(_STRICT)
@@ -175,6 +185,9 @@ class Summary(TypedDict):
     clustersWithErrors: int
     # Clusters and config servers no policy matches: never changed, so never cleaned up.
     clustersUnmanaged: int
+    bytesGivenBack: int
+    bytesHeld: int
+    expiresFrom: Timestamp | None
 
 
 @with_config(_STRICT)
@@ -300,6 +313,7 @@ def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
         "kind": t.kind,
         "snapshotId": s.id,
         "created": _utc(s.created),  # type: ignore[typeddict-item] # never None
+        "storageBytes": s.storage_bytes,
         "complete": s.complete,
         "consistent": s.consistent,
         # What compare-and-swap checks at apply time (SnapshotView.observed, unformatted).
@@ -324,6 +338,8 @@ def change_record(record: DecisionRecord, grace: int) -> Change:
         "clusterId": record["clusterId"],
         "clusterName": record["clusterName"],
         "snapshotId": record["snapshotId"],
+        "created": record["created"],
+        "storageBytes": record["storageBytes"],
         "action": record["action"],  # type: ignore[typeddict-item] # a change's action
         "destructive": record["destructive"],
         "grace": grace,
@@ -399,9 +415,23 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         "counts": plan.counts(),
         "graceSeconds": plan.grace_seconds,
         "releaseProtection": plan.release_protection,
+        "bytesGivenBack": _bytes(entries["changes"]),
+        "bytesHeld": _bytes(entries["held"]),
+        "expiresFrom": min(
+            (
+                c["expiresAfter"]
+                for c in entries["changes"]
+                if c["destructive"] and c["expiresAfter"]
+            ),
+            default=None,
+        ),
     }
     key = (t.project_id, t.kind, t.cluster_id)
     return EncodedCluster(key, bytes(decisions), lists, summary)
+
+
+def _bytes(changes: list[Change]) -> int:
+    return sum(c["storageBytes"] or 0 for c in changes if c["destructive"])
 
 
 @dataclass
@@ -503,6 +533,12 @@ class PlanBuilder:
             "clustersHeld": sum(1 for c in self.clusters if c["holds"]),
             "clustersWithErrors": sum(1 for c in self.clusters if c["errors"]),
             "clustersUnmanaged": sum(1 for c in self.clusters if not c["policies"]),
+            "bytesGivenBack": sum(c["bytesGivenBack"] for c in self.clusters),
+            "bytesHeld": sum(c["bytesHeld"] for c in self.clusters),
+            "expiresFrom": min(
+                (c["expiresFrom"] for c in self.clusters if c["expiresFrom"] is not None),
+                default=None,
+            ),
         }
 
 

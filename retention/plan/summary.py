@@ -55,12 +55,26 @@ def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> lis
     unchanged = len(document["clusters"]) - len(changed)
     lines.append(f"  {unchanged} clusters without changes")
     lines.append("")
+    return lines + _totals(document)
+
+
+def _totals(document: Mapping[str, Any]) -> list[str]:
+    """What the plan does in all, what holds it, its errors and warnings."""
+    lines: list[str] = []
     by_action = document["summary"]["byAction"]
     plan_line = ", ".join(f"{by_action.get(a, 0)} to {a}" for a in ACTIONS)
     lines.append(f"Plan: {plan_line}.")
+    summary = document["summary"]
+    expiring = sum(by_action.get(a, 0) for a in ("shorten", "delete"))
+    if expiring and summary.get("expiresFrom"):
+        lines.append(
+            f"Deletion: {expiring} snapshots may be deleted by the service from "
+            f"{_text(summary['expiresFrom'])} on, giving back {size(summary['bytesGivenBack'])}."
+        )
     if by_action.get("held"):
         lines.append(
-            f"Held by safety gates: {by_action['held']} destructive changes (not applied)."
+            f"Held by safety gates: {by_action['held']} destructive changes (not applied; "
+            f"{size(summary.get('bytesHeld', 0))})."
         )
     if by_action.get("advisory"):
         lines.append(
@@ -108,3 +122,13 @@ def _changes(cluster: dict[str, Any]) -> int:
 def _text(value: Any) -> str:
     """A timestamp as the files write it (a head read back holds datetimes)."""
     return format_timestamp(value) if isinstance(value, datetime) else str(value)
+
+
+def size(count: int) -> str:
+    """A byte count for people: 1.2 TiB, 340.0 MiB, 0 B."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} PiB"  # pragma: no cover - the loop returns at TiB
