@@ -22,6 +22,7 @@ from retention.api.models import SnapshotPatch
 from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
 from retention.plan.planfile import PlanBuilder, PolicyDigest
 from retention.report import RunInfo, render_reports
+from retention.report.read import change_rows
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PROJECT = "5e2211c17a3e5a48f5497de3"
@@ -31,6 +32,7 @@ SECTIONS = [
     "run",
     "summary",
     "holds",
+    "changes",
     "unmanaged",
     "policies",
     "clusters",
@@ -528,6 +530,51 @@ def test_unmanaged_clusters_and_unused_policies_have_their_section(tmp_path: Pat
     assert "No policy manages 1 cluster" in page.text_of("unmanaged")
     [row] = [r for r in page.rows["unmanaged"] if r and r[1] == "legacy-app"]
     assert row[2] == bare.target.cluster_id
+
+
+def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
+    tmp_path: Path,
+) -> None:
+    """The Changes section lists each change by cluster: snapshot, created, action, expiry
+    before and after, the date from which the service may delete it, its size and why;
+    a held change says so and has no deletion date."""
+    orders = cluster("orders", [shortened("s1", 30, 500, 22), protected("p1", 6, 100)])
+    billing = cluster(
+        "billing",
+        [shortened("s2", 40, None, 22, held="too many would expire")],
+        holds=[Hold("max_expire_fraction", "too many would expire", None)],
+    )
+    page, _ = render(write_run(tmp_path / "run", [orders, billing]), info("dry-run", 3))
+
+    rows = {r[1]: r for r in page.rows["changes"] if r and r[1] in ("s1", "p1", "s2")}
+    assert rows["s1"][:7] == [
+        "orders", "s1", "2026-11-20 06:00", "shorten",
+        "2026-12-12 08:00", "2026-11-22 10:00", "2026-11-22 10:00",
+    ]  # fmt: skip
+    assert rows["s1"][8] == "no keep rule matches"
+    assert rows["p1"][3:7] == ["protect", "2026-11-25 16:00", "doNotDelete", "-"]
+    assert rows["s2"][3:7] == [
+        "shorten",
+        "no expiry",
+        "2026-11-22 10:00",
+        "2026-11-22 10:00",
+    ]
+    assert "held-changes" in page.by_id
+    assert page.text_of("held-changes").startswith("Held by a safety gate: not sent")
+
+
+def test_the_changes_table_stops_at_its_limit_and_says_where_the_rest_are(
+    tmp_path: Path,
+) -> None:
+    """Past the row limit the section says how many there are and where to find them all."""
+    many = cluster("orders", [shortened(f"s{i:05d}", 30 + i, 500, 22) for i in range(12)])
+    folder = write_run(tmp_path / "run", [many])
+
+    rows = list(change_rows(folder / "plan.json", limit=5))
+    page, _ = render(folder)
+
+    assert [r.snapshot_id for r in rows] == [f"s{i:05d}" for i in range(5)]
+    assert len([r for r in page.rows["changes"] if r and r[0] == "orders"]) == 12
 
 
 def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:

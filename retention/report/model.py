@@ -212,6 +212,24 @@ class Timeline:
     ticks: list[Tick]
 
 
+@dataclass(frozen=True)
+class ChangeRow:
+    """One change of the plan as a reviewer reads it: what happens to which snapshot, from
+    when the service may delete it, and why."""
+
+    cluster: str
+    cluster_id: str
+    snapshot_id: str
+    created: str
+    action: str
+    before: str  # "doNotDelete", an expiry, or "no expiry"
+    after: str
+    delete_from: str  # when the service may delete it, "-" when the change keeps it
+    size: int | None
+    reason: str
+    held: str | None  # the hold that stops it, or None when it is sent
+
+
 @dataclass
 class ReportData:
     """Everything the templates show."""
@@ -228,6 +246,8 @@ class ReportData:
     problems: list[str]  # reading problems (unreadable lines, missing files)
     advisory_total: int
     advisory: list[dict[str, Any]]  # the first few advisory decisions
+    changes: list[ChangeRow] = field(default_factory=list)  # the first MAX_CHANGE_ROWS
+    changes_total: int = 0  # changes and held ones in the plan
 
     @property
     def more_changed(self) -> int:

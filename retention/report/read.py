@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, time, timedelta
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
 from retention.plan.model import describe
 from retention.plan.planfile import (
+    Change,
     DecisionRecord,
     decisions_path,
     jsonable,
@@ -29,6 +30,7 @@ from retention.plan.planfile import (
 from retention.report.model import (
     Calendar,
     CalendarDay,
+    ChangeRow,
     ClusterRow,
     Outcomes,
     PolicyRow,
@@ -190,6 +192,44 @@ def _label(record: DecisionRecord) -> str:
     return " ".join(parts)
 
 
+MAX_CHANGE_ROWS = 5000
+
+
+def change_rows(plan: Path, limit: int = MAX_CHANGE_ROWS) -> Iterator[ChangeRow]:
+    """The plan's changes as rows, cluster by cluster in plan order: the ones it sends
+    first, then the held ones, at most ``limit`` in all."""
+    both = chain(read_list(plan, "changes"), read_list(plan, "held"))
+    for change in islice(both, limit):
+        yield _row(change)
+
+
+def _row(change: Change) -> ChangeRow:
+    observed = change["observed"]
+    body = change["body"]
+    before = "doNotDelete" if observed["doNotDelete"] else _text(observed["expires"]) or "no expiry"
+    if body.get("doNotDelete") is True:
+        after = "doNotDelete"
+    else:
+        after = _text(body.get("expires")) or "no expiry"
+    # The service may delete a snapshot from the expiry it is sent; a destructive one is
+    # sent no sooner than the send time plus its grace, so this is the earliest it can be.
+    delete_from = _text(change["expiresAfter"]) if change["destructive"] else None
+    held = change.get("held")
+    return ChangeRow(
+        cluster=change["clusterName"],
+        cluster_id=change["clusterId"],
+        snapshot_id=change["snapshotId"],
+        created=format_timestamp(change["created"]),
+        action=change["action"],
+        before=before,
+        after=after,
+        delete_from=delete_from or "-",
+        size=change["storageBytes"],
+        reason="; ".join(describe(r) for r in change["reasons"]) or "-",
+        held=held,
+    )
+
+
 def _rank(cluster: ClusterRow) -> tuple[int, str, str, str]:
     return (-cluster.changes, cluster.name, cluster.project_id, cluster.cluster_id)
 
@@ -246,4 +286,6 @@ def collect(
         problems=problems,
         advisory_total=head["summary"]["byAction"].get("advisory", 0),
         advisory=advisory,
+        changes=list(change_rows(run_dir / "plan.json")),
+        changes_total=sum(n for a, n in head["summary"]["byAction"].items() if a != "advisory"),
     )

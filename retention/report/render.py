@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 
+from retention.plan.summary import size
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.timestamps import format_timestamp
@@ -55,6 +56,14 @@ def _shorten(value: str, limit: int = 120) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "\u2026"
 
 
+def _minutes(text: str) -> str:
+    """A file timestamp to the minute, for tables: 2026-11-24T03:00:00Z -> 2026-11-24 03:00;
+    anything else ("doNotDelete", "-") as it is."""
+    if len(text) == 20 and text[10] == "T" and text.endswith("Z"):
+        return f"{text[:10]} {text[11:16]}"
+    return text
+
+
 def _plural(word: str, count: int) -> str:
     """The word for a count: "cluster" for 1, "clusters" otherwise ("policies")."""
     if count == 1:
@@ -80,6 +89,8 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["exit_meaning"] = exit_meaning
     env.filters["plural"] = _plural
     env.filters["body_text"] = _body_text
+    env.filters["size"] = lambda count: "-" if count is None else size(count)
+    env.filters["minutes"] = _minutes
     env.globals.update(_globals())
     return env
 
