@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -614,3 +615,19 @@ def test_render_reports_writes_only_the_formats_asked(tmp_path: Path) -> None:
         "plan.json",
         "report.md",
     ]
+
+
+def test_each_cluster_says_how_much_storage_its_changes_give_back(tmp_path: Path) -> None:
+    """The clusters table has a Given back column: the sizes of the snapshots the cluster's
+    sent destructive changes expire (held ones are not given back)."""
+    sized = SnapshotView("s1", NOW - timedelta(hours=30), True, False, NOW + timedelta(days=20))
+    sized = replace(sized, storage_bytes=3 << 30)
+    patch = SnapshotPatch.expire_at(NOW + timedelta(hours=22))
+    change = Decision(
+        sized, "unkept", "shorten", [note("no-rule", "no keep rule matches")], [],
+        NOW + timedelta(hours=22), patch,
+    )  # fmt: skip
+    page, _ = render(write_run(tmp_path / "run", [cluster("orders", [change])]))
+
+    [row] = [r for r in page.rows["clusters"] if r and r[1] == "orders"]
+    assert row[-2] == "3.0 GiB"

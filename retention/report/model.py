@@ -68,6 +68,7 @@ class ClusterRow:
     errors: list[str]
     # A sharded cluster's shards and config-server replica set, listed not walked.
     members: list[str] = field(default_factory=list)
+    bytes_given_back: int = 0  # the storage its sent destructive changes free
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn
 
@@ -86,6 +87,7 @@ class ClusterRow:
             holds=list(cluster["holds"]),
             errors=list(cluster["errors"]),
             members=[_member(m) for m in cluster.get("members", [])],
+            bytes_given_back=cluster.get("bytesGivenBack", 0),
         )
 
     @property
