@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import groupby
 from pathlib import Path
@@ -55,6 +55,7 @@ class Outcome:
     status: int | None = None
     error: str | None = None
     sent: Mapping[str, Any] | None = None
+    approved: bool = False  # a held change an apply's --approve let through
 
 
 class Journal:
@@ -86,6 +87,7 @@ class Journal:
             "planned": c["body"],
             "body": outcome.sent,
             "outcome": outcome.outcome,
+            "approved": outcome.approved,
             "status": outcome.status,
             "error": outcome.error,
         }
@@ -105,6 +107,7 @@ class ApplyResult:
 
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[Outcome] = field(default_factory=list)
+    approved: int = 0  # held changes an --approve let through, applied
     changed_clusters: set[tuple[str, str, str]] = field(default_factory=set)
 
     def add(self, outcome: Outcome) -> None:
@@ -112,6 +115,8 @@ class ApplyResult:
         self.counts[outcome.outcome] = self.counts.get(outcome.outcome, 0) + 1
         if outcome.outcome in ("failed", "refused"):
             self.failures.append(outcome)
+        if outcome.outcome == "applied" and outcome.approved:
+            self.approved += 1
         if outcome.outcome == "applied":
             c = outcome.change
             self.changed_clusters.add((c["projectId"], c["clusterId"], c["clusterName"]))
@@ -126,6 +131,7 @@ def apply_plan(
     now: Callable[[], datetime],
     concurrency: int,
     on_outcome: Callable[[Outcome], None] | None = None,
+    approved: frozenset[tuple[str, str]] = frozenset(),
 ) -> ApplyResult:
     """Apply a plan's changes (in plan order, grouped by cluster); see the module docstring.
 
@@ -146,12 +152,17 @@ def apply_plan(
     def run(key: tuple[str, str], items: list[Change]) -> None:
         reported: set[str] = set()
 
+        let_through = key in approved
+
         def once(outcome: Outcome) -> None:
             reported.add(outcome.change["snapshotId"])
+            if let_through and outcome.change["destructive"]:
+                outcome = replace(outcome, approved=True)
             report(outcome)
 
         try:
-            _apply_cluster(client, items, clusters.get(key), now=now, report=once)
+            cluster = clusters.get(key)
+            _apply_cluster(client, items, cluster, now=now, report=once, approved=let_through)
         except Exception as exc:
             log.exception("applying cluster %s failed", key[1])
             for change in items:
@@ -183,9 +194,10 @@ def _apply_cluster(
     *,
     now: Callable[[], datetime],
     report: Callable[[Outcome], None],
+    approved: bool = False,
 ) -> None:
     todo = sorted(changes, key=lambda c: (SEND_ORDER[c["action"]], c["snapshotId"]))
-    if cluster is not None and cluster["holds"]:
+    if cluster is not None and cluster["holds"] and not approved:
         for change in [c for c in todo if c["destructive"]]:
             report(Outcome(change, "held", error="the plan holds this cluster"))
         todo = [c for c in todo if not c["destructive"]]

@@ -7,21 +7,24 @@ results.jsonl, report.html and report.md, under the reports folder's lock. The C
 
 from __future__ import annotations
 
+import heapq
 import logging
+import operator
 import secrets
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError, PlanFileError
+from retention.errors import ApiError, PlanFileError, UsageError
 from retention.executor import ApplyResult, Journal, Outcome, apply_plan, clusters_of
 from retention.inventory import ProjectTargets, Walk
-from retention.plan.guard import EntryCheck, plan_refusal
-from retention.plan.planfile import PlanHead, decisions_path, read_head, read_list
+from retention.plan.guard import Approval, EntryCheck, plan_refusal
+from retention.plan.guard import approve as approval_of
+from retention.plan.planfile import Change, PlanHead, decisions_path, read_head, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.sharding import Shard
@@ -49,6 +52,7 @@ class JobResult:
     applied: ApplyResult | None = None
     reports: list[Path] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
+    approval: Approval | None = None
 
     @property
     def failed(self) -> bool:
@@ -136,26 +140,46 @@ def apply_saved(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     on_outcome: Callable[[Outcome], None] | None = None,
     on_apply: Callable[[int], None] | None = None,
+    approve: Sequence[str] = (),
+    approve_all: bool = False,
 ) -> JobResult:
     """Apply exactly the saved plan at ``plan_path``, any file name, in a new run folder
     under ``reports`` (a copy of the plan and its decisions, the journal, the reports).
 
     The whole plan is checked before the first request (PlanFileError, exit 2, names the
-    entry): nothing is sent from a plan that is not one apply may trust.
+    entry): nothing is sent from a plan that is not one apply may trust. ``approve`` (names
+    or ids) and ``approve_all`` let through the held changes of clusters whose only hold is
+    max_expire_fraction (UsageError, exit 2, for any other).
     """
     started = now()
-    head = check_plan(plan_path, base_url=client.base_url, max_age=max_age, now=started)
+    head = _head(plan_path, base_url=client.base_url, max_age=max_age, now=started)
+    try:
+        approval = approval_of(head, approve, everything=approve_all)
+    except ValueError as exc:
+        raise UsageError(f"{plan_path}: {exc}") from None
+    check_entries(plan_path, head, approval.clusters)
     run_id, run_dir = new_run_dir(reports, started)
     run_dir.mkdir(parents=True)
     copy = run_dir / "plan.json"
     shutil.copyfile(plan_path, copy)
     if (decisions := decisions_path(plan_path)).is_file():
         shutil.copyfile(decisions, decisions_path(copy))
+    approved = sum(
+        c["counts"].get("action:held", 0)
+        for c in head["clusters"]
+        if (c["projectId"], c["clusterId"]) in approval.clusters
+    )
     if on_apply is not None:
-        on_apply(change_count(head))
-    result = JobResult(run_id, run_dir, head)
+        on_apply(change_count(head) + approved)
+    result = JobResult(run_id, run_dir, head, approval=approval)
     result.applied = _apply(
-        client, copy, head, concurrency=concurrency, now=now, on_outcome=on_outcome
+        client,
+        copy,
+        head,
+        concurrency=concurrency,
+        now=now,
+        on_outcome=on_outcome,
+        approved=approval.clusters,
     )
     return result
 
@@ -163,6 +187,12 @@ def apply_saved(
 def check_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> PlanHead:
     """A saved plan's head, after every check apply makes before its first request: the
     head (what-if, evaluation time, API, age) and each entry of ``changes``."""
+    head = _head(path, base_url=base_url, max_age=max_age, now=now)
+    check_entries(path, head, frozenset())
+    return head
+
+
+def _head(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> PlanHead:
     try:
         head = read_head(path)
     except OSError as exc:
@@ -170,11 +200,36 @@ def check_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) 
     refusal = plan_refusal(head, base_url=base_url, now=now, max_age=max_age)
     if refusal is not None:
         raise PlanFileError(str(path), refusal)
-    entries = EntryCheck(head)
-    for n, change in enumerate(read_list(path, "changes")):
-        if (problem := entries.problem(change)) is not None:
-            raise PlanFileError(f"{path}: changes[{n}] (snapshot {change['snapshotId']})", problem)
     return head
+
+
+def check_entries(path: Path, head: PlanHead, approved: frozenset[tuple[str, str]]) -> None:
+    """Every entry apply would send (the changes, and the held changes of approved
+    clusters) passes the entry checks, or PlanFileError names the first that does not."""
+    entries = EntryCheck(head)
+    for n, change in enumerate(to_send(path, approved)):
+        if (problem := entries.problem(change)) is not None:
+            where = f"{path}: entry {n} to send (snapshot {change['snapshotId']})"
+            raise PlanFileError(where, problem)
+
+
+def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
+    """The changes to send, in plan order: ``changes``, merged with the held changes of the
+    approved clusters (no longer held)."""
+    if not approved:
+        yield from read_list(path, "changes")
+        return
+    released = (
+        _unheld(c) for c in read_list(path, "held") if (c["projectId"], c["clusterId"]) in approved
+    )
+    order = operator.itemgetter("projectId", "clusterId", "snapshotId")
+    yield from heapq.merge(read_list(path, "changes"), released, key=order)
+
+
+def _unheld(change: Change) -> Change:
+    released = dict(change)
+    released.pop("held", None)
+    return released  # type: ignore[return-value] # the same record less its optional "held"
 
 
 def _apply(
@@ -185,17 +240,19 @@ def _apply(
     concurrency: int,
     now: Callable[[], datetime],
     on_outcome: Callable[[Outcome], None] | None,
+    approved: frozenset[tuple[str, str]] = frozenset(),
 ) -> ApplyResult:
     journal = Journal(plan_path.with_name("results.jsonl"), now)
     try:
         return apply_plan(
             client,
-            read_list(plan_path, "changes"),
+            to_send(plan_path, approved),
             clusters_of(head),
             journal,
             now=now,
             concurrency=concurrency,
             on_outcome=on_outcome,
+            approved=approved,
         )
     finally:
         journal.close()

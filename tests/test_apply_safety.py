@@ -256,3 +256,49 @@ def test_a_held_clusters_release_of_a_kept_snapshot_is_one_change_everywhere(
     sent = {p["snapshotId"]: p for p in patches(sim) if p["clusterId"] == SMALL}
     assert sent["held"]["after"]["doNotDelete"] is False
     assert "noexpiry" not in sent
+
+
+def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
+    sim: Simulator, folder: Path, now: datetime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first run over a long history is held by max_expire_fraction; after review,
+    apply --approve CLUSTER sends that cluster's held changes (each with its full grace,
+    journalled as approved) and nothing else held; an alert hold refuses approval, saying
+    why, and nothing is sent."""
+    configure(folder, sim.base_url)
+    policy = folder / "policies" / "everything.yaml"
+    policy.write_text(
+        policy.read_text().replace("max_expire_fraction: 1.0", "max_expire_fraction: 0.1")
+    )
+    assert retention("plan", "--out", "plan.json") == 3
+    held = list(read_list(folder / "plan.json", "held"))
+    big = [c for c in held if c["clusterName"] == "prod-big"]
+    capsys.readouterr()
+
+    refused = retention("apply", "plan.json", "--approve", "prod-small")
+    err = capsys.readouterr().err
+    assert refused == 2
+    assert "--approve prod-small: held by alert: OPEN alert BAD_CLUSTERSHOTS" in err
+    assert patches(sim) == []
+
+    code = retention("apply", "plan.json", "--approve", "prod-big")
+
+    out = capsys.readouterr().out
+    [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
+    results = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    approved = [r for r in results if r["approved"]]
+    sent = {p["snapshotId"]: p for p in patches(sim)}
+    assert code == 3  # prod-small stays held
+    assert len(big) > 100
+    assert {r["snapshotId"] for r in approved} == {c["snapshotId"] for c in big}
+    assert all(r["outcome"] == "applied" for r in approved)
+    assert all(c["snapshotId"] in sent for c in big)
+    assert all(
+        datetime.fromisoformat(sent[c["snapshotId"]]["body"]["expires"])
+        >= now + timedelta(hours=24)
+        for c in big
+    )
+    assert not any(c["snapshotId"] in sent for c in held if c["clusterName"] == "prod-small")
+    assert f"Approved: {len(big)} held changes of prod-big were sent." in out
+    page = (run_dir / "report.html").read_text()
+    assert f"approved: {len(big):,} sent".replace(",", "\u2009") in page

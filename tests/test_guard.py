@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from retention.api.models import SnapshotPatch
-from retention.plan.guard import EntryCheck, check_send, plan_refusal
+from retention.plan.guard import EntryCheck, approve, check_send, plan_refusal
 from retention.plan.model import SnapshotView
 from retention.plan.planfile import CHANGE, HEAD, Change, ClusterEntry, PlanHead
 
@@ -332,3 +332,66 @@ def test_a_fresh_plan_of_this_api_is_not_refused() -> None:
     assert (
         plan_refusal(plan, base_url=BASE + "/", now=NOW + timedelta(minutes=1), max_age=DAY) is None
     )
+
+
+# ---- approve: which held clusters an apply may let through ---------------------------------
+
+FRACTION = {"kind": "max_expire_fraction", "reason": "9 of 10 would expire", "alertId": None}
+ALERT = {"kind": "alert", "reason": "OPEN alert BAD_CLUSTERSHOTS (a1)", "alertId": "a1"}
+
+
+def held_plan() -> PlanHead:
+    """Four clusters: held by the fraction, by an alert, by both, and not held."""
+    return head(
+        cluster("c1", name="orders", holds=[FRACTION]),
+        cluster("c2", name="billing", holds=[ALERT]),
+        cluster("c3", name="users", holds=[ALERT, FRACTION]),
+        cluster("c4", name="catalog"),
+    )
+
+
+def test_a_fraction_hold_is_approved_by_name_or_id() -> None:
+    """--approve takes a cluster's name or its id."""
+    by_name = approve(held_plan(), ["orders"], everything=False)
+    by_id = approve(held_plan(), ["c1"], everything=False)
+
+    assert by_name.clusters == by_id.clusters == {("p1", "c1")}
+    assert by_name.names == ("orders",)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("billing", "held by alert: OPEN alert BAD_CLUSTERSHOTS (a1). Only a max_expire_fraction"),
+        ("users", "held by alert"),
+        ("catalog", "the plan does not hold this cluster"),
+        ("nope", "the plan has no cluster of that name or id"),
+    ],
+)
+def test_what_cannot_be_approved_is_refused_with_why(name: str, message: str) -> None:
+    """An alert hold (alone or with the fraction), a cluster not held and a name the plan
+    does not have are refused, saying why."""
+    with pytest.raises(ValueError, match="--approve " + name) as raised:
+        approve(held_plan(), [name], everything=False)
+
+    assert message in str(raised.value)
+
+
+def test_a_name_shared_by_two_clusters_must_be_approved_by_id() -> None:
+    """Two clusters of one name (in two projects) are not approved by name."""
+    plan = head(
+        cluster("c1", name="orders", holds=[FRACTION]),
+        cluster("c2", name="orders", holds=[FRACTION]),
+    )
+
+    with pytest.raises(ValueError, match="2 clusters have that name"):
+        approve(plan, ["orders"], everything=False)
+
+
+def test_approve_all_takes_the_fraction_holds_and_names_the_others() -> None:
+    """--approve-all lets through every cluster held only by the fraction, and lists those
+    it could not approve."""
+    approval = approve(held_plan(), [], everything=True)
+
+    assert approval.clusters == {("p1", "c1")}
+    assert [s.split(" (")[0] for s in approval.skipped] == ["billing", "users"]

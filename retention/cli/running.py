@@ -33,6 +33,13 @@ def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> in
             click.echo(f"  {what}: {failure.error}", err=True)
     else:
         click.echo("Dry run: nothing was sent to the API.")
+    approval = getattr(result, "approval", None)
+    if approval is not None and approval.names:
+        sent = result.applied.approved if result.applied else 0
+        click.echo(f"Approved: {sent} held changes of {', '.join(approval.names)} were sent.")
+    if approval is not None:
+        for skipped in approval.skipped:
+            click.echo(f"  not approved {skipped}", err=True)
     if result.acknowledged:
         click.echo(f"Acknowledged {len(result.acknowledged)} audit alerts this run caused.")
     click.echo(f"\nRun folder: {result.run_dir}")
@@ -203,8 +210,29 @@ class _Metrics:
     help="Refuse a plan older than this (h or d), e.g. 6h or 2d.",
 )
 @click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
+@click.option(
+    "--approve",
+    "approve",
+    multiple=True,
+    metavar="CLUSTER",
+    help="Send the held changes of this cluster (name or id; repeatable). Only a "
+    "max_expire_fraction hold can be approved.",
+)
+@click.option(
+    "--approve-all",
+    is_flag=True,
+    help="Send the held changes of every cluster held only by max_expire_fraction.",
+)
 @click.pass_context
-def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool) -> int:
+def apply_command(
+    ctx: click.Context,
+    *,
+    plan_path: str,
+    max_age: str,
+    quiet: bool,
+    approve: tuple[str, ...],
+    approve_all: bool,
+) -> int:
     """Apply exactly a saved plan (from `retention plan`), compare-and-swap, with a journal.
 
     The whole plan is checked before the first request, and nothing is sent (exit 2) from a
@@ -216,10 +244,15 @@ def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool)
     never sooner than now plus the policy's grace. Each apply writes its own run folder
     under reports.dir: a copy of the plan, results.jsonl, report.html and report.md.
 
+    A first run over a long history is held by max_expire_fraction; after review,
+    --approve CLUSTER (or --approve-all) sends that cluster's held changes, each still
+    with its full grace. Holds by an OPEN alert or a failed walk cannot be approved.
+
     \b
     Examples:
       retention plan --out plan.json && retention apply plan.json
       retention apply reports/20261121T030000Z-1a2b3c4d/plan.json --max-age 2h
+      retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
     """
     from retention.jobs import apply_saved
     from retention.lock import run_lock
@@ -247,6 +280,8 @@ def apply_command(ctx: click.Context, plan_path: str, max_age: str, quiet: bool)
                     concurrency=config.api.concurrency,
                     on_outcome=progress.outcome,
                     on_apply=progress.apply,
+                    approve=approve,
+                    approve_all=approve_all,
                 )
             finally:
                 progress.close()

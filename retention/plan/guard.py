@@ -16,6 +16,7 @@ data from outside, like an API answer. Three layers, all pure (the executor does
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -224,3 +225,62 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
 
 def _text(value: datetime | None) -> str | None:
     return format_timestamp(value) if value is not None else None
+
+
+# Only this gate can be approved by a person: it says "more than usual would expire",
+# which a person may well intend. An alert or a failed walk says the facts are in doubt.
+APPROVABLE = frozenset({"max_expire_fraction"})
+
+
+@dataclass(frozen=True)
+class Approval:
+    """The held clusters an apply lets through: their (project, cluster id)s and names."""
+
+    clusters: frozenset[tuple[str, str]]
+    names: tuple[str, ...]
+    skipped: tuple[str, ...] = ()  # --approve-all: held clusters it could not approve, and why
+
+
+def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Approval:
+    """Resolve ``--approve CLUSTER`` (name or id) and ``--approve-all`` against a plan.
+
+    Raises ValueError (said to the user, exit 2, nothing sent) for a name the plan does not
+    hold, one that names several clusters, a cluster that is not held, and a cluster held by
+    an alert or a failed walk, with why that cannot be approved.
+    """
+    held = [c for c in head["clusters"] if c["holds"]]
+    chosen: dict[tuple[str, str], ClusterEntry] = {}
+    skipped: list[str] = []
+    if everything:
+        for c in held:
+            if (why := _not_approvable(c)) is None:
+                chosen[(c["projectId"], c["clusterId"])] = c
+            else:
+                skipped.append(f"{c['name']} ({c['clusterId']}): {why}")
+    for name in wanted:
+        found = [c for c in head["clusters"] if name in (c["clusterId"], c["name"])]
+        if not found:
+            raise ValueError(f"--approve {name}: the plan has no cluster of that name or id")
+        if len(found) > 1:
+            ids = ", ".join(c["clusterId"] for c in found)
+            raise ValueError(f"--approve {name}: {len(found)} clusters have that name ({ids}); "
+                             "approve one by its id")  # fmt: skip
+        [cluster] = found
+        if not cluster["holds"]:
+            raise ValueError(f"--approve {name}: the plan does not hold this cluster")
+        if (why := _not_approvable(cluster)) is not None:
+            raise ValueError(f"--approve {name}: {why}")
+        chosen[(cluster["projectId"], cluster["clusterId"])] = cluster
+    names = tuple(sorted(c["name"] for c in chosen.values()))
+    return Approval(frozenset(chosen), names, tuple(skipped))
+
+
+def _not_approvable(cluster: ClusterEntry) -> str | None:
+    others = [h for h in cluster["holds"] if h["kind"] not in APPROVABLE]
+    if not others:
+        return None
+    reasons = "; ".join(f"{h['kind']}: {h['reason']}" for h in others)
+    return (
+        f"held by {reasons}. Only a max_expire_fraction hold can be approved: resolve the "
+        "alert (or the walk's error) and plan again"
+    )

@@ -69,6 +69,7 @@ class ClusterRow:
     # A sharded cluster's shards and config-server replica set, listed not walked.
     members: list[str] = field(default_factory=list)
     bytes_given_back: int = 0  # the storage its sent destructive changes free
+    approved: int = 0  # held changes an --approve let through (results.jsonl)
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn
 
@@ -155,6 +156,8 @@ class Outcomes:
     failures: list[dict[str, Any]] = field(default_factory=list)  # the first few, for the table
     failed_total: int = 0
     failed_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Held changes an apply's --approve let through and that were applied, by cluster.
+    approved_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
     # (clusterId, snapshotId) of changes whose last outcome was not "applied": their
     # snapshots keep the expiry they had, which the calendar needs to know.
     not_applied: set[tuple[str, str]] = field(default_factory=set)

@@ -75,6 +75,8 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
             outcomes.not_applied.discard(snapshot)
         else:
             outcomes.not_applied.add(snapshot)
+        if outcome == "applied" and record.get("approved"):
+            outcomes.approved_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
         if outcome in ("failed", "refused"):
             outcomes.failed_total += 1
             outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
@@ -250,6 +252,7 @@ def collect(
     if outcomes is not None:
         for cluster in clusters:
             cluster.failed = outcomes.failed_by_cluster.get(cluster.key, 0)
+            cluster.approved = outcomes.approved_by_cluster.get(cluster.key, 0)
         if outcomes.unreadable:
             problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
     policies = {p["name"]: PolicyRow(p["name"], p["sha256"]) for p in plan["policies"]}
