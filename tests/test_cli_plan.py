@@ -82,7 +82,8 @@ def test_plan_writes_plan_and_decisions_and_summary(
 def test_plan_held_by_the_fraction_gate_is_exit_3(
     sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A plan that would expire more than max_expire_fraction of a cluster exits 3."""
+    """A plan that would expire more than max_expire_fraction of a cluster exits 3, and the
+    summary says how to send what that gate holds after review (not what an alert holds)."""
     config = write_config(tmp_path, sim.base_url, fraction=0.1)
 
     code = cli.main(["--config", str(config), "plan", "--out", str(tmp_path / "p.json")])
@@ -90,6 +91,7 @@ def test_plan_held_by_the_fraction_gate_is_exit_3(
     out = capsys.readouterr().out
     assert code == 3
     assert "more than max_expire_fraction 0.1" in out
+    assert "retention apply PLAN --approve prod-big  (or --approve-all)" in out
 
 
 @pytest.mark.usefixtures("keys")

@@ -4,6 +4,7 @@ the CLI prints them."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -81,9 +82,19 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
             f"Advisory: {by_action['advisory']} changes on legacy config servers "
             "(no API to apply them)."
         )
+    approvable = []
     for cluster in document["clusters"]:
         for hold in cluster["holds"]:
             lines.append(f"  hold {cluster['name']}: {hold['reason']}")
+        if cluster["holds"] and all(h["kind"] == "max_expire_fraction" for h in cluster["holds"]):
+            approvable.append(cluster)
+    if approvable:
+        names = " ".join(f"--approve {_quoted(c['name'])}" for c in approvable[:5])
+        more = " ..." if len(approvable) > 5 else ""
+        lines.append(
+            "  After review, send what max_expire_fraction holds (alert holds need the alert "
+            f"resolved): retention apply PLAN {names}{more}  (or --approve-all)"
+        )
     errors = [
         *document.get("errors", []),
         *(f"{c['name']}: {e}" for c in document["clusters"] for e in c["errors"]),
@@ -132,3 +143,8 @@ def size(count: int) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} PiB"  # pragma: no cover - the loop returns at TiB
+
+
+def _quoted(name: str) -> str:
+    """A cluster name as a shell word."""
+    return shlex.quote(name)
