@@ -148,6 +148,7 @@ class Survey:
     alerts_error: ApiError | None = None
     discovery_error: ApiError | None = None
     warnings: list[str] = field(default_factory=list)
+    name: str | None = None  # the project's name, when GET /groups/{id} gave it
 
 
 def survey(client: OpsManagerClient, wanted: ProjectTargets) -> Survey:
@@ -157,6 +158,13 @@ def survey(client: OpsManagerClient, wanted: ProjectTargets) -> Survey:
     error is kept on the survey for the planner to report.
     """
     result = Survey(wanted.project_id)
+    try:
+        result.name = client.get_project(wanted.project_id).name
+    except ApiError as exc:
+        if exc.exit_code == EXIT_UNREACHABLE:
+            raise
+        # Only the name is lost: reports show the id alone.
+        log.info("cannot read the name of project %s: %s", wanted.project_id, exc)
     try:
         result.alerts = open_alerts(client, wanted.project_id)
     except ApiError as exc:

@@ -148,6 +148,7 @@ def make_plan(
             unread: dict[str, str] = {}  # project: why its alerts could not be honoured
             for wanted in ordered:
                 found = surveys[wanted.project_id]
+                builder.projects[wanted.project_id] = found.name
                 warnings += found.warnings
                 if found.alerts_error is not None:
                     unread[wanted.project_id] = (

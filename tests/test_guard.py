@@ -52,6 +52,7 @@ def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
         "baseUrl": BASE,
         "serviceVersion": None,
         "leaseSeconds": 86400.0,
+        "projects": [{"projectId": "p1", "name": "shop"}],
         "policies": [],
         "unusedPolicies": [],
         "summary": {

@@ -312,6 +312,7 @@ def test_plan_run_and_doctor_replay_against_real_answers(
     plan = json.loads((folder / "plan.json").read_text())
     clusters = {c["name"]: c for c in plan["clusters"]}
     assert plan["serviceVersion"] == VERSION
+    assert [p["name"] for p in plan["projects"]] == [real("project_get_goclient.json")["name"]]
     assert set(clusters) == {"shannon", "liffey"}
     assert clusters["shannon"]["typeName"] == "SHARDED_REPLICA_SET"
     assert [m["shardName"] for m in clusters["shannon"]["members"]] == ["shannon-0"]

@@ -100,6 +100,7 @@ PATCH_ALERT = Endpoint("PATCH", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
 GET_AGENT_LINKS = Endpoint("GET", "/groups/{PROJECT-ID}/agents")
 LIST_CLUSTERS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters")
 LIST_HOSTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts")
+GET_PROJECT = Endpoint("GET", "/groups/{PROJECT-ID}")
 
 
 def encode_segment(value: str) -> str:
@@ -314,6 +315,11 @@ class OpsManagerClient:
         """Links to the project's monitoring, backup and automation agent resources."""
         answer = self._call(GET_AGENT_LINKS, (project_id,))
         return self._parse(GET_AGENT_LINKS, answer, _AGENT_LINKS)
+
+    def get_project(self, project_id: str) -> models.Project:
+        """The project, for its name (reports name projects, not only their ids)."""
+        answer = self._call(GET_PROJECT, (project_id,))
+        return self._parse(GET_PROJECT, answer, _PROJECT)
 
     def list_clusters(self, project_id: str) -> ListWalk[models.Cluster]:
         """The project's clusters (replica sets, sharded clusters and their shards)."""
@@ -568,6 +574,7 @@ _SNAPSHOT: TypeAdapter[Snapshot] = TypeAdapter(Snapshot)
 _CONFIG_SERVER_SNAPSHOT: TypeAdapter[ConfigServerSnapshot] = TypeAdapter(ConfigServerSnapshot)
 _ALERT: TypeAdapter[Alert] = TypeAdapter(Alert)
 _AGENT_LINKS: TypeAdapter[AgentLinks] = TypeAdapter(AgentLinks)
+_PROJECT: TypeAdapter[models.Project] = TypeAdapter(models.Project)
 
 
 def _unwrap_envelope(

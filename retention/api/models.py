@@ -244,6 +244,14 @@ class AgentLinks(ApiModel):
         return None
 
 
+class Project(ApiModel):
+    """A project (group), as ``GET /groups/{id}`` answers: retention reads its name."""
+
+    id: str
+    name: str | None = None
+    org_id: str | None = None
+
+
 class Cluster(ApiModel):
     """A cluster of a project, as ``GET /groups/{id}/clusters`` lists it."""
 

@@ -166,6 +166,14 @@ class ClusterEntry(TypedDict):
 
 
 @with_config(_STRICT)
+class ProjectEntry(TypedDict):
+    """A project of the plan: its id and, when the API gave it, its name."""
+
+    projectId: Id
+    name: str | None
+
+
+@with_config(_STRICT)
 class PolicyEntry(TypedDict):
     """A policy the plan was made with, and the sha256 of its file."""
 
@@ -202,6 +210,7 @@ class PlanHead(TypedDict):
     baseUrl: Annotated[str, Field(min_length=1)]
     serviceVersion: str | None
     leaseSeconds: Annotated[float, Field(ge=0)]
+    projects: list[ProjectEntry]
     policies: list[PolicyEntry]
     # Policies that matched no cluster or config server of this plan (of its shard, when
     # sharded): a glob that matches nothing leaves clusters unmanaged without an error.
@@ -452,6 +461,7 @@ class PlanBuilder:
     lease_seconds: float = 0.0
     service_version: str | None = None
     what_if: bool = False
+    projects: dict[str, str | None] = field(default_factory=dict)  # id: name
     clusters: list[ClusterEntry] = field(default_factory=list)
     by_state: Counter[str] = field(default_factory=Counter)
     by_action: Counter[str] = field(default_factory=Counter)
@@ -499,6 +509,9 @@ class PlanBuilder:
             "baseUrl": self.base_url,
             "serviceVersion": self.service_version,
             "leaseSeconds": self.lease_seconds,
+            "projects": [
+                {"projectId": pid, "name": name} for pid, name in sorted(self.projects.items())
+            ],
             "policies": [
                 {"name": p.name, "sha256": p.sha256}
                 for p in sorted(self.policies, key=lambda p: p.name)

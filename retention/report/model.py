@@ -69,6 +69,7 @@ class ClusterRow:
     # A sharded cluster's shards and config-server replica set, listed not walked.
     members: list[str] = field(default_factory=list)
     bytes_given_back: int = 0  # the storage its sent destructive changes free
+    project_name: str | None = None  # from GET /groups/{id}, when it answered
     approved: int = 0  # held changes an --approve let through (results.jsonl)
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn

@@ -236,25 +236,33 @@ def _rank(cluster: ClusterRow) -> tuple[int, str, str, str]:
     return (-cluster.changes, cluster.name, cluster.project_id, cluster.cluster_id)
 
 
+def _cluster_rows(plan: dict[str, Any], outcomes: Outcomes | None) -> list[ClusterRow]:
+    """The plan's clusters as report rows, with their project's name and their outcomes."""
+    clusters = [ClusterRow.of(c) for c in plan["clusters"]]
+    names = {p["projectId"]: p["name"] for p in plan.get("projects", [])}
+    for row in clusters:
+        row.project_name = names.get(row.project_id)
+        if outcomes is not None:
+            row.failed = outcomes.failed_by_cluster.get(row.key, 0)
+            row.approved = outcomes.approved_by_cluster.get(row.key, 0)
+    return clusters
+
+
 def collect(
     run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
 ) -> ReportData:
     """Read the run folder's files into what the templates show."""
     head = read_head(run_dir / "plan.json")
     plan: dict[str, Any] = jsonable(head)
-    clusters = [ClusterRow.of(c) for c in plan["clusters"]]
+    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
+    clusters = _cluster_rows(plan, outcomes)
     changed = sorted((c for c in clusters if c.changes), key=_rank)
     drawn = changed[:max_timelines]
     for number, cluster in enumerate(drawn, 1):
         cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
     problems: list[str] = []
-    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
-    if outcomes is not None:
-        for cluster in clusters:
-            cluster.failed = outcomes.failed_by_cluster.get(cluster.key, 0)
-            cluster.approved = outcomes.approved_by_cluster.get(cluster.key, 0)
-        if outcomes.unreadable:
-            problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
+    if outcomes is not None and outcomes.unreadable:
+        problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
     policies = {p["name"]: PolicyRow(p["name"], p["sha256"]) for p in plan["policies"]}
     for cluster in clusters:
         for name in cluster.policies:

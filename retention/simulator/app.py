@@ -253,7 +253,7 @@ class SimulatorApp:
 
     def _route(self, call: _Call) -> str:
         seg, method = call.segments, call.request.method
-        if len(seg) < 3 or seg[0] != "groups" or not seg[1]:
+        if len(seg) < 2 or seg[0] != "groups" or not seg[1]:
             raise ApiFailure(404, "NOT_FOUND", f"no resource at {call.path}")
         template = _template(seg)
         route = self._routes.get(template)
@@ -271,6 +271,7 @@ class SimulatorApp:
         """The spec's endpoints (and the two discovery lists) by path template."""
         groups = "/groups/{PROJECT-ID}"
         return {
+            groups: (("GET",), self._group),
             f"{groups}/clusters": (("GET",), self._clusters),
             f"{groups}/clusters/{{CLUSTER-ID}}/snapshots": (("GET",), self._cluster_snapshots),
             f"{groups}/clusters/{{CLUSTER-ID}}/snapshots/{{SNAPSHOT-ID}}": (
@@ -432,6 +433,23 @@ class SimulatorApp:
                 }
             )
         return json.dumps(alert)
+
+    def _group(self, call: _Call, project: SimProject) -> str:
+        """The project, in the shape the real service answers GET /groups/{id} with."""
+        del call
+        sharded = [c for c in project.clusters.values() if c.sharded]
+        body = {
+            "id": project.id,
+            "name": project.name,
+            "orgId": "5980cfdf0b6d97029d82f86e",
+            "activeAgentCount": 2,
+            "publicApiEnabled": True,
+            "replicaSetCount": sum(1 for c in project.clusters.values() if not c.sharded),
+            "shardCount": sum(len(c.shard_names) for c in sharded),
+            "tags": [],
+            "links": [{"href": _href(self.base_url, "groups", project.id), "rel": "self"}],
+        }
+        return json.dumps(body)
 
     def _agents(self, call: _Call, project: SimProject) -> str:
         del call
