@@ -1,5 +1,5 @@
-"""report.html renders in a real browser: headless Chromium takes a screenshot of the
-steady-state scenario's report, which must be a 1280x2000 PNG with far more in it than a
+"""report.html renders in a real browser: headless Chromium takes screenshots of the
+steady-state scenario's report, 1280x2000 and 800x2000 PNGs with far more in them than a
 blank page. Skipped, saying how to install it, where Chromium is not installed; under CI
 (CI=true, where .ci/run installs it) a missing Chromium is a failure, not a skip."""
 
@@ -18,7 +18,7 @@ from retention.report import RunInfo, render_reports
 
 SCENARIO = Path(__file__).parent / "scenarios" / "steady_state_mixed_fleet"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-WIDTH, HEIGHT = 1280, 2000
+HEIGHT = 2000
 # A blank 1280x2000 page compresses to a few kilobytes; a rendered report is hundreds.
 MIN_BYTES = 30_000
 
@@ -43,8 +43,10 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def test_report_screenshot_is_a_full_page(tmp_path: Path) -> None:
-    """Chromium renders the steady-state report into a 1280x2000 PNG well above blank size."""
+@pytest.mark.parametrize("width", [1280, 800])
+def test_report_screenshot_is_a_full_page(tmp_path: Path, width: int) -> None:
+    """Chromium renders the steady-state report into a PNG of the window's size, well above
+    blank size, on a wide screen and on a narrow one."""
     browser = chromium()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -68,7 +70,7 @@ def test_report_screenshot_is_a_full_page(tmp_path: Path) -> None:
             "--disable-sync",
             f"--user-data-dir={tmp_path / 'profile'}",
             f"--screenshot={png}",
-            f"--window-size={WIDTH},{HEIGHT}",
+            f"--window-size={width},{HEIGHT}",
             html.resolve().as_uri(),
         ],
         check=True,
@@ -78,5 +80,5 @@ def test_report_screenshot_is_a_full_page(tmp_path: Path) -> None:
 
     data = png.read_bytes()
     assert data[:8] == PNG_MAGIC
-    assert png_size(data) == (WIDTH, HEIGHT)
+    assert png_size(data) == (width, HEIGHT)
     assert len(data) > MIN_BYTES
