@@ -4,6 +4,7 @@ and the small test fleet on a running simulator."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -67,6 +68,20 @@ def client(fake: FakeApi) -> Iterator[OpsManagerClient]:
     """A client pointed at the fake API."""
     with make_client() as api_client:
         yield api_client
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's working folder: the current directory, the simulator's keys (tests/simfleet)
+    in the environment and no other retention setting."""
+    from tests.simfleet import KEY  # noqa: PLC0415 - simfleet imports this module
+
+    for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
+    monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

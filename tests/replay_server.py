@@ -12,13 +12,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from tests.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
+from tests.wire_server import BASE_PATH, JsonHandler, run_server
 
-BASE_PATH = "/api/public/v1.0"
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 # A value of the form every vendor source shows (goclient's parser, the operator's tests).
 VERSION = (
@@ -86,15 +85,9 @@ class Replay:
         }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
+class _Handler(JsonHandler):
     def _handle(self) -> None:
-        replay = self.server.replay
+        replay: Replay = self.server.payload
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
@@ -110,37 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"Content-Type": "application/json", "X-MongoDB-Service-Version": VERSION}
         self._send(status, headers, json.dumps(body).encode())
 
-    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        try:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            self.close_connection = True
-
-    do_GET = _handle  # noqa: N815 - http.server's naming
-    do_PATCH = _handle  # noqa: N815
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    replay: Replay
-
 
 @contextmanager
 def serve(replay: Replay) -> Iterator[str]:
     """Run the replay server on a free loopback port; yield its base URL."""
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.replay = replay
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        host, port = server.server_address[:2]
-        yield f"http://{host!s}:{port}{BASE_PATH}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with run_server(_Handler, replay) as base_url:
+        yield base_url

@@ -54,17 +54,6 @@ def sim(now: datetime) -> Iterator[Simulator]:
         yield simulator
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The user's working folder (the current directory), keys in the environment."""
-    for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
-    monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def configure(folder: Path, base_url: str, *, release: bool = False) -> None:
     """retention.yaml and one policy in ``folder``; reports go to ``folder/reports``."""
     (folder / "policies").mkdir(exist_ok=True)

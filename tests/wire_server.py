@@ -46,15 +46,66 @@ class WireState:
             return self.faults.pop(0) if self.faults else None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class JsonHandler(BaseHTTPRequestHandler):
+    """A keep-alive HTTP/1.1 handler for GET and PATCH; subclasses answer in ``_handle``,
+    with what the server was started with in ``self.server.payload``."""
+
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: ThreadedServer
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
     def _handle(self) -> None:
-        state = self.server.state
+        raise NotImplementedError
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "keep-alive")
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        """Answer a GET."""
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        """Answer a PATCH."""
+        self._handle()
+
+
+class ThreadedServer(ThreadingHTTPServer):
+    """A server whose handlers find what it was started with in ``payload``."""
+
+    daemon_threads = True
+    payload: Any
+
+
+@contextmanager
+def run_server(handler: type[JsonHandler], payload: Any) -> Iterator[str]:
+    """Run ``handler`` on a free loopback port; yield its base URL; stop it afterwards."""
+    server = ThreadedServer(("127.0.0.1", 0), handler)
+    server.payload = payload
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        yield f"http://{host!s}:{port}{BASE_PATH}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class _Handler(JsonHandler):
+    def _handle(self) -> None:
+        state: WireState = self.server.payload
         state.connections.add(self.client_address)
         length = int(self.headers.get("Content-Length") or 0)
         if length:
@@ -92,41 +143,12 @@ class _Handler(BaseHTTPRequestHandler):
             json.dumps(state.body).encode(),
         )
 
-    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        try:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Connection", "keep-alive")
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            self.close_connection = True
-
-    do_GET = _handle  # noqa: N815 - http.server's naming
-    do_PATCH = _handle  # noqa: N815
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: WireState
-
 
 @contextmanager
 def serve(state: WireState) -> Iterator[str]:
-    """Run the server on a free loopback port; yield its base URL; stop it afterwards."""
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.state = state
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        host, port = server.server_address[:2]
-        yield f"http://{host!s}:{port}{BASE_PATH}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    """Run the wire server on a free loopback port; yield its base URL; stop it afterwards."""
+    with run_server(_Handler, state) as base_url:
+        yield base_url
 
 
 def closed_port() -> int:
