@@ -151,7 +151,6 @@ def apply_plan(
 
     def run(key: tuple[str, str], items: list[Change]) -> None:
         reported: set[str] = set()
-
         let_through = key in approved
 
         def once(outcome: Outcome) -> None:
@@ -180,11 +179,6 @@ def apply_plan(
         while pending:
             pending.popleft().result()
     return result
-
-
-def clusters_of(head: Mapping[str, Any]) -> dict[tuple[str, str], ClusterEntry]:
-    """A plan's clusters by (project, cluster id)."""
-    return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
 
 
 def _apply_cluster(

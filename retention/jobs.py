@@ -20,11 +20,18 @@ from typing import Any
 
 from retention.api import OpsManagerClient
 from retention.errors import ApiError, PlanFileError, UsageError
-from retention.executor import ApplyResult, Journal, Outcome, apply_plan, clusters_of
+from retention.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.inventory import ProjectTargets, Walk
 from retention.plan.guard import Approval, EntryCheck, plan_refusal
 from retention.plan.guard import approve as approval_of
-from retention.plan.planfile import Change, PlanHead, decisions_path, read_head, read_list
+from retention.plan.planfile import (
+    Change,
+    PlanHead,
+    clusters_by_key,
+    decisions_path,
+    read_head,
+    read_list,
+)
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.sharding import Shard
@@ -32,7 +39,6 @@ from retention.timestamps import format_timestamp
 
 log = logging.getLogger("retention.jobs")
 
-_FRESH = timedelta(hours=1)
 AUDIT_ALERTS = frozenset({"SNAPSHOT_EXPIRY_UPDATED_AUDIT", "CLUSTERSHOT_EXPIRY_UPDATED_AUDIT"})
 
 
@@ -105,8 +111,8 @@ def run_job(
     )
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:
-        # The plan just made passes the checks a saved one does before anything is sent.
-        check_plan(planned.plan_path, base_url=client.base_url, max_age=_FRESH, now=started)
+        # The entries just written pass the checks a saved plan's do before anything is sent.
+        check_entries(planned.plan_path, planned.document, frozenset())
         if on_apply is not None:
             on_apply(change_count(planned.document))
         result.applied = _apply(
@@ -184,14 +190,6 @@ def apply_saved(
     return result
 
 
-def check_plan(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> PlanHead:
-    """A saved plan's head, after every check apply makes before its first request: the
-    head (what-if, evaluation time, API, age) and each entry of ``changes``."""
-    head = _head(path, base_url=base_url, max_age=max_age, now=now)
-    check_entries(path, head, frozenset())
-    return head
-
-
 def _head(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> PlanHead:
     try:
         head = read_head(path)
@@ -247,7 +245,7 @@ def _apply(
         return apply_plan(
             client,
             to_send(plan_path, approved),
-            clusters_of(head),
+            clusters_by_key(head),
             journal,
             now=now,
             concurrency=concurrency,

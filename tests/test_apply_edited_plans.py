@@ -22,13 +22,14 @@ from pydantic import ValidationError
 
 from retention.api import OpsManagerClient, SnapshotPatch
 from retention.errors import ApiError, PlanFileError
-from retention.executor import Journal, apply_plan, clusters_of
+from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved
 from retention.plan.planfile import (
     CHANGE,
     Change,
     PlanHead,
+    clusters_by_key,
     encode_line,
     read_decisions,
     read_head,
@@ -249,7 +250,7 @@ def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanHead, journal:
     changes: list[Any] = [_typed(c) for c in raw]
     out = Journal(journal, lambda: NOW)
     try:
-        apply_plan(api, changes, clusters_of(head), out, now=lambda: NOW, concurrency=2)
+        apply_plan(api, changes, clusters_by_key(head), out, now=lambda: NOW, concurrency=2)
     finally:
         out.close()
 

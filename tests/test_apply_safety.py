@@ -15,8 +15,8 @@ import pytest
 
 from retention import cli
 from retention.api import OpsManagerClient
-from retention.executor import Journal, apply_plan, clusters_of
-from retention.plan.planfile import read_head, read_list
+from retention.executor import Journal, apply_plan
+from retention.plan.planfile import clusters_by_key, read_head, read_list
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet
 from tests.conftest import PUBLIC_KEY
@@ -204,7 +204,7 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
         monkeypatch.setattr(OpsManagerClient, "patch_snapshot", broken)
         journal = Journal(folder / "results.jsonl", lambda: now)
         result = apply_plan(
-            api, changes, clusters_of(planned.document), journal, now=lambda: now, concurrency=2
+            api, changes, clusters_by_key(planned.document), journal, now=lambda: now, concurrency=2
         )
         journal.close()
 

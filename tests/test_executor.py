@@ -12,11 +12,11 @@ import pytest
 
 from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
 from retention.errors import LockHeldError, UsageError
-from retention.executor import Journal, apply_plan, clusters_of
+from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved, run_job
 from retention.lock import run_lock
-from retention.plan.planfile import Change, ListName, read_list
+from retention.plan.planfile import Change, ListName, clusters_by_key, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet, load_policies
 from retention.simulator.server import Simulator
@@ -133,7 +133,7 @@ def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_pa
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
     result = apply_plan(
-        api, changes, clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
+        api, changes, clusters_by_key(planned.document), journal, now=lambda: NOW, concurrency=2
     )
     journal.close()
 
@@ -174,7 +174,7 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
     result = apply_plan(
-        api, doctored, clusters_of(planned.document), journal, now=lambda: NOW, concurrency=2
+        api, doctored, clusters_by_key(planned.document), journal, now=lambda: NOW, concurrency=2
     )
     journal.close()
 
@@ -317,7 +317,7 @@ def test_compare_and_swap_reads_one_by_one_when_the_list_moves(tmp_path: Path) -
         result = apply_plan(
             api,
             changes,
-            clusters_of(planned.document),
+            clusters_by_key(planned.document),
             journal,
             now=lambda: NOW,
             concurrency=1,

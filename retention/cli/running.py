@@ -33,7 +33,7 @@ def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> in
             click.echo(f"  {what}: {failure.error}", err=True)
     else:
         click.echo("Dry run: nothing was sent to the API.")
-    approval = getattr(result, "approval", None)
+    approval = result.approval
     if approval is not None and approval.names:
         sent = result.applied.approved if result.applied else 0
         click.echo(f"Approved: {sent} held changes of {', '.join(approval.names)} were sent.")

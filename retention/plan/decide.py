@@ -121,8 +121,8 @@ def decide(
     if walk_error:
         plan.errors.append(walk_error)
     if not policies:
-        unmatched = [note("unmatched", "no policy matches this cluster")]
-        plan.decisions = [Decision(s, "unmatched", reasons=list(unmatched)) for s in ordered]
+        unmatched = note("unmatched", "no policy matches this cluster")
+        plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
         return plan
     merged = Merged.of(policies, now)
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())

@@ -23,7 +23,7 @@ from typing import Literal
 
 from retention.api.models import SnapshotPatch
 from retention.plan.model import SnapshotView, is_destructive
-from retention.plan.planfile import Change, ClusterEntry, PlanHead
+from retention.plan.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
 from retention.timestamps import add_seconds, format_timestamp
 
 # A plan is evaluated at the time it is made; more apart than this, it was made with --at
@@ -103,13 +103,13 @@ class EntryCheck:
     head: PlanHead
 
     def __post_init__(self) -> None:
-        self.clusters: dict[tuple[str, str], ClusterEntry] = {
-            (c["projectId"], c["clusterId"]): c for c in self.head["clusters"]
-        }
+        self.clusters = clusters_by_key(self.head)
         self._done: set[tuple[str, str]] = set()
         self._current: tuple[str, str] | None = None
         self._snapshots: set[str] = set()
-        self.lease = timedelta(seconds=self.head["leaseSeconds"])
+        # A kept snapshot is written an expiry of at least now + 2 leases: never less than
+        # this.
+        self._lease_end = add_seconds(self.head["evaluatedAt"], self.head["leaseSeconds"])
 
     def problem(self, change: Change) -> str | None:  # noqa: PLR0911 - one return a rule
         """What is wrong with the next entry (None: nothing)."""
@@ -160,12 +160,10 @@ class EntryCheck:
                     f"expires {format_timestamp(expires)} is earlier than the plan's time "
                     f"plus the grace ({format_timestamp(floor)})"
                 )
-        elif expires < add_seconds(evaluated, self.lease.total_seconds()):
-            # A kept snapshot is written an expiry of at least now + 2 leases.
+        elif expires < self._lease_end:
             return (
                 f"a {action} that keeps a snapshot writes at least the lease "
-                f"({format_timestamp(add_seconds(evaluated, self.lease.total_seconds()))}), "
-                f"not {format_timestamp(expires)}"
+                f"({format_timestamp(self._lease_end)}), not {format_timestamp(expires)}"
             )
         return None
 

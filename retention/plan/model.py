@@ -184,19 +184,12 @@ class Alert:
         """True when the alert names the target by id, cluster name or replica-set name, or
         names one of its members: an alert on a shard's replica set holds the sharded
         cluster, whose snapshots hold that shard's data."""
-        members = target.members
+        ids = {target.cluster_id, *(m.cluster_id for m in target.members)}
+        sets = {target.replica_set_name, target.name, *(m.replica_set_name for m in target.members)}
         return (
-            (self.cluster_id is not None and self.cluster_id == target.cluster_id)
+            (self.cluster_id is not None and self.cluster_id in ids)
             or (self.cluster_name is not None and self.cluster_name == target.name)
-            or (
-                self.replica_set_name is not None
-                and self.replica_set_name in (target.replica_set_name, target.name)
-            )
-            or any(self.cluster_id is not None and self.cluster_id == m.cluster_id for m in members)
-            or any(
-                self.replica_set_name is not None and self.replica_set_name == m.replica_set_name
-                for m in members
-            )
+            or (self.replica_set_name is not None and self.replica_set_name in sets)
         )
 
 

@@ -555,6 +555,11 @@ class PlanBuilder:
         }
 
 
+def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
+    """A plan's clusters by (project, cluster id)."""
+    return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
+
+
 def decisions_path(plan_path: Path) -> Path:
     """Where a plan's decisions go: decisions.jsonl beside plan.json, and NAME.decisions.jsonl
     beside any other NAME.json, so two plans in one folder keep their own."""
@@ -578,6 +583,7 @@ def _head_lines(path: Path) -> bytes | None:
     kept: list[bytes] = []
     skipping = False
     openings = {b'  "' + n.encode() + b'": [' for n in LISTS}
+    empty = {o + b"]" for o in openings}  # an empty list, written on one line
     with path.open("rb") as lines:
         if lines.read(2) != b"{\n":
             return None
@@ -590,8 +596,8 @@ def _head_lines(path: Path) -> bytes | None:
             if stripped in openings:
                 skipping = True
                 continue
-            if stripped.rstrip(b",") in {o + b"]" for o in openings}:
-                continue  # an empty list on one line
+            if stripped.rstrip(b",") in empty:
+                continue
             kept.append(line)
     return b"".join(kept)
 
@@ -607,14 +613,7 @@ def read_head(path: Path) -> PlanHead:
     except orjson.JSONDecodeError:
         value = None
     if not isinstance(value, dict):
-        # Another layout (re-saved, one line), or not JSON at all: read it whole.
-        try:
-            value = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as exc:
-            raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
-        if not isinstance(value, dict):
-            kind = type(value).__name__
-            raise PlanFileError(str(path), f"it holds a JSON {kind}, not a plan object")
+        value = _whole(path)  # another layout (re-saved, one line), or not a plan at all
     # In another layout the lists were not recognised above, and came along.
     value = {k: v for k, v in value.items() if k not in LISTS}
     if value.get("format") != FORMAT:
@@ -659,14 +658,22 @@ def _raw_entries(path: Path, name: str) -> Iterator[Any]:
                 yielded += 1
                 yield value
             break
-    try:
-        document = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
-    items = document.get(name, []) if isinstance(document, dict) else []
+    items = _whole(path).get(name, [])
     if not isinstance(items, list):
         raise PlanFileError(str(path), f"{name}: not a list")
     yield from items[yielded:]
+
+
+def _whole(path: Path) -> dict[str, Any]:
+    """The whole file as a JSON object, or PlanFileError saying what it holds instead."""
+    try:
+        value = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
+    if not isinstance(value, dict):
+        kind = type(value).__name__
+        raise PlanFileError(str(path), f"it holds a JSON {kind}, not a plan object")
+    return value
 
 
 def read_decisions(path: Path) -> Iterator[DecisionRecord | None]:

@@ -89,7 +89,7 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
         if cluster["holds"] and all(h["kind"] == "max_expire_fraction" for h in cluster["holds"]):
             approvable.append(cluster)
     if approvable:
-        names = " ".join(f"--approve {_quoted(c['name'])}" for c in approvable[:5])
+        names = " ".join(f"--approve {shlex.quote(c['name'])}" for c in approvable[:5])
         more = " ..." if len(approvable) > 5 else ""
         lines.append(
             "  After review, send what max_expire_fraction holds (alert holds need the alert "
@@ -137,14 +137,11 @@ def _text(value: Any) -> str:
 
 def size(count: int) -> str:
     """A byte count for people: 1.2 TiB, 340.0 MiB, 0 B."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+    if count < 1024:
+        return f"{count} B"
+    value = count / 1024
+    for unit in ("KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
         value /= 1024
-    return f"{value:.1f} PiB"  # pragma: no cover - the loop returns at TiB
-
-
-def _quoted(name: str) -> str:
-    """A cluster name as a shell word."""
-    return shlex.quote(name)
+    return f"{value:.1f} TiB"

@@ -66,10 +66,11 @@ class CronTicks:
         while moment < self._ticks[0]:
             if not self._extend_backward():
                 self._ticks.insert(0, EARLIEST)
+                break
         while moment >= self._ticks[-1]:
             if not self._extend_forward():
                 self._ticks.append(LATEST)
-                self._ended = True
+                break
 
     def _extend_forward(self) -> bool:
         """Add the next ticks; False when there are none left to add."""
