@@ -40,7 +40,16 @@ log = logging.getLogger("retention.planner")
 class PolicyView:
     """A loaded policy as the decision model sees it (retention.plan.model.PolicyLike)."""
 
-    policy: Policy
+    loaded: LoadedPolicy
+
+    @property
+    def policy(self) -> Policy:
+        """The validated policy."""
+        return self.loaded.policy
+
+    def where(self, setting: str) -> str:
+        """The file and line of a setting (policy.loader.LoadedPolicy.where)."""
+        return self.loaded.where(setting)
 
     @property
     def name(self) -> str:
@@ -167,9 +176,7 @@ def make_plan(
                 found = surveys[t.project_id]
                 if walk.error:
                     walk_errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
-                matching = [
-                    PolicyView(p.policy) for p in policies.matching(t.project_id, t.name, t.kind)
-                ]
+                matching = [PolicyView(p) for p in policies.matching(t.project_id, t.name, t.kind)]
                 builder.add(
                     decide(
                         t,

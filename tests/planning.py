@@ -47,6 +47,10 @@ class TestPolicy:
         """The protect rules."""
         return self.protect
 
+    def where(self, setting: str) -> str:
+        """A made-up place, so hold messages can name one."""
+        return f"{self.name}.yaml ({setting})"
+
 
 def apply(snapshots: list[SnapshotView], plan: ClusterPlan, now: datetime) -> list[SnapshotView]:
     """The snapshot states after the API received every PATCH the plan sends."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,12 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     assert len(results) == len(document["changes"]) > 0
     assert all(json.loads(line)["outcome"] == "applied" for line in results)
     assert "hold prod-billing: OPEN alert" in out
+    # Each hold names the line of the policy setting behind it.
+    fraction = f"more than max_expire_fraction 0.5 [set at {policies}/production.yaml:24]"
+    assert re.search(
+        rf"hold prod-orders: \d+ of \d+ snapshots would expire \(\d+%\), {re.escape(fraction)}", out
+    )
+    assert f"[set at {policies}/production.yaml:4 (safety.hold_on_alerts not set" in out
     assert f"Applied: applied {len(results)}." in out
     assert "nothing real was touched" in out
 

@@ -51,8 +51,11 @@ def plan_scenario(name: str, out: Path) -> tuple[PlanResult, str]:
 
 
 def normalised(text: str, base_url: str) -> str:
-    """The output with the simulator's random port replaced, so files compare across runs."""
-    return text.replace(base_url, "http://simulator/api/public/v1.0")
+    """The output with the simulator's random port and the checkout's folder replaced, so
+    files compare across runs and clones."""
+    return text.replace(base_url, "http://simulator/api/public/v1.0").replace(
+        f"{SCENARIOS}/", "scenarios/"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir()))

@@ -123,6 +123,29 @@ def test_a_malformed_entry_is_refused_naming_the_entry_and_field(tmp_path: Path)
         list(read_list(path, "held"))
 
 
+def test_holds_name_their_setting_and_older_plans_without_it_still_read(
+    tmp_path: Path,
+) -> None:
+    """A hold records where its setting is written; a plan written before holds had the
+    field reads the same otherwise (plans in flight survive an upgrade)."""
+    document = json.loads(GOLDEN.read_text())
+    holds = [h for c in document["clusters"] for h in c["holds"]]
+    settings = {h["kind"]: h["setting"] for h in holds}
+    assert (
+        settings["max_expire_fraction"]
+        == "scenarios/first_run_held_by_safety_gates/policies/prod.yaml:8"
+    )
+    assert "safety.hold_on_alerts not set: the default" in settings["alert"]
+    for hold in holds:
+        del hold["setting"]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(document))
+
+    read = [h for c in read_head(path)["clusters"] for h in c["holds"]]
+    assert [h["reason"] for h in read] == [h["reason"] for h in holds]
+    assert all("setting" not in h for h in read)
+
+
 def test_a_naive_timestamp_is_refused_not_guessed(tmp_path: Path) -> None:
     """A timestamp without its zone (an edit by hand) is an error, not a guess at UTC."""
     document = json.loads(GOLDEN.read_text())

@@ -70,6 +70,33 @@ def test_folder_with_a_mapping_file_and_a_list_file(here: Path) -> None:
     assert list(policies.by_name) == ["analytics", "dev", "prod"]
 
 
+def test_where_names_the_file_and_line_of_a_setting(here: Path) -> None:
+    """where() gives FILE:LINE of a key the file sets, within its own item of a list file,
+    and the policy's name line marked as the default when the file leaves the key out."""
+    write(
+        here / "policies",
+        "team.yaml",
+        """\
+        - name: dev
+          keep: {last: 2}
+        - name: prod
+          keep:
+            daily: 7
+          safety:
+            max_expire_fraction: 0.3
+        """,
+    )
+    policies = load_policies(Path("policies")).by_name
+    assert policies["prod"].where("safety.max_expire_fraction") == "policies/team.yaml:7"
+    assert policies["prod"].where("keep.daily") == "policies/team.yaml:5"
+    assert policies["dev"].where("safety.max_expire_fraction") == (
+        "policies/team.yaml:1 (safety.max_expire_fraction not set: the default)"
+    )
+    assert policies["prod"].where("safety.hold_on_alerts") == (
+        "policies/team.yaml:3 (safety.hold_on_alerts not set: the default)"
+    )
+
+
 def test_explicit_files_are_loaded_as_given(here: Path) -> None:
     """A list of files loads exactly those files, whatever their suffix."""
     one = write(here, "one.policy", PROD)

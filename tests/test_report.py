@@ -505,7 +505,7 @@ def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path)
     holds = [
         Hold("alert", "OPEN alert RESYNC_REQUIRED (a1)", "a1"),
         Hold("alert", "OPEN alert BAD_CLUSTERSHOTS (a2)", "a2"),
-        Hold("max_expire_fraction", "2 of 3 would expire (67%)", None),
+        Hold("max_expire_fraction", "2 of 3 would expire (67%)", None, "policies/p.yaml:9"),
     ]
     billing = cluster(
         "prod-billing",
@@ -519,6 +519,7 @@ def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path)
     assert rows[0][-1] == "2"
     assert "BAD_CLUSTERSHOTS" in rows[0][2]
     assert "RESYNC_REQUIRED" in rows[0][2]
+    assert "2 of 3 would expire (67%) (set at policies/p.yaml:9)" in rows[0][2]
     assert "1 cluster held" in page.text_of("holds")
     assert "| **1 held** | | **2** |" in markdown.splitlines()
 

@@ -58,6 +58,7 @@ class Merged:
     hold_on_alerts: frozenset[str]
     release_protection: bool
     expire_inconsistent: bool
+    policies: tuple[PolicyLike, ...]  # sorted by name: holds say which one's setting held
 
     @classmethod
     def of(cls, policies: Sequence[PolicyLike], now: datetime) -> Merged:
@@ -71,7 +72,20 @@ class Merged:
             hold_on_alerts=frozenset().union(*(p.hold_on_alerts for p in policies)),
             release_protection=all(p.release_protection for p in policies),
             expire_inconsistent=all(p.inconsistent == "expire" for p in policies),
+            policies=tuple(sorted(policies, key=lambda p: p.name)),
         )
+
+    def fraction_setting(self) -> str:
+        """Where the smallest max_expire_fraction (the one that holds) is set."""
+        policy = min(self.policies, key=lambda p: p.max_expire_fraction)
+        return policy.where("safety.max_expire_fraction")
+
+    def alert_setting(self, event_type: str) -> str | None:
+        """Where the first policy that holds on ``event_type`` says so."""
+        for policy in self.policies:
+            if event_type in policy.hold_on_alerts:
+                return policy.where("safety.hold_on_alerts")
+        return None
 
 
 @dataclass(frozen=True)
@@ -301,9 +315,9 @@ def _hold(
         holds.append(Hold("walk", f"incomplete information: {walk_error}"))
     for alert in sorted(alerts, key=lambda a: a.id):
         if alert.event_type in merged.hold_on_alerts and alert.names(plan.target):
-            holds.append(
-                Hold("alert", f"OPEN alert {alert.event_type} ({alert.id})", alert_id=alert.id)
-            )
+            reason = f"OPEN alert {alert.event_type} ({alert.id})"
+            setting = merged.alert_setting(alert.event_type)
+            holds.append(Hold("alert", reason, alert_id=alert.id, setting=setting))
     counted = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
     share = len(destructive) / counted if counted else 1.0
     if share > merged.max_expire_fraction:
@@ -312,6 +326,7 @@ def _hold(
                 "max_expire_fraction",
                 f"{len(destructive)} of {counted} snapshots would expire ({share:.0%}), "
                 f"more than max_expire_fraction {merged.max_expire_fraction:g}",
+                setting=merged.fraction_setting(),
             )
         )
     if holds:

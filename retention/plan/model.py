@@ -112,6 +112,10 @@ class PolicyLike(Protocol):
     @property
     def hold_on_alerts(self) -> frozenset[str]: ...
 
+    def where(self, setting: str) -> str:
+        """Where a person finds ``setting`` ("policies/prod.yaml:24"), for hold messages."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SnapshotView:
@@ -200,6 +204,7 @@ class Hold:
     kind: Literal["alert", "max_expire_fraction", "walk"]
     reason: str
     alert_id: str | None = None
+    setting: str | None = None  # where the setting that holds is written (None for walk)
 
 
 @dataclass

@@ -127,6 +127,9 @@ class HoldEntry(TypedDict):
     kind: Literal["alert", "max_expire_fraction", "walk"]
     reason: str
     alertId: str | None
+    # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk.
+    # Optional: plans written before it was added still read.
+    setting: NotRequired[str | None]
 
 
 @with_config(_STRICT)
@@ -419,7 +422,10 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
             for m in t.members
         ],
         "policies": plan.policies,
-        "holds": [{"kind": h.kind, "reason": h.reason, "alertId": h.alert_id} for h in plan.holds],
+        "holds": [
+            {"kind": h.kind, "reason": h.reason, "alertId": h.alert_id, "setting": h.setting}
+            for h in plan.holds
+        ],
         "errors": plan.errors,
         "counts": plan.counts(),
         "graceSeconds": plan.grace_seconds,

@@ -85,7 +85,9 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
     approvable = []
     for cluster in document["clusters"]:
         for hold in cluster["holds"]:
-            lines.append(f"  hold {cluster['name']}: {hold['reason']}")
+            setting = hold.get("setting")
+            where = f" [set at {setting}]" if setting else ""
+            lines.append(f"  hold {cluster['name']}: {hold['reason']}{where}")
         if cluster["holds"] and all(h["kind"] == "max_expire_fraction" for h in cluster["holds"]):
             approvable.append(cluster)
     if approvable:

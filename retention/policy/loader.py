@@ -17,7 +17,7 @@ import re
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,23 @@ class LoadedPolicy:
     path: Path
     sha256: str
     index: int = 0
+    # The line of each key the file sets, by dotted path ("safety.max_expire_fraction").
+    lines: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         """The policy's name."""
         return self.policy.name
+
+    def where(self, setting: str) -> str:
+        """Where a reader finds ``setting``: ``FILE:LINE``, or the policy's own line with
+        "(default)" when the file leaves the setting out."""
+        line = self.lines.get(setting)
+        if line is not None:
+            return f"{self.path}:{line}"
+        start = self.lines.get("name")
+        at = f"{self.path}:{start}" if start is not None else str(self.path)
+        return f"{at} ({setting} not set: the default)"
 
 
 class PolicySet:
@@ -155,11 +167,8 @@ def _load_file(path: Path, loaded: list[_Found], problems: list[str]) -> None:
                     found.append((lines.find(loc), _field(loc), _message(error)))
             else:
                 name: Loc = (*prefix, "name")
-                loaded.append(
-                    _Found(
-                        LoadedPolicy(policy, path, digest, index), lines.find(name), _field(name)
-                    )
-                )
+                source = LoadedPolicy(policy, path, digest, index, lines.under(prefix))
+                loaded.append(_Found(source, lines.find(name), _field(name)))
     found.sort(key=lambda problem: problem[0] or 0)
     problems += [_format(path, line, field, message) for line, field, message in found]
 
@@ -191,6 +200,15 @@ class _Lines:
                     found.append((key_line, _field((*path, name)), message))
                 first.setdefault(name, key_line)
                 self._walk(value, (*path, name), key_line, found)
+
+    def under(self, prefix: Loc) -> dict[str, int]:
+        """The lines of the keys below ``prefix`` (one policy of a file), by dotted path."""
+        size = len(prefix)
+        return {
+            ".".join(map(str, loc[size:])): line
+            for loc, line in self._lines.items()
+            if len(loc) > size and loc[:size] == prefix
+        }
 
     def find(self, loc: Loc) -> int | None:
         """The line of ``loc``, or of its nearest ancestor that the document has."""
