@@ -184,10 +184,12 @@ class Page(HTMLParser):
         self.elements: list[tuple[str, dict[str, str | None]]] = []
         self.text_parts: list[str] = []
         self.by_id: dict[str, list[str]] = {}
-        self.marks: dict[str, int] = {}  # timeline figure id -> mark count
+        # timeline figure id -> snapshots counted in its columns, by lane (taken, expiry)
+        self.marks: dict[str, dict[str, int]] = {}
         self.rows: dict[str, list[list[str]]] = {}  # section id -> table rows (cell texts)
         self._open: list[tuple[str, str | None]] = []
         self._figure = ""
+        self._lane = ""
         self._section = ""
         self._row: list[str] | None = None
         self._cell: list[str] | None = None
@@ -211,8 +213,11 @@ class Page(HTMLParser):
             self._figure = a.get("id") or ""
         if tag == "section":
             self._section = a.get("id") or ""
-        if tag == "rect" and "mark" in classes:
-            self.marks[self._figure] = self.marks.get(self._figure, 0) + 1
+        if tag == "g" and "lane" in classes:
+            self._lane = classes[-1]
+        if tag == "g" and "col" in classes:
+            lanes = self.marks.setdefault(self._figure, {})
+            lanes[self._lane] = lanes.get(self._lane, 0) + int(a.get("data-count") or 0)
         return a
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -341,13 +346,21 @@ def test_hostile_names_and_reasons_are_escaped(tmp_path: Path) -> None:
     assert "<script>" not in markdown
 
 
-def test_timelines_have_one_mark_per_snapshot(tmp_path: Path) -> None:
-    """Each changed cluster of the steady-state scenario gets a timeline with one mark per
-    snapshot; the unchanged one gets none and is listed among the unchanged clusters."""
+def test_timelines_count_every_snapshot_and_every_new_expiry_once(tmp_path: Path) -> None:
+    """Each changed cluster of the steady-state scenario gets a timeline whose columns count
+    each snapshot once (taken) and each sent change's new expiry once (on the axis, or at
+    the right edge when later or never); the unchanged cluster gets none."""
     page, _ = render(scenario_run(tmp_path))
 
     # Most changes first, ties by name: prod-orders 5, dev-sandbox 2, prod-sharded 2, cfg0 1.
-    assert page.marks == {"timeline-1": 11, "timeline-2": 4, "timeline-3": 4, "timeline-4": 3}
+    assert page.marks == {
+        "timeline-1": {"taken": 11, "expiry": 4},  # and its protect: never
+        "timeline-2": {"taken": 4, "expiry": 2},  # two deletes
+        "timeline-3": {"taken": 4},  # protect and an extend past the axis
+        "timeline-4": {"taken": 3},  # advisory: nothing sent
+    }
+    assert "1 later or never" in page.text_of("timeline-1")
+    assert "2 later or never" in page.text_of("timeline-3")
     captions = [page.text_of(f"timeline-{i}").split()[0] for i in range(1, 5)]
     assert captions == ["prod-orders", "dev-sandbox", "prod-sharded", "cfg0.legacy.example.net"]
     assert "legacy-untouched" in page.text_of("unchanged")
@@ -361,10 +374,15 @@ def test_calendar_counts_what_expires_per_day(tmp_path: Path) -> None:
 
     assert page.text_of("calendar-7") == "3"
     assert page.text_of("calendar-30") == "4"
-    days = {r[0]: r[1:] for r in page.rows["calendar"] if r and r[0].startswith("2026-")}
-    assert days == {"2026-11-22": ["3", "", "orders (3)"], "2026-12-01": ["1", "", "orders (1)"]}
-    assert "day-2026-11-22" in page.by_id
-    assert "if this plan is applied" in page.text_of("calendar")
+    # This plan's expiries (the three shortened) apart from the one already set (k1).
+    assert page.text_of("calendar-7-planned") == "3"
+    assert page.text_of("calendar-30-planned") == "3"
+    [row] = [r for r in page.rows["calendar"] if r and r[0] == "orders"]
+    assert row[2:] == ["3", "3", "0", "1", "2026-11-22 10:00"]
+    text = page.text_of("calendar")
+    assert "2026-11-22: 3 expiring, 3 set by this plan, 0 already set" in text
+    assert "2026-12-01: 1 expiring, 0 set by this plan, 1 already set" in text
+    assert "if this plan is applied" in text
 
 
 def test_calendar_keeps_the_old_expiry_of_changes_that_did_not_apply(tmp_path: Path) -> None:
@@ -380,8 +398,8 @@ def test_calendar_keeps_the_old_expiry_of_changes_that_did_not_apply(tmp_path: P
     page, _ = render(write_run(tmp_path / "run", [plan], results=results), info("run", 1))
 
     assert page.text_of("calendar-7") == "2"  # s3 had no expiry and keeps none
-    days = {r[0]: r[1:] for r in page.rows["calendar"] if r and r[0].startswith("2026-")}
-    assert days == {"2026-11-22": ["2", "", "orders (2)"], "2026-12-01": ["1", "", "orders (1)"]}
+    [row] = [r for r in page.rows["calendar"] if r and r[0] == "orders"]
+    assert row[2:] == ["2", "2", "0", "1", "2026-11-22 10:00"]
     assert "failed, stale and held changes keep their old expiry" in page.text_of("calendar")
 
 
@@ -440,6 +458,7 @@ def test_timelines_are_capped_at_fifty(tmp_path: Path) -> None:
     ones = [f"c{i:02d}" for i in range(60) if i % 3 == 0]
     assert drawn == threes + twos + ones[:10]
     assert len(page.marks) == 50
+    assert all(lanes["taken"] == lanes["expiry"] for lanes in page.marks.values())
     assert "timeline-51" not in page.by_id
     assert page.text_of("more-changed").startswith("10 more changed clusters: see the table")
     cluster_rows = [r for r in page.rows["clusters"] if r and r[0] == PROJECT]
@@ -548,14 +567,19 @@ def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
     )
     page, _ = render(write_run(tmp_path / "run", [orders, billing]), info("dry-run", 3))
 
-    rows = {r[1]: r for r in page.rows["changes"] if r and r[1] in ("s1", "p1", "s2")}
-    assert rows["s1"][:7] == [
-        "orders", "s1", "2026-11-20 06:00", "shorten",
-        "2026-12-12 08:00", "2026-11-22 10:00", "2026-11-22 10:00",
+    table = page.rows["changes"]
+    rows = {r[0]: r for r in table if r and r[0] in ("s1", "p1", "s2")}
+    assert rows["s1"][:6] == [
+        "s1", "2026-11-20 06:00", "shorten", "2026-12-12 08:00", "2026-11-22 10:00",
+        "2026-11-22 10:00",
     ]  # fmt: skip
-    assert rows["s1"][8] == "no keep rule matches"
-    assert rows["p1"][3:7] == ["protect", "2026-11-25 16:00", "doNotDelete", "-"]
-    assert rows["s2"][3:7] == [
+    assert rows["s1"][7] == "no keep rule matches"
+    assert rows["p1"][2:6] == ["protect", "2026-11-25 16:00", "doNotDelete", "-"]
+    # Each cluster's rows follow a heading row with its name and id.
+    headings = [r[0].split()[0] for r in table if len(r) == 1]
+    assert headings == ["orders", "billing"]
+    assert table.index(rows["s1"]) > table.index(next(h for h in table if len(h) == 1))
+    assert rows["s2"][2:6] == [
         "shorten",
         "no expiry",
         "2026-11-22 10:00",
@@ -576,7 +600,7 @@ def test_the_changes_table_stops_at_its_limit_and_says_where_the_rest_are(
     page, _ = render(folder)
 
     assert [r.snapshot_id for r in rows] == [f"s{i:05d}" for i in range(5)]
-    assert len([r for r in page.rows["changes"] if r and r[0] == "orders"]) == 12
+    assert len([r for r in page.rows["changes"] if r and r[0].startswith("s0")]) == 12
 
 
 def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:

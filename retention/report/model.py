@@ -7,13 +7,15 @@ and the Markdown can never disagree about a number.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from retention.errors import exit_meaning
 from retention.plan.model import CHANGE_ACTIONS
+from retention.timestamps import format_timestamp
 
 # The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
 ACTIONS = CHANGE_ACTIONS
@@ -123,30 +125,97 @@ class CalendarDay:
     """The snapshots whose resulting expiry falls on one UTC day of the window."""
 
     day: str  # YYYY-MM-DD
-    count: int = 0
-    clusters: Counter[str] = field(default_factory=Counter)
+    planned: int = 0  # expiries this plan sets (or this run set)
+    existing: int = 0  # expiries the snapshots already had and keep
 
-    def top_clusters(self, limit: int) -> list[tuple[str, int]]:
-        """The clusters with the most expiries that day, most first, ties by name."""
-        return sorted(self.clusters.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    @property
+    def count(self) -> int:
+        """Every expiry of the day."""
+        return self.planned + self.existing
+
+
+@dataclass
+class ClusterExpiries:
+    """One cluster's expiries in the calendar's window, by who set them."""
+
+    name: str
+    project_id: str
+    project_name: str | None = None
+    planned_week: int = 0
+    planned_month: int = 0
+    existing_week: int = 0
+    existing_month: int = 0
+    first_at: float = math.inf  # the first expiry in the window, in POSIX seconds
+
+    @property
+    def first(self) -> str:
+        """The first expiry in the window as the files write it."""
+        return format_timestamp(datetime.fromtimestamp(self.first_at, UTC))
+
+    @property
+    def month(self) -> int:
+        """Every expiry of the cluster in 30 days."""
+        return self.planned_month + self.existing_month
 
 
 @dataclass
 class Calendar:
-    """What will be deleted in the 7 and the 30 days after the plan's evaluatedAt."""
+    """What will be deleted in the 7 and the 30 days after the plan's evaluatedAt, told
+    apart: expiries this plan sets, and expiries the snapshots already had."""
 
     days: list[CalendarDay]  # every UTC day the 30-day window touches, in order
-    week_count: int = 0
-    month_count: int = 0
-    week_clusters: set[str] = field(default_factory=set)
-    month_clusters: set[str] = field(default_factory=set)
+    clusters: dict[tuple[str, str], ClusterExpiries] = field(default_factory=dict)
     awaiting_deletion: int = 0  # already past their expiry: the service deletes them anyway
     as_planned: bool = True  # False: results.jsonl said which changes really happened
+    chart: CalendarChart | None = None
 
-    @property
-    def peak(self) -> int:
-        """The highest count of one day (at least 1, so bars can divide by it)."""
-        return max([1, *(d.count for d in self.days)])
+    def total(self, window: str, source: str = "") -> int:
+        """Expiries in "week" or "month", of one source ("planned", "existing") or both."""
+        sources = (source,) if source else ("planned", "existing")
+        return sum(getattr(c, f"{s}_{window}") for c in self.clusters.values() for s in sources)
+
+    def clusters_in(self, window: str) -> int:
+        """How many clusters have an expiry in "week" or "month"."""
+        return sum(
+            1
+            for c in self.clusters.values()
+            if getattr(c, f"planned_{window}") or getattr(c, f"existing_{window}")
+        )
+
+    def busiest(self, limit: int) -> list[ClusterExpiries]:
+        """The clusters with the most expiries in 30 days, most first, ties by name."""
+        ranked = sorted(self.clusters.values(), key=lambda c: (-c.month, c.name, c.project_id))
+        return ranked[:limit]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One day of the calendar chart: a stacked bar, this plan's part at the bottom."""
+
+    x: float
+    width: float
+    planned_y: float
+    planned_height: float
+    existing_y: float
+    existing_height: float
+    title: str
+
+
+@dataclass(frozen=True)
+class CalendarChart:
+    """The geometry of the expiry calendar's bar chart; the template only draws it."""
+
+    width: int
+    height: int
+    plot_left: float
+    plot_right: float
+    plot_top: float
+    base_y: float
+    bars: list[Bar]
+    y_ticks: list[Tick]  # x holds the y coordinate: one label per gridline
+    days: list[Tick]  # day-of-month labels under the bars
+    months: list[Tick]  # month names under the first day and each first of a month
+    week_x: float  # where the first 7 days end
 
 
 @dataclass
@@ -171,14 +240,35 @@ class Outcomes:
 
 
 @dataclass(frozen=True)
-class Mark:
-    """One snapshot on a timeline: where, how tall, its colour class and its tooltip."""
+class Segment:
+    """The part of a column one category takes: its top and height."""
 
-    x: float  # the left edge of the 2 px mark
     y: float
     height: float
     category: str  # keep | expire | held | other
+
+
+@dataclass(frozen=True)
+class Column:
+    """The snapshots that fall in one bin of a lane, stacked by category, with a tooltip
+    that counts them (and names them when there are few)."""
+
+    x: float
+    width: float
+    count: int
+    segments: list[Segment]
     title: str
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A row of a timeline: snapshots by creation time, or new expiries by their date."""
+
+    label: str
+    top: float
+    base: float
+    peak: int  # the count of the fullest bin: the lane's scale
+    columns: list[Column]
 
 
 @dataclass(frozen=True)
@@ -194,8 +284,18 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Beyond:
+    """New expiries later than the axis reaches (or never: protect), counted at the right."""
+
+    y: float
+    count: int
+    category: str
+    label: str
+
+
+@dataclass(frozen=True)
 class Tick:
-    """A date label on a timeline's axis."""
+    """A label on an axis at ``x`` (a y coordinate for a vertical axis)."""
 
     x: float
     label: str
@@ -209,12 +309,15 @@ class Timeline:
     width: int
     height: int
     axis_y: float
-    expiry_y: float
     now_x: float
+    now_anchor: str  # "start" or "end": the "now" label stays inside the picture
     plot_left: float
     plot_right: float
-    marks: list[Mark]
-    links: list[Link]
+    bin_span: str  # how much time one column covers, in words
+    taken: Lane
+    expiry: Lane
+    links: list[Link]  # drawn only while few enough to follow
+    beyond: list[Beyond]
     ticks: list[Tick]
 
 

@@ -31,13 +31,14 @@ from retention.report.model import (
     Calendar,
     CalendarDay,
     ChangeRow,
+    ClusterExpiries,
     ClusterRow,
     Outcomes,
     PolicyRow,
     ReportData,
     RunInfo,
 )
-from retention.report.svg import Snap, build_timeline, category
+from retention.report.svg import Snap, build_calendar, build_timeline, category
 from retention.timestamps import format_timestamp
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
@@ -136,15 +137,7 @@ class _DecisionScan:
         expiry = self._resulting_expiry(record, action, applied)
         at = expiry.timestamp() if expiry is not None else -1.0
         if self.now <= at < self.month_end:
-            day = self.days[int((at - self.midnight) // _DAY)]
-            name = record["clusterName"]
-            day.count += 1
-            day.clusters[name] += 1
-            self.calendar.month_count += 1
-            self.calendar.month_clusters.add(name)
-            if at < self.week_end:
-                self.calendar.week_count += 1
-                self.calendar.week_clusters.add(name)
+            self._count(record, key, at, applied and action in _CHANGING)
         snaps = self.snaps.get(key)
         if snaps is not None:
             target = None
@@ -161,6 +154,30 @@ class _DecisionScan:
                     label=_label(record),
                 )
             )
+
+    def _count(
+        self,
+        record: DecisionRecord,
+        key: tuple[str, str],
+        at: float,
+        planned: bool,
+    ) -> None:
+        """Count one expiry in the window: on its day and for its cluster, by its source."""
+        day = self.days[int((at - self.midnight) // _DAY)]
+        cluster = self.calendar.clusters.get(key)
+        if cluster is None:
+            cluster = ClusterExpiries(record["clusterName"], record["projectId"])
+            self.calendar.clusters[key] = cluster
+        cluster.first_at = min(cluster.first_at, at)
+        week = at < self.week_end
+        if planned:
+            day.planned += 1
+            cluster.planned_month += 1
+            cluster.planned_week += week
+        else:
+            day.existing += 1
+            cluster.existing_month += 1
+            cluster.existing_week += week
 
     @staticmethod
     def _resulting_expiry(record: DecisionRecord, action: str, applied: bool) -> datetime | None:
@@ -239,13 +256,18 @@ def _rank(cluster: ClusterRow) -> tuple[int, str, str, str]:
 def _cluster_rows(plan: dict[str, Any], outcomes: Outcomes | None) -> list[ClusterRow]:
     """The plan's clusters as report rows, with their project's name and their outcomes."""
     clusters = [ClusterRow.of(c) for c in plan["clusters"]]
-    names = {p["projectId"]: p["name"] for p in plan.get("projects", [])}
+    names = project_names(plan)
     for row in clusters:
         row.project_name = names.get(row.project_id)
         if outcomes is not None:
             row.failed = outcomes.failed_by_cluster.get(row.key, 0)
             row.approved = outcomes.approved_by_cluster.get(row.key, 0)
     return clusters
+
+
+def project_names(plan: dict[str, Any]) -> dict[str, str | None]:
+    """The projects' names by id, as the plan recorded them (None: unknown)."""
+    return {p["projectId"]: p["name"] for p in plan.get("projects", [])}
 
 
 def collect(
@@ -280,6 +302,12 @@ def collect(
     else:
         problems.append("decisions.jsonl is missing: no calendar, timelines or policy counts")
     now = head["evaluatedAt"]
+    names = project_names(plan)
+    for expiries in scan.calendar.clusters.values():
+        expiries.project_name = names.get(expiries.project_id)
+    if scan.calendar.clusters:
+        week_end = (scan.week_end - scan.midnight) / _DAY
+        scan.calendar.chart = build_calendar(scan.calendar, week_end)
     advisory = [
         {**jsonable(c), "reasons": [describe(r) for r in c["reasons"]]}
         for c in islice(read_list(run_dir / "plan.json", "advisory"), max_listed)

@@ -1,5 +1,9 @@
-"""The geometry of a cluster's timeline: snapshots on a time axis, coloured by decision, with a
-line from each change to the new expiry it writes.
+"""The geometry of the report's charts: a cluster's timeline and the expiry calendar.
+
+A timeline has two lanes on one time axis: below, the snapshots by creation time; above,
+the new expiries this plan writes. Both are binned into columns a few pixels wide and
+stacked by category, so 300 snapshots a cluster stay a readable histogram instead of a
+solid block; each column's tooltip counts what it holds (and names it when there are few).
 
 Only numbers and plain strings come out of here; the HTML template draws them as inline SVG,
 so every piece of text (snapshot ids in tooltips) goes through Jinja's autoescape like any
@@ -8,22 +12,45 @@ other. Coordinates are rounded to 0.1 px: the SVG of 50 clusters x 300 snapshots
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from retention.report.model import ClusterRow, Link, Mark, Tick, Timeline
+from retention.report.model import (
+    Bar,
+    Beyond,
+    Calendar,
+    CalendarChart,
+    ClusterRow,
+    Column,
+    Lane,
+    Link,
+    Segment,
+    Tick,
+    Timeline,
+)
 from retention.timestamps import parse_timestamp
 
 WIDTH = 1100
-HEIGHT = 112
-PLOT_LEFT = 12.0
-PLOT_RIGHT = WIDTH - 28.0  # room for the arrow heads of expiries beyond the axis
-EXPIRY_Y = 20.0  # where change lines end: the new expiry
-MARK_BASE = 76.0  # snapshots stand on this line
-AXIS_Y = 82.0
+HEIGHT = 136
+PLOT_LEFT = 92.0  # room for the lane labels
+PLOT_RIGHT = WIDTH - 104.0  # room for the count of expiries beyond the axis
+EXPIRY_TOP, EXPIRY_BASE = 18.0, 48.0
+TAKEN_TOP, TAKEN_BASE = 62.0, 112.0
+AXIS_Y = TAKEN_BASE
+BIN_PX = 5.0  # one column per 5 px: about 190 columns across the plot
+MAX_LINKS = 40  # more lines than this cross into a mesh nobody can follow
+MAX_NAMED = 3  # a column of up to this many snapshots names each in its tooltip
 MAX_TICKS = 9
 TICK_MARGIN = 32.0  # half the width of a date label
+CATEGORIES = ("keep", "expire", "held", "other")  # stacking order, bottom up
+WORDS = {
+    "keep": "kept, protected or extended",
+    "expire": "shortened or deleted",
+    "held": "held",
+    "other": "unchanged",
+}
 
 
 class Snap(NamedTuple):
@@ -110,11 +137,60 @@ def _axis_ticks(start: datetime, end: datetime) -> tuple[list[datetime], str]:
     return [], "%Y"
 
 
+def duration_words(seconds: float) -> str:
+    """A span for people: "6 hours", "4.2 days", "3 weeks"."""
+    hours = seconds / 3600
+    if hours < 36:
+        return f"{hours:.3g} hours"
+    days = hours / 24
+    if days < 21:
+        return f"{days:.3g} days"
+    return f"{days / 7:.3g} weeks"
+
+
+class _Bins:
+    """Snapshots counted per column of a lane, by category, with their tooltips."""
+
+    def __init__(self, count: int) -> None:
+        self.counts: list[Counter[str]] = [Counter() for _ in range(count)]
+        self.labels: list[list[str]] = [[] for _ in range(count)]
+
+    def add(self, index: int, category: str, label: str) -> None:
+        self.counts[index][category] += 1
+        if len(self.labels[index]) <= MAX_NAMED:
+            self.labels[index].append(label)
+
+    def lane(self, label: str, top: float, base: float, when: Sequence[str]) -> Lane:
+        """The lane's columns, scaled so the fullest bin reaches the top."""
+        peak = max([1, *(sum(c.values()) for c in self.counts)])
+        scale = (base - top) / peak
+        columns = []
+        for index, counts in enumerate(self.counts):
+            total = sum(counts.values())
+            if not total:
+                continue
+            y = base
+            segments = []
+            for name in CATEGORIES:
+                if counts[name]:
+                    height = max(1.5, counts[name] * scale)  # one snapshot stays visible
+                    y -= height
+                    segments.append(Segment(round(y, 1), round(height, 1), name))
+            if total <= MAX_NAMED:
+                title = "\n".join(self.labels[index])
+            else:
+                parts = ", ".join(f"{counts[n]} {WORDS[n]}" for n in CATEGORIES if counts[n])
+                title = f"{when[index]}: {total} snapshots: {parts}"
+            x = round(PLOT_LEFT + index * BIN_PX, 1)
+            columns.append(Column(x, BIN_PX - 1.0, total, segments, title))
+        return Lane(label, top, base, peak, columns)
+
+
 def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Timeline:
-    """Lay out one cluster's snapshots: x is time, marks stand on the axis, lines go up to
-    their new expiry. The axis runs from the oldest snapshot into the future at most as far
-    as it reaches into the past (30 days at least), so a 100-year expiry does not squash the
-    history into a dot: such expiries (and protect: never) end in an arrow at the right."""
+    """Lay out one cluster's snapshots and their new expiries on one time axis. The axis
+    runs from the oldest snapshot into the future at most as far as it reaches into the
+    past (30 days at least), so a 100-year expiry does not squash the history into a dot:
+    later expiries (and protect: never) are counted at the right edge."""
     created = [parse_timestamp(s.created) for s in snaps]
     start = min([*created, now - timedelta(days=1)])
     targets = [parse_timestamp(s.target) for s in snaps if s.target not in (None, "forever")]
@@ -123,39 +199,147 @@ def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Tim
     pad = (end - start) * 0.01
     start, end = start - pad, end + pad
     span = (end - start).total_seconds()
+    width = PLOT_RIGHT - PLOT_LEFT
+    count = int(width // BIN_PX)
+    bin_seconds = span / count
 
     def x(t: datetime) -> float:
-        return round(PLOT_LEFT + (t - start).total_seconds() / span * (PLOT_RIGHT - PLOT_LEFT), 1)
+        return round(PLOT_LEFT + (t - start).total_seconds() / span * width, 1)
 
-    marks: list[Mark] = []
-    links: list[Link] = []
+    def index(t: datetime) -> int:
+        return min(count - 1, max(0, int((t - start).total_seconds() // bin_seconds)))
+
+    def centre(i: int) -> float:
+        return round(PLOT_LEFT + i * BIN_PX + (BIN_PX - 1.0) / 2, 1)
+
+    when = [
+        f"{_minute(start + timedelta(seconds=i * bin_seconds))} to "
+        f"{_minute(start + timedelta(seconds=(i + 1) * bin_seconds))}"
+        for i in range(count)
+    ]
+    taken, expiry = _Bins(count), _Bins(count)
+    beyond: Counter[str] = Counter()
+    ends: list[tuple[int, int | None, str]] = []  # (taken bin, expiry bin or None, category)
     for snap, made in zip(snaps, created, strict=True):
-        height = 16.0 if snap.changed else 8.0  # a change stands out even where marks crowd
-        left = round(x(made) - 1.0, 1)  # marks are 2 px wide, centred on their time
-        marks.append(Mark(left, MARK_BASE - height, height, snap.category, snap.label))
+        at = index(made)
+        taken.add(at, snap.category, snap.label)
         if snap.target is None:
             continue
-        beyond = snap.target == "forever" or parse_timestamp(snap.target) > end
-        x2 = PLOT_RIGHT if beyond else x(parse_timestamp(snap.target))
-        links.append(
-            Link(x(made), MARK_BASE - height, x2, EXPIRY_Y, snap.category, beyond),
-        )
+        target = None if snap.target == "forever" else parse_timestamp(snap.target)
+        if target is None or target > end:
+            beyond[snap.category] += 1
+            ends.append((at, None, snap.category))
+        else:
+            expiry.add(index(target), snap.category, snap.label)
+            ends.append((at, index(target), snap.category))
+    taken_lane = taken.lane("taken", TAKEN_TOP, TAKEN_BASE, when)
+    expiry_lane = expiry.lane("new expiry", EXPIRY_TOP, EXPIRY_BASE, when)
+    links = []
+    if len(ends) <= MAX_LINKS:
+        tops = {c.x: c.segments[-1].y for c in taken_lane.columns}
+        for at, to, name in ends:
+            y1 = tops.get(round(PLOT_LEFT + at * BIN_PX, 1), TAKEN_BASE)
+            x2 = PLOT_RIGHT if to is None else centre(to)
+            links.append(Link(centre(at), y1, x2, EXPIRY_BASE, name, to is None))
     tick_times, fmt = _axis_ticks(start.astimezone(UTC), end.astimezone(UTC))
+    now_x = x(now)
     return Timeline(
         cluster=cluster,
         width=WIDTH,
         height=HEIGHT,
         axis_y=AXIS_Y,
-        expiry_y=EXPIRY_Y,
-        now_x=x(now),
+        now_x=now_x,
+        now_anchor="end" if now_x > PLOT_RIGHT - 40 else "start",
         plot_left=PLOT_LEFT,
         plot_right=PLOT_RIGHT,
-        marks=marks,
+        bin_span=duration_words(bin_seconds),
+        taken=taken_lane,
+        expiry=expiry_lane,
         links=links,
+        beyond=[
+            Beyond(
+                round(EXPIRY_BASE - 8.0 - 12.0 * n, 1),
+                beyond[name],
+                name,
+                f"{beyond[name]} later" if name == "expire" else f"{beyond[name]} later or never",
+            )
+            for n, name in enumerate(c for c in CATEGORIES if beyond[c])
+        ],
         # A label centred on a tick near an edge would be cut off: leave that tick out.
         ticks=[
             Tick(x(t), t.strftime(fmt))
             for t in tick_times
             if PLOT_LEFT + TICK_MARGIN <= x(t) <= PLOT_RIGHT - TICK_MARGIN
         ],
+    )
+
+
+def _minute(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ")
+
+
+# The calendar chart: one stacked bar per UTC day of the 30-day window.
+CAL_WIDTH = 1100
+CAL_HEIGHT = 190
+CAL_LEFT, CAL_RIGHT = 64.0, CAL_WIDTH - 12.0
+CAL_TOP, CAL_BASE = 22.0, 150.0
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+def nice_step(peak: int) -> int:
+    """A gridline step of 1, 2 or 5 times a power of ten that gives at most 5 lines."""
+    magnitude = 1
+    while True:
+        for factor in (1, 2, 5):
+            if peak <= 5 * factor * magnitude:
+                return factor * magnitude
+        magnitude *= 10
+
+
+def build_calendar(calendar: Calendar, week_end: float) -> CalendarChart:
+    """Lay out the calendar: a bar per day, this plan's expiries at the bottom and those
+    already set above; a count axis with gridlines, day numbers and month names below, and
+    a line where the first 7 days end (``week_end``: in days after the first midnight)."""
+    days = calendar.days
+    slot = (CAL_RIGHT - CAL_LEFT) / len(days)
+    peak = max([1, *(d.count for d in days)])
+    step = nice_step(peak)
+    top = -(-peak // step) * step  # the scale ends on a gridline
+    scale = (CAL_BASE - CAL_TOP) / top
+    bars, labels, months = [], [], []
+    for i, day in enumerate(days):
+        left = CAL_LEFT + i * slot
+        planned = day.planned * scale
+        existing = day.existing * scale
+        bars.append(
+            Bar(
+                x=round(left + slot * 0.12, 1),
+                width=round(slot * 0.76, 1),
+                planned_y=round(CAL_BASE - planned, 1),
+                planned_height=round(planned, 1),
+                existing_y=round(CAL_BASE - planned - existing, 1),
+                existing_height=round(existing, 1),
+                title=f"{day.day}: {day.count} expiring, {day.planned} set by this plan, "
+                f"{day.existing} already set",
+            )
+        )
+        year, month, number = day.day.split("-")
+        labels.append(Tick(round(left + slot / 2, 1), str(int(number))))
+        if i == 0 or number == "01":
+            months.append(Tick(round(left + slot / 2, 1), f"{_MONTHS[int(month) - 1]} {year}"))
+    return CalendarChart(
+        width=CAL_WIDTH,
+        height=CAL_HEIGHT,
+        plot_left=CAL_LEFT,
+        plot_right=CAL_RIGHT,
+        plot_top=CAL_TOP,
+        base_y=CAL_BASE,
+        bars=bars,
+        y_ticks=[
+            Tick(round(CAL_BASE - value * scale, 1), str(value))
+            for value in range(0, top + 1, step)
+        ],
+        days=labels,
+        months=months,
+        week_x=round(CAL_LEFT + week_end * slot, 1),
     )
