@@ -30,6 +30,9 @@ class RunMetrics:
     changes: dict[str, int] = field(default_factory=dict)  # by action, held and advisory too
     outcomes: dict[str, int] = field(default_factory=dict)  # applied, stale, failed, held
     clusters_held: int = 0
+    approved: int = 0  # held changes an apply --approve let through, applied
+    bytes_given_back: int = 0
+    bytes_held: int = 0
     clusters_unmanaged: int = 0
     unused_policies: int = 0
     errors: int = 0
@@ -81,6 +84,21 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
         "retention_clusters_held",
         "Clusters whose destructive changes a gate held.",
         m.clusters_held,
+    )
+    gauge(
+        "retention_changes_approved",
+        "Held changes that an apply with --approve sent and the API applied.",
+        m.approved,
+    )
+    gauge(
+        "retention_bytes_given_back",
+        "Storage (the parts' storageSizeBytes) of the snapshots the plan shortens or deletes.",
+        m.bytes_given_back,
+    )
+    gauge(
+        "retention_bytes_held",
+        "Storage of the snapshots whose destructive changes a safety gate held.",
+        m.bytes_held,
     )
     gauge(
         "retention_clusters_unmanaged",

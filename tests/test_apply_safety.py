@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from retention import cli
 from retention.api import OpsManagerClient
@@ -270,7 +271,8 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
     assert "--approve prod-small: held by alert: OPEN alert BAD_CLUSTERSHOTS" in err
     assert patches(sim) == []
 
-    code = retention("apply", "plan.json", "--approve", "prod-big")
+    metrics = folder / "apply.prom"
+    code = retention("apply", "plan.json", "--approve", "prod-big", "--metrics-file", str(metrics))
 
     out = capsys.readouterr().out
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
@@ -291,3 +293,14 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
     assert f"Approved: {len(big)} held changes of prod-big were sent." in out
     page = (run_dir / "report.html").read_text()
     assert f"approved: {len(big):,} sent".replace(",", "\u2009") in page
+    # The apply's metrics count what was approved, and the storage the plan frees or holds.
+    summary = json.loads((folder / "plan.json").read_text())["summary"]
+    gauges = {
+        s.name: s.value
+        for family in text_string_to_metric_families(metrics.read_text())
+        for s in family.samples
+    }
+    assert gauges["retention_changes_approved"] == len(big)
+    assert gauges["retention_last_run_exit_code"] == 3
+    assert gauges["retention_bytes_held"] == summary["bytesHeld"] > 0
+    assert gauges["retention_bytes_given_back"] == summary["bytesGivenBack"]

@@ -84,6 +84,10 @@ def test_run_writes_its_metrics(sim: Simulator, tmp_path: Path) -> None:
     assert applied == sent > 0
     assert got[("retention_changes", (("action", "advisory"),))] == 3
     assert got[("retention_api_requests", ())] > 3
+    [plan] = (tmp_path / "reports").glob("*/plan.json")
+    summary = json.loads(plan.read_text())["summary"]
+    assert got[("retention_bytes_given_back", ())] == summary["bytesGivenBack"] > 0
+    assert got[("retention_changes_approved", ())] == 0
 
 
 def test_last_success_survives_a_failed_run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -85,16 +86,23 @@ class Progress:
             click.echo("", err=True)
 
 
+def metrics_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--metrics-file and --pushgateway, the same on run and apply."""
+    command = click.option(
+        "--pushgateway", metavar="URL", help="Push the run's metrics to this Pushgateway."
+    )(command)
+    return click.option(
+        "--metrics-file",
+        type=click.Path(dir_okay=False),
+        help="Write the run's metrics here (node exporter textfile format).",
+    )(command)
+
+
 @cli.command("run")
 @click.option("--dry-run", is_flag=True, help="Plan and report, but send no PATCH at all.")
 @click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
 @shard_options
-@click.option(
-    "--metrics-file",
-    type=click.Path(dir_okay=False),
-    help="Write the run's metrics here (node exporter textfile format).",
-)
-@click.option("--pushgateway", metavar="URL", help="Push the run's metrics to this Pushgateway.")
+@metrics_options
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -184,11 +192,14 @@ class _Metrics:
             m.snapshots = summary["snapshots"]
             m.changes = dict(summary["byAction"])
             m.clusters_held = summary["clustersHeld"]
+            m.bytes_given_back = summary["bytesGivenBack"]
+            m.bytes_held = summary["bytesHeld"]
             m.clusters_unmanaged = summary["clustersUnmanaged"]
             m.unused_policies = len(result.document["unusedPolicies"])
             m.errors = len(result.document.get("errors", [])) + summary["clustersWithErrors"]
             if result.applied is not None:
                 m.outcomes = dict(result.applied.counts)
+                m.approved = result.applied.approved
                 m.errors += len(result.applied.failures)
         if self.client is not None:
             m.api_requests, m.api_retries = self.client.stats.requests, self.client.stats.retries
@@ -223,6 +234,7 @@ class _Metrics:
     is_flag=True,
     help="Send the held changes of every cluster held only by max_expire_fraction.",
 )
+@metrics_options
 @click.pass_context
 def apply_command(
     ctx: click.Context,
@@ -232,6 +244,8 @@ def apply_command(
     quiet: bool,
     approve: tuple[str, ...],
     approve_all: bool,
+    metrics_file: str | None,
+    pushgateway: str | None,
 ) -> int:
     """Apply exactly a saved plan (from `retention plan`), compare-and-swap, with a journal.
 
@@ -253,6 +267,7 @@ def apply_command(
       retention plan --out plan.json && retention apply plan.json
       retention apply reports/20261121T030000Z-1a2b3c4d/plan.json --max-age 2h
       retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
+      retention apply plan.json --metrics-file /var/lib/node_exporter/retention-apply.prom
     """
     from retention.jobs import apply_saved
     from retention.lock import run_lock
@@ -264,28 +279,36 @@ def apply_command(
         raise click.BadParameter(str(exc), param_hint="--max-age") from None
     now = datetime.now(UTC)
     path = Path(plan_path)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such plan file")
-    loaded = load(ctx)
-    config = loaded.config
-    progress = Progress(quiet)
-    with run_lock(config.reports.dir):
-        with loaded.build_client() as client:
-            try:
-                result = apply_saved(
-                    client,
-                    path,
-                    reports=config.reports.dir,
-                    max_age=age.after(now) - now if not age.zero else timedelta(0),
-                    concurrency=config.api.concurrency,
-                    on_outcome=progress.outcome,
-                    on_apply=progress.apply,
-                    approve=approve,
-                    approve_all=approve_all,
-                )
-            finally:
-                progress.close()
-        return _finish(result, "apply", now, config.reports.formats)
+    metrics = _Metrics(now, None, metrics_file, pushgateway)
+    try:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such plan file")
+        loaded = load(ctx)
+        config = loaded.config
+        progress = Progress(quiet)
+        with run_lock(config.reports.dir):
+            with loaded.build_client() as client:
+                metrics.client = client
+                try:
+                    result = apply_saved(
+                        client,
+                        path,
+                        reports=config.reports.dir,
+                        max_age=age.after(now) - now if not age.zero else timedelta(0),
+                        concurrency=config.api.concurrency,
+                        on_outcome=progress.outcome,
+                        on_apply=progress.apply,
+                        approve=approve,
+                        approve_all=approve_all,
+                    )
+                finally:
+                    progress.close()
+            code = _finish(result, "apply", now, config.reports.formats)
+    except RetentionError as exc:
+        metrics.write(exc.exit_code, None)
+        raise
+    metrics.write(code, result)
+    return code
 
 
 @cli.command()
