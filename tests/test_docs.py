@@ -3,14 +3,22 @@ and every key of a policy and of retention.yaml is in docs/."""
 
 from __future__ import annotations
 
+import typing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 from pydantic import BaseModel
 
+from retention import glossary
 from retention.config import RetentionConfig
+from retention.executor import OutcomeName
+from retention.plan.model import Action, Hold, State
 from retention.policy.loader import load_policies
 from retention.policy.model import Policy
+from retention.report import RunInfo, render_reports
+from retention.report.model import NOT_SENT
 
 ROOT = Path(__file__).parent.parent
 USER_FACING = [
@@ -67,3 +75,37 @@ def test_the_example_policy_in_the_docs_is_a_valid_policy(tmp_path: Path) -> Non
     loaded = load_policies(tmp_path)
 
     assert [p.policy.name for p in loaded] == ["production"]
+
+
+def test_the_glossary_doc_is_the_one_generated_from_the_code() -> None:
+    """docs/glossary.md is what `python -m retention.glossary` writes: the docs and the
+    report's "Words used here" say the same thing."""
+    assert (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8") == glossary.markdown()
+
+
+def test_every_word_the_plan_and_the_executor_use_has_an_entry() -> None:
+    """Each state, action, hold kind and PATCH outcome of the code is in the glossary, so a
+    word a reader meets in a report or a file can always be looked up."""
+    words = {
+        *typing.get_args(State),
+        *typing.get_args(Action),
+        *typing.get_args(OutcomeName),
+        *typing.get_args(Hold.__annotations__["kind"]),
+        *NOT_SENT,
+    }
+
+    assert sorted(words - set(glossary.terms())) == []
+
+
+def test_the_report_carries_the_glossary(tmp_path: Path) -> None:
+    """report.html has a "Words used here" section with every term and its meaning."""
+    scenario = ROOT / "tests" / "scenarios" / "steady_state_mixed_fleet"
+    for name in ("plan.json", "decisions.jsonl"):
+        (tmp_path / name).write_bytes((scenario / f"expected.{name}").read_bytes())
+    now = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    (page,) = render_reports(tmp_path, RunInfo("1a2b3c4d", "dry-run", now, now, 0, "0"), ["html"])
+    html = page.read_text(encoding="utf-8")
+    section = html[html.index('<section id="glossary">') :]
+
+    for term, meaning in glossary.terms().items():
+        assert f"<dt>{escape(term)}</dt><dd>{escape(meaning)}</dd>" in section

@@ -41,6 +41,7 @@ SECTIONS = [
     "timelines",
     "errors",
     "advisory",
+    "glossary",
 ]
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 HOSTILE_REASON = "</td><script>alert(2)</script>"
@@ -511,6 +512,10 @@ def test_markdown_headline_holds_and_escaped_cells(tmp_path: Path) -> None:
         "a human.** 0 protect, 0 extend, 1 shorten, 0 delete, 0 release, 1 held, 0 advisory;"
     )
     assert "### Holds (need a human)" in lines
+    assert (
+        "- Deletion: 1 snapshot may be deleted by the service from 2026-11-22T10:00:00Z on, "
+        "giving back 0 B."  # the test snapshots have no parts, so no size
+    ) in lines
     assert r"| prod\|orders | max\_expire\_fraction: 4 of 5 would expire (80%) | 1 |" in lines
     assert "prod|orders" not in markdown
     assert r"| \[x\](https://evil.example) | cluster | 1 |" in markdown

@@ -69,7 +69,8 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
     expiring = sum(by_action.get(a, 0) for a in ("shorten", "delete"))
     if expiring and summary.get("expiresFrom"):
         lines.append(
-            f"Deletion: {expiring} snapshots may be deleted by the service from "
+            f"Deletion: {expiring} snapshot{'s' if expiring != 1 else ''} may be deleted by "
+            "the service from "
             f"{_text(summary['expiresFrom'])} on, giving back {size(summary['bytesGivenBack'])}."
         )
     if by_action.get("held"):

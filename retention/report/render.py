@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 
+from retention.glossary import GLOSSARY
 from retention.plan.summary import size
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
@@ -79,7 +80,12 @@ def _body_text(body: dict[str, Any]) -> str:
 
 
 def _globals() -> dict[str, Any]:
-    return {"ACTIONS": ACTIONS, "NOT_SENT": NOT_SENT, "OUTCOMES": OUTCOMES}
+    return {
+        "ACTIONS": ACTIONS,
+        "NOT_SENT": NOT_SENT,
+        "OUTCOMES": OUTCOMES,
+        "GLOSSARY": GLOSSARY,
+    }
 
 
 def _filters(env: jinja2.Environment) -> jinja2.Environment:
