@@ -540,11 +540,16 @@ def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path)
 
     rows = [r for r in page.rows["holds"] if r and r[0] == "prod-billing"]
     assert len(rows) == 1
-    assert rows[0][-1] == "2"
+    assert rows[0][-2] == "2"
+    assert rows[0][-1] == "Resolve the alert in the service, then plan again"
     assert "BAD_CLUSTERSHOTS" in rows[0][2]
     assert "RESYNC_REQUIRED" in rows[0][2]
     assert "2 of 3 would expire (67%) (set at policies/p.yaml:9)" in rows[0][2]
     assert "1 cluster held" in page.text_of("holds")
+    assert (
+        page.text_of("deletion")
+        == "This plan lets the service delete no snapshot sooner than before."
+    )
     assert "| **1 held** | | **2** |" in markdown.splitlines()
 
 
@@ -592,6 +597,12 @@ def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
     ]
     assert "held-changes" in page.by_id
     assert page.text_of("held-changes").startswith("Held by a safety gate: not sent")
+    # The summary says what may be deleted and from when; the hold says what to do.
+    assert page.text_of("deletion").startswith(
+        "1 snapshot may be deleted by the service from 2026-11-22 10:00 UTC on, giving back"
+    )
+    [hold] = [r for r in page.rows["holds"] if r and r[0] == "billing"]
+    assert hold[-1] == "Review its held changes below, then retention apply PLAN --approve billing"
 
 
 def test_the_changes_table_stops_at_its_limit_and_says_where_the_rest_are(
