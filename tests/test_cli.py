@@ -95,7 +95,7 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     assert re.search(
         rf"hold prod-orders: \d+ of \d+ snapshots would expire \(\d+%\), {re.escape(fraction)}", out
     )
-    assert f"[set at {policies}/production.yaml:4 (safety.hold_on_alerts not set" in out
+    assert f"[set at {policies}/production.yaml:4 (default hold_on_alerts)]" in out
     assert f"Applied: applied {len(results)}." in out
     assert "nothing real was touched" in out
 

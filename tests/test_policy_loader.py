@@ -90,10 +90,10 @@ def test_where_names_the_file_and_line_of_a_setting(here: Path) -> None:
     assert policies["prod"].where("safety.max_expire_fraction") == "policies/team.yaml:7"
     assert policies["prod"].where("keep.daily") == "policies/team.yaml:5"
     assert policies["dev"].where("safety.max_expire_fraction") == (
-        "policies/team.yaml:1 (safety.max_expire_fraction not set: the default)"
+        "policies/team.yaml:1 (default max_expire_fraction)"
     )
     assert policies["prod"].where("safety.hold_on_alerts") == (
-        "policies/team.yaml:3 (safety.hold_on_alerts not set: the default)"
+        "policies/team.yaml:3 (default hold_on_alerts)"
     )
 
 

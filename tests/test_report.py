@@ -544,7 +544,7 @@ def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path)
     assert rows[0][-1] == "Resolve the alert in the service, then plan again"
     assert "BAD_CLUSTERSHOTS" in rows[0][2]
     assert "RESYNC_REQUIRED" in rows[0][2]
-    assert "2 of 3 would expire (67%) (set at policies/p.yaml:9)" in rows[0][2]
+    assert "2 of 3 would expire (67%)set at policies/p.yaml:9" in rows[0][2]
     assert "1 cluster held" in page.text_of("holds")
     assert (
         page.text_of("deletion")

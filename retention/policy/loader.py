@@ -52,13 +52,13 @@ class LoadedPolicy:
 
     def where(self, setting: str) -> str:
         """Where a reader finds ``setting``: ``FILE:LINE``, or the policy's own line with
-        "(default)" when the file leaves the setting out."""
+        "(default KEY)" when the file leaves the setting out."""
         line = self.lines.get(setting)
         if line is not None:
             return f"{self.path}:{line}"
         start = self.lines.get("name")
         at = f"{self.path}:{start}" if start is not None else str(self.path)
-        return f"{at} ({setting} not set: the default)"
+        return f"{at} (default {setting.rsplit('.', 1)[-1]})"
 
 
 class PolicySet:
