@@ -98,7 +98,8 @@ def test_plan_held_by_the_fraction_gate_is_exit_3(
 def test_explain_prints_every_reason(
     sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """explain finds a snapshot in the plan's decisions and prints its decision and reasons."""
+    """explain finds a snapshot in the plan's decisions and prints its decision and the
+    rules that keep it (each once: as a rule line, not again among the reasons)."""
     config = write_config(tmp_path, sim.base_url)
     plan_path = tmp_path / "p.json"
     cli.main(
@@ -113,8 +114,9 @@ def test_explain_prints_every_reason(
 
     assert "snapshot fresh of cluster prod-small" in out
     assert "decision:  kept" in out
-    assert "everything: last #1 of 3 (last snapshot)" in out
-    assert "everything: daily #1 of 7 (daily snapshot), until 2026-11-28T00:00:00Z" in out
+    assert "\n    keep     last #1 of 3\n" in out
+    assert "\n    keep     daily #1 of 7, until 2026-11-28T00:00:00Z\n" in out
+    assert "(last snapshot)" not in out
     assert "snapshot nope is not in" in err
 
 

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from retention.cli import cli
 from retention.cli.common import load, parse_at, shard_from, shard_options
-from retention.errors import UsageError, exit_code_for
+from retention.errors import ConfigError, UsageError, exit_code_for
 
 if TYPE_CHECKING:
-    from retention.plan.planfile import DecisionRecord
+    from retention.cli.explaining import Policies
 
 
 @cli.command()
@@ -136,24 +135,41 @@ def validate(ctx: click.Context, policies_path: str | None) -> None:
     type=click.Path(dir_okay=False),
     help="The plan to explain from (default: the newest plan in the reports folder).",
 )
+@click.option(
+    "--policies",
+    "policies_path",
+    type=click.Path(exists=False),
+    help="A policy folder or file to trace the rules with (default: policies of the "
+    "configuration). A policy whose file changed since the plan is not traced.",
+)
 @click.pass_context
-def explain(ctx: click.Context, snapshot_id: str, plan_path: str | None) -> None:
-    """Say what a plan decided for one snapshot, and every reason why.
+def explain(
+    ctx: click.Context, snapshot_id: str, plan_path: str | None, policies_path: str | None
+) -> None:
+    """Say what a plan decided for one snapshot, and what every rule of every policy of its
+    cluster did with it: kept it ("daily #3 of 7, until ...") or passed it by, and why.
+
+    The rules are traced again from the plan's own record of the cluster, as of the plan's
+    evaluatedAt; a policy whose file changed since the plan shows only what the plan recorded.
 
     \b
     Examples:
       retention explain 5e4e593f70dfbf1e2f6e1d36
       retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
     """
+    config = None
     if plan_path is None:
-        reports = load(ctx, require_credentials=False).config.reports.dir
-        plans = sorted(Path(reports).glob("*/plan.json"))
+        config = load(ctx, require_credentials=False).config
+        plans = sorted(Path(config.reports.dir).glob("*/plan.json"))
         if not plans:
-            raise UsageError(f"no plan in {reports}; run 'retention plan' or give --plan")
+            raise UsageError(
+                f"no plan in {config.reports.dir}; run 'retention plan' or give --plan"
+            )
         path = plans[-1]
     else:
         path = Path(plan_path)
-    from retention.plan.planfile import decisions_path, find_decision
+    from retention.cli.explaining import explanation
+    from retention.plan.planfile import cluster_decisions, decisions_path, find_decision, read_head
 
     decisions = decisions_path(path)
     if not decisions.is_file():
@@ -161,47 +177,30 @@ def explain(ctx: click.Context, snapshot_id: str, plan_path: str | None) -> None
     record = find_decision(decisions, snapshot_id)
     if record is None:
         raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
-    for text in _explanation(record):
+    head = read_head(path)
+    cluster = list(cluster_decisions(decisions, record))
+    policies = _explain_policies(ctx, config, policies_path)
+    for text in explanation(record, head, cluster, policies):
         click.echo(text)
 
 
-def _explanation(record: DecisionRecord) -> list[str]:
-    from retention.plan.model import describe
-    from retention.plan.planfile import jsonable
-    from retention.timestamps import format_timestamp
+def _explain_policies(ctx: click.Context, config: Any, policies_path: str | None) -> Policies:
+    """The policies to trace with: --policies, else those of the configuration. Without
+    either, explain still says what the plan recorded (a plan is often read elsewhere)."""
+    from retention.cli.explaining import Policies
+    from retention.policy.loader import load_policies
 
-    observed = record["observed"]
-    expires = observed["expires"]
-    state = (
-        "protected (doNotDelete)"
-        if observed["doNotDelete"]
-        else (f"expires {format_timestamp(expires)}" if expires else "no expiry")
-    )
-    created = format_timestamp(record["created"])
-    lines = [
-        f"snapshot {record['snapshotId']} of {record['kind']} {record['clusterName']} "
-        f"({record['clusterId']}, project {record['projectId']})",
-        f"  created:   {created}   complete: {record['complete']}   "
-        f"consistent: {record['consistent']}",
-        f"  now:       {state}",
-        f"  decision:  {record['state']}; action: {record['action']}",
-    ]
-    if record["body"] is not None:
-        lines.append(f"  PATCH:     {orjson.dumps(jsonable(record['body'])).decode()}")
-        if record["destructive"]:
-            lines.append("  destructive: yes (a safety gate may hold it)")
-    if record["expiresAfter"]:
-        lines.append(f"  expires after: {format_timestamp(record['expiresAfter'])}")
-    if record["held"]:
-        lines.append(f"  HELD:      {record['held']}")
-    if record["advisory"]:
-        lines.append("  advisory:  config-server snapshots cannot be changed through the API")
-    lines.append(f"  policies:  {', '.join(record['policies']) or '-'}")
-    lines.append("  reasons:")
-    lines.extend(f"    - {describe(reason)}" for reason in record["reasons"])
-    if not record["reasons"]:
-        lines.append("    - (none)")
-    return lines
+    if policies_path is not None:
+        return Policies(load_policies(Path(policies_path)), policies_path)
+    if config is None:
+        try:
+            config = load(ctx, require_credentials=False).config
+        except ConfigError as exc:
+            first = exc.problems[0] if exc.problems else str(exc)
+            return Policies(None, "", f"no policies ({first}); give --policies PATH")
+    source = config.policies
+    shown = ", ".join(map(str, source)) if isinstance(source, list) else str(source)
+    return Policies(load_policies(source), shown)
 
 
 @cli.command()

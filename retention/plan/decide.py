@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Literal
 
 from retention.api.models import SnapshotPatch
 from retention.plan.horizon import horizon, required_and_written
@@ -37,8 +38,11 @@ from retention.plan.model import (
     Target,
     note,
 )
-from retention.policy.engine import Item, evaluate
+from retention.policy.engine import Item, Match, evaluate
 from retention.timestamps import ceil_to_second
+
+# Why the rules do not count a snapshot (each is also the state it is decided as).
+Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
 
 _EXPIRED = note(
     "awaiting-deletion", "its expiry has passed; the API forbids editing it (awaiting deletion)"
@@ -130,7 +134,7 @@ def decide(
     walk_error: str | None = None,
 ) -> ClusterPlan:
     """Decide every snapshot of one cluster (or config server). See the module docstring."""
-    ordered = sorted(snapshots, key=lambda s: (s.created, s.id), reverse=True)
+    ordered = newest_first(snapshots)
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
     if walk_error:
         plan.errors.append(walk_error)
@@ -141,8 +145,7 @@ def decide(
     merged = Merged.of(policies, now)
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())
     plan.release_protection = merged.release_protection
-    counted = [s for s in ordered if s.complete and not _awaiting(s, now) and s.consistent]
-    verdicts = _evaluate(counted, policies, now)
+    verdicts = _evaluate(counted_items(ordered, now), policies, now)
     ctx = _Context(merged, now, lease_for, plan.policies, {})
     for snapshot in ordered:
         plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
@@ -154,15 +157,52 @@ def decide(
     return plan
 
 
+def newest_first(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
+    """A cluster's snapshots in the order of its decisions: newest first, ties by id. The
+    engine's walk keeps this order for equal times, so it decides which of them a bucket
+    keeps."""
+    return sorted(snapshots, key=lambda s: (s.created, s.id), reverse=True)
+
+
+def uncounted(snapshot: SnapshotView, now: datetime) -> Uncounted | None:
+    """Why the rules do not count a snapshot, or None when they do: one still being created,
+    one awaiting deletion (the API refuses to edit it) and a possibly inconsistent one
+    neither use up a count nor fill a bucket."""
+    if not snapshot.complete:
+        return "incomplete"
+    if _awaiting(snapshot, now):
+        return "awaiting-deletion"
+    return None if snapshot.consistent else "inconsistent"
+
+
+def counted_items(ordered: Sequence[SnapshotView], now: datetime) -> list[Item]:
+    """What the engine is given of a cluster (``ordered`` as newest_first sorts it): the
+    counted snapshots, in that order."""
+    return [Item(s.id, s.created) for s in ordered if uncounted(s, now) is None]
+
+
+def rule_reason(
+    policy: str, zone: tzinfo, match: Match, created: datetime, *, keeping: bool
+) -> Reason:
+    """The reason a plan records for one rule of ``policy`` that keeps (or, ``keeping``
+    False, protects) a snapshot created at ``created``."""
+    return Reason(
+        policy=policy,
+        rule=match.rule,
+        counter=match.counter or None,
+        of=match.count if match.counter else None,
+        # A protect rule's snapshot gets doNotDelete: no horizon applies to it.
+        horizon=horizon(match, created, zone) if keeping else None,
+        text=match.text if keeping else f"protect: {match.text}",
+    )
+
+
 def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
     return not snapshot.do_not_delete and snapshot.expires is not None and snapshot.expires <= now
 
 
-def _evaluate(
-    counted: list[SnapshotView], policies: Sequence[PolicyLike], now: datetime
-) -> _Verdicts:
+def _evaluate(items: list[Item], policies: Sequence[PolicyLike], now: datetime) -> _Verdicts:
     verdicts = _Verdicts({}, {}, {}, {})
-    items = [Item(s.id, s.created) for s in counted]
     for policy in sorted(policies, key=lambda p: p.name):
         rules = ((policy.keep_spec(), verdicts.kept), (policy.protect_spec(), verdicts.protected))
         for spec, into in rules:
@@ -172,19 +212,10 @@ def _evaluate(
             result = evaluate(items, spec, now, policy.zone)
             for item in result.keep:
                 found = into.setdefault(item.id, [])
-                for m in result.reasons[item.id].matches:
-                    # A protect rule's snapshot gets doNotDelete: no horizon applies to it.
-                    end = horizon(m, item.time, policy.zone) if keeping else None
-                    found.append(
-                        Reason(
-                            policy=policy.name,
-                            rule=m.rule,
-                            counter=m.counter or None,
-                            of=m.count if m.counter else None,
-                            horizon=end,
-                            text=m.text if keeping else f"protect: {m.text}",
-                        )
-                    )
+                found.extend(
+                    rule_reason(policy.name, policy.zone, m, item.time, keeping=keeping)
+                    for m in result.reasons[item.id].matches
+                )
                 verdicts.policies.setdefault(item.id, set()).add(policy.name)
                 if keeping:
                     # The most retentive horizon of every rule, of every policy, that keeps it.

@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, Validati
 from typing_extensions import TypedDict
 
 from retention.errors import PlanFileError
-from retention.plan.model import ChangeAction, ClusterPlan, Decision, Reason
+from retention.plan.model import ChangeAction, ClusterPlan, Decision, Reason, SnapshotView
 from retention.timestamps import AwareUtcDatetime, to_utc
 
 FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
@@ -710,6 +710,39 @@ def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
             if record["snapshotId"] == snapshot_id:
                 return record
     return None
+
+
+def cluster_decisions(path: Path, record: DecisionRecord) -> Iterator[DecisionRecord | None]:
+    """The records of the cluster (or config server) of ``record`` in a decisions.jsonl,
+    ``record`` included; None for a line that names the cluster but is not a valid record.
+    Streamed, with a cheap text test before a line is parsed."""
+    quoted = orjson.dumps(record["clusterId"])
+    key = (record["projectId"], record["kind"], record["clusterId"])
+    with path.open("rb") as lines:
+        for line in lines:
+            if quoted not in line:
+                continue
+            try:
+                found = DECISION.validate_json(line)
+            except ValidationError:
+                yield None
+                continue
+            if (found["projectId"], found["kind"], found["clusterId"]) == key:
+                yield found
+
+
+def snapshot_view(record: DecisionRecord) -> SnapshotView:
+    """The snapshot of a decision as the planner saw it (what decide reads of it)."""
+    observed = record["observed"]
+    return SnapshotView(
+        record["snapshotId"],
+        record["created"],
+        record["complete"],
+        observed["doNotDelete"],
+        observed["expires"],
+        record["consistent"],
+        record["storageBytes"],
+    )
 
 
 def jsonable(value: Any) -> Any:

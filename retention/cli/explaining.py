@@ -1,0 +1,196 @@
+"""What ``retention explain`` prints: a snapshot's decision as the plan recorded it, then
+what every rule of every policy of its cluster did with it, traced again from the plan's
+own inputs (the cluster's snapshots in decisions.jsonl, the plan's evaluatedAt).
+
+Only a policy whose file is the one the plan was made with (its sha256 in plan.json) is
+traced: for a changed or missing one a line says so and shows what the plan recorded, never
+rules the plan did not use. A reason a traced rule shows is not listed again under
+"reasons:", which keeps what the rules do not say (safety gates, states, grace).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import orjson
+
+from retention.plan.model import Reason, describe
+from retention.plan.planfile import (
+    ClusterEntry,
+    DecisionRecord,
+    PlanHead,
+    clusters_by_key,
+    jsonable,
+)
+from retention.timestamps import format_timestamp
+
+if TYPE_CHECKING:
+    from retention.plan.trace import PolicyTrace, SnapshotTrace, TracedRule
+    from retention.policy.loader import LoadedPolicy, PolicySet
+
+# Why a snapshot's rules were not traced, when the plan says it was not counted.
+_UNCOUNTED = {
+    "incomplete": "none apply: a snapshot still being created is not counted",
+    "awaiting-deletion": "none apply: a snapshot whose expiry has passed is not counted",
+    "inconsistent": "none apply: a possibly inconsistent snapshot is not counted",
+}
+
+_NO_REASONS = ["  reasons:", "    - (none)"]
+
+
+@dataclass(frozen=True)
+class Policies:
+    """The policies explain traces with and where they were read from, or why there are
+    none (``problem``)."""
+
+    loaded: PolicySet | None
+    source: str
+    problem: str | None = None
+
+
+def explanation(
+    record: DecisionRecord,
+    head: PlanHead,
+    cluster: Sequence[DecisionRecord | None],
+    policies: Policies,
+) -> list[str]:
+    """The lines explain prints for ``record``; ``cluster`` holds the records of its cluster
+    as decisions.jsonl has them (None for a line that is not a valid record)."""
+    entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
+    names = entry["policies"] if entry is not None else []
+    problem = policies.problem or _unusable(cluster, entry)
+    if not names or problem is not None or policies.loaded is None:
+        # Nothing to trace with: what the plan recorded, and why there is no more.
+        lines = _record_lines(record) + (_reasons(record["reasons"]) or _NO_REASONS)
+        return lines + ([f"  rules:     not traced: {problem}"] if names and problem else [])
+    sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
+    loaded = policies.loaded.by_name
+    traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
+    found = _trace(record, head, cluster, [loaded[n] for n in traceable]) if traceable else None
+    traced = {p.policy: p for p in found.policies} if found is not None else {}
+    # A reason shown below, by a rule or under its untraced policy, is not listed twice.
+    shown = {describe(r) for p in traced.values() for r in _reasons_of(p)}
+    untraced = [n for n in names if n not in traceable]
+    shown |= {describe(r) for r in record["reasons"] if r["policy"] in untraced}
+    lines = [
+        *_record_lines(record),
+        *_reasons([r for r in record["reasons"] if describe(r) not in shown]),
+    ]
+    if found is not None and found.uncounted is not None:
+        lines.append(f"  rules:     {_UNCOUNTED[found.uncounted]}")
+    elif found is not None:
+        at = format_timestamp(head["evaluatedAt"])
+        what_if = ", a what-if plan (--at)" if head["whatIf"] else ""
+        lines.append(f"  rules as of {at} (the plan's evaluatedAt{what_if}):")
+    for name in names:
+        if name in traced:
+            lines += _policy_lines(traced[name], loaded[name].path)
+        elif name in untraced:
+            lines += _recorded_lines(name, record, policies.loaded, policies.source)
+    return lines
+
+
+def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | None) -> str | None:
+    """Why the cluster's snapshots cannot be rebuilt from decisions.jsonl, or None."""
+    if entry is None:
+        return "plan.json has no entry for this cluster"
+    valid = sum(r is not None for r in cluster)
+    wanted = entry["counts"].get("snapshots", 0)
+    if valid != wanted or valid != len(cluster):
+        return (
+            f"decisions.jsonl holds {valid} valid records of the cluster's {wanted} snapshots "
+            "(cut short or edited)"
+        )
+    return None
+
+
+def _trace(
+    record: DecisionRecord,
+    head: PlanHead,
+    cluster: Sequence[DecisionRecord | None],
+    policies: list[LoadedPolicy],
+) -> SnapshotTrace:
+    """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
+    from retention.plan.planfile import snapshot_view
+    from retention.plan.trace import trace_snapshot
+    from retention.planner import PolicyView
+
+    views = [snapshot_view(r) for r in cluster if r is not None]
+    matching = [PolicyView(p) for p in policies]
+    return trace_snapshot(views, matching, record["snapshotId"], now=head["evaluatedAt"])
+
+
+def _reasons_of(policy: PolicyTrace) -> list[Reason]:
+    return [r.reason for r in (*policy.keep, *policy.protect) if r.reason is not None]
+
+
+def _reasons(reasons: list[Reason]) -> list[str]:
+    return ["  reasons:", *(f"    - {describe(r)}" for r in reasons)] if reasons else []
+
+
+def _policy_lines(policy: PolicyTrace, path: object) -> list[str]:
+    """One line per rule: keep or protect, then what the rule did."""
+    lines = [f"  policy {policy.policy} ({path}):"]
+    for side, rules in (("keep", policy.keep), ("protect", policy.protect)):
+        lines.extend(f"    {side:<8} {_rule_words(rule)}" for rule in rules)
+    if not policy.keep and not policy.protect:
+        lines.append("    (no rules)")
+    return lines
+
+
+def _rule_words(rule: TracedRule) -> str:
+    t = rule.trace
+    if not t.kept:
+        return f"{t.label}: passed by: {t.why}"
+    horizon = rule.reason["horizon"] if rule.reason is not None else None
+    return t.text + (f", until {format_timestamp(horizon)}" if horizon is not None else "")
+
+
+def _recorded_lines(
+    name: str, record: DecisionRecord, policies: PolicySet, source: str
+) -> list[str]:
+    """A policy that is not traced: why, in one line, and what the plan recorded for it."""
+    loaded = policies.by_name.get(name)
+    if loaded is None:
+        why = f"  policy {name}: not among the policies in {source} now"
+    else:
+        why = f"  policy {name} ({loaded.path}): changed since the plan"
+    recorded = [f"    - {describe(r)}" for r in record["reasons"] if r["policy"] == name]
+    return [
+        f"{why}; what the plan recorded:",
+        *(recorded or [f"    - (no rule of {name} kept or protected this snapshot)"]),
+    ]
+
+
+def _record_lines(record: DecisionRecord) -> list[str]:
+    """The snapshot and the plan's decision, as the plan recorded them."""
+    observed = record["observed"]
+    expires = observed["expires"]
+    state = (
+        "protected (doNotDelete)"
+        if observed["doNotDelete"]
+        else (f"expires {format_timestamp(expires)}" if expires else "no expiry")
+    )
+    created = format_timestamp(record["created"])
+    lines = [
+        f"snapshot {record['snapshotId']} of {record['kind']} {record['clusterName']} "
+        f"({record['clusterId']}, project {record['projectId']})",
+        f"  created:   {created}   complete: {record['complete']}   "
+        f"consistent: {record['consistent']}",
+        f"  now:       {state}",
+        f"  decision:  {record['state']}; action: {record['action']}",
+    ]
+    if record["body"] is not None:
+        lines.append(f"  PATCH:     {orjson.dumps(jsonable(record['body'])).decode()}")
+        if record["destructive"]:
+            lines.append("  destructive: yes (a safety gate may hold it)")
+    if record["expiresAfter"]:
+        lines.append(f"  expires after: {format_timestamp(record['expiresAfter'])}")
+    if record["held"]:
+        lines.append(f"  HELD:      {record['held']}")
+    if record["advisory"]:
+        lines.append("  advisory:  config-server snapshots cannot be changed through the API")
+    lines.append(f"  policies:  {', '.join(record['policies']) or '-'}")
+    return lines
