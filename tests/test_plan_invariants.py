@@ -15,38 +15,24 @@ from retention.plan.model import Alert, ClusterPlan, SnapshotView, Target
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import EveryRule, KeepSpec
 from retention.timestamps import LATEST
+from tests import strategies
 from tests.planning import HOLD_TYPES, TestPolicy, apply
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 EXAMPLES = settings(max_examples=500, deadline=None)
 
-durations = st.builds(
-    RetentionDuration,
-    years=st.just(0),
-    months=st.integers(0, 2),
-    days=st.integers(0, 20),
-    hours=st.integers(0, 48),
-)
-counts = st.sampled_from([0, 0, 1, 2, 3, 5, -1])
+durations = strategies.durations(months=2, days=20, hours=48)
+counts = strategies.COUNTS
 keep_specs = st.builds(
     KeepSpec,
-    last=counts,
-    hourly=counts,
-    daily=counts,
-    weekly=counts,
-    monthly=counts,
+    **strategies.counted(counts),
     yearly=st.sampled_from([0, 1, 2]),
     within=st.none() | durations,
     within_daily=st.none() | durations,
-    every=st.lists(
-        st.builds(
-            EveryRule,
-            st.sampled_from(["0 0 * * 0", "0 0 1 * *", "0 */6 * * *"]),
-            counts.filter(bool),
-        ),
-        max_size=1,
-    ).map(tuple),
+    every=strategies.every_rules(
+        ["0 0 * * 0", "0 0 1 * *", "0 */6 * * *"], counts.filter(bool), max_size=1
+    ),
 )
 protect_specs = st.none() | st.builds(
     KeepSpec, monthly=st.sampled_from([0, 1, 2]), yearly=st.sampled_from([0, 1])

@@ -15,7 +15,8 @@ from retention.plan.decide import decide
 from retention.plan.model import Reason, SnapshotView, Target
 from retention.plan.trace import SnapshotTrace, trace_snapshot
 from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule, KeepSpec
+from retention.policy.engine import KeepSpec
+from tests import strategies
 from tests.planning import TestPolicy
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
@@ -72,10 +73,7 @@ keep_specs = st.builds(
     yearly=st.sampled_from([0, 1, 2]),
     within=st.none() | st.builds(RetentionDuration, days=st.integers(0, 5)),
     within_daily=st.none() | st.builds(RetentionDuration, days=st.integers(0, 9)),
-    every=st.lists(
-        st.builds(EveryRule, st.sampled_from(["0 0 * * 0", "0 0 1 * *"]), st.sampled_from([1, 3])),
-        max_size=1,
-    ).map(tuple),
+    every=strategies.every_rules(["0 0 * * 0", "0 0 1 * *"], st.sampled_from([1, 3]), max_size=1),
 )
 policies = st.builds(
     TestPolicy,

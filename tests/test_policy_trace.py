@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import EveryRule, Item, KeepSpec, evaluate, trace
+from tests import strategies
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -36,21 +37,11 @@ def texts(
 
 # ---- agreement with evaluate -------------------------------------------------------------
 
-durations = st.none() | st.builds(
-    RetentionDuration,
-    years=st.just(0),
-    months=st.integers(0, 1),
-    days=st.integers(0, 10),
-    hours=st.integers(0, 30),
-)
-counts = st.sampled_from([0, 0, 1, 2, 3, 5, -1])
+durations = st.none() | strategies.durations(months=1, days=10, hours=30)
+counts = strategies.COUNTS
 specs = st.builds(
     KeepSpec,
-    last=counts,
-    hourly=counts,
-    daily=counts,
-    weekly=counts,
-    monthly=counts,
+    **strategies.counted(counts),
     yearly=counts,
     within=durations,
     within_hourly=durations,
@@ -58,14 +49,11 @@ specs = st.builds(
     within_weekly=durations,
     within_monthly=durations,
     within_yearly=durations,
-    every=st.lists(
-        st.builds(
-            EveryRule,
-            st.sampled_from(["0 0 * * 0", "0 0 1 * *", "0 */6 * * *", "0 0 1 1,4,7,10 *"]),
-            st.sampled_from([1, 2, 4, -1]),
-        ),
+    every=strategies.every_rules(
+        ["0 0 * * 0", "0 0 1 * *", "0 */6 * * *", "0 0 1 1,4,7,10 *"],
+        st.sampled_from([1, 2, 4, -1]),
         max_size=2,
-    ).map(tuple),
+    ),
     tags=st.lists(st.sampled_from([("a",), ("a", "b"), ("",), ()]), max_size=2).map(tuple),
     ids=st.frozensets(st.sampled_from([f"i{n}" for n in range(8)]), max_size=3),
 )

@@ -134,8 +134,7 @@ def run_command(
 
     selected = shard_from(shard, shard_count)
     started = datetime.now(UTC)
-    metrics = _Metrics(started, selected, metrics_file, pushgateway)
-    try:
+    with _Metrics(started, selected, metrics_file, pushgateway) as metrics:
         loaded = load(ctx)
         config = loaded.config
         policies = load_policies(config.policies)
@@ -163,15 +162,13 @@ def run_command(
                     progress.close()
             mode = "dry-run" if dry_run else "run"
             code = _finish(result, mode, started, config.reports.formats)
-    except RetentionError as exc:
-        metrics.write(exc.exit_code, None)
-        raise
-    metrics.write(code, result)
+        metrics.write(code, result)
     return code
 
 
 class _Metrics:
-    """Writes the run's metrics, however the run ends (when asked to)."""
+    """Writes the run's metrics, however the run ends (when asked to): the block calls
+    write() when it finishes, and leaving it with a RetentionError writes its exit code."""
 
     def __init__(
         self, started: datetime, shard: Any, metrics_file: str | None, pushgateway: str | None
@@ -179,6 +176,13 @@ class _Metrics:
         self.started, self.shard = started, shard
         self.metrics_file, self.pushgateway = metrics_file, pushgateway
         self.client: Any = None
+
+    def __enter__(self) -> _Metrics:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        if isinstance(error, RetentionError):
+            self.write(error.exit_code, None)
 
     def write(self, code: int, result: Any) -> None:
         if not (self.metrics_file or self.pushgateway):
@@ -279,8 +283,7 @@ def apply_command(
         raise click.BadParameter(str(exc), param_hint="--max-age") from None
     now = datetime.now(UTC)
     path = Path(plan_path)
-    metrics = _Metrics(now, None, metrics_file, pushgateway)
-    try:
+    with _Metrics(now, None, metrics_file, pushgateway) as metrics:
         if not path.is_file():
             raise UsageError(f"{path}: no such plan file")
         loaded = load(ctx)
@@ -304,10 +307,7 @@ def apply_command(
                 finally:
                     progress.close()
             code = _finish(result, "apply", now, config.reports.formats)
-    except RetentionError as exc:
-        metrics.write(exc.exit_code, None)
-        raise
-    metrics.write(code, result)
+        metrics.write(code, result)
     return code
 
 

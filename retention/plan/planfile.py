@@ -698,17 +698,13 @@ def read_decisions(path: Path) -> Iterator[DecisionRecord | None]:
 def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
     """The decision for one snapshot in a decisions.jsonl, or None (streamed: a cheap text
     test before a line is parsed)."""
-    quoted = orjson.dumps(snapshot_id)  # as encode_line spells it
-    with path.open("rb") as lines:
-        for line in lines:
-            if quoted not in line:
-                continue
-            try:
-                record = DECISION.validate_json(line)
-            except ValidationError as exc:
-                raise _problem(f"{path}: the line of snapshot {snapshot_id}", exc) from None
-            if record["snapshotId"] == snapshot_id:
-                return record
+    for line in _lines_naming(path, snapshot_id):
+        try:
+            record = DECISION.validate_json(line)
+        except ValidationError as exc:
+            raise _problem(f"{path}: the line of snapshot {snapshot_id}", exc) from None
+        if record["snapshotId"] == snapshot_id:
+            return record
     return None
 
 
@@ -716,19 +712,23 @@ def cluster_decisions(path: Path, record: DecisionRecord) -> Iterator[DecisionRe
     """The records of the cluster (or config server) of ``record`` in a decisions.jsonl,
     ``record`` included; None for a line that names the cluster but is not a valid record.
     Streamed, with a cheap text test before a line is parsed."""
-    quoted = orjson.dumps(record["clusterId"])
     key = (record["projectId"], record["kind"], record["clusterId"])
+    for line in _lines_naming(path, record["clusterId"]):
+        try:
+            found = DECISION.validate_json(line)
+        except ValidationError:
+            yield None
+            continue
+        if (found["projectId"], found["kind"], found["clusterId"]) == key:
+            yield found
+
+
+def _lines_naming(path: Path, value: str) -> Iterator[bytes]:
+    """The lines of a JSON-lines file that hold ``value`` as a JSON string: a cheap text
+    test that spares parsing every other line."""
+    quoted = orjson.dumps(value)  # as encode_line spells it
     with path.open("rb") as lines:
-        for line in lines:
-            if quoted not in line:
-                continue
-            try:
-                found = DECISION.validate_json(line)
-            except ValidationError:
-                yield None
-                continue
-            if (found["projectId"], found["kind"], found["clusterId"]) == key:
-                yield found
+        yield from (line for line in lines if quoted in line)
 
 
 def snapshot_view(record: DecisionRecord) -> SnapshotView:
