@@ -28,7 +28,9 @@ from retention.errors import (
     TransportError,
 )
 from retention.inventory import ProjectTargets, discover
-from retention.policy.loader import load_policies
+from retention.plan.model import Target
+from retention.plan.summary import unmanaged_text
+from retention.policy.loader import PolicySet, load_policies
 
 Status = Literal["pass", "warn", "fail"]
 SKEW_WARN = timedelta(seconds=60)
@@ -86,8 +88,12 @@ def run_doctor(config_path: str | Path | None) -> Report:
             return Report(checks, EXIT_UNREACHABLE)
         _tls(loaded, checks)
         _version_and_clock(client, checks)
+        targets: list[Target] | None = []
         for wanted in loaded.config.project_targets():
-            _project(client, wanted, checks)
+            found = _project(client, wanted, checks)
+            targets = None if found is None or targets is None else [*targets, *found]
+        if targets is not None:
+            _coverage(policies, targets, checks)
     failed = any(c.status == "fail" for c in checks)
     return Report(checks, 1 if failed else 0)
 
@@ -205,7 +211,10 @@ def _version_and_clock(client: OpsManagerClient, checks: list[Check]) -> None:
         checks.append(Check("clock", "pass", detail))
 
 
-def _project(client: OpsManagerClient, wanted: ProjectTargets, checks: list[Check]) -> None:
+def _project(
+    client: OpsManagerClient, wanted: ProjectTargets, checks: list[Check]
+) -> list[Target] | None:
+    """The project's checks; its targets, or None when it could not be read in full."""
     name = f"project {wanted.project_id}"
     try:
         links = client.get_agent_links(wanted.project_id)
@@ -243,3 +252,38 @@ def _project(client: OpsManagerClient, wanted: ProjectTargets, checks: list[Chec
         checks.append(
             Check(f"{name}", "fail", str(exc), "check the project id and the key's roles in it")
         )
+        return None
+    return found.targets
+
+
+def _coverage(policies: PolicySet, targets: list[Target], checks: list[Check]) -> None:
+    """What no policy manages, and policies that match nothing: the plan would warn about
+    both, and a glob that misses takes clusters out of management without an error."""
+    used: set[str] = set()
+    unmanaged = []
+    for target in targets:
+        names = [p.name for p in policies.matching(target.project_id, target.name, target.kind)]
+        used.update(names)
+        if not names:
+            unmanaged.append(target.name)
+    for loaded in policies:
+        if loaded.name not in used:
+            checks.append(
+                Check(
+                    "policies",
+                    "warn",
+                    f"policy {loaded.name!r} ({loaded.path}) matches no cluster or config server",
+                    "check its match: projects, cluster globs (prod-* is not production-*), kinds",
+                )
+            )
+    if unmanaged:
+        checks.append(
+            Check(
+                "coverage",
+                "warn",
+                unmanaged_text(unmanaged),
+                "add a policy that matches them, or leave them out of management on purpose",
+            )
+        )
+    else:
+        checks.append(Check("coverage", "pass", f"a policy matches each of {len(targets)} targets"))

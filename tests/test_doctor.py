@@ -79,7 +79,29 @@ def test_every_check_passes_against_the_simulator(
     assert f"ok    project {P}: agents: backup agents link present" in out
     assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config servers" in out
     assert f"ok    project {P}: snapshots: one page of prod-big read" in out
+    assert "ok    coverage: a policy matches each of 4 targets" in out
     assert "0 failed, 1 warnings." in out
+
+
+def test_a_policy_that_matches_nothing_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A glob that misses (production-* for prod-*) passes validation but not unnoticed:
+    doctor warns about the policy and lists the clusters no policy manages."""
+    with live() as sim:
+        config = config_for(tmp_path, sim.base_url)
+        (tmp_path / "policies" / "p.yaml").write_text(
+            "name: production\nmatch: {clusters: ['production-*']}\nkeep: {last: 3}\n"
+        )
+        code, out = doctor(config, capsys)
+
+    assert code == 0  # warnings: the job can run, it just manages less than meant
+    policy = tmp_path / "policies" / "p.yaml"
+    assert (
+        f"WARN  policies: policy 'production' ({policy}) matches no cluster or config server"
+    ) in out
+    assert "-> check its match: projects, cluster globs (prod-* is not production-*), kinds" in out
+    assert "WARN  coverage: 4 unmanaged (no policy matches, never changed): prod-big" in out
 
 
 def test_wrong_key_fails_at_credentials_with_exit_5(

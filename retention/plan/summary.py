@@ -5,7 +5,7 @@ the CLI prints them."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -118,14 +118,19 @@ def unmanaged_lines(document: Mapping[str, Any], *, listed: int = 10) -> list[st
             f"  warning policy {name!r} matches no cluster or config server: check its match "
             "(projects, cluster globs, kinds)"
         )
-    bare = [c for c in document["clusters"] if not c["policies"]]
+    bare = [c["name"] for c in document["clusters"] if not c["policies"]]
     if bare:
-        names = ", ".join(c["name"] for c in bare[:listed])
-        more = f" and {len(bare) - listed} more" if len(bare) > listed else ""
-        lines.append(
-            f"  warning {len(bare)} unmanaged (no policy matches, never changed): {names}{more}"
-        )
+        lines.append(f"  warning {unmanaged_text(bare, listed)}")
     return lines
+
+
+def unmanaged_text(names: Sequence[str], listed: int = 10) -> str:
+    """ "3 unmanaged (no policy matches, never changed): a, b, c", the first ``listed``
+    names and how many more."""
+    more = f" and {len(names) - listed} more" if len(names) > listed else ""
+    return f"{len(names)} unmanaged (no policy matches, never changed): " + (
+        ", ".join(names[:listed]) + more
+    )
 
 
 def _changes(cluster: dict[str, Any]) -> int:
