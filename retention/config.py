@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import stat
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
@@ -40,6 +43,7 @@ from pydantic_core import ErrorDetails
 from retention.api import Credentials, OpsManagerClient, Timeouts, TLSConfig
 from retention.errors import ConfigError
 from retention.inventory import ProjectTargets
+from retention.plan.horizon import lease
 
 log = logging.getLogger("retention.config")
 
@@ -245,7 +249,65 @@ def load_config(
         raise ConfigError(f"{count} in {config_path}", problems=problems)
     if not config.api.verify_tls:
         warnings.append("api.verify_tls is false: TLS is not verified, answers can be forged")
+    warnings.extend(schedule_warnings(config.schedule, datetime.now(UTC)))
     return LoadedConfig(config, config_path, credentials, sources, warnings)
+
+
+WRITE_FIX = (
+    "let the user that runs retention write there, or point {setting} at a folder it "
+    "can write; on Kubernetes with a read-only root file system, mount a volume there (an "
+    "emptyDir or a PersistentVolumeClaim)"
+)
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why retention could not write its files into ``folder``, or None when it can. An
+    existing folder is tried with a temporary file (permissions, read-only mounts and
+    full disks all show); a missing one needs its nearest existing parent to be a
+    writable folder, since the run creates it. Nothing else is created."""
+    if folder.exists():
+        if not folder.is_dir():
+            return f"{folder} is not a folder"
+        try:
+            with tempfile.TemporaryFile(dir=folder, prefix=".retention-write-check-"):
+                return None
+        except OSError as exc:
+            return f"cannot write to {folder}: {exc.strerror or exc}"
+    parent = folder.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot create {folder}: {parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create {folder}: {parent} is not writable"
+    return None
+
+
+def require_writable(folder: Path, setting: str) -> None:
+    """ConfigError (exit 2, before any request) when ``folder`` cannot be written."""
+    problem = unwritable(folder)
+    if problem is not None:
+        raise ConfigError(f"{setting}: {problem}", problems=[WRITE_FIX.format(setting=setting)])
+
+
+SHORT_LEASE = timedelta(hours=1)
+
+
+def schedule_warnings(schedule: str | None, now: datetime) -> list[str]:
+    """A schedule so frequent that the lease of kept snapshots (the time to the job's
+    second-next run) is under an hour: one missed run or a slow one and the service may
+    delete a snapshot a rule keeps, because its expiry was only that far ahead."""
+    if schedule is None:
+        return []
+    lease_for = lease(schedule, now)
+    if lease_for >= SHORT_LEASE:
+        return []
+    return [
+        f"schedule {schedule!r} gives kept snapshots a lease of only "
+        f"{int(lease_for.total_seconds())} s (the time to the second-next run): a run that "
+        "is missed or late lets the service delete what a rule keeps. Run the job at most "
+        'hourly, e.g. "0 3 * * *" (daily) or "0 * * * *" (hourly)'
+    ]
 
 
 def _choose_path(path: str | Path | None, env: Mapping[str, str]) -> tuple[Path, str]:
@@ -289,6 +351,13 @@ def _read_config(
     path: Path, how: str, env: Mapping[str, str], problems: list[str], sources: dict[str, str]
 ) -> RetentionConfig | None:
     name = path.name
+    if not path.exists():
+        problems.append(
+            f"{name}: {path} does not exist (from {how}); `retention init "
+            f"{shlex.quote(str(path.parent))}` writes a commented one to start from, or give "
+            "--config FILE"
+        )
+        return None
     text = _read_text(path, name, problems, f" (from {how})")
     if text is None:
         return None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from retention.api import OpsManagerClient
-from retention.config import LoadedConfig, load_config
+from retention.config import WRITE_FIX, LoadedConfig, load_config, unwritable
 from retention.errors import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
@@ -83,6 +83,12 @@ def run_doctor(config_path: str | Path | None) -> Report:
     checks.append(
         Check("policies", "pass", f"{len(policies)} valid: {', '.join(p.name for p in policies)}")
     )
+    reports = loaded.config.reports.dir
+    problem = unwritable(reports)
+    if problem is not None:
+        checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
+        return Report(checks, EXIT_USAGE)
+    checks.append(Check("reports", "pass", f"{reports} is writable"))
     with loaded.build_client() as client:
         if not _connection(client, loaded, checks):
             return Report(checks, EXIT_UNREACHABLE)

@@ -447,11 +447,13 @@ def test_a_missing_ca_bundle_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_file_is_a_problem_naming_its_source(tmp_path: Path) -> None:
-    """A config file that does not exist is reported with its path and how it was chosen."""
+    """A config file that does not exist is reported with its path, how it was chosen, and
+    the command that writes one to start from."""
     missing = tmp_path / "nope.yaml"
 
     assert problems_of(None, {**ENV, "RETENTION_CONFIG": str(missing)}) == [
-        f"nope.yaml: cannot read {missing}: No such file or directory (from env RETENTION_CONFIG)"
+        f"nope.yaml: {missing} does not exist (from env RETENTION_CONFIG); `retention init "
+        f"{tmp_path}` writes a commented one to start from, or give --config FILE"
     ]
 
 

@@ -73,6 +73,7 @@ def test_every_check_passes_against_the_simulator(
         "credentials",
         "service version",
         "clock",
+        "reports",
     ):
         assert f"ok    {name}:" in out
     assert "WARN  tls: plain HTTP" in out
@@ -194,3 +195,22 @@ def test_doctor_and_the_plan_show_the_version_from_either_header(
     assert checks["service version"]["detail"].startswith("gitHash=")
     plan = json.loads((tmp_path / "p.json").read_text())
     assert plan["serviceVersion"] == checks["service version"]["detail"]
+
+
+def test_an_unwritable_reports_folder_fails_doctor_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reports.dir that cannot be created fails the reports check, with the fix, exit 2,
+    before any request."""
+    with live() as sim:
+        config = config_for(tmp_path, sim.base_url)
+        (tmp_path / "blocker").write_text("")
+        config.write_text(config.read_text() + "reports:\n  dir: blocker/reports\n")
+        code, out = doctor(config, capsys)
+        requests = sim.admin("counters")["requests"]
+
+    assert code == 2
+    blocker = tmp_path / "blocker"
+    assert f"FAIL  reports: cannot create {blocker / 'reports'}: {blocker} is not a folder" in out
+    assert "mount a volume there" in out
+    assert requests == 0

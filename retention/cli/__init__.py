@@ -129,6 +129,6 @@ def run() -> None:
 
 
 # Imported for their side effect: each registers its commands on the group above.
-from retention.cli import planning, running, simulating  # noqa: E402
+from retention.cli import planning, running, simulating, starting  # noqa: E402
 
-__all__ = ["cli", "main", "planning", "run", "running", "simulating"]
+__all__ = ["cli", "main", "planning", "run", "running", "simulating", "starting"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -23,6 +24,14 @@ def load(ctx: click.Context, *, require_credentials: bool = True) -> Any:
     for warning in loaded.warnings:
         click.echo(f"warning: {warning}", err=True)
     return loaded
+
+
+def examples() -> Path:
+    """The folder of the shipped examples: retention.example.yaml and policies/. A wheel
+    carries them in retention/examples; an editable install finds them in the checkout."""
+    package = Path(__file__).resolve().parents[1]  # retention/
+    installed = package / "examples"
+    return installed if (installed / "policies").is_dir() else package.parent
 
 
 def parse_at(value: str | None) -> datetime:

@@ -55,6 +55,7 @@ def plan(
       retention plan --at 2027-01-01T00:00:00Z   # what-if: review only, apply refuses it
       retention plan --shard 0/4                 # a quarter of the fleet
     """
+    from retention.config import require_writable
     from retention.jobs import new_run_dir
     from retention.plan.summary import summary_lines
     from retention.planner import make_plan
@@ -68,8 +69,10 @@ def plan(
     created = datetime.now(UTC)
     if out is not None:
         plan_path = Path(out)
+        require_writable(plan_path.parent, "--out")
     else:
         base = Path(report_dir) if report_dir else config.reports.dir
+        require_writable(base, "--report-dir" if report_dir else "reports.dir")
         plan_path = new_run_dir(base, created)[1] / "plan.json"
     projects = config.project_targets()
     with loaded.build_client() as client:

@@ -12,7 +12,7 @@ import click
 
 from retention import __version__
 from retention.cli import cli
-from retention.cli.common import load, lock_name, shard_from, shard_options
+from retention.cli.common import examples, load, lock_name, shard_from, shard_options
 from retention.errors import RetentionError, UsageError, exit_code_for, exit_meaning
 
 
@@ -128,6 +128,7 @@ def run_command(
       retention run --shard-count 4  # in a Kubernetes Indexed Job of 4 pods
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
     """
+    from retention.config import require_writable
     from retention.jobs import run_job
     from retention.lock import run_lock
     from retention.policy.loader import load_policies
@@ -139,6 +140,7 @@ def run_command(
         config = loaded.config
         policies = load_policies(config.policies)
         projects = config.project_targets()
+        require_writable(config.reports.dir, "reports.dir")
         progress = Progress(quiet)
         with run_lock(config.reports.dir, lock_name(selected)):
             with loaded.build_client() as client:
@@ -217,7 +219,7 @@ class _Metrics:
 
 
 @cli.command("apply")
-@click.argument("plan_path", metavar="PLAN", type=click.Path(dir_okay=False))
+@click.argument("plan_path", metavar="PLAN", type=click.Path())
 @click.option(
     "--max-age",
     default="24h",
@@ -269,10 +271,11 @@ def apply_command(
     \b
     Examples:
       retention plan --out plan.json && retention apply plan.json
-      retention apply reports/20261121T030000Z-1a2b3c4d/plan.json --max-age 2h
+      retention apply reports/20261121T030000Z-1a2b3c4d --max-age 2h   # its plan.json
       retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
       retention apply plan.json --metrics-file /var/lib/node_exporter/retention-apply.prom
     """
+    from retention.config import require_writable
     from retention.jobs import apply_saved
     from retention.lock import run_lock
     from retention.policy.duration import RetentionDuration
@@ -284,10 +287,15 @@ def apply_command(
     now = datetime.now(UTC)
     path = Path(plan_path)
     with _Metrics(now, None, metrics_file, pushgateway) as metrics:
+        if path.is_dir():
+            if not (path / "plan.json").is_file():
+                raise UsageError(f"{path} is a folder without a plan.json: give the plan file")
+            path = path / "plan.json"  # a run folder: its plan
         if not path.is_file():
             raise UsageError(f"{path}: no such plan file")
         loaded = load(ctx)
         config = loaded.config
+        require_writable(config.reports.dir, "reports.dir")
         progress = Progress(quiet)
         with run_lock(config.reports.dir):
             with loaded.build_client() as client:
@@ -342,6 +350,7 @@ def demo(policies_path: str | None, report_dir: str) -> int:
     from pydantic import SecretStr
 
     from retention.api import Credentials, OpsManagerClient
+    from retention.config import require_writable
     from retention.inventory import ProjectTargets
     from retention.jobs import run_job
     from retention.policy.loader import load_policies
@@ -351,6 +360,7 @@ def demo(policies_path: str | None, report_dir: str) -> int:
     if not chosen.exists():
         raise UsageError(f"no policies at {chosen}; pass --policies DIR")
     policies = load_policies(chosen)
+    require_writable(Path(report_dir), "--report-dir")
     click.echo("Starting the simulator with the demo fleet ...")
     started = datetime.now(UTC)
     with Simulator(SimulatorConfig(fleet="demo", seed=1)) as sim:
@@ -375,8 +385,6 @@ def demo(policies_path: str | None, report_dir: str) -> int:
 
 
 def _example_policies() -> Path:
-    """./policies when there is one, else the examples shipped in the wheel, else those of
-    the checkout an editable install points at."""
-    package = Path(__file__).resolve().parents[1]  # retention/
-    candidates = [Path("policies"), package / "examples" / "policies", package.parent / "policies"]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
+    """./policies when there is one, else the shipped examples."""
+    local = Path("policies")
+    return local if local.is_dir() else examples() / "policies"

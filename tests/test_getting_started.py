@@ -1,0 +1,180 @@
+"""Getting started and set-up mistakes: `retention init`, a missing configuration that
+points to it, a schedule whose lease is too short, a reports folder that cannot be written
+(exit 2 before any request, and in doctor), and apply given a run folder."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from retention import cli
+from retention.cli.common import examples
+from retention.config import schedule_warnings, unwritable
+from retention.simulator.server import Simulator
+from tests.simfleet import P
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the CLI; its exit code, stdout and stderr."""
+    code = cli.main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_init_writes_a_configuration_and_policies_that_validate(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """init DIR copies the commented example configuration and the three example policies,
+    prints the next commands, and what it wrote validates as it is."""
+    code, out, _ = run(capsys, "init", "start")
+
+    assert code == 0
+    assert (folder / "start" / "retention.yaml").read_bytes() == (
+        ROOT / "retention.example.yaml"
+    ).read_bytes()
+    policies = sorted(p.name for p in (folder / "start" / "policies").glob("*.yaml"))
+    assert policies == ["compliance.yaml", "dev.yaml", "production.yaml"]
+    assert "retention --config start/retention.yaml validate" in out
+    assert "retention --config start/retention.yaml doctor" in out
+    assert "retention --config start/retention.yaml plan" in out
+    assert "RETENTION_PUBLIC_KEY" in out
+    code, out, _ = run(capsys, "--config", "start/retention.yaml", "validate")
+    assert code == 0
+    assert out.startswith("4 policies are valid:")
+
+
+def test_init_never_overwrites(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With a retention.yaml already there, init writes nothing at all and exits 2."""
+    (folder / "retention.yaml").write_text("mine\n")
+
+    code, _, err = run(capsys, "init")
+
+    assert code == 2
+    assert "retention.yaml already exists: init never overwrites" in err
+    assert (folder / "retention.yaml").read_text() == "mine\n"
+    assert not (folder / "policies").exists()
+
+
+def test_the_examples_travel_in_the_wheel() -> None:
+    """The wheel carries retention.example.yaml and policies/ where examples() looks for
+    them in an installed package, and in a checkout examples() finds both."""
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    included = build["targets"]["wheel"]["force-include"]
+
+    assert included == {
+        "policies": "retention/examples/policies",
+        "retention.example.yaml": "retention/examples/retention.example.yaml",
+    }
+    assert (examples() / "retention.example.yaml").is_file()
+    assert (examples() / "policies" / "production.yaml").is_file()
+
+
+def test_a_missing_configuration_points_to_init(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without retention.yaml, a command says the file does not exist and how to get one."""
+    code, _, err = run(capsys, "plan")
+
+    assert code == 2
+    assert f"{folder / 'retention.yaml'} does not exist (from default ./retention.yaml)" in err
+    assert f"`retention init {folder}` writes a commented one to start from" in err
+
+
+@pytest.mark.parametrize(
+    ("schedule", "warned"),
+    [("*/1 * * * *", True), ("*/30 * * * *", True), ("0 * * * *", False), ("0 3 * * *", False)],
+)
+def test_a_schedule_with_a_lease_under_an_hour_is_a_warning(schedule: str, warned: bool) -> None:
+    """A schedule every minute or half hour leaves kept snapshots a lease under an hour: a
+    warning says so and what to run instead; hourly and daily schedules are fine."""
+    warnings = schedule_warnings(schedule, datetime(2026, 11, 21, 12, 0, 30, tzinfo=UTC))
+
+    assert bool(warnings) is warned
+    if warned:
+        assert warnings[0].startswith(f"schedule {schedule!r} gives kept snapshots a lease of")
+        assert "Run the job at most hourly" in warnings[0]
+
+
+def test_validate_prints_the_short_lease_warning(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate warns on stderr about a schedule every minute, and still exits 0."""
+    run(capsys, "init")
+    config = folder / "retention.yaml"
+    config.write_text(config.read_text().replace('"0 3 * * *"', '"*/1 * * * *"'))
+
+    code, _, err = run(capsys, "validate")
+
+    assert code == 0
+    assert "schedule '*/1 * * * *' gives kept snapshots a lease of only" in err
+
+
+def test_unwritable_folders_are_named_with_the_reason(tmp_path: Path) -> None:
+    """A folder that is a file, or whose parent is a file, cannot take reports; a folder
+    that exists or whose parents can be created can."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    assert unwritable(tmp_path) is None
+    assert unwritable(tmp_path / "new" / "reports") is None
+    assert unwritable(blocker) == f"{blocker} is not a folder"
+    assert (
+        unwritable(blocker / "reports")
+        == f"cannot create {blocker / 'reports'}: {blocker} is not a folder"
+    )
+
+
+@pytest.mark.parametrize("command", ["plan", "run", "apply"])
+def test_an_unwritable_reports_folder_is_exit_2_before_any_request(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """plan, run and apply check reports.dir before the first request: exit 2, the folder
+    and the fix named, and the API never asked."""
+    (folder / "not-a-folder").write_text("")
+    (folder / "policies").mkdir()
+    (folder / "policies" / "p.yaml").write_text("name: p\nkeep: {last: 3}\n")
+    (folder / "plan.json").write_text("{}")
+    (folder / "retention.yaml").write_text(
+        f'api:\n  base_url: {sim.base_url}\ntargets:\n  - project: "{P}"\n'
+        "reports:\n  dir: not-a-folder/reports\n"
+    )
+    before = sim.admin("counters")["requests"]
+    args = ["apply", "plan.json"] if command == "apply" else [command]
+
+    code, _, err = run(capsys, *args)
+
+    assert code == 2
+    assert "reports.dir: cannot create" in err
+    assert "is not a folder" in err
+    assert "mount a volume there" in err
+    assert sim.admin("counters")["requests"] == before
+
+
+def test_apply_takes_a_run_folder_for_its_plan(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """apply RUN_DIR applies the plan.json inside it; a folder without one is exit 2."""
+    (folder / "policies").mkdir()
+    (folder / "policies" / "p.yaml").write_text(
+        "name: p\nkeep: {last: 3}\nsafety: {max_expire_fraction: 1.0}\n"
+    )
+    (folder / "retention.yaml").write_text(
+        f'api:\n  base_url: {sim.base_url}\ntargets:\n  - project: "{P}"\n'
+    )
+    (folder / "empty").mkdir()
+    assert run(capsys, "plan")[0] in (0, 3)
+    [run_dir] = (folder / "reports").iterdir()
+
+    code, _, err = run(capsys, "apply", "empty")
+    assert code == 2
+    assert "empty is a folder without a plan.json: give the plan file" in err
+
+    code, out, _ = run(capsys, "apply", str(run_dir))
+    assert code in (0, 3)
+    assert "Applied: applied " in out
+    assert sim.admin("counters")["patches"] > 0
