@@ -639,6 +639,17 @@ def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:
     assert "- ... and 280 more: see report.html" in lines
 
 
+def test_markdown_numbers_are_plain_digits_for_grep(tmp_path: Path) -> None:
+    """report.md writes 1100, not 1 100 with a thin space: a grep for the count finds it;
+    report.html keeps the thin space for the eye."""
+    many = cluster("orders", [shortened(f"s{i:05d}", 30 + i, 500, 22) for i in range(1100)])
+    page, markdown = render(write_run(tmp_path / "run", [many]))
+
+    assert "1100 shorten" in markdown
+    assert "\u2009" not in markdown
+    assert "1\u2009100" in page.text_of("by-action")
+
+
 # ---- the API -----------------------------------------------------------------------------------
 
 

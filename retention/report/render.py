@@ -118,7 +118,7 @@ def _html_environment() -> jinja2.Environment:
 
 @cache
 def _markdown_environment() -> jinja2.Environment:
-    return _filters(
+    env = _filters(
         jinja2.Environment(
             loader=jinja2.PackageLoader("retention.report", "templates"),
             autoescape=False,  # noqa: S701 - Markdown, not HTML: finalize escapes instead
@@ -129,6 +129,10 @@ def _markdown_environment() -> jinja2.Environment:
             keep_trailing_newline=True,
         )
     )
+    # Plain digits: report.md is grepped and pasted into chats, where a thin space in
+    # 1 673 breaks a search for 1673.
+    env.filters["number"] = str
+    return env
 
 
 def render_reports(
