@@ -434,7 +434,7 @@ def test_admin_reset_restores_the_fleet(sim: Simulator, api: OpsManagerClient) -
 
 
 def test_admin_reset_rebuilds_the_same_generated_fleet_after_the_clock_moved() -> None:
-    """A generated fleet (ids derived from the clock) comes back with the same ids after a
+    """A generated fleet (snapshot times and ids follow the clock) comes back exactly after a
     reset, however far the clock has moved, so a benchmark can reset between measurements."""
     config = SimulatorConfig(fleet="bench:3", seed=5, now=datetime(2026, 11, 21, tzinfo=UTC))
     with Simulator(config) as bench:
@@ -445,6 +445,39 @@ def test_admin_reset_rebuilds_the_same_generated_fleet_after_the_clock_moved() -
 
         assert bench.admin("fleet") == before
         assert len(before["projects"][0]["clusters"]) == 3
+
+
+Served = list[tuple[str, str | None, list[str], list[str], list[str]]]
+
+
+def served_ids(sim: Simulator) -> Served:
+    """Per project, as the API serves them: its id, name, cluster, host and alert ids."""
+    with client_for(sim) as client:
+        return [
+            (project.id, project.name, [c.id for c in client.list_clusters(pid).collect()],
+             [h.id for h in client.list_hosts(pid).collect()],
+             sorted(a.id for a in client.list_alerts(pid).collect()))
+            for pid in (p["id"] for p in sim.admin("fleet")["projects"])
+            for project in [client.get_project(pid)]
+        ]  # fmt: skip
+
+
+def test_the_same_seed_serves_the_same_ids_a_year_later() -> None:
+    """Two simulators of one seed, their clocks a year apart, serve the same project, cluster,
+    host and alert ids through the API; another seed serves other project ids."""
+
+    def serve(seed: int, now: datetime) -> Served:
+        config = SimulatorConfig(
+            fleet="demo", seed=seed, now=now, frozen=True, public_key=PUBLIC_KEY, private_key=KEY
+        )
+        with Simulator(config) as demo:
+            return served_ids(demo)
+
+    first = serve(3, NOW)
+    assert serve(3, NOW + timedelta(days=365, hours=7)) == first
+    assert [name for _, name, *_ in first] == ["production", "analytics", "development"]
+    assert all(clusters and hosts and alerts for _, _, clusters, hosts, alerts in first)
+    assert {p[0] for p in serve(4, NOW)}.isdisjoint(p[0] for p in first)
 
 
 def test_admin_clock_set_and_advance(sim: Simulator) -> None:

@@ -7,7 +7,9 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import requests
 from requests.auth import HTTPDigestAuth
@@ -49,6 +51,53 @@ def test_serve_prints_url_and_keys_answers_and_stops(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert "simulator stopped" in out
     assert "Traceback" not in err
+
+
+def serve_and_read_fleet(*args: str) -> tuple[str, dict[str, Any]]:
+    """Start `retention simulator serve ARGS`, read what it prints and its admin fleet, stop it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retention", "simulator", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        text = "".join(lines)
+        admin = re.search(r"admin:\s+(\S+)/counters", text)
+        assert admin is not None, text
+        fleet = requests.get(f"{admin.group(1)}/fleet", timeout=10).json()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    return text, fleet
+
+
+def test_serve_twice_with_one_seed_serves_the_same_ids() -> None:
+    """Two runs of `serve --seed 4`, started at different times, print and serve the same
+    project ids, and the same cluster and host ids."""
+
+    def ids(fleet: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
+        return [
+            (p["id"], [c["id"] for c in p["clusters"]], [h["id"] for h in p["hosts"]])
+            for p in fleet["projects"]
+        ]
+
+    text, fleet = serve_and_read_fleet("--fleet", "demo", "--seed", "4")
+    time.sleep(1.1)  # the clock's second has changed: ids once began with it
+    again, fleet_again = serve_and_read_fleet("--fleet", "demo", "--seed", "4")
+
+    printed = re.findall(r"project ([0-9a-f]{24}) \(", text)
+    assert len(printed) == 3
+    assert re.findall(r"project ([0-9a-f]{24}) \(", again) == printed
+    assert [p["id"] for p in fleet["projects"]] == printed
+    assert ids(fleet_again) == ids(fleet)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

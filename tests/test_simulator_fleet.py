@@ -110,6 +110,111 @@ def test_another_seed_or_now_gives_another_fleet(demo: Fleet) -> None:
     assert digest(build_fleet("demo", seed=SEED, now=NOW + timedelta(hours=6))) != digest(demo)
 
 
+def entity_ids(fleet: Fleet) -> dict[tuple[str, ...], str]:
+    """Every project, cluster row, host and alert id (and alertConfigId), keyed by what it
+    names in the fleet's definition; snapshots are left out."""
+    ids: dict[tuple[str, ...], str] = {}
+    for p in fleet.projects.values():
+        ids["project", p.name] = p.id
+        for c in p.clusters.values():
+            ids["cluster", p.name, c.name, c.type_name, c.shard_name or ""] = c.id
+        for h in p.hosts.values():
+            ids["host", p.name, h.hostname, str(h.port)] = h.id
+        for n, a in enumerate(p.alerts.values()):
+            ids["alert", p.name, str(n), a["eventTypeName"]] = a["id"]
+            ids["alert-config", p.name, str(n)] = a["alertConfigId"]
+    count = sum(
+        1 + len(p.clusters) + len(p.hosts) + 2 * len(p.alerts) for p in fleet.projects.values()
+    )
+    assert len(ids) == count  # no two things share a key, so none is left out
+    return ids
+
+
+@pytest.mark.parametrize("spec", ["demo", "bench:40"])
+@pytest.mark.parametrize(
+    "later", [timedelta(days=1, minutes=17, seconds=3), timedelta(days=365, hours=5)]
+)
+def test_the_same_seed_gives_the_same_ids_a_day_or_a_year_later(
+    spec: str, later: timedelta
+) -> None:
+    """Project, cluster, shard, host and alert ids of a seed do not change when now does."""
+    before = entity_ids(build_fleet(spec, seed=SEED, now=NOW))
+    after = build_fleet(spec, seed=SEED, now=NOW + later)
+    assert entity_ids(after) == before
+    assert len(set(before.values())) == len(before)
+    assert all(OBJECT_ID.fullmatch(i) for i in before.values())
+    # The histories did follow the clock: snapshots are still recent at the later now.
+    newest = max(s.created for c in after.clusters() for s in c.snapshots)
+    assert NOW + later - timedelta(hours=6) < newest <= NOW + later
+
+
+def test_another_seed_gives_other_ids_to_everything(demo: Fleet) -> None:
+    """A different seed gives every project, cluster, host and alert a different id."""
+    ids = entity_ids(demo)
+    other = entity_ids(build_fleet("demo", seed=SEED + 1, now=NOW))
+    assert set(other.values()).isdisjoint(ids.values())
+    assert {k for k in other if k[0] == "project"} == {k for k in ids if k[0] == "project"}
+    assert other["project", "production"] != ids["project", "production"]
+
+
+def test_a_bench_fleet_has_unique_object_ids_and_stable_ones_carry_a_fixed_era() -> None:
+    """Across the full bench fleet (2,000 clusters, ~600,000 snapshots) every id is a distinct
+    24-hex ObjectId; non-snapshot ids carry a 2019-2023 time, snapshot ids their creation."""
+    fleet = build_fleet("bench", seed=SEED, now=NOW)
+    stable = list(entity_ids(fleet).values())
+    snapshots = [s for c in fleet.clusters() for s in c.snapshots]
+    ids = stable + [s.id for s in snapshots]
+    assert len(fleet.projects) == 20
+    assert len(snapshots) > 500_000
+    assert len(ids) == len(set(ids))
+    assert all(OBJECT_ID.fullmatch(i) for i in ids)
+    era = (datetime(2019, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC))
+    assert all(era[0] <= datetime.fromtimestamp(int(i[:8], 16), UTC) < era[1] for i in stable)
+    assert all(s.id[:8] == f"{int(s.created.timestamp()):08x}" for s in snapshots)
+
+
+def test_a_fleet_file_gets_stable_ids_where_it_gives_none_and_keeps_the_given_ones(
+    tmp_path: Path,
+) -> None:
+    """Ids a fleet file leaves out (project, cluster, shard rows, host, alert) are the same a
+    year later, and the ids it gives are used as written."""
+    path = write_yaml(tmp_path / "fleet.yaml", """
+projects:
+  - name: generated
+    clusters:
+      - {name: rs, generate: {six_hourly_days: 2}}
+      - {name: sh, type: SHARDED_REPLICA_SET, shards: [sh-a, sh-b]}
+    hosts:
+      - {hostname: cfg0.example.net, snapshots: [{created: "now-1d"}]}
+    alerts:
+      - {eventTypeName: BAD_CLUSTERSHOTS, status: OPEN, clusterName: rs}
+  - id: "5e2211c17a3e5a48f5497de3"
+    name: given
+    clusters:
+      - {id: c-given, name: rs}
+    hosts:
+      - {id: h-given, hostname: cfg0.example.net}
+    alerts:
+      - {id: a-given, alertConfigId: ac-given, eventTypeName: HOST_DOWN, status: OPEN}
+""")  # fmt: skip
+    before = entity_ids(build_fleet(path, seed=SEED, now=NOW))
+    later = build_fleet(path, seed=SEED, now=NOW + timedelta(days=365))
+    assert entity_ids(later) == before
+    assert [before["project", "given"], before["cluster", "given", "rs", "REPLICA_SET", ""],
+            before["host", "given", "cfg0.example.net", "27019"],
+            before["alert", "given", "0", "HOST_DOWN"], before["alert-config", "given", "0"]] == [
+        "5e2211c17a3e5a48f5497de3", "c-given", "h-given", "a-given", "ac-given"
+    ]  # fmt: skip
+    generated = [v for k, v in before.items() if k[1] == "generated"]
+    # The project; rs, sh, its 2 shard rows and config row; the host; the alert and its config.
+    assert len(generated) == 1 + 5 + 1 + 2
+    assert all(OBJECT_ID.fullmatch(i) for i in generated)
+    # The same host name in two projects is two hosts with two ids.
+    assert before["host", "generated", "cfg0.example.net", "27019"] != "h-given"
+    (alert,) = later.projects[before["project", "generated"]].alerts.values()
+    assert alert["clusterId"] == before["cluster", "generated", "rs", "REPLICA_SET", ""]
+
+
 def test_demo_has_three_projects_ten_snapshot_clusters_and_a_few_thousand_snapshots(
     demo: Fleet,
 ) -> None:

@@ -10,8 +10,24 @@ an expiry moved into the last 5 hours (awaiting the reaper). The newest snapshot
 running (complete false, no expiry), and about 1 in 100 complete ones is held (doNotDelete).
 Sharded clusters list their shards as clusters of their own, as the real clusters list does.
 
-Everything comes from ``random.Random(seed)`` and ``now``, so a fleet can be rebuilt exactly.
-Ids look like ObjectIds; a snapshot's first 8 hex digits are its creation's epoch seconds.
+Ids look like ObjectIds (24 lowercase hex digits) and are unique within a fleet. They follow
+two rules:
+
+- Project, cluster (shard and config server rows too), host and alert ids, and alerts'
+  alertConfigIds, are a pure function of the seed and the fleet's definition: a hash of the
+  seed and the thing's place in the fleet (project name; project id and cluster name, shard
+  name or hostname and port; project id and the alert's position), never of the clock or
+  ``now``. A ``retention.yaml`` written against ``--seed N`` keeps working after a restart on
+  any day. Their first 8 hex digits, which in an ObjectId are its creation time, are a time
+  in 2019-2023 drawn from the same hash. The shard count of a generated sharded cluster comes
+  from that hash too, so the listed clusters do not change with the clock either.
+- A snapshot's id starts with its creation's epoch seconds, as the service's ObjectIds do,
+  followed by 64 bits from ``random.Random(seed)``. The snapshots themselves are relative to
+  ``now`` (they must be recent), so the same seed and the same ``now`` give the same snapshot
+  ids, and another ``now`` gives another history with other snapshot ids.
+
+Everything else (histories, holds, flags, alert times) comes from ``random.Random(seed)`` and
+``now``, so a fleet can be rebuilt exactly.
 
 Hand-written scenarios come from fleet files (see fleetfile.py).
 """
@@ -19,6 +35,8 @@ Hand-written scenarios come from fleet files (see fleetfile.py).
 from __future__ import annotations
 
 import calendar
+import hashlib
+import json
 import random
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -37,6 +55,8 @@ HOLD_ALERT_TYPES = frozenset(
 )
 HOUR, DAY = 3600, 86400
 TICK = 6 * HOUR
+# The creation times that stable ids carry: 2019-01-01 plus up to five years, not the clock.
+STABLE_ID_EPOCH, STABLE_ID_SPAN = 1546300800, 5 * 365 * DAY
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,22 @@ def add_months(when: datetime, months: int) -> datetime:
     year, month0 = divmod(when.year * 12 + when.month - 1 + months, 12)
     day = min(when.day, calendar.monthrange(year, month0 + 1)[1])
     return when.replace(year=year, month=month0 + 1, day=day)
+
+
+def _digest(seed: int, key: tuple[str, ...]) -> bytes:
+    """12 bytes that depend on the seed and the key only (JSON keeps the parts apart)."""
+    text = json.dumps([seed, *key], separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=12, person=b"retention-sim").digest()
+
+
+def stable_object_id(seed: int, *key: str) -> str:
+    """An ObjectId-shaped id that is a pure function of the seed and the key.
+
+    The first 8 hex digits, an ObjectId's creation time, are a time in 2019-2023 (fixed, not
+    the clock's); the other 16 are the rest of the hash."""
+    digest = _digest(seed, key)
+    epoch = STABLE_ID_EPOCH + int.from_bytes(digest[:4], "big") % STABLE_ID_SPAN
+    return f"{epoch:08x}{digest[4:].hex()}"
 
 
 Row = tuple[int, datetime, datetime | None]  # epoch seconds, created, expires
@@ -117,23 +153,45 @@ def _plan(now: datetime, days: int) -> _Plan:
 
 
 class FleetBuilder:
-    """Builds one fleet from one random generator, so the call order fixes every value."""
+    """Builds one fleet: ids of projects, clusters, hosts and alerts from the seed and their
+    keys (``stable_id``), everything else from one random generator, so the call order fixes
+    every other value."""
 
     def __init__(self, seed: int, now: datetime, base_url: str) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)  # noqa: S311 - repeatable on purpose, not a secret
         self.now, self.base_url, self.fleet = to_utc(now), base_url.rstrip("/"), Fleet()
         self.seen: set[str] = set()
         self.shards: dict[str, list[SimCluster]] = {}
         self.plans: dict[int, _Plan] = {}
 
-    def new_id(self, epoch: int | None = None) -> str:
-        if epoch is None:
-            epoch = int(self.now.timestamp()) - self.rng.randint(30 * DAY, 900 * DAY)
+    def stable_id(self, *key: str) -> str:
+        """The id of the thing ``key`` names: a function of the seed and the key, not of the
+        clock. A key asked for again (two projects of one name in a file), or a hash that is
+        taken, gets the next variant, so ids stay unique and still follow the definition."""
+        variant = 0
+        while True:
+            new = stable_object_id(self.seed, *key, *([f"#{variant}"] if variant else []))
+            if new not in self.seen:
+                self.seen.add(new)
+                return new
+            variant += 1
+
+    def shard_count(self, project: SimProject, name: str) -> int:
+        """2 or 3 shards for a generated sharded cluster, from the seed and its name only."""
+        return 2 + _digest(self.seed, ("shards", project.id, name))[0] % 2
+
+    def snapshot_id(self, epoch: int) -> str:
+        """A snapshot id: its creation's epoch seconds, then 64 bits from the generator."""
         while True:
             new = f"{epoch & 0xFFFFFFFF:08x}{self.rng.getrandbits(64):016x}"
             if new not in self.seen:
                 self.seen.add(new)
                 return new
+
+    def host_id(self, project: SimProject, hostname: str, port: int) -> str:
+        """The id of a host, from its project, hostname and port."""
+        return self.stable_id("host", project.id, hostname, str(port))
 
     def link(self, *segments: str) -> dict[str, str]:
         path = "/".join(quote(s, safe="") for s in segments)
@@ -143,7 +201,7 @@ class FleetBuilder:
         return format_timestamp(self.now - timedelta(seconds=seconds))
 
     def project(self, name: str, pid: str | None = None) -> SimProject:
-        project = SimProject(pid or self.new_id(), name)
+        project = SimProject(pid or self.stable_id("project", name), name)
         self.fleet.projects[project.id] = project
         return project
 
@@ -157,19 +215,22 @@ class FleetBuilder:
         snapshots are the sharded cluster's own."""
         kind = "REPLICA_SET" if shards is None else "SHARDED_REPLICA_SET"
         rs = None if shards is not None else rs_name or name
-        cluster = SimCluster(cid or self.new_id(), project.id, name, kind, rs)
+        cid = cid or self.stable_id("cluster", project.id, name)
+        cluster = SimCluster(cid, project.id, name, kind, rs)
         cluster.shard_names = list(shards or [])
         project.clusters[cluster.id] = cluster
         entries = [
-            SimCluster(self.new_id(), project.id, name, replica_set_name=s, shard_name=s)
+            SimCluster(self.stable_id("shard", project.id, name, s), project.id, name,
+                       replica_set_name=s, shard_name=s)
             for s in cluster.shard_names
-        ]
+        ]  # fmt: skip
         project.clusters.update((e.id, e) for e in entries)
         self.shards[cluster.id] = entries
         if shards:
             cluster.listed_shard_name = shards[0]
+            config_id = self.stable_id("config", project.id, name)
             config = SimCluster(
-                self.new_id(), project.id, name, CONFIG_REPLICA_SET, replica_set_name=f"{name}-cfg"
+                config_id, project.id, name, CONFIG_REPLICA_SET, replica_set_name=f"{name}-cfg"
             )
             project.clusters[config.id] = config
         return cluster
@@ -216,7 +277,7 @@ class FleetBuilder:
         incomplete = rng.random() < 0.3
         out: list[SimSnapshot] = []
         for epoch, created, expires in rows:
-            snapshot = SimSnapshot(self.new_id(epoch), created, expires=expires)
+            snapshot = SimSnapshot(self.snapshot_id(epoch), created, expires=expires)
             if rng.random() < 0.01 and expires and expires > now:  # not those awaiting deletion
                 snapshot.do_not_delete, snapshot.expires = True, None
             if cluster.sharded:
@@ -234,22 +295,24 @@ class FleetBuilder:
             cluster.snapshots, cluster.index = out, {s.id: s for s in out}
 
     def config_server(self, project: SimProject, number: int) -> None:
-        host = SimHost(self.new_id(), project.id, f"cfg{number}.legacy.example.net", 27019)
+        hostname = f"cfg{number}.legacy.example.net"
+        host = SimHost(self.host_id(project, hostname, 27019), project.id, hostname, 27019)
         midnight = int(self.now.timestamp()) // DAY * DAY
         for epoch in range(midnight, midnight - self.rng.randint(12, 20) * DAY, -DAY):
             created = datetime.fromtimestamp(epoch, UTC)
             # A 7-day schedule; older snapshots predate it and were kept with no expiry.
             expires: datetime | None = created + timedelta(days=7)
             expires = expires if expires and expires > self.now else None
-            host.add(SimSnapshot(self.new_id(epoch), created, expires=expires))
+            host.add(SimSnapshot(self.snapshot_id(epoch), created, expires=expires))
         project.hosts[host.id] = host
 
     def alert(self, project: SimProject, given: dict[str, Any]) -> None:
         """Store an alert in wire form, filling in the fields every alert has."""
-        aid = given.get("id") or self.new_id()
+        aid = given.get("id") or self.stable_id("alert", project.id, str(len(project.alerts)))
+        config_id = given.get("alertConfigId") or self.stable_id("alert-config", project.id, aid)
         created = given.get("created") or self.ago(self.rng.randint(5 * 60, 3 * DAY))
         project.alerts[aid] = {
-            "id": aid, "groupId": project.id, "alertConfigId": self.new_id(),
+            "id": aid, "groupId": project.id, "alertConfigId": config_id,
             "created": created, "updated": given.get("resolved", created),
             "links": [self.link("groups", project.id, "alerts", aid)], **given,
         }  # fmt: skip
@@ -262,7 +325,8 @@ class FleetBuilder:
         )
         names = [c.replica_set_name for c in sets if c.replica_set_name]  # shards last
         hosts = [
-            SimHost(self.new_id(), project.id, f"{rs}-{n}.example.net", 27017, role, rs)
+            SimHost(self.host_id(project, f"{rs}-{n}.example.net", 27017), project.id,
+                    f"{rs}-{n}.example.net", 27017, role, rs)
             for rs in names[:2] for n, role in enumerate(("REPLICA_PRIMARY", "REPLICA_SECONDARY"))
         ]  # fmt: skip
         project.hosts.update((h.id, h) for h in hosts)
@@ -318,7 +382,7 @@ def generate(
         name = shape.cluster_names[i] if i < len(shape.cluster_names) else f"rs-{i:04d}"
         shards = None
         if step and i % step == 0 and i // step < shape.sharded:
-            shards = [f"{name}-shard{k}" for k in range(b.rng.choice((2, 3)))]
+            shards = [f"{name}-shard{k}" for k in range(b.shard_count(project, name))]
             legacy = project  # the legacy config servers join the last sharded setup
         cluster = b.cluster(project, name, shards)
         days = shape.six_hourly_days

@@ -29,6 +29,9 @@ absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+
              created: "now-2d", resolved: "now-1d"}
 
 ``missingShards`` lists shard names; the API's missing-shard documents are filled in.
+Ids left out are filled in as fleet.py describes: project, cluster, shard, host and alert ids
+from the seed and the names (the same on every run, whatever the clock), snapshot ids from
+their creation time and the seed.
 """
 
 from __future__ import annotations
@@ -254,7 +257,8 @@ def load_fleet_file(
             for s in c.snapshots:
                 cluster.add(_snapshot(b, s, cluster))
         for h in p.hosts:
-            host = SimHost(h.id or b.new_id(), project.id, h.hostname, h.port, h.type_name)
+            hid = h.id or b.host_id(project, h.hostname, h.port)
+            host = SimHost(hid, project.id, h.hostname, h.port, h.type_name)
             host.replica_set_name = h.replica_set_name
             for s in h.snapshots:
                 host.add(_snapshot(b, s, None))
@@ -272,7 +276,7 @@ def load_fleet_file(
 
 def _snapshot(b: FleetBuilder, s: _Snapshot, cluster: SimCluster | None) -> SimSnapshot:
     snapshot = SimSnapshot(
-        s.id or b.new_id(int(s.created.timestamp())), s.created, s.increment, s.complete,
+        s.id or b.snapshot_id(int(s.created.timestamp())), s.created, s.increment, s.complete,
         s.do_not_delete, s.expires,
     )  # fmt: skip
     if cluster is not None and cluster.sharded:
