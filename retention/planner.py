@@ -35,6 +35,13 @@ from retention.sharding import Shard
 
 log = logging.getLogger("retention.planner")
 
+# The plan's notice when it has a legacy config server (the client logs no warning: there
+# is nothing to act on, and the plan and its report say it once).
+CONFIG_SERVER_NOTICE = (
+    "Legacy config-server snapshots come from deprecated endpoints (mirrored config "
+    "servers, database versions before 3.4): their decisions are advisory and never sent."
+)
+
 
 @dataclass(frozen=True)
 class PolicyView:
@@ -137,6 +144,7 @@ def make_plan(
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []  # outside any one cluster: plan.json's top-level errors
     warnings: list[str] = []
+    notices: list[str] = []  # facts, not warnings: nothing to act on
     walk_errors: list[str] = []  # each also in its cluster's entry
     with decisions_to.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
@@ -170,6 +178,8 @@ def make_plan(
                     errors.append(f"project {wanted.project_id}: discovery failed: {error}")
                     continue
                 targets += [t for t in found.targets if shard is None or shard.owns(t.cluster_id)]
+            if any(t.kind == "config-server" for t in targets):
+                notices.append(CONFIG_SERVER_NOTICE)
             # One walk across every project, so no project's start waits for the last one's end.
             for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
                 t = walk.target
@@ -191,7 +201,7 @@ def make_plan(
             builder.service_version = client.service_version
             partial = plan_path.with_name(plan_path.name + ".partial")
             with partial.open("wb", buffering=WRITE_BUFFER) as out:
-                head = builder.write(out, errors, warnings)
+                head = builder.write(out, errors, warnings, notices)
             partial.replace(plan_path)  # readers never see half a plan
         finally:
             builder.close()

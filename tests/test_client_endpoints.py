@@ -136,10 +136,11 @@ def test_forced_invalid_patch_is_refused_without_sending(
     assert fake.seen == []
 
 
-def test_config_server_snapshots_list_and_get_warn_once(
+def test_config_server_snapshots_list_and_get_note_the_deprecation_once(
     fake: FakeApi, client: OpsManagerClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Config-server list and get work and log the deprecation warning once per client."""
+    """Config-server list and get work and note the deprecation once per client, at debug
+    level: not a warning (the plan's notices say it)."""
     cs = snapshot(
         "cs1",
         namespaceFilterList=[{"filterList": [], "filterType": "denyList"}],
@@ -147,7 +148,7 @@ def test_config_server_snapshots_list_and_get_warn_once(
     )
     fake.route("GET", f"/groups/{P}/hosts/h1/snapshots", paged([cs]))
     fake.answer("GET", f"/groups/{P}/hosts/h1/snapshots/cs1", cs)
-    caplog.set_level(logging.WARNING, logger="retention.api")
+    caplog.set_level(logging.DEBUG, logger="retention.api")
 
     listed = client.list_config_server_snapshots(P, "h1").collect()
     single = client.get_config_server_snapshot(P, "h1", "cs1")
@@ -155,8 +156,8 @@ def test_config_server_snapshots_list_and_get_warn_once(
 
     assert [s.id for s in listed] == ["cs1"]
     assert single.parts[0].host_id == "h1"
-    deprecations = [r for r in caplog.records if "deprecated" in r.getMessage()]
-    assert len(deprecations) == 1
+    deprecations = [r.levelname for r in caplog.records if "deprecated" in r.getMessage()]
+    assert deprecations == ["DEBUG"]
 
 
 @pytest.mark.parametrize(("status", "sent"), [(None, None), ("OPEN", "OPEN")])

@@ -173,4 +173,4 @@ def test_tls_failure_is_a_tls_error(base_url: str) -> None:
         api.get_snapshot("p1", "c1", "s1")
 
     assert info.value.exit_code == EXIT_UNREACHABLE
-    assert "TLS failed" in str(info.value)
+    assert "does not answer TLS" in str(info.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -157,3 +158,23 @@ def closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+@contextmanager
+def serve_tls(state: WireState, context: ssl.SSLContext) -> Iterator[str]:
+    """Run the wire server behind TLS on a free loopback port (``context``: a server
+    context holding its certificate); yield its https base URL; stop it afterwards."""
+    server = ThreadedServer(("127.0.0.1", 0), _Handler)
+    server.payload = state
+    # The handshake happens at accept; one the client refuses is an OSError the server
+    # drops (socketserver's accept loop), so the next connection is served as usual.
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        yield f"https://{host!s}:{port}{BASE_PATH}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -15,17 +15,19 @@ from __future__ import annotations
 import json
 import logging
 import re
+import ssl
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 from pydantic import TypeAdapter, ValidationError
-from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+from urllib3.exceptions import InsecureRequestWarning, MaxRetryError, ReadTimeoutError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from retention.api import models
@@ -49,6 +51,8 @@ from retention.api.transport import (
     Timeouts,
     TLSConfig,
     build_session,
+    calling,
+    connection_failure,
     is_stale_challenge,
 )
 from retention.errors import (
@@ -177,6 +181,8 @@ class OpsManagerClient:
         self._lock = threading.Lock()
         if not self.tls.verify:
             log.warning("TLS verification is off (verify_tls: false): answers can be forged")
+            # Said once, above: not again by urllib3 for every request, as raw text.
+            warnings.filterwarnings("ignore", category=InsecureRequestWarning)
         self.stats = ApiStats()
         self._session = build_session(
             credentials, retry=self.retry, tls=self.tls, pool_size=pool_size, stats=self.stats
@@ -272,11 +278,13 @@ class OpsManagerClient:
         return self._parse(endpoint, answer, _CONFIG_SERVER_SNAPSHOT)
 
     def _warn_config_server_deprecated(self) -> None:
+        # Nothing to act on, so no warning: a plan with config servers says it once, in
+        # its notices and the report's config-server section (retention.planner).
         with self._lock:
             if self._config_server_warned:
                 return
             self._config_server_warned = True
-        log.warning(
+        log.debug(
             "the config-server snapshot endpoints are deprecated (legacy mirrored config "
             "servers, database versions before 3.4); their decisions are advisory only"
         )
@@ -356,14 +364,19 @@ class OpsManagerClient:
             self._limiter.wait()
             self.stats.count_request()
             try:
-                response = self._session.request(
-                    endpoint.method,
-                    url,
-                    params=query,
-                    json=body,
-                    timeout=self.timeouts.as_requests(),
-                )
-                raw = response.content
+                with calling(name):
+                    response = self._session.request(
+                        endpoint.method,
+                        url,
+                        params=query,
+                        json=body,
+                        timeout=self.timeouts.as_requests(),
+                        # Per request: requests lets REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE
+                        # (set in many images) override the session's, so api.ca_bundle
+                        # was silently ignored wherever one of them was set.
+                        verify=self.tls.requests_verify(),
+                    )
+                    raw = response.content
             except requests.exceptions.RequestException as exc:
                 raise self._transport_error(exc, name, request) from None
             if not is_stale_challenge(response) or attempt == STALE_RETRIES:
@@ -384,7 +397,7 @@ class OpsManagerClient:
         cause = _urllib3_cause(exc)
         if isinstance(exc, requests.exceptions.SSLError) or isinstance(cause, Urllib3SSLError):
             return TLSError(
-                f"TLS failed: {_first_line(exc)} (check ca_bundle, or the server's certificate)",
+                describe_tls_failure(exc, self.base_url, self.tls),
                 endpoint=name,
                 request=request,
             )
@@ -394,8 +407,9 @@ class OpsManagerClient:
                 endpoint=name,
                 request=request,
             )
+        described = connection_failure(cause, _host_port(self.base_url))
         return ConnectError(
-            f"cannot reach the API at {self.base_url}: {_first_line(exc)}",
+            f"cannot reach the API at {self.base_url}: {described or _first_line(exc)}",
             endpoint=name,
             request=request,
         )
@@ -656,6 +670,119 @@ def _describe_invalid(answer: _Answer, exc: ValidationError) -> str:
     )
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return f"the answer does not have the documented shape: {shown}{more}"
+
+
+# OpenSSL's words for a handshake answered by something that does not speak TLS (an
+# HTTP server answers the ClientHello with "HTTP/1.1 400"): 1.1/3.0 say wrong version
+# number, 3.2 and later record layer failure; packet length too long and http request are
+# older spellings.
+_NOT_TLS = (
+    "wrong_version_number",
+    "wrong version number",
+    "record layer failure",
+    "record_layer_failure",
+    "packet length too long",
+    "packet_length_too_long",
+    "http_request",
+    "unknown protocol",
+)
+# X509 verify codes (openssl/x509_vfy.h) of a certificate whose chain we do not trust.
+_UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21, 27})
+_EXPIRED_CODE = 10
+_NOT_YET_VALID_CODE = 9
+# Host name, e-mail and IP address mismatch.
+_MISMATCH_CODES = frozenset({62, 63, 64})
+
+
+def describe_tls_failure(  # noqa: PLR0911 - one return per kind of failure
+    exc: BaseException, base_url: str, tls: TLSConfig
+) -> str:
+    """What a TLS failure means and what to do about it, in one line: a server that does
+    not speak TLS, a certificate we do not trust, one for another name, an expired one."""
+    where = _host_port(base_url)
+    found = _ssl_error(exc)
+    detail = _ssl_detail(found) if found is not None else _first_line(exc)
+    lowered = " ".join(str(e) for e in _chain(exc)).lower()
+    code = getattr(found, "verify_code", None)
+    if isinstance(found, ssl.SSLCertVerificationError) or code is not None:
+        if code in _MISMATCH_CODES or "mismatch" in lowered or "doesn't match" in lowered:
+            return (
+                f"the TLS certificate of {where} is for another name ({detail}): use the name "
+                "in the certificate in api.base_url, or have the certificate fixed"
+            )
+        if code == _EXPIRED_CODE or "certificate has expired" in lowered:
+            return (
+                f"the TLS certificate of {where} has expired ({detail}): the server needs a "
+                "renewed certificate (check this host's clock too)"
+            )
+        if code == _NOT_YET_VALID_CODE or "not yet valid" in lowered:
+            return (
+                f"the TLS certificate of {where} is not valid yet ({detail}): check this "
+                "host's clock, and the server's certificate"
+            )
+        if code in _UNTRUSTED_CODES or "certificate_verify_failed" in lowered:
+            bundle = (
+                f"api.ca_bundle ({tls.ca_bundle}) does not hold the CA that signed it: point it "
+                "at that CA's PEM file"
+                if tls.ca_bundle
+                else "set api.ca_bundle to the PEM file of the CA that signed it"
+            )
+            return f"the TLS certificate of {where} is not trusted ({detail}): {bundle}"
+    if any(marker in lowered for marker in _NOT_TLS):
+        return (
+            f"{where} does not answer TLS ({detail}): if it serves plain HTTP, use http:// in "
+            "api.base_url; otherwise check the port"
+        )
+    if "eof" in lowered or "connection reset" in lowered:
+        return (
+            f"{where} closed the connection during the TLS handshake ({detail}): check the "
+            "port, and that it serves HTTPS (a proxy may refuse this host)"
+        )
+    return f"TLS failed with {where}: {detail} (check api.ca_bundle, or the server's certificate)"
+
+
+def _host_port(base_url: str) -> str:
+    """ "host:port" of a base URL, the scheme's port when it names none."""
+    parts = urlsplit(base_url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default = 443 if parts.scheme == "https" else 80
+    return f"{parts.hostname or base_url}:{port or default}"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, its causes, contexts, arguments and urllib3 reasons, each once."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 32:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        linked = [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        linked += list(current.args)
+        todo += [e for e in linked if isinstance(e, BaseException)]
+
+
+def _ssl_error(exc: BaseException) -> ssl.SSLError | None:
+    """The ssl module's error behind a requests or urllib3 one (the most specific)."""
+    found = [e for e in _chain(exc) if isinstance(e, ssl.SSLError)]
+    verify = [e for e in found if isinstance(e, ssl.SSLCertVerificationError)]
+    return (verify or found or [None])[0]
+
+
+def _ssl_detail(error: ssl.SSLError) -> str:
+    """OpenSSL's reason in words: "self-signed certificate", "wrong version number"."""
+    message = getattr(error, "verify_message", None)
+    if message:
+        return str(message).rstrip(".")
+    reason = getattr(error, "reason", None)
+    if reason:
+        return str(reason).replace("_", " ").lower()
+    return _first_line(error)
 
 
 def _urllib3_cause(exc: BaseException) -> BaseException | None:

@@ -12,15 +12,26 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import requests
 from pydantic import SecretStr
 from requests.adapters import HTTPAdapter
 from requests.auth import HTTPDigestAuth
-from urllib3.exceptions import InvalidHeader, MaxRetryError, ResponseError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    InvalidHeader,
+    MaxRetryError,
+    NameResolutionError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    ResponseError,
+)
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
@@ -29,6 +40,81 @@ from retention import __version__
 log = logging.getLogger("retention.api")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+# The endpoint (``GET /groups/{PROJECT-ID}/clusters``) each thread is calling: urllib3 retries
+# inside the request, on the caller's thread, and its Retry object knows only the URL.
+_calling = threading.local()
+
+
+@contextmanager
+def calling(endpoint: str) -> Iterator[None]:
+    """Name the endpoint this thread is about to call, for the retry log lines."""
+    before = getattr(_calling, "endpoint", None)
+    _calling.endpoint = endpoint
+    try:
+        yield
+    finally:
+        _calling.endpoint = before
+
+
+def _request_name(method: str | None, url: str | None) -> str:
+    """The endpoint being called, or the method and the URL's path (never its query, and
+    never a header: no credential can reach a log line)."""
+    endpoint = getattr(_calling, "endpoint", None)
+    if endpoint:
+        return str(endpoint)
+    return f"{method or 'request'} {urlsplit(url or '').path or '/'}"
+
+
+def _where(pool: Any) -> str:
+    """A connection pool's "host:port" ("" when unknown)."""
+    host, port = getattr(pool, "host", None), getattr(pool, "port", None)
+    if not host:
+        return ""
+    return f"{host}:{port}" if port else str(host)
+
+
+def retry_reason(
+    response: BaseHTTPResponse | None, error: BaseException | None, pool: Any = None
+) -> str:
+    """Why a request is tried again, in words: "HTTP 503", "connection refused
+    (127.0.0.1:9)", "no connection within the connect timeout (10.0.0.1:8443)"."""
+    if response is not None and response.status:
+        return f"HTTP {response.status}"
+    described = connection_failure(error, _where(pool))
+    if described is not None:
+        return described
+    return type(error).__name__ if error is not None else "no answer"
+
+
+def connection_failure(  # noqa: PLR0911 - one return per kind of failure
+    error: BaseException | None, where: str = ""
+) -> str | None:
+    """A failed connection or exchange in words ("connection refused (127.0.0.1:9)",
+    "connection reset (om.example.com:8443)"), or None for an error of another kind."""
+    at = f" ({where})" if where else ""
+    if isinstance(error, NameResolutionError):
+        return f"host name not found{at}"
+    if isinstance(error, NewConnectionError):
+        cause = error.__cause__ or error.__context__
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(error).lower():
+            return f"connection refused{at}"
+        return f"cannot connect{at}: {_cause_text(cause or error)}"
+    if isinstance(error, ConnectTimeoutError):
+        return f"no connection within the connect timeout{at}"
+    if isinstance(error, ReadTimeoutError):
+        return f"no answer within the read timeout{at}"
+    if isinstance(error, ProtocolError):
+        inner = next((a for a in error.args if isinstance(a, BaseException)), None)
+        if isinstance(inner, ConnectionResetError):
+            return f"connection reset{at}"
+        return f"connection closed without an answer{at}"
+    return None
+
+
+def _cause_text(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
 
 
 class ApiStats:
@@ -177,26 +263,45 @@ class BoundedRetry(Retry):
         if wait is None:
             wait = self.policy.backoff(attempt)
         elapsed = time.monotonic() - started
+        name = _request_name(method, url)
+        why = retry_reason(response, error, _pool)
+        fields: dict[str, Any] = {
+            "endpoint": name,
+            "path": urlsplit(url or "").path or None,
+            "reason": why,
+            "status": response.status if response is not None and response.status else None,
+            "attempt": attempt + 1,
+            "attempts": self.policy.retries + 1,
+            "waitSeconds": round(wait, 3),
+        }
         if elapsed + wait > self.policy.max_total_seconds:
             reason = (
                 f"retry time budget of {self.policy.max_total_seconds:g}s spent "
                 f"(waited {elapsed:.1f}s, next wait {wait:.1f}s)"
             )
-            log.warning("giving up on %s %s after %d tries: %s", method, url, attempt, reason)
+            log.warning(
+                "giving up on %s after %s, %d tries: %s",
+                name,
+                why,
+                attempt,
+                reason,
+                extra={"fields": {**fields, "event": "retry-budget-spent"}},
+            )
             raise MaxRetryError(_pool, url or "", error or ResponseError(reason))
         new.started = started
         new.planned_wait = wait
         if self.stats is not None:
             self.stats.count_retry()
-        status = response.status if response is not None else None
-        log.info(
-            "retrying %s %s in %.1fs (try %d of %d): %s",
-            method,
-            url,
-            wait,
+        # One line per retry (urllib3's own "Retrying (Retry(...))" warning is dropped by
+        # retention.logs.configure).
+        log.warning(
+            "retrying %s after %s, attempt %d of %d, in %.1fs",
+            name,
+            why,
             attempt + 1,
             self.policy.retries + 1,
-            f"HTTP {status}" if status else type(error).__name__,
+            wait,
+            extra={"fields": {**fields, "event": "retry"}},
         )
         return new
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,8 +22,11 @@ def load(ctx: click.Context, *, require_credentials: bool = True) -> Any:
     from retention.config import load_config
 
     loaded = load_config(ctx.obj["config_path"], require_credentials=require_credentials)
+    log = logging.getLogger("retention.config")
     for warning in loaded.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        # "warning: ..." as ever on a terminal; a JSON object in json mode (retention.logs).
+        text, fields = f"warning: {warning}", {"event": "config-warning"}
+        log.warning("%s", warning, extra={"text": text, "fields": fields})
     return loaded
 
 

@@ -220,6 +220,10 @@ class PlanHead(TypedDict):
     unusedPolicies: list[str]
     summary: Summary
     clusters: list[ClusterEntry]
+    # Facts about the plan worth knowing that ask nothing of anyone (its config-server
+    # decisions come from deprecated endpoints and are advisory): not warnings. Optional:
+    # plans written before it was added still read.
+    notices: NotRequired[list[str]]
     # What discovery could not place (a shard whose cluster is not listed, a typeName we do
     # not know): not failures, but worth a look.
     warnings: list[str]
@@ -240,8 +244,9 @@ CHANGE = TypeAdapter(Change)
 DECISION = TypeAdapter(DecisionRecord)
 DOCUMENT = TypeAdapter(PlanDocument)
 # The file's order of members: the head's, with the lists before "errors".
-_ORDER = [k for k in PlanHead.__annotations__ if k not in ("warnings", "errors")]
-_ORDER += [*LISTS, "warnings", "errors"]
+_TAIL = ("notices", "warnings", "errors")
+_ORDER = [k for k in PlanHead.__annotations__ if k not in _TAIL]
+_ORDER += [*LISTS, *_TAIL]
 
 
 def generated_schema() -> dict[str, Any]:
@@ -296,7 +301,8 @@ def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[byte
             out.write(b"  " + orjson.dumps(key) + b": ")
             _write_list(out, lists.get(key, ()))
         else:
-            out.write(_member(key, members[key]))
+            # An optional member a head read from an older plan lacks is written empty.
+            out.write(_member(key, members.get(key, []) if key == "notices" else members[key]))
     out.write(b"\n}\n")
 
 
@@ -505,7 +511,12 @@ class PlanBuilder:
         for spool in self._spools.values():
             spool.close()
 
-    def head(self, errors: list[str] | None = None, warnings: list[str] | None = None) -> PlanHead:
+    def head(
+        self,
+        errors: list[str] | None = None,
+        warnings: list[str] | None = None,
+        notices: list[str] | None = None,
+    ) -> PlanHead:
         """The plan without its changes, held and advisory lists (what summaries need)."""
         return {
             "format": FORMAT,
@@ -527,15 +538,20 @@ class PlanBuilder:
             ),
             "summary": self.summary(),
             "clusters": self.clusters,
+            "notices": notices or [],
             "warnings": warnings or [],
             "errors": errors or [],
         }
 
     def write(
-        self, out: IO[bytes], errors: list[str] | None = None, warnings: list[str] | None = None
+        self,
+        out: IO[bytes],
+        errors: list[str] | None = None,
+        warnings: list[str] | None = None,
+        notices: list[str] | None = None,
     ) -> PlanHead:
         """Write the plan file and return its head."""
-        head = self.head(errors, warnings)
+        head = self.head(errors, warnings, notices)
         for spool in self._spools.values():
             spool.seek(0)
         write_plan(out, head, self._spools)

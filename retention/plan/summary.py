@@ -60,7 +60,7 @@ def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> lis
 
 
 def _totals(document: Mapping[str, Any]) -> list[str]:
-    """What the plan does in all, what holds it, its errors and warnings."""
+    """What the plan does in all, what holds it, its notes, errors and warnings."""
     lines: list[str] = []
     by_action = document["summary"]["byAction"]
     plan_line = ", ".join(f"{by_action.get(a, 0)} to {a}" for a in ACTIONS)
@@ -83,6 +83,8 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
             f"Advisory: {by_action['advisory']} changes on legacy config servers "
             "(no API to apply them)."
         )
+    # Notices are facts, not warnings (nothing to act on): said once, as a note.
+    lines.extend(f"  note {notice}" for notice in document.get("notices", []))
     approvable = []
     for cluster in document["clusters"]:
         for hold in cluster["holds"]:
