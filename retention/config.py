@@ -141,7 +141,7 @@ class AlertsSettings(_Settings):
 
 
 class RetentionConfig(_Settings):
-    """The retention.yaml file (DESIGN.md section 7)."""
+    """The retention.yaml file (docs/configuration.md in the retention repository)."""
 
     api: ApiSettings
     targets: list[Target] = Field(min_length=1)
@@ -612,6 +612,23 @@ def render_config(loaded: LoadedConfig) -> str:
     header += [f"# warning: {warning}" for warning in loaded.warnings]
     body = [f"{text.ljust(width)}# {source}" if source else text for text, source in lines]
     return "\n".join(header + body) + "\n"
+
+
+def config_document(loaded: LoadedConfig) -> dict[str, Any]:
+    """`config show --format json`: the effective settings, where each came from, and the
+    credentials as set or not (the private key never, not even in part)."""
+    creds = loaded.credentials
+    return {
+        "command": "config show",
+        "path": str(loaded.path),
+        "config": loaded.config.model_dump(mode="json"),
+        "sources": dict(sorted(loaded.sources.items())),
+        "credentials": {
+            "publicKey": creds.public_key if creds else None,
+            "privateKey": REDACTED if creds else None,
+        },
+        "warnings": list(loaded.warnings),
+    }
 
 
 def config_json_schema() -> dict[str, Any]:

@@ -70,8 +70,12 @@ class JobResult:
 
     @property
     def held(self) -> bool:
-        """A safety gate held destructive changes."""
-        return bool(self.document["summary"]["clustersHeld"])
+        """A safety gate held destructive changes that no --approve let through."""
+        approved = self.approval.clusters if self.approval is not None else frozenset()
+        return any(
+            c["holds"] and (c["projectId"], c["clusterId"]) not in approved
+            for c in self.document["clusters"]
+        )
 
 
 def run_job(

@@ -304,3 +304,25 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
     assert gauges["retention_last_run_exit_code"] == 3
     assert gauges["retention_bytes_held"] == summary["bytesHeld"] > 0
     assert gauges["retention_bytes_given_back"] == summary["bytesGivenBack"]
+
+
+def test_approving_every_held_cluster_ends_the_hold(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When --approve-all lets every held cluster through, nothing is held any more: the
+    apply exits 0, not 3 (the plan itself still records its holds)."""
+    configure(folder, sim.base_url)
+    policy = folder / "policies" / "everything.yaml"
+    policy.write_text(
+        policy.read_text().replace("max_expire_fraction: 1.0", "max_expire_fraction: 0.1")
+        + "  hold_on_alerts: []\n"
+    )
+    assert retention("plan", "--out", "plan.json") == 3
+    held = json.loads((folder / "plan.json").read_text())["summary"]["clustersHeld"]
+
+    code = retention("apply", "plan.json", "--approve-all")
+
+    out = capsys.readouterr().out
+    assert held >= 1
+    assert code == 0
+    assert "Approved:" in out

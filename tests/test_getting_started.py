@@ -178,3 +178,24 @@ def test_apply_takes_a_run_folder_for_its_plan(
     assert code in (0, 3)
     assert "Applied: applied " in out
     assert sim.admin("counters")["patches"] > 0
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("30m", "'30m': give hours or days, e.g. 6h or 2d"),
+        ("1y", "'1y': give hours or days, e.g. 6h or 2d"),
+        ("0h", "must be more than 0, e.g. 6h"),
+    ],
+)
+def test_max_age_takes_hours_or_days_and_more_than_nothing(
+    folder: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    """--max-age 30m would be 30 months and 0h would refuse every plan: both are usage
+    errors (exit 2) before the plan or the configuration is read."""
+    (folder / "plan.json").write_text("{}")
+
+    code, _, err = run(capsys, "apply", "plan.json", "--max-age", value)
+
+    assert code == 2
+    assert message in err

@@ -175,3 +175,22 @@ def test_a_policy_that_matches_nothing_is_a_warning_in_the_plan_summary_and_metr
     assert "warning 4 unmanaged (no policy matches, never changed): " in out
     assert got[("retention_policies_unused", ())] == 1
     assert got[("retention_clusters_unmanaged", ())] == 4
+
+
+def test_an_internal_error_still_writes_exit_code_1(
+    sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that dies of a bug writes exit code 1, so the gauge does not keep showing the
+    previous run's success."""
+    metrics = tmp_path / "retention.prom"
+    path = config(tmp_path, sim.base_url)
+    cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
+
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("retention.jobs.run_job", broken)
+    code = cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
+
+    assert code == 1
+    assert samples(metrics)[("retention_last_run_exit_code", ())] == 1

@@ -5,8 +5,10 @@ Exit codes: 0 done; 1 finished with failures; 2 bad usage, configuration or poli
 sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5 cannot reach
 or authenticate to the API (nothing sent).
 
-Commands live by subject in planning.py, running.py and simulating.py; each module adds its
-commands to the ``cli`` group defined here when it is imported below.
+Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
+schema, config, doctor), running.py (run, apply, demo) and simulating.py; each adds its
+commands to the ``cli`` group defined here when it is imported below. ending.py is how a run
+ends (summary, JSON, metrics), explaining.py what explain prints, output.py --format json.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 import click
 
 from retention import __version__, logs
-from retention.errors import EXIT_FAILURES, EXIT_USAGE, ConfigError, RetentionError
+from retention.errors import EXIT_FAILURES, EXIT_USAGE, ApiError, ConfigError, RetentionError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -62,10 +64,25 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool, log_format: st
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     ctx.obj["config_path"] = config_path
+    ctx.obj["log_format"] = log_format
     logs.configure(debug=debug, log_format=log_format)
 
 
-def _report(error: RetentionError) -> None:
+def _report(error: RetentionError, *, as_json: bool = False) -> None:
+    """Say what ended the command: "error: ..." (and its problems) on stderr, or in json
+    mode one fatal event with the exit code, the problems and the endpoint and status."""
+    if as_json:
+        problems = list(error.problems) if isinstance(error, ConfigError) else None
+        api = error if isinstance(error, ApiError) else None
+        logs.fatal(
+            str(error),
+            exit_code=error.exit_code,
+            errorType=type(error).__name__,
+            problems=problems,
+            endpoint=api.endpoint if api is not None else None,
+            status=api.status if api is not None else None,
+        )
+        return
     click.echo(f"error: {error}", err=True)
     if isinstance(error, ConfigError):
         for problem in error.problems:
@@ -73,30 +90,60 @@ def _report(error: RetentionError) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code; errors become messages, never tracebacks."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    """Run the CLI and return its exit code; errors become messages, never tracebacks.
+
+    With the json log format (``--log-format json`` or RETENTION_LOG_FORMAT=json) every
+    error is one JSON object line on stderr (logs.fatal), usage errors included."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    # As click reads the flag: --debug anywhere, or RETENTION_DEBUG=1 (true, yes, on).
+    env_debug = os.environ.get("RETENTION_DEBUG", "").strip().lower()
+    debug = "--debug" in args or env_debug in {"1", "true", "t", "yes", "y", "on"}
+    as_json = logs.requested_format(args, os.environ) == "json"
+
+    def say(message: str, code: int, kind: str) -> int:
+        if as_json:
+            logs.fatal(message, exit_code=code, errorType=kind)
+        else:
+            click.echo(message, err=True)
+        return code
+
     try:
         result = cli.main(args=argv, prog_name="retention", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return EXIT_FAILURES
+        # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
+        return say("interrupted", 130, "KeyboardInterrupt")
     except click.ClickException as exc:
-        exc.show()
-        return EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+        if as_json:
+            usage = exc.ctx.get_usage() if isinstance(exc, click.UsageError) and exc.ctx else None
+            logs.fatal(
+                exc.format_message(), exit_code=code, errorType=type(exc).__name__, usage=usage
+            )
+        else:
+            exc.show()
+        return code
     except RetentionError as exc:
-        _report(exc)
+        _report(exc, as_json=as_json)
         return exc.exit_code
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        return 130
+        return say("interrupted", logs.EXIT_INTERRUPTED, "KeyboardInterrupt")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        if debug:
-            traceback.print_exc()
-        click.echo(
-            f"internal error: {type(exc).__name__}: {exc}\n"
-            "This is a bug in retention; run again with --debug for the traceback.",
-            err=True,
-        )
+        if as_json:
+            logs.fatal(
+                f"internal error: {type(exc).__name__}: {exc}",
+                exit_code=EXIT_FAILURES,
+                errorType=type(exc).__name__,
+                hint=None if debug else "a bug in retention; run with --debug for the traceback",
+                traceback=traceback.format_exc() if debug else None,
+            )
+        else:
+            if debug:
+                traceback.print_exc()
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "This is a bug in retention; run again with --debug for the traceback.",
+                err=True,
+            )
         return EXIT_FAILURES
     return result if isinstance(result, int) else 0
 
@@ -132,3 +179,63 @@ def run() -> None:
 from retention.cli import planning, running, simulating, starting  # noqa: E402
 
 __all__ = ["cli", "main", "planning", "run", "running", "simulating", "starting"]
+
+
+# Global options after the command too (`retention plan --config FILE`): every command gets
+# copies of them that write into the same context object the group fills, so a value given
+# after the command wins over one given before it. Their defaults are None, so a copy left
+# out never undoes the group's value (or its environment variable).
+def _set_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.find_root().obj["config_path"] = value
+
+
+def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool | None) -> None:
+    if value:
+        root = ctx.find_root().obj
+        root["debug"] = True
+        logs.configure(debug=True, log_format=root.get("log_format", "text"))
+
+
+def _set_log_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        root = ctx.find_root().obj
+        root["log_format"] = value
+        logs.configure(debug=root.get("debug", False), log_format=value)
+
+
+def _global_options() -> list[click.Parameter]:
+    return [
+        click.Option(
+            ["--config"],
+            type=click.Path(dir_okay=False),
+            expose_value=False,
+            callback=_set_config,
+            help="Job configuration (a global option; also accepted before the command).",
+        ),
+        click.Option(
+            ["--debug"],
+            is_flag=True,
+            default=None,
+            expose_value=False,
+            callback=_set_debug,
+            help="Log API calls, tracebacks for internal errors (global option).",
+        ),
+        click.Option(
+            ["--log-format"],
+            type=click.Choice(["text", "json"]),
+            expose_value=False,
+            callback=_set_log_format,
+            help="text or json lines on stderr (global option).",
+        ),
+    ]
+
+
+def _accept_global_options(group: click.Group) -> None:
+    for command in group.commands.values():
+        command.params.extend(_global_options())
+        if isinstance(command, click.Group):
+            _accept_global_options(command)
+
+
+_accept_global_options(cli)

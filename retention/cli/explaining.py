@@ -11,8 +11,8 @@ rules the plan did not use. A reason a traced rule shows is not listed again und
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -50,46 +50,142 @@ class Policies:
     problem: str | None = None
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What explain found for one snapshot: the cluster's policies, which of them could be
+    traced and what they did, and why tracing stopped (``problem``)."""
+
+    record: DecisionRecord
+    names: list[str]
+    problem: str | None = None
+    found: SnapshotTrace | None = None
+    traced: dict[str, PolicyTrace] = field(default_factory=dict)
+    untraced: list[str] = field(default_factory=list)
+    paths: dict[str, str] = field(default_factory=dict)  # where each policy was read from
+    policies: Policies | None = None
+
+    @property
+    def reasons(self) -> list[Reason]:
+        """The plan's reasons that no traced rule or untraced policy shows already."""
+        shown = {describe(r) for p in self.traced.values() for r in _reasons_of(p)}
+        shown |= {describe(r) for r in self.record["reasons"] if r["policy"] in self.untraced}
+        return [r for r in self.record["reasons"] if describe(r) not in shown]
+
+
+def analyse(
+    record: DecisionRecord,
+    head: PlanHead,
+    cluster: Sequence[DecisionRecord | None],
+    policies: Policies,
+) -> Analysis:
+    """Trace ``record`` through the cluster's policies whose files are the plan's;
+    ``cluster`` holds the records of its cluster as decisions.jsonl has them (None for a
+    line that is not a valid record)."""
+    entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
+    names = entry["policies"] if entry is not None else []
+    problem = policies.problem or _unusable(cluster, entry)
+    if not names or problem is not None or policies.loaded is None:
+        return Analysis(record, names, problem if names else None)
+    sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
+    loaded = policies.loaded.by_name
+    traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
+    found = _trace(record, head, cluster, [loaded[n] for n in traceable]) if traceable else None
+    return Analysis(
+        record,
+        names,
+        found=found,
+        traced={p.policy: p for p in found.policies} if found is not None else {},
+        untraced=[n for n in names if n not in traceable],
+        paths={n: str(loaded[n].path) for n in names if n in loaded},
+        policies=policies,
+    )
+
+
 def explanation(
     record: DecisionRecord,
     head: PlanHead,
     cluster: Sequence[DecisionRecord | None],
     policies: Policies,
 ) -> list[str]:
-    """The lines explain prints for ``record``; ``cluster`` holds the records of its cluster
-    as decisions.jsonl has them (None for a line that is not a valid record)."""
-    entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
-    names = entry["policies"] if entry is not None else []
-    problem = policies.problem or _unusable(cluster, entry)
-    if not names or problem is not None or policies.loaded is None:
+    """The lines explain prints for ``record`` (see ``analyse``)."""
+    found = analyse(record, head, cluster, policies)
+    if found.policies is None:
         # Nothing to trace with: what the plan recorded, and why there is no more.
         lines = _record_lines(record) + (_reasons(record["reasons"]) or _NO_REASONS)
-        return lines + ([f"  rules:     not traced: {problem}"] if names and problem else [])
-    sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
-    loaded = policies.loaded.by_name
-    traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
-    found = _trace(record, head, cluster, [loaded[n] for n in traceable]) if traceable else None
-    traced = {p.policy: p for p in found.policies} if found is not None else {}
-    # A reason shown below, by a rule or under its untraced policy, is not listed twice.
-    shown = {describe(r) for p in traced.values() for r in _reasons_of(p)}
-    untraced = [n for n in names if n not in traceable]
-    shown |= {describe(r) for r in record["reasons"] if r["policy"] in untraced}
-    lines = [
-        *_record_lines(record),
-        *_reasons([r for r in record["reasons"] if describe(r) not in shown]),
-    ]
-    if found is not None and found.uncounted is not None:
-        lines.append(f"  rules:     {_UNCOUNTED[found.uncounted]}")
-    elif found is not None:
+        problem = found.problem
+        return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
+    lines = [*_record_lines(record), *_reasons(found.reasons)]
+    if found.found is not None and found.found.uncounted is not None:
+        lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
+    elif found.found is not None:
         at = format_timestamp(head["evaluatedAt"])
         what_if = ", a what-if plan (--at)" if head["whatIf"] else ""
         lines.append(f"  rules as of {at} (the plan's evaluatedAt{what_if}):")
-    for name in names:
-        if name in traced:
-            lines += _policy_lines(traced[name], loaded[name].path)
-        elif name in untraced:
-            lines += _recorded_lines(name, record, policies.loaded, policies.source)
+    for name in found.names:
+        if name in found.traced:
+            lines += _policy_lines(found.traced[name], found.paths[name])
+        elif name in found.untraced and found.policies.loaded is not None:
+            lines += _recorded_lines(name, record, found.policies.loaded, found.policies.source)
     return lines
+
+
+def explanation_document(
+    record: DecisionRecord,
+    head: PlanHead,
+    cluster: Sequence[DecisionRecord | None],
+    policies: Policies,
+) -> dict[str, Any]:
+    """explain --format json: the plan's record of the snapshot and, per policy, what each
+    rule did (or why it was not traced)."""
+    found = analyse(record, head, cluster, policies)
+    uncounted = found.found.uncounted if found.found is not None else None
+    document: dict[str, Any] = {
+        "command": "explain",
+        "evaluatedAt": head["evaluatedAt"],
+        "whatIf": head["whatIf"],
+        "decision": record,
+        "uncounted": uncounted,
+        "notTraced": found.problem,
+        "policies": [],
+    }
+    for name in found.names:
+        entry: dict[str, Any] = {"name": name, "file": found.paths.get(name)}
+        if name in found.traced:
+            policy = found.traced[name]
+            entry["traced"] = True
+            entry["rules"] = [
+                _rule_document(side, rule)
+                for side, rules in (("keep", policy.keep), ("protect", policy.protect))
+                for rule in rules
+            ]
+        else:
+            entry["traced"] = False
+            entry["why"] = (
+                found.problem
+                if found.policies is None
+                else "changed since the plan"
+                if name in found.paths
+                else "not among the policies given"
+            )
+            entry["recorded"] = [r for r in record["reasons"] if r["policy"] == name]
+        document["policies"].append(entry)
+    return document
+
+
+def _rule_document(side: str, rule: TracedRule) -> dict[str, Any]:
+    t = rule.trace
+    return {
+        "side": side,
+        "rule": t.rule,
+        "label": t.label,
+        "kept": t.kept,
+        "counter": t.counter or None,
+        "count": t.count or None,
+        "horizon": rule.reason["horizon"] if rule.reason is not None else None,
+        "why": t.why or None,
+        "by": t.by,
+        "text": _rule_words(rule),
+    }
 
 
 def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | None) -> str | None:

@@ -11,6 +11,7 @@ import click
 
 from retention.cli import cli
 from retention.cli.common import load, parse_at, shard_from, shard_options
+from retention.cli.output import emit, format_option
 from retention.errors import ConfigError, UsageError, exit_code_for
 
 if TYPE_CHECKING:
@@ -18,7 +19,12 @@ if TYPE_CHECKING:
 
 
 @cli.command()
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="Where to write plan.json.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Where to write plan.json; - writes it to stdout (and keeps a copy in a run folder).",
+)
 @click.option(
     "--report-dir",
     type=click.Path(file_okay=False),
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     "plan, to review; apply refuses it.",
 )
 @shard_options
+@format_option
 @click.pass_context
 def plan(
     ctx: click.Context,
@@ -41,6 +48,7 @@ def plan(
     at: str | None,
     shard: str | None,
     shard_count: int | None,
+    output: str,
 ) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
 
@@ -54,6 +62,8 @@ def plan(
       retention plan --out /tmp/plan.json
       retention plan --at 2027-01-01T00:00:00Z   # what-if: review only, apply refuses it
       retention plan --shard 0/4                 # a quarter of the fleet
+      retention plan --out - | jq .summary       # the plan itself on stdout
+      retention plan --format json | jq .plan.summary.byAction
     """
     from retention.config import require_writable
     from retention.jobs import new_run_dir
@@ -61,13 +71,16 @@ def plan(
     from retention.planner import make_plan
     from retention.policy.loader import load_policies
 
+    to_stdout = out == "-"
+    if to_stdout and output == "json":
+        raise UsageError("--out - already writes the plan as JSON to stdout: leave out --format")
     selected = shard_from(shard, shard_count)
     loaded = load(ctx)
     config = loaded.config
     policies = load_policies(config.policies)
     now = parse_at(at)
     created = datetime.now(UTC)
-    if out is not None:
+    if out is not None and not to_stdout:
         plan_path = Path(out)
         require_writable(plan_path.parent, "--out")
     else:
@@ -88,16 +101,37 @@ def plan(
             shard=selected,
             what_if=at is not None,
         )
+    code = exit_code_for(failed=bool(result.errors), held=result.held)
+    if output == "json":
+        emit(
+            {
+                "command": "plan",
+                "exitCode": code,
+                "planPath": str(result.plan_path),
+                "decisionsPath": str(result.decisions_path),
+                "plan": result.document,
+            }
+        )
+        return code
+    if to_stdout:
+        # The plan is the output: the summary goes to stderr, out of a pipe's way.
+        click.echo(result.plan_path.read_text(encoding="utf-8"), nl=False)
     for line in summary_lines(result.document):
-        click.echo(line)
-    click.echo(f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.")
+        click.echo(line, err=to_stdout)
+    click.echo(
+        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.", err=to_stdout
+    )
     if at is not None:
         click.echo(
             "This is a what-if plan (--at): it shows what the policies would do then, and "
-            "`retention apply` refuses it."
+            "`retention apply` refuses it.",
+            err=to_stdout,
         )
-    click.echo(f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}")
-    return exit_code_for(failed=bool(result.errors), held=result.held)
+    click.echo(
+        f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}",
+        err=to_stdout,
+    )
+    return code
 
 
 @cli.command()
@@ -107,8 +141,9 @@ def plan(
     type=click.Path(exists=False),
     help="A policy folder or file (default: policies of the configuration).",
 )
+@format_option
 @click.pass_context
-def validate(ctx: click.Context, policies_path: str | None) -> None:
+def validate(ctx: click.Context, policies_path: str | None, output: str) -> None:
     """Check the policies (and the configuration) without contacting the API.
 
     Every problem is listed at once with its file, line and field; exit 2 when there is any.
@@ -117,6 +152,7 @@ def validate(ctx: click.Context, policies_path: str | None) -> None:
     Examples:
       retention validate
       retention validate --policies policies/
+      retention validate --format json | jq -r '.policies[].name'
     """
     from retention.policy.loader import load_policies
 
@@ -125,6 +161,23 @@ def validate(ctx: click.Context, policies_path: str | None) -> None:
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
+    if output == "json":
+        emit(
+            {
+                "command": "validate",
+                "exitCode": 0,
+                "policies": [
+                    {
+                        "name": p.name,
+                        "file": str(p.path),
+                        "sha256": p.sha256,
+                        "description": p.policy.describe(),
+                    }
+                    for p in policies
+                ],
+            }
+        )
+        return
     click.echo(f"{len(policies)} policies are valid:")
     for loaded in policies:
         click.echo(f"  {loaded.path}: {loaded.policy.describe()}")
@@ -145,9 +198,14 @@ def validate(ctx: click.Context, policies_path: str | None) -> None:
     help="A policy folder or file to trace the rules with (default: policies of the "
     "configuration). A policy whose file changed since the plan is not traced.",
 )
+@format_option
 @click.pass_context
 def explain(
-    ctx: click.Context, snapshot_id: str, plan_path: str | None, policies_path: str | None
+    ctx: click.Context,
+    snapshot_id: str,
+    plan_path: str | None,
+    policies_path: str | None,
+    output: str,
 ) -> None:
     """Say what a plan decided for one snapshot, and what every rule of every policy of its
     cluster did with it: kept it ("daily #3 of 7, until ...") or passed it by, and why.
@@ -159,6 +217,7 @@ def explain(
     Examples:
       retention explain 5e4e593f70dfbf1e2f6e1d36
       retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
+      retention explain 5e4e593f70dfbf1e2f6e1d36 --policies policies/ --format json
     """
     config = None
     if plan_path is None:
@@ -171,7 +230,7 @@ def explain(
         path = plans[-1]
     else:
         path = Path(plan_path)
-    from retention.cli.explaining import explanation
+    from retention.cli.explaining import explanation, explanation_document
     from retention.plan.planfile import cluster_decisions, decisions_path, find_decision, read_head
 
     decisions = decisions_path(path)
@@ -183,6 +242,9 @@ def explain(
     head = read_head(path)
     cluster = list(cluster_decisions(decisions, record))
     policies = _explain_policies(ctx, config, policies_path)
+    if output == "json":
+        emit(explanation_document(record, head, cluster, policies))
+        return
     for text in explanation(record, head, cluster, policies):
         click.echo(text)
 
@@ -242,29 +304,28 @@ def config_group() -> None:
 
 
 @config_group.command("show")
+@format_option
 @click.pass_context
-def config_show(ctx: click.Context) -> None:
+def config_show(ctx: click.Context, output: str) -> None:
     """Print the effective configuration, each setting's source noted, secrets redacted.
 
     \b
     Examples:
       retention config show
       RETENTION_BASE_URL=https://om.example.net:8443/api/public/v1.0 retention config show
+      retention config show --format json | jq .config.api
     """
-    from retention.config import render_config
+    from retention.config import config_document, render_config
 
-    click.echo(render_config(load(ctx.find_root(), require_credentials=False)), nl=False)
+    loaded = load(ctx.find_root(), require_credentials=False)
+    if output == "json":
+        emit(config_document(loaded))
+        return
+    click.echo(render_config(loaded), nl=False)
 
 
 @cli.command()
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the checks as one JSON document, for machines.",
-)
+@format_option
 @click.pass_context
 def doctor(ctx: click.Context, output: str) -> int:
     """Check everything the job needs before you schedule it: configuration, policies, the
@@ -283,8 +344,8 @@ def doctor(ctx: click.Context, output: str) -> int:
 
     report = run_doctor(ctx.obj["config_path"])
     if output == "json":
-        document = {"exitCode": report.exit_code, "checks": [c.as_json() for c in report.checks]}
-        click.echo(json.dumps(document, indent=2))
+        checks = [c.as_json() for c in report.checks]
+        emit({"command": "doctor", "exitCode": report.exit_code, "checks": checks})
         return report.exit_code
     marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
     for check in report.checks:

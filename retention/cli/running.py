@@ -2,100 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+import re
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
-from retention import __version__
 from retention.cli import cli
 from retention.cli.common import examples, load, lock_name, shard_from, shard_options
-from retention.errors import RetentionError, UsageError, exit_code_for, exit_meaning
-
-
-def _finish(result: Any, mode: str, started: datetime, formats: list[str]) -> int:
-    """Write the reports, print the summary, and return the exit code."""
-    from retention.plan.summary import summary_lines
-    from retention.report import RunInfo, render_reports
-
-    code = exit_code_for(failed=result.failed, held=result.held)
-    info = RunInfo(result.run_id, mode, started, datetime.now(UTC), code, __version__)
-    result.reports = render_reports(result.run_dir, info, formats)
-    for line in summary_lines(result.document):
-        click.echo(line)
-    if result.applied is not None:
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(result.applied.counts.items()))
-        click.echo(f"Applied: {counts or 'nothing to apply'}.")
-        for failure in result.applied.failures[:10]:
-            what = f"{failure.outcome} {failure.change['snapshotId']}"
-            click.echo(f"  {what}: {failure.error}", err=True)
-    else:
-        click.echo("Dry run: nothing was sent to the API.")
-    approval = result.approval
-    if approval is not None and approval.names:
-        sent = result.applied.approved if result.applied else 0
-        click.echo(f"Approved: {sent} held changes of {', '.join(approval.names)} were sent.")
-    if approval is not None:
-        for skipped in approval.skipped:
-            click.echo(f"  not approved {skipped}", err=True)
-    if result.acknowledged:
-        click.echo(f"Acknowledged {len(result.acknowledged)} audit alerts this run caused.")
-    click.echo(f"\nRun folder: {result.run_dir}")
-    for path in result.reports:
-        click.echo(f"  {path.name}: {path}")
-    click.echo(f"Exit {code}: {exit_meaning(code)}")
-    return code
-
-
-class Progress:
-    """Progress on a terminal: a count while walking, a bar while applying; else nothing."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.on = not quiet and sys.stderr.isatty()
-        self.walked = 0
-        self._bar: Any = None
-
-    def walk(self, _walk: Any) -> None:
-        """One more cluster walked."""
-        if self.on:
-            self.walked += 1
-            click.echo(f"\rwalked {self.walked} clusters", nl=False, err=True)
-
-    def apply(self, total: int) -> None:
-        """Applying starts: ``total`` PATCHes to send."""
-        if self.on:
-            click.echo("", err=True)
-            if total:
-                self._bar = click.progressbar(length=total, label="applying", file=sys.stderr)
-                self._bar.__enter__()
-
-    def outcome(self, _outcome: Any) -> None:
-        """One change done (applied, stale, failed or held)."""
-        if self._bar is not None:
-            self._bar.update(1)
-
-    def close(self) -> None:
-        """End the bar (the summary follows)."""
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-        elif self.on and self.walked:
-            click.echo("", err=True)
-
-
-def metrics_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--metrics-file and --pushgateway, the same on run and apply."""
-    command = click.option(
-        "--pushgateway", metavar="URL", help="Push the run's metrics to this Pushgateway."
-    )(command)
-    return click.option(
-        "--metrics-file",
-        type=click.Path(dir_okay=False),
-        help="Write the run's metrics here (node exporter textfile format).",
-    )(command)
+from retention.cli.ending import Metrics, Progress, finish, metrics_options
+from retention.cli.output import format_option
+from retention.errors import UsageError
 
 
 @cli.command("run")
@@ -103,6 +20,7 @@ def metrics_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
 @shard_options
 @metrics_options
+@format_option
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -113,6 +31,7 @@ def run_command(
     shard_count: int | None,
     metrics_file: str | None,
     pushgateway: str | None,
+    output: str,
 ) -> int:
     """Plan, check the safety gates, apply, and write the reports: what cron runs.
 
@@ -127,6 +46,7 @@ def run_command(
       retention run                  # what cron runs
       retention run --shard-count 4  # in a Kubernetes Indexed Job of 4 pods
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
+      retention run --dry-run --format json | jq .summary.byAction
     """
     from retention.config import require_writable
     from retention.jobs import run_job
@@ -135,7 +55,7 @@ def run_command(
 
     selected = shard_from(shard, shard_count)
     started = datetime.now(UTC)
-    with _Metrics(started, selected, metrics_file, pushgateway) as metrics:
+    with Metrics(started, selected, metrics_file, pushgateway) as metrics:
         loaded = load(ctx)
         config = loaded.config
         policies = load_policies(config.policies)
@@ -163,59 +83,9 @@ def run_command(
                 finally:
                     progress.close()
             mode = "dry-run" if dry_run else "run"
-            code = _finish(result, mode, started, config.reports.formats)
+            code = finish(result, mode, started, config.reports.formats, output)
         metrics.write(code, result)
     return code
-
-
-class _Metrics:
-    """Writes the run's metrics, however the run ends (when asked to): the block calls
-    write() when it finishes, and leaving it with a RetentionError writes its exit code."""
-
-    def __init__(
-        self, started: datetime, shard: Any, metrics_file: str | None, pushgateway: str | None
-    ) -> None:
-        self.started, self.shard = started, shard
-        self.metrics_file, self.pushgateway = metrics_file, pushgateway
-        self.client: Any = None
-
-    def __enter__(self) -> _Metrics:
-        return self
-
-    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
-        if isinstance(error, RetentionError):
-            self.write(error.exit_code, None)
-
-    def write(self, code: int, result: Any) -> None:
-        if not (self.metrics_file or self.pushgateway):
-            return
-        from retention.metrics import RunMetrics, push, write_textfile
-
-        label = self.shard.label if self.shard else None
-        m = RunMetrics(self.started, datetime.now(UTC), code, shard=label)
-        if result is not None:
-            summary = result.document["summary"]
-            m.snapshots = summary["snapshots"]
-            m.changes = dict(summary["byAction"])
-            m.clusters_held = summary["clustersHeld"]
-            m.bytes_given_back = summary["bytesGivenBack"]
-            m.bytes_held = summary["bytesHeld"]
-            m.clusters_unmanaged = summary["clustersUnmanaged"]
-            m.unused_policies = len(result.document["unusedPolicies"])
-            m.errors = len(result.document.get("errors", [])) + summary["clustersWithErrors"]
-            if result.applied is not None:
-                m.outcomes = dict(result.applied.counts)
-                m.approved = result.applied.approved
-                m.errors += len(result.applied.failures)
-        if self.client is not None:
-            m.api_requests, m.api_retries = self.client.stats.requests, self.client.stats.retries
-        try:
-            if self.metrics_file:
-                write_textfile(Path(self.metrics_file), m)
-            if self.pushgateway:
-                push(self.pushgateway, m)
-        except OSError as exc:  # metrics must not turn a finished run into a crash
-            click.echo(f"warning: could not write metrics: {exc}", err=True)
 
 
 @cli.command("apply")
@@ -241,6 +111,7 @@ class _Metrics:
     help="Send the held changes of every cluster held only by max_expire_fraction.",
 )
 @metrics_options
+@format_option
 @click.pass_context
 def apply_command(
     ctx: click.Context,
@@ -252,6 +123,7 @@ def apply_command(
     approve_all: bool,
     metrics_file: str | None,
     pushgateway: str | None,
+    output: str,
 ) -> int:
     """Apply exactly a saved plan (from `retention plan`), compare-and-swap, with a journal.
 
@@ -273,20 +145,24 @@ def apply_command(
       retention plan --out plan.json && retention apply plan.json
       retention apply reports/20261121T030000Z-1a2b3c4d --max-age 2h   # its plan.json
       retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
-      retention apply plan.json --metrics-file /var/lib/node_exporter/retention-apply.prom
+      retention apply plan.json --metrics-file "$TEXTFILE_DIR/retention.prom"  # run's file
     """
     from retention.config import require_writable
     from retention.jobs import apply_saved
     from retention.lock import run_lock
     from retention.policy.duration import RetentionDuration
 
-    try:
-        age = RetentionDuration.parse(max_age)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
+    if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
+        raise click.BadParameter(
+            f"{max_age!r}: give hours or days, e.g. 6h or 2d", param_hint="--max-age"
+        )
+    age = RetentionDuration.parse(max_age)
+    if age.zero:
+        raise click.BadParameter("must be more than 0, e.g. 6h", param_hint="--max-age")
     now = datetime.now(UTC)
     path = Path(plan_path)
-    with _Metrics(now, None, metrics_file, pushgateway) as metrics:
+    with Metrics(now, None, metrics_file, pushgateway) as metrics:
         if path.is_dir():
             if not (path / "plan.json").is_file():
                 raise UsageError(f"{path} is a folder without a plan.json: give the plan file")
@@ -305,7 +181,7 @@ def apply_command(
                         client,
                         path,
                         reports=config.reports.dir,
-                        max_age=age.after(now) - now if not age.zero else timedelta(0),
+                        max_age=age.after(now) - now,
                         concurrency=config.api.concurrency,
                         on_outcome=progress.outcome,
                         on_apply=progress.apply,
@@ -314,7 +190,7 @@ def apply_command(
                     )
                 finally:
                     progress.close()
-            code = _finish(result, "apply", now, config.reports.formats)
+            code = finish(result, "apply", now, config.reports.formats, output)
         metrics.write(code, result)
     return code
 
@@ -376,7 +252,7 @@ def demo(policies_path: str | None, report_dir: str) -> int:
                 concurrency=8,
                 dry_run=False,
             )
-    _finish(result, "run", started, ["html", "markdown"])
+    finish(result, "run", started, ["html", "markdown"])
     click.echo(
         "This was the simulator: nothing real was touched. Open report.html in a browser; "
         "report.md is the same summary for a chat message."

@@ -9,11 +9,13 @@ import click
 
 from retention.cli import cli
 from retention.cli.common import examples
+from retention.cli.output import emit, format_option
 
 
 @cli.command()
 @click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False))
-def init(folder: str) -> None:
+@format_option
+def init(folder: str, output: str) -> None:
     """Write a commented retention.yaml and a policies/ folder to start from.
 
     The files are the examples shipped with retention: every setting of the configuration
@@ -29,6 +31,16 @@ def init(folder: str) -> None:
     from retention.scaffold import write_starter
 
     starter = write_starter(examples(), Path(folder))
+    if output == "json":
+        emit(
+            {
+                "command": "init",
+                "exitCode": 0,
+                "config": str(starter.config),
+                "policies": [str(p) for p in starter.policies],
+            }
+        )
+        return
     names = ", ".join(p.name for p in starter.policies)
     click.echo(f"Wrote {starter.config} and {starter.folder / 'policies'}/ ({names}).")
     config = "" if Path(folder) == Path(".") else f" --config {shlex.quote(str(starter.config))}"

@@ -415,7 +415,7 @@ def policy_json_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "retention policy file",
-        "description": "One retention policy (a mapping) or a list of them; see DESIGN.md "
-        "section 4. Durations use restic's units: y, m (months), d, h.",
+        "description": "One retention policy (a mapping) or a list of them; see docs/policies.md "
+        "in the retention repository. Durations use restic's units: y, m (months), d, h.",
         **schema,
     }

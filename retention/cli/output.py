@@ -1,0 +1,35 @@
+"""--format json: one JSON document on stdout for scripts, the human text otherwise.
+
+Every document names its command and, when the command ends with one, its exit code; the
+shapes are described in docs/commands.md and checked by tests/test_cli_json.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def format_option(command: F) -> F:
+    """--format text|json on a command that reports something."""
+    return click.option(
+        "--format",
+        "output",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="json: one JSON document on stdout, for scripts (docs/commands.md).",
+    )(command)
+
+
+def emit(document: Mapping[str, Any]) -> None:
+    """Print ``document`` as indented JSON (timestamps as the plan files write them)."""
+    from retention.plan.planfile import jsonable
+
+    text = orjson.dumps(jsonable(document), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    click.echo(text.decode())
