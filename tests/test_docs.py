@@ -3,20 +3,25 @@ and every key of a policy and of retention.yaml is in docs/."""
 
 from __future__ import annotations
 
+import json
+import re
 import typing
 from datetime import UTC, datetime
 from pathlib import Path
 
+import click
 import pytest
 from markupsafe import escape
 from pydantic import BaseModel
 
-from retention import glossary
-from retention.config import RetentionConfig
+from retention import cli, glossary
+from retention.config import RetentionConfig, config_json_schema
 from retention.executor import OutcomeName
+from retention.metrics import RunMetrics, write_textfile
 from retention.plan.model import Action, Hold, State
+from retention.plan.planfile import plan_json_schema
 from retention.policy.loader import load_policies
-from retention.policy.model import Policy
+from retention.policy.model import Policy, policy_json_schema
 from retention.report import RunInfo, render_reports
 from retention.report.model import NOT_SENT
 
@@ -66,6 +71,23 @@ def test_every_key_is_documented(model: type[BaseModel], doc: str) -> None:
     assert missing == []
 
 
+@pytest.mark.parametrize(
+    ("model", "doc"),
+    [(Policy, "policies.md"), (RetentionConfig, "configuration.md")],
+    ids=["policy", "configuration"],
+)
+def test_the_docs_name_no_key_the_schema_lacks(model: type[BaseModel], doc: str) -> None:
+    """Every key the docs write (a YAML line `key: ...` in an example, or `key:` in running
+    text) is a key of the schema: a renamed or removed key cannot linger in the docs."""
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    in_yaml = re.findall(r"^\s*(?:- )?([a-z_]+):(?:\s|$)", text, flags=re.MULTILINE)
+    in_text = re.findall(r"`([a-z_]+):(?:[ `])", text)
+
+    unknown = sorted({*in_yaml, *in_text} - keys(model))
+
+    assert unknown == []
+
+
 def test_the_example_policy_in_the_docs_is_a_valid_policy(tmp_path: Path) -> None:
     """The policy example users copy from docs/policies.md loads without a problem."""
     text = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
@@ -109,3 +131,50 @@ def test_the_report_carries_the_glossary(tmp_path: Path) -> None:
 
     for term, meaning in glossary.terms().items():
         assert f"<dt>{escape(term)}</dt><dd>{escape(meaning)}</dd>" in section
+
+
+def test_what_users_see_of_the_code_points_nowhere_outside_the_repository(
+    tmp_path: Path,
+) -> None:
+    """JSON Schemas (editors show their descriptions) and metric help texts (in every .prom
+    file and Pushgateway) do not send users to the design notes they do not have."""
+    now = datetime(2026, 11, 21, tzinfo=UTC)
+    write_textfile(tmp_path / "m.prom", RunMetrics(now, now, 0))
+    texts = [
+        json.dumps(policy_json_schema()),
+        json.dumps(config_json_schema()),
+        json.dumps(plan_json_schema()),
+        (tmp_path / "m.prom").read_text(),
+    ]
+
+    assert [t for t in texts if "DESIGN" in t or "../shared" in t] == []
+
+
+def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[str]:
+    """Every runnable command of the command line, as words: "plan", "config show"."""
+    paths: list[str] = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            paths += command_paths(command, (*prefix, name))
+        else:
+            paths.append(" ".join((*prefix, name)))
+    return paths
+
+
+@pytest.mark.parametrize("command", command_paths(cli.cli))
+def test_every_command_has_an_example_in_the_docs(command: str) -> None:
+    """docs/commands.md shows each command as a line a user can copy, in an indented block."""
+    text = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+
+    examples = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+    assert any(re.match(rf"(\w+=\S+ )*retention {re.escape(command)}\b", e) for e in examples)
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    """The README is the short way in: it links each page of docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+
+    missing = [
+        p.name for p in sorted((ROOT / "docs").glob("*.md")) if f"docs/{p.name}" not in readme
+    ]
+    assert missing == []
