@@ -620,6 +620,7 @@ def config_document(loaded: LoadedConfig) -> dict[str, Any]:
     creds = loaded.credentials
     return {
         "command": "config show",
+        "exitCode": 0,
         "path": str(loaded.path),
         "config": loaded.config.model_dump(mode="json"),
         "sources": dict(sorted(loaded.sources.items())),

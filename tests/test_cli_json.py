@@ -236,3 +236,60 @@ def test_apply_json_names_what_was_approved(
     assert doc["approved"]["clusters"] == [fraction_only[0]]
     assert doc["approved"]["sent"] > 0
     assert doc["outcomes"]["applied"] >= doc["approved"]["sent"]
+
+
+def json_stream(text: str) -> list[Any]:
+    """Every JSON value in ``text``, in order; AssertionError at the first thing that is not
+    one (what `jq -c .` would choke on)."""
+    decoder = json.JSONDecoder()
+    values, at = [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return values
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"not JSON at {at}: {text[at : at + 80]!r}") from exc
+        values.append(value)
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["validate"], 0),
+        (["config", "show"], 0),
+        (["plan"], 0),
+        (["run", "--dry-run"], 0),
+        (["doctor"], 1),  # the test simulator's clock is frozen in the past: skew fails
+        (["init", "elsewhere"], 0),
+        (["apply", "no-such-plan.json"], 2),
+        (["explain", "5e4e593f70dfbf1e2f6e1d36"], 2),
+        (["plan", "--at", "yesterday"], 2),
+        (["validate", "--policies", "broken"], 2),
+        (["no-such-command"], 2),
+    ],
+)
+def test_every_line_of_both_streams_is_json_under_log_format_json(
+    sim: Simulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    code: int,
+) -> None:
+    """`retention --log-format json CMD 2>&1 | jq -c .` never fails: with json logs stdout
+    defaults to --format json, and every stderr line, the fatal error included, is JSON."""
+    write_config(folder, sim.base_url)
+    (folder / "broken").mkdir()
+    (folder / "broken" / "p.yaml").write_text("name: p\nkeep: {dayly: 3}\n")
+
+    got, out, err = run(capsys, "--log-format", "json", *args)
+
+    values = json_stream(out + err)
+    assert got == code
+    assert values
+    if code == 2:
+        assert any(v.get("event") == "fatal" and v["exitCode"] == code for v in values)
+    else:  # the command's own document says how it ended
+        assert any(v.get("command") and v.get("exitCode") == code for v in values)

@@ -142,7 +142,8 @@ def _run_document(result: Any, mode: str, code: int) -> dict[str, Any]:
 
 
 class Progress:
-    """Progress on a terminal: a count while walking, a bar while applying; else nothing."""
+    """Progress on a terminal: a count while walking, a bar while applying; else nothing
+    (callers pass quiet under json logs, where every stderr line must be JSON)."""
 
     def __init__(self, quiet: bool) -> None:
         self.on = not quiet and sys.stderr.isatty()

@@ -15,15 +15,25 @@ import orjson
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _resolve(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+    # With --log-format json every line on stderr is JSON; stdout follows unless told
+    # otherwise, so `retention --log-format json CMD 2>&1 | jq` reads both streams.
+    if value is not None:
+        return value
+    return "json" if (ctx.find_root().obj or {}).get("log_format") == "json" else "text"
+
+
 def format_option(command: F) -> F:
-    """--format text|json on a command that reports something."""
+    """--format text|json on a command that reports something (json by default under
+    --log-format json)."""
     return click.option(
         "--format",
         "output",
         type=click.Choice(["text", "json"]),
-        default="text",
-        show_default=True,
-        help="json: one JSON document on stdout, for scripts (docs/commands.md).",
+        default=None,
+        callback=_resolve,
+        help="json: one JSON document on stdout, for scripts (docs/commands.md). Default: "
+        "text, or json with --log-format json.",
     )(command)
 
 

@@ -61,7 +61,7 @@ def run_command(
         policies = load_policies(config.policies)
         projects = config.project_targets()
         require_writable(config.reports.dir, "reports.dir")
-        progress = Progress(quiet)
+        progress = Progress(quiet or ctx.find_root().obj.get("log_format") == "json")
         with run_lock(config.reports.dir, lock_name(selected)):
             with loaded.build_client() as client:
                 metrics.client = client
@@ -172,7 +172,7 @@ def apply_command(
         loaded = load(ctx)
         config = loaded.config
         require_writable(config.reports.dir, "reports.dir")
-        progress = Progress(quiet)
+        progress = Progress(quiet or ctx.find_root().obj.get("log_format") == "json")
         with run_lock(config.reports.dir):
             with loaded.build_client() as client:
                 metrics.client = client
@@ -211,7 +211,8 @@ def apply_command(
     type=click.Path(file_okay=False),
     help="Where the run's outputs go.",
 )
-def demo(policies_path: str | None, report_dir: str) -> int:
+@format_option
+def demo(policies_path: str | None, report_dir: str, output: str) -> int:
     """Run the whole job on the built-in simulator's demo fleet: no set-up, nothing real touched.
 
     Starts the simulator (3 projects, 10 clusters, a few thousand snapshots) in this
@@ -237,7 +238,8 @@ def demo(policies_path: str | None, report_dir: str) -> int:
         raise UsageError(f"no policies at {chosen}; pass --policies DIR")
     policies = load_policies(chosen)
     require_writable(Path(report_dir), "--report-dir")
-    click.echo("Starting the simulator with the demo fleet ...")
+    if output == "text":
+        click.echo("Starting the simulator with the demo fleet ...")
     started = datetime.now(UTC)
     with Simulator(SimulatorConfig(fleet="demo", seed=1)) as sim:
         projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
@@ -252,11 +254,12 @@ def demo(policies_path: str | None, report_dir: str) -> int:
                 concurrency=8,
                 dry_run=False,
             )
-    finish(result, "run", started, ["html", "markdown"])
-    click.echo(
-        "This was the simulator: nothing real was touched. Open report.html in a browser; "
-        "report.md is the same summary for a chat message."
-    )
+    finish(result, "run", started, ["html", "markdown"], output)
+    if output == "text":
+        click.echo(
+            "This was the simulator: nothing real was touched. Open report.html in a "
+            "browser; report.md is the same summary for a chat message."
+        )
     return 0  # a demo that ran is a success, whatever the gates held
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import signal
 import threading
 from datetime import timedelta
+from typing import Any
 
 import click
 
 from retention.cli import cli
+from retention.cli.output import emit, format_option
 from retention.errors import UsageError
 
 
@@ -59,8 +61,10 @@ def simulator() -> None:
     show_default=True,
     help="Seconds after its expiry that a snapshot is deleted.",
 )
+@format_option
 def simulator_serve(
     *,
+    output: str,
     host: str,
     port: int,
     fleet: str,
@@ -111,6 +115,63 @@ def simulator_serve(
         raise UsageError(f"--fleet {fleet}: {exc}") from None
     summary = sim.admin("fleet")
     snapshots = sim.admin("counters")["snapshots"]
+    if output == "json":
+        emit(
+            {
+                "command": "simulator serve",
+                "fleet": fleet,
+                "seed": seed,
+                "baseUrl": sim.base_url,
+                "publicKey": sim.public_key,
+                "privateKey": sim.private_key,  # the simulator's own, made up for this run
+                "admin": sim.admin_url,
+                "snapshots": snapshots,
+                "projects": [
+                    {
+                        "id": p["id"],
+                        "name": p["name"],
+                        "clusters": sum(1 for c in p["clusters"] if c["snapshots"]),
+                    }
+                    for p in summary["projects"]
+                ],
+            }
+        )
+    else:
+        _print_started(
+            sim,
+            fleet=fleet,
+            seed=seed,
+            faults=faults,
+            latency_ms=latency_ms,
+            summary=summary,
+            snapshots=snapshots,
+        )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sim.stop()
+    if output == "text":
+        click.echo("simulator stopped")
+
+
+def _print_started(
+    sim: Any,
+    *,
+    fleet: str,
+    seed: int,
+    faults: str,
+    latency_ms: float,
+    summary: dict[str, Any],
+    snapshots: int,
+) -> None:
+    """What a person needs to point retention or curl at the simulator."""
+    from retention.simulator.faults import FaultSpec
+
     click.echo(f"retention simulator: serving the {fleet!r} fleet (seed {seed})")
     click.echo(f"  base URL:    {sim.base_url}")
     click.echo(f"  public key:  {sim.public_key}")
@@ -131,13 +192,3 @@ def simulator_serve(
             f"'{sim.base_url}/groups/{example[0]}/clusters/{example[1]}/snapshots?completed=all'"
         )
     click.echo("Ctrl-C stops it.")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sim.stop()
-    click.echo("simulator stopped")
