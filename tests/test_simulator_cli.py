@@ -15,6 +15,17 @@ import requests
 from requests.auth import HTTPDigestAuth
 
 
+def banner(proc: subprocess.Popen[str]) -> str:
+    """What the simulator prints when it starts, up to its "Ctrl-C stops it." line."""
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("Ctrl-C"):
+            break
+    return "".join(lines)
+
+
 def test_serve_prints_url_and_keys_answers_and_stops(tmp_path: Path) -> None:
     """The command prints base URL, keys and a curl line, serves the demo fleet, stops cleanly."""
     proc = subprocess.Popen(
@@ -24,13 +35,7 @@ def test_serve_prints_url_and_keys_answers_and_stops(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("Ctrl-C"):
-            break
-    text = "".join(lines)
+    text = banner(proc)
     base_url = re.search(r"base URL:\s+(\S+)", text)
     curl = re.search(r"try: curl --digest -u sim-public-key:cli-secret '(\S+)'", text)
     assert base_url is not None
@@ -62,13 +67,7 @@ def serve_and_read_fleet(*args: str) -> tuple[str, dict[str, Any]]:
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("Ctrl-C"):
-                break
-        text = "".join(lines)
+        text = banner(proc)
         admin = re.search(r"admin:\s+(\S+)/counters", text)
         assert admin is not None, text
         fleet = requests.get(f"{admin.group(1)}/fleet", timeout=10).json()
