@@ -242,7 +242,8 @@ def json_stream(text: str) -> list[Any]:
     """Every JSON value in ``text``, in order; AssertionError at the first thing that is not
     one (what `jq -c .` would choke on)."""
     decoder = json.JSONDecoder()
-    values, at = [], 0
+    values: list[Any] = []
+    at = 0
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
