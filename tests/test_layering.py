@@ -1,0 +1,75 @@
+"""The layering holds: the pure core (policy, plan) loads no HTTP library even at run time,
+the API package's names load on first use, and the import-linter contracts of
+pyproject.toml catch an HTTP import slipped into the core."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import retention.api
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+CORE = [
+    "retention.policy.loader",
+    "retention.policy.engine",
+    "retention.plan.decide",
+    "retention.plan.planfile",
+    "retention.plan.guard",
+    "retention.plan.trace",
+    "retention.plan.summary",
+]
+
+
+def test_importing_the_core_loads_no_http_library() -> None:
+    """A fresh interpreter that imports every core module has neither requests nor urllib3
+    nor our client loaded (retention.api's names load on first use)."""
+    code = (
+        f"import sys\nimport {', '.join(CORE)}\n"
+        "loaded = [m for m in ('requests', 'urllib3', 'retention.api.client',"
+        " 'retention.api.transport') if m in sys.modules]\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+    assert out.strip() == "[]"
+
+
+def test_every_name_of_the_api_package_resolves() -> None:
+    """Each name in retention.api.__all__ loads from its submodule, and no other does."""
+    for name in retention.api.__all__:
+        assert getattr(retention.api, name).__name__ == name
+    assert sorted(retention.api.__all__) == sorted(retention.api._WHERE)
+
+
+def test_the_layering_contracts_hold_and_catch_an_http_import_in_the_core(
+    tmp_path: Path,
+) -> None:
+    """lint-imports keeps every contract of the repository, and breaks the core's contract
+    on a copy where plan/model.py imports requests."""
+    kept = subprocess.run(
+        [str(LINT_IMPORTS)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    shutil.copytree(ROOT / "retention", tmp_path / "retention")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    model = tmp_path / "retention" / "plan" / "model.py"
+    model.write_text(model.read_text() + "\nimport requests  # a shortcut someone took\n")
+    broken = subprocess.run(
+        [str(LINT_IMPORTS)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+
+    assert kept.returncode == 0, kept.stdout
+    assert broken.returncode == 1
+    assert "speaks no HTTP and calls no shell module BROKEN" in broken.stdout
+    assert "retention.plan.model -> requests" in broken.stdout
