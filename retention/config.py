@@ -114,7 +114,7 @@ class ApiSettings(_Settings):
         return path
 
 
-class Target(_Settings):
+class TargetSettings(_Settings):
     """One project; clusters and config servers are discovered when not listed (None)."""
 
     project: NonEmpty
@@ -144,7 +144,7 @@ class RetentionConfig(_Settings):
     """The retention.yaml file (docs/configuration.md in the retention repository)."""
 
     api: ApiSettings
-    targets: list[Target] = Field(min_length=1)
+    targets: list[TargetSettings] = Field(min_length=1)
     policies: Path | list[Path] = Field(
         Path("policies"), validate_default=True, description="A directory or a list of files"
     )
@@ -162,7 +162,7 @@ class RetentionConfig(_Settings):
 
     @field_validator("targets")
     @classmethod
-    def _unique_projects(cls, targets: list[Target]) -> list[Target]:
+    def _unique_projects(cls, targets: list[TargetSettings]) -> list[TargetSettings]:
         first: dict[str, int] = {}
         for index, target in enumerate(targets):
             if target.project in first:

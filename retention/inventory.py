@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from retention.api import OpsManagerClient
 from retention.api.models import AlertStatus, Cluster
 from retention.errors import EXIT_UNREACHABLE, ApiError, InconsistentListError
-from retention.plan.model import Alert, Member, SnapshotView, Target
+from retention.plan.model import AlertView, Member, SnapshotView, Target
 
 log = logging.getLogger("retention.inventory")
 
@@ -144,7 +144,7 @@ class Survey:
 
     project_id: str
     targets: list[Target] = field(default_factory=list)
-    alerts: list[Alert] = field(default_factory=list)
+    alerts: list[AlertView] = field(default_factory=list)
     alerts_error: ApiError | None = None
     discovery_error: ApiError | None = None
     warnings: list[str] = field(default_factory=list)
@@ -194,10 +194,10 @@ def survey_all(
         return list(pool.map(lambda wanted: survey(client, wanted), projects))
 
 
-def open_alerts(client: OpsManagerClient, project_id: str) -> list[Alert]:
+def open_alerts(client: OpsManagerClient, project_id: str) -> list[AlertView]:
     """The project's OPEN alerts, reduced to what can hold a cluster."""
     return [
-        Alert(a.id, a.event_type_name, a.cluster_id, a.cluster_name, a.replica_set_name)
+        AlertView(a.id, a.event_type_name, a.cluster_id, a.cluster_name, a.replica_set_name)
         for a in client.list_alerts(project_id, status=AlertStatus.OPEN)
         if a.status == AlertStatus.OPEN
     ]

@@ -16,7 +16,7 @@ from retention.config import (
     ApiSettings,
     ReportsSettings,
     RetentionConfig,
-    Target,
+    TargetSettings,
     config_json_schema,
     load_config,
     render_config,
@@ -574,7 +574,7 @@ def test_the_example_file_loads_with_keys_in_the_environment() -> None:
     assert loaded.config.targets[1].clusters == ["5e4e593f70dfbf1e2f6e1d30"]
     assert set(raw) == set(RetentionConfig.model_fields)
     assert set(raw["api"]) == set(ApiSettings.model_fields)
-    assert set(raw["targets"][1]) == set(Target.model_fields)
+    assert set(raw["targets"][1]) == set(TargetSettings.model_fields)
     assert set(raw["reports"]) == set(ReportsSettings.model_fields)
     assert set(raw["alerts"]) == set(AlertsSettings.model_fields)
     assert "default" not in {v for k, v in loaded.sources.items() if not k.startswith("targets.0")}

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retention.plan.decide import Merged, decide
-from retention.plan.model import Alert, ClusterPlan, SnapshotView, Target
+from retention.plan.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import EveryRule, KeepSpec
 from retention.timestamps import LATEST
@@ -87,7 +87,7 @@ class Scenario(NamedTuple):
     target: Target
     snapshots: list[SnapshotView]
     policies: list[TestPolicy]
-    alerts: list[Alert]
+    alerts: list[AlertView]
     lease_for: timedelta
 
 
@@ -105,7 +105,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     alerts = draw(
         st.lists(
             st.builds(
-                Alert,
+                AlertView,
                 id=st.sampled_from(["a1", "a2"]),
                 event_type=st.sampled_from([*sorted(HOLD_TYPES), "HOST_DOWN"]),
                 cluster_id=st.sampled_from([None, "c1", "other"]),
@@ -119,7 +119,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 def run(
-    scenario: tuple[Target, list[SnapshotView], list[TestPolicy], list[Alert], timedelta],
+    scenario: tuple[Target, list[SnapshotView], list[TestPolicy], list[AlertView], timedelta],
 ) -> ClusterPlan:
     """Plan a scenario as of NOW."""
     target, snapshots, chosen, alerts, lease_for = scenario

@@ -28,7 +28,7 @@ from retention.api.models import (
 from retention.errors import ApiError, AuthenticationError
 from retention.inventory import Discovery, ProjectTargets, discover
 from retention.plan.decide import decide
-from retention.plan.model import Alert as HoldingAlert
+from retention.plan.model import AlertView as HoldingAlert
 from retention.plan.model import Member, SnapshotView, Target
 from retention.plan.planfile import read_list
 from retention.policy.engine import KeepSpec

@@ -28,7 +28,7 @@ from typing import Literal
 from retention.api.models import SnapshotPatch
 from retention.plan.horizon import horizon, required_and_written
 from retention.plan.model import (
-    Alert,
+    AlertView,
     ClusterPlan,
     Decision,
     Hold,
@@ -127,7 +127,7 @@ def decide(
     target: Target,
     snapshots: Sequence[SnapshotView],
     policies: Sequence[PolicyLike],
-    alerts: Sequence[Alert],
+    alerts: Sequence[AlertView],
     *,
     now: datetime,
     lease_for: timedelta,
@@ -335,7 +335,7 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
 
 
 def _hold(
-    plan: ClusterPlan, merged: Merged, alerts: Sequence[Alert], walk_error: str | None
+    plan: ClusterPlan, merged: Merged, alerts: Sequence[AlertView], walk_error: str | None
 ) -> None:
     """Hold every destructive change of the cluster when a gate says so."""
     destructive = [d for d in plan.decisions if d.destructive]

@@ -175,7 +175,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Alert:
+class AlertView:
     """An OPEN alert that may hold a cluster's destructive changes."""
 
     id: str
