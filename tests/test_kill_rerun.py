@@ -71,8 +71,11 @@ def destructive_patches(log: list[dict[str, Any]]) -> Counter[str]:
     """How many accepted PATCHes brought each snapshot's expiry within a day."""
     counts: Counter[str] = Counter()
     for entry in log:
+        # A run killed mid-request leaves a PATCH without a body, which the API refuses.
+        if entry["status"] != 200:
+            continue
         expires = entry["body"].get("expires")
-        if entry["status"] != 200 or not expires:
+        if not expires:
             continue
         at = datetime.fromisoformat(entry["at"].replace("Z", "+00:00"))
         if datetime.fromisoformat(expires.replace("Z", "+00:00")) <= at + timedelta(hours=25):
