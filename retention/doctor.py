@@ -18,8 +18,6 @@ from typing import Any, Literal
 from retention.api import OpsManagerClient
 from retention.config import WRITE_FIX, LoadedConfig, load_config, unwritable
 from retention.errors import (
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
     ApiError,
     AuthenticationError,
     ConfigError,
@@ -53,10 +51,17 @@ class Check:
 
 @dataclass
 class Report:
-    """All checks, and the exit code they add up to."""
+    """All checks, and why they stopped early, if they did: "configuration" (the
+    configuration, the policies or the reports folder failed) or "unreachable" (the API
+    cannot be reached or refuses the keys). The CLI turns this into an exit code."""
 
     checks: list[Check]
-    exit_code: int = 0
+    stopped: Literal["configuration", "unreachable"] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when any check failed."""
+        return any(c.status == "fail" for c in self.checks)
 
 
 def run_doctor(config_path: str | Path | None) -> Report:
@@ -67,7 +72,7 @@ def run_doctor(config_path: str | Path | None) -> Report:
     except ConfigError as exc:
         detail = "; ".join(exc.problems) or str(exc)
         checks.append(Check("configuration", "fail", detail, "fix the file or environment named"))
-        return Report(checks, EXIT_USAGE)
+        return Report(checks, "configuration")
     checks.append(
         Check("configuration", "pass", f"{loaded.path} ({len(loaded.config.targets)} targets)")
     )
@@ -79,7 +84,7 @@ def run_doctor(config_path: str | Path | None) -> Report:
         checks.append(
             Check("policies", "fail", "; ".join(exc.problems), "retention validate lists them")
         )
-        return Report(checks, EXIT_USAGE)
+        return Report(checks, "configuration")
     checks.append(
         Check("policies", "pass", f"{len(policies)} valid: {', '.join(p.name for p in policies)}")
     )
@@ -87,11 +92,11 @@ def run_doctor(config_path: str | Path | None) -> Report:
     problem = unwritable(reports)
     if problem is not None:
         checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
-        return Report(checks, EXIT_USAGE)
+        return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
     with loaded.build_client() as client:
         if not _connection(client, loaded, checks):
-            return Report(checks, EXIT_UNREACHABLE)
+            return Report(checks, "unreachable")
         _tls(loaded, checks)
         _version_and_clock(client, checks)
         targets: list[Target] | None = []
@@ -100,8 +105,7 @@ def run_doctor(config_path: str | Path | None) -> Report:
             targets = None if found is None or targets is None else [*targets, *found]
         if targets is not None:
             _coverage(policies, targets, checks)
-    failed = any(c.status == "fail" for c in checks)
-    return Report(checks, 1 if failed else 0)
+    return Report(checks)
 
 
 def _connection(client: OpsManagerClient, loaded: LoadedConfig, checks: list[Check]) -> bool:

@@ -12,7 +12,14 @@ import click
 from retention.cli import cli
 from retention.cli.common import load, parse_at, shard_from, shard_options
 from retention.cli.output import emit, format_option
-from retention.errors import ConfigError, UsageError, exit_code_for
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ConfigError,
+    UsageError,
+    exit_code_for,
+)
 
 if TYPE_CHECKING:
     from retention.cli.explaining import Policies
@@ -343,10 +350,13 @@ def doctor(ctx: click.Context, output: str) -> int:
     from retention.doctor import run_doctor
 
     report = run_doctor(ctx.obj["config_path"])
+    code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(
+        report.stopped or "", EXIT_FAILURES if report.failed else 0
+    )
     if output == "json":
         checks = [c.as_json() for c in report.checks]
-        emit({"command": "doctor", "exitCode": report.exit_code, "checks": checks})
-        return report.exit_code
+        emit({"command": "doctor", "exitCode": code, "checks": checks})
+        return code
     marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
     for check in report.checks:
         click.echo(f"{marks[check.status]}  {check.name}: {check.detail}")
@@ -355,4 +365,4 @@ def doctor(ctx: click.Context, output: str) -> int:
     failed = sum(c.status == "fail" for c in report.checks)
     warned = sum(c.status == "warn" for c in report.checks)
     click.echo(f"\n{len(report.checks)} checks: {failed} failed, {warned} warnings.")
-    return report.exit_code
+    return code
