@@ -24,14 +24,8 @@ from retention.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.inventory import ProjectTargets, Walk
 from retention.plan.guard import Approval, EntryCheck, plan_refusal
 from retention.plan.guard import approve as approval_of
-from retention.plan.planfile import (
-    Change,
-    PlanHead,
-    clusters_by_key,
-    decisions_path,
-    read_head,
-    read_list,
-)
+from retention.plan.planfile import Change, PlanHead, clusters_by_key, decisions_path
+from retention.plan.planread import read_head, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.sharding import Shard

@@ -31,11 +31,9 @@ from retention.plan.planfile import (
     PlanHead,
     clusters_by_key,
     encode_line,
-    read_decisions,
-    read_head,
-    read_list,
     write_plan,
 )
+from retention.plan.planread import read_decisions, read_head, read_list
 from retention.planner import make_plan
 from retention.policy.loader import load_policies
 from retention.simulator.server import Simulator, SimulatorConfig

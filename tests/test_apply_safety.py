@@ -17,7 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from retention import cli
 from retention.api import OpsManagerClient
 from retention.executor import Journal, apply_plan
-from retention.plan.planfile import clusters_by_key, read_head, read_list
+from retention.plan.planfile import clusters_by_key
+from retention.plan.planread import read_head, read_list
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet
 from tests.conftest import PUBLIC_KEY

@@ -16,7 +16,8 @@ from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved, run_job
 from retention.lock import run_lock
-from retention.plan.planfile import Change, ListName, clusters_by_key, read_list
+from retention.plan.planfile import Change, ListName, clusters_by_key
+from retention.plan.planread import read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet, load_policies
 from retention.simulator.server import Simulator

@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from retention import __version__
-from retention.plan.planfile import read_head, write_plan
+from retention.plan.planfile import write_plan
+from retention.plan.planread import read_head
 from retention.plan.summary import summary_lines
 from retention.planner import CONFIG_SERVER_NOTICE
 from retention.report import RunInfo, render_reports

@@ -29,11 +29,9 @@ from retention.plan.planfile import (
     encode_line,
     generated_schema,
     plan_json_schema,
-    read_decisions,
-    read_head,
-    read_list,
     write_plan,
 )
+from retention.plan.planread import read_decisions, read_head, read_list
 from retention.plan.summary import size, summary_lines
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp

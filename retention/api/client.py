@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import ssl
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
@@ -23,14 +22,22 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import requests
 from pydantic import TypeAdapter, ValidationError
-from urllib3.exceptions import InsecureRequestWarning, MaxRetryError, ReadTimeoutError
+from urllib3.exceptions import InsecureRequestWarning, ReadTimeoutError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from retention.api import models
+from retention.api.failures import (
+    describe_not_json,
+    describe_tls_failure,
+    error_message,
+    first_line,
+    host_port,
+    urllib3_cause,
+)
 from retention.api.models import (
     AgentLinks,
     Alert,
@@ -394,7 +401,7 @@ class OpsManagerClient:
     ) -> ApiError:
         """Name what went wrong on the wire; requests wraps a spent retry of a read timeout
         in ConnectionError, so the urllib3 cause decides, not the requests class."""
-        cause = _urllib3_cause(exc)
+        cause = urllib3_cause(exc)
         if isinstance(exc, requests.exceptions.SSLError) or isinstance(cause, Urllib3SSLError):
             return TLSError(
                 describe_tls_failure(exc, self.base_url, self.tls),
@@ -407,9 +414,9 @@ class OpsManagerClient:
                 endpoint=name,
                 request=request,
             )
-        described = connection_failure(cause, _host_port(self.base_url))
+        described = connection_failure(cause, host_port(self.base_url))
         return ConnectError(
-            f"cannot reach the API at {self.base_url}: {described or _first_line(exc)}",
+            f"cannot reach the API at {self.base_url}: {described or first_line(exc)}",
             endpoint=name,
             request=request,
         )
@@ -451,7 +458,7 @@ class OpsManagerClient:
             )
         if not 200 <= status < 300:
             cls = status_error_class(status)
-            raise cls(_error_message(status, raw), endpoint=name, request=request, response=info)
+            raise cls(error_message(status, raw), endpoint=name, request=request, response=info)
         return _Answer(raw, request, info, content, unwrapped)
 
     def _note_date(self, header: str | None) -> None:
@@ -603,7 +610,7 @@ def _unwrap_envelope(
         body = json.loads(raw)
     except ValueError as exc:
         raise MalformedResponseError(
-            _describe_not_json(raw, info.content_type, exc),
+            describe_not_json(raw, info.content_type, exc),
             endpoint=name,
             request=request,
             response=info,
@@ -621,48 +628,10 @@ def _unwrap_envelope(
     return body, status
 
 
-def _error_message(status: int, raw: bytes) -> str:
-    """A one-line message from an error body ``{detail, error, errorCode, parameters,
-    reason}``: the service's errorCode (what its documentation and support look up) and its
-    detail, or an excerpt of a body that is not one."""
-    detail, code = "", ""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        inner = body.get("content")
-        content: dict[str, Any] = inner if isinstance(inner, dict) else body
-        for key in ("detail", "message", "reason", "error"):
-            value = content.get(key)
-            if isinstance(value, str) and value:
-                detail = value
-                break
-        if isinstance(content.get("errorCode"), str):
-            code = content["errorCode"]
-    if not detail:
-        detail = code or ResponseInfo.excerpt(raw) or "(empty body)"
-    elif code:
-        detail = f"{code}: {detail}"
-    return f"the API answered {status}: {detail}"
-
-
-def _describe_not_json(raw: bytes, content_type: str, exc: Exception) -> str:
-    start = raw.lstrip()[:1]
-    if start == b"<" or "html" in content_type.lower():
-        return (
-            f"expected JSON but got {content_type or 'a body'} that looks like HTML "
-            "(a proxy, load balancer or login page answered instead of the API?)"
-        )
-    if not raw:
-        return "expected JSON but the body is empty"
-    return f"the body is not valid JSON ({exc}); was the answer cut off?"
-
-
 def _describe_invalid(answer: _Answer, exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
     if errors and errors[0]["type"] == "json_invalid":
-        return _describe_not_json(
+        return describe_not_json(
             answer.raw, answer.response.content_type, ValueError(errors[0]["msg"])
         )
     shown = "; ".join(
@@ -670,131 +639,3 @@ def _describe_invalid(answer: _Answer, exc: ValidationError) -> str:
     )
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return f"the answer does not have the documented shape: {shown}{more}"
-
-
-# OpenSSL's words for a handshake answered by something that does not speak TLS (an
-# HTTP server answers the ClientHello with "HTTP/1.1 400"): 1.1/3.0 say wrong version
-# number, 3.2 and later record layer failure; packet length too long and http request are
-# older spellings.
-_NOT_TLS = (
-    "wrong_version_number",
-    "wrong version number",
-    "record layer failure",
-    "record_layer_failure",
-    "packet length too long",
-    "packet_length_too_long",
-    "http_request",
-    "unknown protocol",
-)
-# X509 verify codes (openssl/x509_vfy.h) of a certificate whose chain we do not trust.
-_UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21, 27})
-_EXPIRED_CODE = 10
-_NOT_YET_VALID_CODE = 9
-# Host name, e-mail and IP address mismatch.
-_MISMATCH_CODES = frozenset({62, 63, 64})
-
-
-def describe_tls_failure(  # noqa: PLR0911 - one return per kind of failure
-    exc: BaseException, base_url: str, tls: TLSConfig
-) -> str:
-    """What a TLS failure means and what to do about it, in one line: a server that does
-    not speak TLS, a certificate we do not trust, one for another name, an expired one."""
-    where = _host_port(base_url)
-    found = _ssl_error(exc)
-    detail = _ssl_detail(found) if found is not None else _first_line(exc)
-    lowered = " ".join(str(e) for e in _chain(exc)).lower()
-    code = getattr(found, "verify_code", None)
-    if isinstance(found, ssl.SSLCertVerificationError) or code is not None:
-        if code in _MISMATCH_CODES or "mismatch" in lowered or "doesn't match" in lowered:
-            return (
-                f"the TLS certificate of {where} is for another name ({detail}): use the name "
-                "in the certificate in api.base_url, or have the certificate fixed"
-            )
-        if code == _EXPIRED_CODE or "certificate has expired" in lowered:
-            return (
-                f"the TLS certificate of {where} has expired ({detail}): the server needs a "
-                "renewed certificate (check this host's clock too)"
-            )
-        if code == _NOT_YET_VALID_CODE or "not yet valid" in lowered:
-            return (
-                f"the TLS certificate of {where} is not valid yet ({detail}): check this "
-                "host's clock, and the server's certificate"
-            )
-        if code in _UNTRUSTED_CODES or "certificate_verify_failed" in lowered:
-            bundle = (
-                f"api.ca_bundle ({tls.ca_bundle}) does not hold the CA that signed it: point it "
-                "at that CA's PEM file"
-                if tls.ca_bundle
-                else "set api.ca_bundle to the PEM file of the CA that signed it"
-            )
-            return f"the TLS certificate of {where} is not trusted ({detail}): {bundle}"
-    if any(marker in lowered for marker in _NOT_TLS):
-        return (
-            f"{where} does not answer TLS ({detail}): if it serves plain HTTP, use http:// in "
-            "api.base_url; otherwise check the port"
-        )
-    if "eof" in lowered or "connection reset" in lowered:
-        return (
-            f"{where} closed the connection during the TLS handshake ({detail}): check the "
-            "port, and that it serves HTTPS (a proxy may refuse this host)"
-        )
-    return f"TLS failed with {where}: {detail} (check api.ca_bundle, or the server's certificate)"
-
-
-def _host_port(base_url: str) -> str:
-    """ "host:port" of a base URL, the scheme's port when it names none."""
-    parts = urlsplit(base_url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    default = 443 if parts.scheme == "https" else 80
-    return f"{parts.hostname or base_url}:{port or default}"
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """The exception, its causes, contexts, arguments and urllib3 reasons, each once."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo and len(seen) < 32:
-        current = todo.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        linked = [current.__cause__, current.__context__, getattr(current, "reason", None)]
-        linked += list(current.args)
-        todo += [e for e in linked if isinstance(e, BaseException)]
-
-
-def _ssl_error(exc: BaseException) -> ssl.SSLError | None:
-    """The ssl module's error behind a requests or urllib3 one (the most specific)."""
-    found = [e for e in _chain(exc) if isinstance(e, ssl.SSLError)]
-    verify = [e for e in found if isinstance(e, ssl.SSLCertVerificationError)]
-    return (verify or found or [None])[0]
-
-
-def _ssl_detail(error: ssl.SSLError) -> str:
-    """OpenSSL's reason in words: "self-signed certificate", "wrong version number"."""
-    message = getattr(error, "verify_message", None)
-    if message:
-        return str(message).rstrip(".")
-    reason = getattr(error, "reason", None)
-    if reason:
-        return str(reason).replace("_", " ").lower()
-    return _first_line(error)
-
-
-def _urllib3_cause(exc: BaseException) -> BaseException | None:
-    """The urllib3 error behind a requests exception (the reason of a MaxRetryError)."""
-    for arg in exc.args:
-        if isinstance(arg, MaxRetryError):
-            return arg.reason
-        if isinstance(arg, BaseException):
-            return arg
-    return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -209,7 +209,7 @@ def _trace(
     policies: list[LoadedPolicy],
 ) -> SnapshotTrace:
     """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
-    from retention.plan.planfile import snapshot_view
+    from retention.plan.planread import snapshot_view
     from retention.plan.trace import trace_snapshot
     from retention.planner import PolicyView
 

@@ -18,15 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from retention.plan.model import describe
-from retention.plan.planfile import (
-    Change,
-    DecisionRecord,
-    decisions_path,
-    jsonable,
-    read_decisions,
-    read_head,
-    read_list,
-)
+from retention.plan.planfile import Change, DecisionRecord, decisions_path, jsonable
+from retention.plan.planread import read_decisions, read_head, read_list
 from retention.report.model import (
     Calendar,
     CalendarDay,
