@@ -30,6 +30,12 @@ def load(ctx: click.Context, *, require_credentials: bool = True) -> Any:
     return loaded
 
 
+def json_logs(ctx: click.Context) -> bool:
+    """Whether --log-format json (before or after the command, or from the environment)
+    is in force: then every stderr line must be JSON and stdout defaults to JSON too."""
+    return bool((ctx.find_root().obj or {}).get("log_format") == "json")
+
+
 def examples() -> Path:
     """The folder of the shipped examples: retention.example.yaml and policies/. A wheel
     carries them in retention/examples; an editable install finds them in the checkout."""

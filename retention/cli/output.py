@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from retention.cli.common import json_logs
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -20,7 +22,7 @@ def _resolve(ctx: click.Context, _param: click.Parameter, value: str | None) -> 
     # otherwise, so `retention --log-format json CMD 2>&1 | jq` reads both streams.
     if value is not None:
         return value
-    return "json" if (ctx.find_root().obj or {}).get("log_format") == "json" else "text"
+    return "json" if json_logs(ctx) else "text"
 
 
 def format_option(command: F) -> F:

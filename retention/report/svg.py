@@ -13,7 +13,7 @@ other. Coordinates are rounded to 0.1 px: the SVG of 50 clusters x 300 snapshots
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -160,7 +160,7 @@ class _Bins:
         if len(self.labels[index]) <= MAX_NAMED:
             self.labels[index].append(label)
 
-    def lane(self, label: str, top: float, base: float, when: Sequence[str]) -> Lane:
+    def lane(self, label: str, top: float, base: float, when: Callable[[int], str]) -> Lane:
         """The lane's columns, scaled so the fullest bin reaches the top."""
         peak = max([1, *(sum(c.values()) for c in self.counts)])
         scale = (base - top) / peak
@@ -180,7 +180,7 @@ class _Bins:
                 title = "\n".join(self.labels[index])
             else:
                 parts = ", ".join(f"{counts[n]} {WORDS[n]}" for n in CATEGORIES if counts[n])
-                title = f"{when[index]}: {total} snapshots: {parts}"
+                title = f"{when(index)}: {total} snapshots: {parts}"
             x = round(PLOT_LEFT + index * BIN_PX, 1)
             columns.append(Column(x, BIN_PX - 1.0, total, segments, title))
         return Lane(label, top, base, peak, columns)
@@ -212,11 +212,11 @@ def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Tim
     def centre(i: int) -> float:
         return round(PLOT_LEFT + i * BIN_PX + (BIN_PX - 1.0) / 2, 1)
 
-    when = [
-        f"{_minute(start + timedelta(seconds=i * bin_seconds))} to "
-        f"{_minute(start + timedelta(seconds=(i + 1) * bin_seconds))}"
-        for i in range(count)
-    ]
+    def when(i: int) -> str:
+        """The stretch of time column ``i`` covers, for its tooltip."""
+        since = start + timedelta(seconds=i * bin_seconds)
+        return f"{_minute(since)} to {_minute(since + timedelta(seconds=bin_seconds))}"
+
     taken, expiry = _Bins(count), _Bins(count)
     beyond: Counter[str] = Counter()
     ends: list[tuple[int, int | None, str]] = []  # (taken bin, expiry bin or None, category)
