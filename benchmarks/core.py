@@ -13,64 +13,36 @@ import argparse
 import json
 import platform
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
-from zoneinfo import ZoneInfo
 
 from retention.plan.decide import decide
 from retention.plan.model import SnapshotView, Target
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule, KeepSpec
+from retention.policy.loader import parse_policies
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
-HOLDS = frozenset({"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND"})
 
 
-@dataclass(frozen=True)
-class BenchPolicy:
-    """A policy for the planner (what retention.planner.PolicyView provides)."""
-
-    name: str
-    keep: KeepSpec
-    protect: KeepSpec | None = None
-    timezone: str = "UTC"
-    grace: RetentionDuration = field(default_factory=lambda: RetentionDuration(hours=24))
-    release_protection: bool = False
-    inconsistent: str = "ignore"
-    min_keep: int = 2
-    max_expire_fraction: float = 1.0
-    hold_on_alerts: frozenset[str] = HOLDS
-
-    @property
-    def zone(self) -> Any:
-        """The policy's zone."""
-        return ZoneInfo(self.timezone)
-
-    def keep_spec(self) -> KeepSpec | None:
-        """Keep rules."""
-        return self.keep
-
-    def protect_spec(self) -> KeepSpec | None:
-        """Protect rules."""
-        return self.protect
-
-
-POLICIES = [
-    BenchPolicy(
-        "production",
-        KeepSpec(last=4, daily=7, weekly=5, monthly=12, yearly=3, within=RetentionDuration(days=2)),
-        KeepSpec(yearly=1),
-        timezone="Europe/Berlin",
-    ),
-    BenchPolicy("dev", KeepSpec(last=3, daily=3), grace=RetentionDuration(hours=2)),
-    BenchPolicy(
-        "compliance",
-        KeepSpec(monthly=13, every=(EveryRule("0 0 1 1,4,7,10 *", 8),)),
-        KeepSpec(yearly=7),
-    ),
-]
+# The three policies, as a policy file would give them (the decision model takes the
+# loaded policies themselves).
+POLICY_FILE = b"""
+- name: production
+  timezone: Europe/Berlin
+  keep: {last: 4, daily: 7, weekly: 5, monthly: 12, yearly: 3, within: 2d}
+  protect: {yearly: 1}
+  safety: {min_keep: 2, max_expire_fraction: 1.0, hold_on_alerts: [BAD_CLUSTERSHOTS]}
+- name: dev
+  keep: {last: 3, daily: 3}
+  grace: 2h
+  safety: {min_keep: 2, max_expire_fraction: 1.0, hold_on_alerts: [BAD_CLUSTERSHOTS]}
+- name: compliance
+  keep:
+    monthly: 13
+    every: [{cron: "0 0 1 1,4,7,10 *", count: 8}]
+  protect: {yearly: 7}
+  safety: {min_keep: 2, max_expire_fraction: 1.0, hold_on_alerts: [BAD_CLUSTERSHOTS]}
+"""
+POLICIES = sorted(parse_policies([(Path("bench.yaml"), POLICY_FILE)]), key=lambda p: p.index)
 
 
 def cluster(index: int, per: int) -> list[SnapshotView]:

@@ -1,55 +1,101 @@
-"""Helpers for planner tests: a policy satisfying PolicyLike, and applying a plan's PATCHes
-to snapshot states the way the API would (for the idempotence and min_keep invariants)."""
+"""Helpers for planner tests: real loaded policies built from engine rules, and applying a
+plan's PATCHes to snapshot states the way the API would (for the idempotence and min_keep
+invariants)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
-from zoneinfo import ZoneInfo
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from hypothesis import strategies as st
 
 from retention.plan.model import ClusterPlan, SnapshotView
+from retention.policy import rules
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
+from retention.policy.loader import LoadedPolicy
+from retention.policy.model import KeepRules, Policy, ProtectRules, Safety
 
 HOLD_TYPES = frozenset(
     {"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND", "INCONSISTENT_BACKUP_CONFIGURATION"}
 )
+DAY_GRACE = RetentionDuration(hours=24)
+Rules = TypeVar("Rules", bound=KeepRules)
 
 
-@dataclass(frozen=True)
-class TestPolicy:
-    """A policy for the planner, built directly (the YAML loader is tested elsewhere)."""
+def loaded_policy(
+    name: str = "test",
+    keep: KeepSpec | None = None,
+    protect: KeepSpec | None = None,
+    *,
+    grace: RetentionDuration = DAY_GRACE,
+    release_protection: bool = False,
+    inconsistent: Literal["ignore", "expire"] = "ignore",
+    timezone: str = "UTC",
+    min_keep: int = 1,
+    max_expire_fraction: float = 0.5,
+    hold_on_alerts: frozenset[str] = HOLD_TYPES,
+) -> LoadedPolicy:
+    """A policy as the loader gives it, validated like a file's, from engine-ready rules;
+    it comes from ``NAME.yaml``, so a hold names that file and the setting's default."""
+    policy = Policy(
+        name=name,
+        keep=_section(KeepRules, keep),
+        protect=_section(ProtectRules, protect),
+        grace=grace,
+        release_protection=release_protection,
+        inconsistent=inconsistent,
+        timezone=timezone,
+        safety=Safety(
+            min_keep=min_keep,
+            max_expire_fraction=max_expire_fraction,
+            hold_on_alerts=sorted(hold_on_alerts),
+        ),
+    )
+    return LoadedPolicy(policy, Path(f"{name}.yaml"), sha256="0" * 64)
 
-    __test__ = False  # not a pytest test class
 
-    name: str = "test"
-    keep: KeepSpec | None = None
-    protect: KeepSpec | None = None
-    grace: RetentionDuration = field(default_factory=lambda: RetentionDuration(hours=24))
-    release_protection: bool = False
-    inconsistent: str = "ignore"
-    timezone: str = "UTC"
-    min_keep: int = 1
-    max_expire_fraction: float = 0.5
-    hold_on_alerts: frozenset[str] = field(default=HOLD_TYPES)
+def renamed(loaded: LoadedPolicy, name: str) -> LoadedPolicy:
+    """``loaded`` under a name the policy language refuses: a plan file carries any name."""
+    return replace(loaded, policy=loaded.policy.model_copy(update={"name": name}))
 
-    @property
-    def zone(self) -> ZoneInfo:
-        """The policy's time zone."""
-        return ZoneInfo(self.timezone)
 
-    def keep_spec(self) -> KeepSpec | None:
-        """The keep rules."""
-        return self.keep
+def _section(model: type[Rules], spec: KeepSpec | None) -> Rules | None:
+    if spec is None:
+        return None
+    taken = rules.in_section(model.section)
+    foreign = [
+        r.name for r in rules.RULES if r not in taken and r.keeps_with(getattr(spec, r.name))
+    ]
+    if foreign:
+        raise ValueError(f"a policy's {model.section} rules cannot set {', '.join(foreign)}")
+    values: dict[str, Any] = {rule.name: getattr(spec, rule.name) for rule in taken}
+    values["every"] = [{"cron": every.cron, "count": every.count} for every in spec.every]
+    if "ids" in values:
+        values["ids"] = sorted(spec.ids)
+    section = model.model_validate(values)
+    if section.to_spec() != spec:
+        raise ValueError(f"{spec} does not survive the policy model: {section.to_spec()}")
+    return section
 
-    def protect_spec(self) -> KeepSpec | None:
-        """The protect rules."""
-        return self.protect
 
-    def where(self, setting: str) -> str:
-        """A made-up place, so hold messages can name one."""
-        return f"{self.name}.yaml ({setting})"
+def policies(
+    keep: st.SearchStrategy[KeepSpec | None],
+    protect: st.SearchStrategy[KeepSpec | None],
+    **settings: st.SearchStrategy[Any],
+) -> st.SearchStrategy[LoadedPolicy]:
+    """Policies of generated rules and ``settings`` (loaded_policy's keywords). As in the
+    policy language, none of them keeps and protects nothing."""
+    sides = st.tuples(keep, protect).filter(
+        lambda pair: any(spec is not None and not spec.empty for spec in pair)
+    )
+    return st.builds(
+        lambda pair, **chosen: loaded_policy(keep=pair[0], protect=pair[1], **chosen),
+        sides,
+        **settings,
+    )
 
 
 def apply(snapshots: list[SnapshotView], plan: ClusterPlan, now: datetime) -> list[SnapshotView]:

@@ -7,16 +7,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from retention.plan.decide import Merged, decide
 from retention.plan.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import EveryRule, KeepSpec
+from retention.policy.loader import LoadedPolicy
 from retention.timestamps import LATEST
 from tests import strategies
-from tests.planning import HOLD_TYPES, TestPolicy, apply
+from tests.planning import HOLD_TYPES, apply, loaded_policy
+from tests.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -37,11 +39,10 @@ keep_specs = st.builds(
 protect_specs = st.none() | st.builds(
     KeepSpec, monthly=st.sampled_from([0, 1, 2]), yearly=st.sampled_from([0, 1])
 )
-policies = st.builds(
-    TestPolicy,
+policies = policies_of(
+    st.none() | keep_specs,
+    protect_specs,
     name=st.sampled_from(["alpha", "beta"]),
-    keep=st.none() | keep_specs,
-    protect=protect_specs,
     grace=st.sampled_from(
         [
             RetentionDuration(),
@@ -86,7 +87,7 @@ class Scenario(NamedTuple):
 
     target: Target
     snapshots: list[SnapshotView]
-    policies: list[TestPolicy]
+    policies: list[LoadedPolicy]
     alerts: list[AlertView]
     lease_for: timedelta
 
@@ -99,9 +100,6 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     size = draw(st.integers(0, 40))
     snapshots = [draw(snapshot_views(i)) for i in range(size)]
     chosen = draw(st.lists(policies, max_size=2, unique_by=lambda p: p.name))
-    chosen = [
-        p for p in chosen if (p.keep and not p.keep.empty) or (p.protect and not p.protect.empty)
-    ]
     alerts = draw(
         st.lists(
             st.builds(
@@ -119,7 +117,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 def run(
-    scenario: tuple[Target, list[SnapshotView], list[TestPolicy], list[AlertView], timedelta],
+    scenario: tuple[Target, list[SnapshotView], list[LoadedPolicy], list[AlertView], timedelta],
 ) -> ClusterPlan:
     """Plan a scenario as of NOW."""
     target, snapshots, chosen, alerts, lease_for = scenario
@@ -199,7 +197,7 @@ def test_invariant_6_holds_only_released_when_policies_allow(scenario: Scenario)
     for d in run(scenario).decisions:
         if d.patch is not None and d.patch.do_not_delete is False and d.snapshot.do_not_delete:
             assert scenario.policies
-            assert all(p.release_protection for p in scenario.policies)
+            assert all(p.policy.release_protection for p in scenario.policies)
 
 
 @EXAMPLES
@@ -239,7 +237,7 @@ def test_min_keep_leaves_a_hold_in_place_rather_than_release_it() -> None:
         SnapshotView("s000", twin, complete=True, do_not_delete=True, expires=None),
         SnapshotView("s001", twin, complete=True, do_not_delete=False, expires=None),
     ]
-    policy = TestPolicy(
+    policy = loaded_policy(
         name="alpha",
         protect=KeepSpec(yearly=1),
         grace=RetentionDuration(),
@@ -267,7 +265,7 @@ def test_inconsistent_expire_does_not_touch_a_held_snapshot() -> None:
             "s001", when, complete=True, do_not_delete=True, expires=None, consistent=False
         )
     ]
-    policy = TestPolicy(
+    policy = loaded_policy(
         keep=KeepSpec(yearly=1), grace=RetentionDuration(), inconsistent="expire", min_keep=0
     )
 
@@ -306,6 +304,13 @@ extreme_specs = st.builds(
     zone=st.sampled_from(["UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago"]),
     snapshots=st.lists(st.integers(0, 400 * 24), max_size=30, unique=True),
 )
+@example(
+    keep=KeepSpec(daily=-1, weekly=-1, monthly=-1, yearly=-1),
+    protect=None,
+    grace=RetentionDuration(),
+    zone="UTC",
+    snapshots=[0, 1, 2],
+)
 def test_rules_at_their_extremes_clamp_to_the_latest_time_and_keep(
     keep: KeepSpec,
     protect: KeepSpec | None,
@@ -320,13 +325,14 @@ def test_rules_at_their_extremes_clamp_to_the_latest_time_and_keep(
         SnapshotView(f"s{h:05d}", NOW - timedelta(hours=h), True, False, NOW + timedelta(days=1))
         for h in snapshots
     ]
-    policy = TestPolicy(keep=keep, protect=protect, grace=grace, timezone=zone)
+    policy = loaded_policy(keep=keep, protect=protect, grace=grace, timezone=zone)
 
     plan = decide(Target("p1", "c1", "prod"), views, [policy], [], now=NOW, lease_for=DAY)
 
     for d in plan.decisions:
         if d.patch is not None and d.patch.expires is not None:
-            assert NOW < d.patch.expires <= LATEST
+            # grace 0 deletes at once: what it writes is now itself.
+            assert NOW <= d.patch.expires <= LATEST
             assert d.patch.expires.microsecond == 0
         for reason in d.reasons:
             assert reason["horizon"] is None or reason["horizon"] <= LATEST

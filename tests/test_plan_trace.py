@@ -16,8 +16,10 @@ from retention.plan.model import Reason, SnapshotView, Target
 from retention.plan.trace import SnapshotTrace, trace_snapshot
 from retention.policy.duration import RetentionDuration
 from retention.policy.engine import KeepSpec
+from retention.policy.loader import LoadedPolicy
 from tests import strategies
-from tests.planning import TestPolicy
+from tests.planning import loaded_policy
+from tests.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
 TARGET = Target("p1", "c1", "prod-orders")
@@ -75,11 +77,10 @@ keep_specs = st.builds(
     within_daily=st.none() | st.builds(RetentionDuration, days=st.integers(0, 9)),
     every=strategies.every_rules(["0 0 * * 0", "0 0 1 * *"], st.sampled_from([1, 3]), max_size=1),
 )
-policies = st.builds(
-    TestPolicy,
+policies = policies_of(
+    st.none() | keep_specs,
+    st.none() | st.builds(KeepSpec, monthly=st.sampled_from([0, 1]), yearly=counts),
     name=st.sampled_from(["alpha", "beta"]),
-    keep=st.none() | keep_specs,
-    protect=st.none() | st.builds(KeepSpec, monthly=st.sampled_from([0, 1]), yearly=counts),
     release_protection=st.booleans(),
     inconsistent=st.sampled_from(["ignore", "expire"]),
     timezone=st.sampled_from(["UTC", "Europe/Berlin"]),
@@ -107,7 +108,7 @@ def clusters(draw: st.DrawFn) -> list[SnapshotView]:
 @given(snapshots=clusters(), chosen=st.lists(policies, max_size=2, unique_by=lambda p: p.name))
 @settings(max_examples=300, deadline=None)
 def test_the_rules_traced_as_keeping_are_the_reasons_decide_records(
-    snapshots: list[SnapshotView], chosen: list[TestPolicy]
+    snapshots: list[SnapshotView], chosen: list[LoadedPolicy]
 ) -> None:
     """For any cluster and policies, the traced keeping and protecting rules of a counted
     snapshot are decide's rule reasons for it, and an uncounted one is traced as such."""
@@ -127,7 +128,7 @@ def test_the_rules_traced_as_keeping_are_the_reasons_decide_records(
 
 # ---- examples ---------------------------------------------------------------------------
 
-GFS = TestPolicy(
+GFS = loaded_policy(
     "production",
     keep=KeepSpec(last=1, daily=7, weekly=4),
     protect=KeepSpec(yearly=1),
@@ -189,7 +190,7 @@ def test_snapshots_taken_at_the_same_time_are_ordered_as_decide_orders_them() ->
     the trace names that one as holding the bucket."""
     same = NOW - timedelta(hours=3)
     snapshots = [view("a", same), view("b", same), view("older", NOW - timedelta(days=2))]
-    daily = TestPolicy("d", keep=KeepSpec(daily=5))
+    daily = loaded_policy("d", keep=KeepSpec(daily=5))
 
     plan = decide(TARGET, snapshots, [daily], [], now=NOW, lease_for=LEASE)
     found = trace_snapshot(snapshots, [daily], "a", now=NOW)

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule, Item, KeepSpec, evaluate, trace
+from retention.policy.engine import EveryRule, Item, KeepSpec, evaluate
+from retention.policy.trace import trace
 from tests import strategies
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)

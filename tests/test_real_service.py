@@ -37,7 +37,7 @@ from retention.timestamps import LATEST
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY
 from tests.digest import DigestChecker
 from tests.fakeapi import FakeApi, json_answer, paged
-from tests.planning import TestPolicy
+from tests.planning import loaded_policy
 from tests.replay_server import VERSION, Replay, serve
 from tests.simfleet import KEY, SHARDED, P, small_fleet
 
@@ -322,7 +322,7 @@ def test_an_alert_on_a_shard_holds_its_sharded_cluster() -> None:
         SnapshotView(f"s{i}", now - timedelta(days=i), True, False, now + timedelta(days=90))
         for i in range(1, 6)
     ]
-    policy = TestPolicy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
+    policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
     by_rs = HoldingAlert("a1", "OPLOG_BEHIND", replica_set_name="shannon-0")
     by_id = HoldingAlert("a2", "BAD_CLUSTERSHOTS", cluster_id=shard.cluster_id)
 

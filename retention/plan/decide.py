@@ -32,13 +32,13 @@ from retention.plan.model import (
     ClusterPlan,
     Decision,
     Hold,
-    PolicyLike,
     Reason,
     SnapshotView,
     Target,
     note,
 )
 from retention.policy.engine import Item, Match, evaluate
+from retention.policy.loader import LoadedPolicy
 from retention.timestamps import ceil_to_second
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).
@@ -62,33 +62,34 @@ class Merged:
     hold_on_alerts: frozenset[str]
     release_protection: bool
     expire_inconsistent: bool
-    policies: tuple[PolicyLike, ...]  # sorted by name: holds say which one's setting held
+    policies: tuple[LoadedPolicy, ...]  # sorted by name: holds say which one's setting held
 
     @classmethod
-    def of(cls, policies: Sequence[PolicyLike], now: datetime) -> Merged:
+    def of(cls, policies: Sequence[LoadedPolicy], now: datetime) -> Merged:
         """Largest grace and min_keep, smallest fraction, union of alert types; release
         protection and expire inconsistent snapshots only if every policy says so."""
+        settings = [p.policy for p in policies]
         return cls(
-            grace_until=ceil_to_second(max(p.grace.after(now, UTC) for p in policies)),
-            grace_is_zero=all(p.grace.zero for p in policies),
-            min_keep=max(p.min_keep for p in policies),
-            max_expire_fraction=min(p.max_expire_fraction for p in policies),
-            hold_on_alerts=frozenset().union(*(p.hold_on_alerts for p in policies)),
-            release_protection=all(p.release_protection for p in policies),
-            expire_inconsistent=all(p.inconsistent == "expire" for p in policies),
+            grace_until=ceil_to_second(max(p.grace.after(now, UTC) for p in settings)),
+            grace_is_zero=all(p.grace.zero for p in settings),
+            min_keep=max(p.safety.min_keep for p in settings),
+            max_expire_fraction=min(p.safety.max_expire_fraction for p in settings),
+            hold_on_alerts=frozenset().union(*(p.safety.hold_on_alerts for p in settings)),
+            release_protection=all(p.release_protection for p in settings),
+            expire_inconsistent=all(p.inconsistent == "expire" for p in settings),
             policies=tuple(sorted(policies, key=lambda p: p.name)),
         )
 
     def fraction_setting(self) -> str:
         """Where the smallest max_expire_fraction (the one that holds) is set."""
-        policy = min(self.policies, key=lambda p: p.max_expire_fraction)
-        return policy.where("safety.max_expire_fraction")
+        loaded = min(self.policies, key=lambda p: p.policy.safety.max_expire_fraction)
+        return loaded.where("safety.max_expire_fraction")
 
     def alert_setting(self, event_type: str) -> str | None:
         """Where the first policy that holds on ``event_type`` says so."""
-        for policy in self.policies:
-            if event_type in policy.hold_on_alerts:
-                return policy.where("safety.hold_on_alerts")
+        for loaded in self.policies:
+            if event_type in loaded.policy.safety.hold_on_alerts:
+                return loaded.where("safety.hold_on_alerts")
         return None
 
 
@@ -126,7 +127,7 @@ class _Verdicts:
 def decide(
     target: Target,
     snapshots: Sequence[SnapshotView],
-    policies: Sequence[PolicyLike],
+    policies: Sequence[LoadedPolicy],
     alerts: Sequence[AlertView],
     *,
     now: datetime,
@@ -201,19 +202,20 @@ def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
     return not snapshot.do_not_delete and snapshot.expires is not None and snapshot.expires <= now
 
 
-def _evaluate(items: list[Item], policies: Sequence[PolicyLike], now: datetime) -> _Verdicts:
+def _evaluate(items: list[Item], policies: Sequence[LoadedPolicy], now: datetime) -> _Verdicts:
     verdicts = _Verdicts({}, {}, {}, {})
-    for policy in sorted(policies, key=lambda p: p.name):
+    for loaded in sorted(policies, key=lambda p: p.name):
+        policy, zone = loaded.policy, loaded.policy.zone
         rules = ((policy.keep_spec(), verdicts.kept), (policy.protect_spec(), verdicts.protected))
         for spec, into in rules:
-            if spec is None or spec.empty:
+            if spec.empty:
                 continue
             keeping = into is verdicts.kept
-            result = evaluate(items, spec, now, policy.zone)
+            result = evaluate(items, spec, now, zone)
             for item in result.keep:
                 found = into.setdefault(item.id, [])
                 found.extend(
-                    rule_reason(policy.name, policy.zone, m, item.time, keeping=keeping)
+                    rule_reason(policy.name, zone, m, item.time, keeping=keeping)
                     for m in result.reasons[item.id].matches
                 )
                 verdicts.policies.setdefault(item.id, set()).add(policy.name)

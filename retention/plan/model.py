@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from retention.api.models import SnapshotPatch, SnapshotState
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import KeepSpec
 from retention.timestamps import AwareUtcDatetime, format_timestamp
 
 Kind = Literal["cluster", "config-server"]
@@ -79,42 +77,6 @@ def describe(reason: Reason) -> str:
     if reason["horizon"] is not None:
         words += f", until {format_timestamp(reason['horizon'])}"
     return f"{reason['policy']}: {words}" if reason["policy"] else words
-
-
-class PolicyLike(Protocol):
-    """What the planner needs of a policy (retention.planner.PolicyView gives it)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def release_protection(self) -> bool: ...
-
-    @property
-    def grace(self) -> RetentionDuration: ...
-
-    @property
-    def inconsistent(self) -> str: ...
-
-    @property
-    def zone(self) -> Any: ...
-
-    def keep_spec(self) -> KeepSpec | None: ...
-
-    def protect_spec(self) -> KeepSpec | None: ...
-
-    @property
-    def min_keep(self) -> int: ...
-
-    @property
-    def max_expire_fraction(self) -> float: ...
-
-    @property
-    def hold_on_alerts(self) -> frozenset[str]: ...
-
-    def where(self, setting: str) -> str:
-        """Where a person finds ``setting`` ("policies/prod.yaml:24"), for hold messages."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

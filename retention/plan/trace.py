@@ -1,10 +1,11 @@
 """What every rule of every matching policy did with one snapshot, for ``retention explain``.
 
-The engine's ``trace`` is fed exactly as ``decide`` feeds ``evaluate``: the cluster's counted
-snapshots (``uncounted``) in the order of its decisions (``newest_first``), each policy's
-keep and protect rules in the policy's zone, and the plan's ``now``. A rule that keeps the
-snapshot comes with the reason the plan records for it (``rule_reason``), so explain can
-show its horizon and tell it apart from the plan's other reasons. Pure: no I/O, no clock.
+``retention.policy.trace`` is fed exactly as ``decide`` feeds ``evaluate``: the
+cluster's counted snapshots (``uncounted``) in the order of its decisions
+(``newest_first``), each policy's keep and protect rules in the policy's zone, and the
+plan's ``now``. A rule that keeps the snapshot comes with the reason the plan records for
+it (``rule_reason``), so explain can show its horizon and tell it apart from the plan's
+other reasons. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from retention.plan.decide import Uncounted, counted_items, newest_first, rule_reason, uncounted
-from retention.plan.model import PolicyLike, Reason, SnapshotView
-from retention.policy.engine import Item, KeepSpec, RuleTrace, trace
+from retention.plan.model import Reason, SnapshotView
+from retention.policy.engine import Item, KeepSpec
+from retention.policy.loader import LoadedPolicy
+from retention.policy.model import Policy
+from retention.policy.trace import RuleTrace, trace
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class SnapshotTrace:
 
 def trace_snapshot(
     snapshots: Sequence[SnapshotView],
-    policies: Sequence[PolicyLike],
+    policies: Sequence[LoadedPolicy],
     snapshot_id: str,
     *,
     now: datetime,
@@ -68,27 +72,31 @@ def trace_snapshot(
         snapshot_id,
         None,
         tuple(
-            PolicyTrace(
-                policy.name,
-                _side(items, policy, policy.keep_spec(), snapshot, now, keeping=True),
-                _side(items, policy, policy.protect_spec(), snapshot, now, keeping=False),
-            )
-            for policy in sorted(policies, key=lambda p: p.name)
+            _policy(items, loaded.policy, snapshot, now)
+            for loaded in sorted(policies, key=lambda p: p.name)
         ),
+    )
+
+
+def _policy(
+    items: list[Item], policy: Policy, snapshot: SnapshotView, now: datetime
+) -> PolicyTrace:
+    return PolicyTrace(
+        policy.name,
+        _side(items, policy, policy.keep_spec(), snapshot, now, keeping=True),
+        _side(items, policy, policy.protect_spec(), snapshot, now, keeping=False),
     )
 
 
 def _side(
     items: list[Item],
-    policy: PolicyLike,
-    spec: KeepSpec | None,
+    policy: Policy,
+    spec: KeepSpec,
     snapshot: SnapshotView,
     now: datetime,
     *,
     keeping: bool,
 ) -> tuple[TracedRule, ...]:
-    if spec is None:
-        return ()
     return tuple(
         TracedRule(
             entry,

@@ -13,10 +13,9 @@ import difflib
 import functools
 import re
 import zoneinfo
-from dataclasses import replace
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from croniter import CroniterError, croniter
 from pydantic import (
@@ -32,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from retention.policy import engine
+from retention.policy import engine, rules
 from retention.policy.duration import RetentionDuration
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
@@ -176,8 +175,11 @@ def _not_empty(value: list[str] | None) -> list[str] | None:
 
 Globs = Annotated[list[str] | None, AfterValidator(_not_empty)]
 Kind = Literal["cluster", "config-server"]
-# The KeepSpec fields that a KeepRules field of the same name carries over unchanged.
-_SPEC_FIELDS = (*engine.COUNT_RULES, "within", *(f"within_{r}" for r in engine.COUNT_RULES[1:]))
+
+
+def _about(rule: str) -> str:
+    """A rule's description in the schema, from its row in the rules' table."""
+    return rules.BY_NAME[rule].description
 
 
 class EveryRule(BaseModel):
@@ -201,29 +203,36 @@ class KeepRules(BaseModel):
     """restic ``forget`` rules: a snapshot kept by any rule is kept."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # The docstring is the schema's description; the fields are the rules of rules.RULES
+    # this section takes, by name (tests/test_policy_rules.py holds them to it).
+    section: ClassVar[rules.Section] = "keep"
 
-    last: Count = Field(0, description="Keep the newest N snapshots; -1 = all.")
-    hourly: Count = Field(0, description="Newest snapshot of each of the last N hours.")
-    daily: Count = Field(0, description="Newest snapshot of each of the last N days.")
-    weekly: Count = Field(0, description="Newest snapshot of each of the last N ISO weeks.")
-    monthly: Count = Field(0, description="Newest snapshot of each of the last N months.")
-    yearly: Count = Field(0, description="Newest snapshot of each of the last N years.")
-    within: OptionalDuration = Field(
-        None, description="Keep everything within this duration of the newest snapshot."
-    )
-    within_hourly: OptionalDuration = Field(None, description="Hourly snapshots within this.")
-    within_daily: OptionalDuration = Field(None, description="Daily snapshots within this.")
-    within_weekly: OptionalDuration = Field(None, description="Weekly snapshots within this.")
-    within_monthly: OptionalDuration = Field(None, description="Monthly snapshots within this.")
-    within_yearly: OptionalDuration = Field(None, description="Yearly snapshots within this.")
-    every: list[EveryRule] = Field(
-        default_factory=list, description="Cron-defined buckets: newest snapshot per interval."
-    )
+    last: Count = Field(0, description=_about("last"))
+    hourly: Count = Field(0, description=_about("hourly"))
+    daily: Count = Field(0, description=_about("daily"))
+    weekly: Count = Field(0, description=_about("weekly"))
+    monthly: Count = Field(0, description=_about("monthly"))
+    yearly: Count = Field(0, description=_about("yearly"))
+    within: OptionalDuration = Field(None, description=_about("within"))
+    within_hourly: OptionalDuration = Field(None, description=_about("within_hourly"))
+    within_daily: OptionalDuration = Field(None, description=_about("within_daily"))
+    within_weekly: OptionalDuration = Field(None, description=_about("within_weekly"))
+    within_monthly: OptionalDuration = Field(None, description=_about("within_monthly"))
+    within_yearly: OptionalDuration = Field(None, description=_about("within_yearly"))
+    every: list[EveryRule] = Field(default_factory=list, description=_about("every"))
 
     def to_spec(self) -> engine.KeepSpec:
         """The engine-ready form of these rules."""
-        rules = {name: getattr(self, name) for name in _SPEC_FIELDS}
-        return engine.KeepSpec(**rules, every=tuple(rule.to_engine() for rule in self.every))
+        values = {rule.name: self._engine_value(rule) for rule in rules.in_section(self.section)}
+        return engine.KeepSpec(**values)
+
+    def _engine_value(self, rule: rules.Rule) -> Any:
+        value = getattr(self, rule.name)
+        if rule.kind == "every":
+            return tuple(every.to_engine() for every in value)
+        if rule.kind == "ids":
+            return frozenset(value)
+        return value
 
     @property
     def is_empty(self) -> bool:
@@ -234,13 +243,9 @@ class KeepRules(BaseModel):
 class ProtectRules(KeepRules):
     """Keep rules whose snapshots get ``doNotDelete: true``, plus snapshots named by id."""
 
-    ids: list[str] = Field(
-        default_factory=list, description="Snapshot ids that are always protected."
-    )
+    section: ClassVar[rules.Section] = "protect"
 
-    def to_spec(self) -> engine.KeepSpec:
-        """The engine-ready form of these rules, ids included."""
-        return replace(super().to_spec(), ids=frozenset(self.ids))
+    ids: list[str] = Field(default_factory=list, description=_about("ids"))
 
 
 class Selector(BaseModel):
@@ -378,22 +383,30 @@ def _amount(count: int) -> str:
 
 
 def _describe_rules(verb: str, spec: engine.KeepSpec) -> str:
-    rules = [f"last {_amount(spec.last)}"] if spec.last else []
-    rules += [
-        f"{_amount(count)} {name}"
-        for name in engine.COUNT_RULES[1:]
-        if (count := engine.spec_count(spec, name))
-    ]
-    if spec.within is not None and not spec.within.zero:
-        rules.append(f"everything within {spec.within}")
-    for name in engine.COUNT_RULES[1:]:
-        window: RetentionDuration | None = getattr(spec, f"within_{name}")
-        if window is not None and not window.zero:
-            rules.append(f"{name} within {window}")
-    rules += [f"{_amount(rule.count)} intervals of cron '{rule.cron}'" for rule in spec.every]
-    if spec.ids:
-        rules.append(f"{len(spec.ids)} snapshot{'s' if len(spec.ids) > 1 else ''} by id")
-    return f"{verb} {_join(rules)}" if rules else ""
+    words = [words for rule in rules.RULES for words in _rule_words(rule, spec)]
+    return f"{verb} {_join(words)}" if words else ""
+
+
+def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
+    """What one rule of ``spec`` keeps, in the summary's words, when it keeps anything."""
+    if rule.kind == "count":
+        count = spec.count_of(rule)
+        if not count:
+            return []
+        # last counts by position ("last 3"), the others by calendar ("7 daily").
+        by_position = rule.calendar is None
+        return [f"{rule.name} {_amount(count)}" if by_position else f"{_amount(count)} {rule.name}"]
+    if rule.kind in ("within", "window"):
+        window = spec.duration_of(rule)
+        if rule.kind == "within":
+            words = f"everything within {window}"
+        else:
+            words = rule.reason.format(within=window)  # "daily within 30d"
+        return [words] if window is not None and not window.zero else []
+    if rule.kind == "every":
+        return [f"{_amount(every.count)} intervals of cron '{every.cron}'" for every in spec.every]
+    ids = len(spec.ids) if rule.kind == "ids" else 0
+    return [f"{ids} snapshot{'s' if ids > 1 else ''} by id"] if ids else []
 
 
 def _describe_safety(safety: Safety) -> list[str]:
