@@ -25,17 +25,11 @@ from retention.errors import ApiError, PlanFileError
 from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved
-from retention.plan.planfile import (
-    CHANGE,
-    Change,
-    PlanHead,
-    clusters_by_key,
-    encode_line,
-    write_plan,
-)
+from retention.plan.planfile import CHANGE, Change, PlanHead, clusters_by_key
 from retention.plan.planread import read_decisions, read_head, read_list
+from retention.plan.planwrite import encode_line, write_plan
 from retention.planner import make_plan
-from retention.policy.loader import load_policies
+from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 from retention.timestamps import parse_timestamp

@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from retention import __version__
-from retention.plan.planfile import write_plan
+from retention.cli.summary import summary_lines
 from retention.plan.planread import read_head
-from retention.plan.summary import summary_lines
+from retention.plan.planwrite import write_plan
 from retention.planner import CONFIG_SERVER_NOTICE
 from retention.report import RunInfo, render_reports
 from retention.report.render import markdown_text

@@ -17,25 +17,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retention.api.models import SnapshotPatch
+from retention.cli.summary import summary_lines
 from retention.errors import PlanFileError
 from retention.plan.decide import decide
 from retention.plan.model import ClusterPlan, Decision, SnapshotView, Target, note
 from retention.plan.planfile import (
     LISTS,
     ListName,
-    PlanBuilder,
-    decision_record,
     decisions_path,
-    encode_line,
     generated_schema,
     plan_json_schema,
-    write_plan,
 )
 from retention.plan.planread import read_decisions, read_head, read_list
-from retention.plan.summary import size, summary_lines
+from retention.plan.planwrite import PlanBuilder, decision_record, encode_line, write_plan
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
-from tests.planning import TestPolicy
+from retention.wording import size
+from tests.planning import loaded_policy, renamed
 
 GOLDEN = (
     Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"
@@ -161,8 +159,9 @@ def hostile_plan(name: str, cluster_id: str) -> ClusterPlan:
         SnapshotView(f"s{i}", NOW - timedelta(days=i), True, False, NOW + timedelta(days=40))
         for i in range(1, 4)
     ]
-    policy = TestPolicy(
-        name=name, keep=KeepSpec(last=1), protect=KeepSpec(last=1), max_expire_fraction=1.0
+    policy = renamed(
+        loaded_policy(keep=KeepSpec(last=1), protect=KeepSpec(last=1), max_expire_fraction=1.0),
+        name,
     )
     target = Target("p1", cluster_id, name)
     return decide(target, snapshots, [policy], [], now=NOW, lease_for=timedelta(days=1))
@@ -251,7 +250,7 @@ def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -
         SnapshotView(f"s{i}", now - timedelta(days=i + 1), True, False, now + timedelta(days=300))
         for i in range(10)
     ]
-    policy = TestPolicy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
+    policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
     target = Target("p1", "h1", "cfg0", "config-server")
     plan = decide(target, snapshots, [policy], [], now=now, lease_for=timedelta(days=1))
     builder = PlanBuilder(now, now, "https://om.test/api/public/v1.0", [])
@@ -276,7 +275,7 @@ def test_the_plan_says_what_it_gives_back_and_from_when() -> None:
         )
         for i in range(1, 5)
     ]
-    policy = TestPolicy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
+    policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
     plan = decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
     builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
     builder.add(plan)

@@ -21,7 +21,7 @@ import pytest
 
 from retention.api.models import SnapshotPatch
 from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
-from retention.plan.planfile import PlanBuilder, PolicyDigest
+from retention.plan.planwrite import PlanBuilder, PolicyDigest
 from retention.report import RunInfo, render_reports
 from retention.report.read import change_rows
 

@@ -11,7 +11,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from retention.api.client import Endpoint, ListWalk, OpsManagerClient
+    from retention.api.client import OpsManagerClient
+    from retention.api.endpoints import Endpoint
+    from retention.api.listwalk import ListWalk
     from retention.api.models import (
         AgentLinks,
         Alert,
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
     from retention.api.transport import Credentials, RetryPolicy, Timeouts, TLSConfig
 
 _WHERE = {
-    "Endpoint": "client",
-    "ListWalk": "client",
+    "Endpoint": "endpoints",
+    "ListWalk": "listwalk",
     "OpsManagerClient": "client",
     "AgentLinks": "models",
     "Alert": "models",

@@ -4,40 +4,48 @@
     for snap in client.list_snapshots(project_id, cluster_id, completed="all"):
         ...
 
-Lists are ``ListWalk`` iterators: they page at itemsPerPage=500, drop repeated ids (a page
-boundary can shift while we read) and, once exhausted, check the unique count against the
-API's ``totalCount``, raising InconsistentListError when they differ. Every failure is an
-``ApiError`` that names the endpoint (see retention.errors).
+Lists are ``ListWalk`` iterators (listwalk.py): they page at itemsPerPage=500, drop repeated
+ids (a page boundary can shift while we read) and, once exhausted, check the unique count
+against the API's ``totalCount``, raising InconsistentListError when they differ. Every
+failure is an ``ApiError`` that names the endpoint (see retention.errors); endpoints.py
+holds the operations, answers.py the reading of what comes back.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
-from urllib.parse import quote
+from typing import Any
 
 import requests
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 from urllib3.exceptions import InsecureRequestWarning, ReadTimeoutError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from retention.api import models
-from retention.api.failures import (
-    describe_not_json,
-    describe_tls_failure,
-    error_message,
-    first_line,
-    host_port,
-    urllib3_cause,
+from retention.api.answers import Answer, check_answer, parse_answer, service_version
+from retention.api.endpoints import (
+    GET_AGENT_LINKS,
+    GET_ALERT,
+    GET_CONFIG_SERVER_SNAPSHOT,
+    GET_PROJECT,
+    GET_SNAPSHOT,
+    LIST_ALERTS,
+    LIST_CLUSTERS,
+    LIST_CONFIG_SERVER_SNAPSHOTS,
+    LIST_HOSTS,
+    LIST_SNAPSHOTS,
+    PATCH_ALERT,
+    PATCH_SNAPSHOT,
+    Endpoint,
+    build_path,
 )
+from retention.api.failures import describe_tls_failure, first_line, host_port, urllib3_cause
+from retention.api.listwalk import ItemT, ListWalk
 from retention.api.models import (
     AgentLinks,
     Alert,
@@ -64,96 +72,17 @@ from retention.api.transport import (
 )
 from retention.errors import (
     ApiError,
-    AuthenticationError,
     ConnectError,
-    InconsistentListError,
-    MalformedResponseError,
     RefusedRequestError,
     RequestInfo,
     RequestTimeoutError,
-    ResponseInfo,
     TLSError,
-    status_error_class,
 )
 
 log = logging.getLogger("retention.api")
 
 MAX_ITEMS_PER_PAGE = 500
 STALE_RETRIES = 3
-# The real service sends X-MongoDB-Service-Version (every vendor answer on record); the API
-# document we started from writes X-Server-Service-Version. Either is read, the real first.
-SERVICE_VERSION_HEADERS = ("X-MongoDB-Service-Version", "X-Server-Service-Version")
-_PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
-
-
-class Endpoint(NamedTuple):
-    """An API operation: its method and path template, as the spec writes them."""
-
-    method: str
-    template: str
-
-    def __str__(self) -> str:
-        return f"{self.method} {self.template}"
-
-
-PATCH_SNAPSHOT = Endpoint(
-    "PATCH", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}"
-)
-LIST_SNAPSHOTS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots")
-GET_SNAPSHOT = Endpoint("GET", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}")
-LIST_CONFIG_SERVER_SNAPSHOTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts/{HOST-ID}/snapshots")
-GET_CONFIG_SERVER_SNAPSHOT = Endpoint(
-    "GET", "/groups/{PROJECT-ID}/hosts/{HOST-ID}/snapshots/{SNAPSHOT-ID}"
-)
-LIST_ALERTS = Endpoint("GET", "/groups/{PROJECT-ID}/alerts")
-GET_ALERT = Endpoint("GET", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
-PATCH_ALERT = Endpoint("PATCH", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
-GET_AGENT_LINKS = Endpoint("GET", "/groups/{PROJECT-ID}/agents")
-LIST_CLUSTERS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters")
-LIST_HOSTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts")
-GET_PROJECT = Endpoint("GET", "/groups/{PROJECT-ID}")
-
-
-def encode_segment(value: str) -> str:
-    """Percent-encode one path segment built from data; ids are data, not path syntax.
-
-    A segment of only dots cannot be sent safely (requests decodes ``%2E`` back into ``.``,
-    and servers resolve ``..``), so it is refused; no real id looks like that.
-    """
-    if not value:
-        raise ValueError("an empty id cannot be part of a path")
-    if value.strip(".") == "":
-        raise ValueError(f"{value!r} is not a valid id (a path segment of only dots)")
-    return quote(value, safe="")
-
-
-def build_path(endpoint: Endpoint, ids: tuple[str, ...]) -> str:
-    """Fill the endpoint's placeholders with the given ids, each percent-encoded."""
-    names = _PLACEHOLDER.findall(endpoint.template)
-    if len(names) != len(ids):
-        raise TypeError(f"{endpoint} takes {len(names)} ids, got {len(ids)}")
-    values = iter(ids)
-    return _PLACEHOLDER.sub(lambda _m: encode_segment(next(values)), endpoint.template)
-
-
-class _HasId(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-ItemT = TypeVar("ItemT", bound=_HasId)
-T = TypeVar("T")
-
-
-@dataclass
-class _Answer:
-    """A successful answer: the raw body, or the unwrapped content in envelope mode."""
-
-    raw: bytes
-    request: RequestInfo
-    response: ResponseInfo
-    content: Any = None
-    unwrapped: bool = False
 
 
 class OpsManagerClient:
@@ -236,7 +165,7 @@ class OpsManagerClient:
     def get_snapshot(self, project_id: str, cluster_id: str, snapshot_id: str) -> Snapshot:
         """One cluster snapshot."""
         answer = self._call(GET_SNAPSHOT, (project_id, cluster_id, snapshot_id))
-        return self._parse(GET_SNAPSHOT, answer, _SNAPSHOT)
+        return parse_answer(GET_SNAPSHOT, answer, _SNAPSHOT)
 
     def patch_snapshot(
         self, project_id: str, cluster_id: str, snapshot_id: str, patch: SnapshotPatch
@@ -250,7 +179,7 @@ class OpsManagerClient:
                 endpoint=str(PATCH_SNAPSHOT),
             )
         answer = self._call(PATCH_SNAPSHOT, (project_id, cluster_id, snapshot_id), body=body)
-        return self._parse(PATCH_SNAPSHOT, answer, _SNAPSHOT)
+        return parse_answer(PATCH_SNAPSHOT, answer, _SNAPSHOT)
 
     # --- config-server snapshots (endpoints 4-5, deprecated) --------------------------------
 
@@ -282,7 +211,7 @@ class OpsManagerClient:
         self._warn_config_server_deprecated()
         endpoint = GET_CONFIG_SERVER_SNAPSHOT
         answer = self._call(endpoint, (project_id, host_id, snapshot_id))
-        return self._parse(endpoint, answer, _CONFIG_SERVER_SNAPSHOT)
+        return parse_answer(endpoint, answer, _CONFIG_SERVER_SNAPSHOT)
 
     def _warn_config_server_deprecated(self) -> None:
         # Nothing to act on, so no warning: a plan with config servers says it once, in
@@ -306,7 +235,7 @@ class OpsManagerClient:
     def get_alert(self, project_id: str, alert_id: str) -> Alert:
         """One alert."""
         answer = self._call(GET_ALERT, (project_id, alert_id))
-        return self._parse(GET_ALERT, answer, _ALERT)
+        return parse_answer(GET_ALERT, answer, _ALERT)
 
     def acknowledge_alert(
         self, project_id: str, alert_id: str, until: datetime, comment: str | None = None
@@ -314,7 +243,7 @@ class OpsManagerClient:
         """Acknowledge an alert until ``until`` (sent as UTC), with an optional comment."""
         ack = AlertAcknowledgement(acknowledged_until=until, acknowledgement_comment=comment)
         answer = self._call(PATCH_ALERT, (project_id, alert_id), body=ack.to_api())
-        return self._parse(PATCH_ALERT, answer, _ALERT)
+        return parse_answer(PATCH_ALERT, answer, _ALERT)
 
     def unacknowledge_alert(
         self, project_id: str, alert_id: str, comment: str | None = None
@@ -322,19 +251,19 @@ class OpsManagerClient:
         """Remove an alert's acknowledgement (a PATCH without acknowledgedUntil)."""
         ack = AlertAcknowledgement(acknowledgement_comment=comment)
         answer = self._call(PATCH_ALERT, (project_id, alert_id), body=ack.to_api())
-        return self._parse(PATCH_ALERT, answer, _ALERT)
+        return parse_answer(PATCH_ALERT, answer, _ALERT)
 
     # --- agents (endpoint 9) and discovery --------------------------------------------------
 
     def get_agent_links(self, project_id: str) -> AgentLinks:
         """Links to the project's monitoring, backup and automation agent resources."""
         answer = self._call(GET_AGENT_LINKS, (project_id,))
-        return self._parse(GET_AGENT_LINKS, answer, _AGENT_LINKS)
+        return parse_answer(GET_AGENT_LINKS, answer, _AGENT_LINKS)
 
     def get_project(self, project_id: str) -> models.Project:
         """The project, for its name (reports name projects, not only their ids)."""
         answer = self._call(GET_PROJECT, (project_id,))
-        return self._parse(GET_PROJECT, answer, _PROJECT)
+        return parse_answer(GET_PROJECT, answer, _PROJECT)
 
     def list_clusters(self, project_id: str) -> ListWalk[models.Cluster]:
         """The project's clusters (replica sets, sharded clusters and their shards)."""
@@ -357,7 +286,7 @@ class OpsManagerClient:
         *,
         params: Mapping[str, str | int] | None = None,
         body: dict[str, Any] | None = None,
-    ) -> _Answer:
+    ) -> Answer:
         name = str(endpoint)
         try:
             url = self.url_for(endpoint, ids)
@@ -427,39 +356,13 @@ class OpsManagerClient:
         request: RequestInfo,
         response: requests.Response,
         raw: bytes,
-    ) -> _Answer:
-        name = str(endpoint)
-        version = next(
-            (v for name in SERVICE_VERSION_HEADERS if (v := response.headers.get(name))), None
-        )
+    ) -> Answer:
+        # Noted before the status is checked: an error answer still says what served it.
+        version = service_version(response.headers)
         if version:
             self.service_version = version
         self._note_date(response.headers.get("Date"))
-        status = response.status_code
-        info = ResponseInfo(
-            status=status,
-            body_excerpt=ResponseInfo.excerpt(raw),
-            content_type=response.headers.get("Content-Type", ""),
-            service_version=version,
-        )
-        content: Any = None
-        unwrapped = False
-        if self.envelope and 200 <= status < 300:
-            content, status = _unwrap_envelope(name, request, info, raw)
-            unwrapped = True
-            info = replace(info, status=status)  # the status the envelope reports
-        if status == 401:
-            raise AuthenticationError(
-                "the API refused the credentials; check RETENTION_PUBLIC_KEY and the private "
-                "key, and that this host is on the key's API access list",
-                endpoint=name,
-                request=request,
-                response=info,
-            )
-        if not 200 <= status < 300:
-            cls = status_error_class(status)
-            raise cls(error_message(status, raw), endpoint=name, request=request, response=info)
-        return _Answer(raw, request, info, content, unwrapped)
+        return check_answer(endpoint, request, response, raw, version, envelope=self.envelope)
 
     def _note_date(self, header: str | None) -> None:
         if not header:
@@ -471,124 +374,16 @@ class OpsManagerClient:
         if sent.tzinfo is not None:
             self.server_date = (sent.astimezone(UTC), datetime.now(UTC))
 
-    def _parse(self, endpoint: Endpoint, answer: _Answer, adapter: TypeAdapter[T]) -> T:
-        try:
-            if answer.unwrapped:
-                return adapter.validate_python(answer.content)
-            return adapter.validate_json(answer.raw)
-        except ValidationError as exc:
-            raise MalformedResponseError(
-                _describe_invalid(answer, exc),
-                endpoint=str(endpoint),
-                request=answer.request,
-                response=answer.response,
-            ) from None
-
-    def _get_page(
+    def get_page(
         self,
         endpoint: Endpoint,
         ids: tuple[str, ...],
         params: Mapping[str, str | int],
         adapter: TypeAdapter[ListPage[ItemT]],
     ) -> ListPage[ItemT]:
+        """One page of a list endpoint (ListWalk reads the pages in turn)."""
         answer = self._call(endpoint, ids, params=params)
-        return self._parse(endpoint, answer, adapter)
-
-
-class ListWalk(Generic[ItemT]):
-    """Iterates over every item of a list endpoint, page by page, each id once.
-
-    After the iteration ends, ``total_count`` is the API's count, ``pages`` the number of
-    pages read and ``duplicates`` how many repeated ids were dropped. If the number of unique
-    items differs from ``totalCount``, or ``totalCount`` changed between pages, the iteration
-    raises InconsistentListError at its end, so a consumer that reads to the end knows it
-    saw the whole list as it stood.
-    """
-
-    def __init__(
-        self,
-        client: OpsManagerClient,
-        endpoint: Endpoint,
-        ids: tuple[str, ...],
-        adapter: TypeAdapter[ListPage[ItemT]],
-        params: Mapping[str, str | int] | None = None,
-    ) -> None:
-        self._client = client
-        self.endpoint = endpoint
-        self._ids = ids
-        self._adapter = adapter
-        self._params = dict(params or {})
-        self.total_count: int | None = None
-        self.pages = 0
-        self.duplicates = 0
-        self.seen = 0
-
-    def __iter__(self) -> Iterator[ItemT]:
-        per_page = self._client.items_per_page
-        seen_ids: set[str] = set()
-        page_num = 1
-        page_limit: int | None = None
-        totals: list[int] = []
-        while True:
-            params = {**self._params, "pageNum": page_num, "itemsPerPage": per_page}
-            page = self._client._get_page(self.endpoint, self._ids, params, self._adapter)
-            self.pages += 1
-            if page.total_count is None:
-                raise MalformedResponseError(
-                    "list answer has no totalCount, so its completeness cannot be checked",
-                    endpoint=str(self.endpoint),
-                )
-            self.total_count = page.total_count
-            if not totals or totals[-1] != page.total_count:
-                totals.append(page.total_count)
-            for item in page.results:
-                if item.id in seen_ids:
-                    self.duplicates += 1
-                    continue
-                seen_ids.add(item.id)
-                self.seen += 1
-                yield item
-            if len(page.results) < per_page or page_num * per_page >= page.total_count:
-                break
-            if page_limit is None:
-                # Some slack for items created while we walk; beyond it the server is looping.
-                page_limit = page.total_count // per_page + 100
-            page_num += 1
-            if page_num > page_limit:
-                raise self._inconsistent(
-                    f"still full pages at page {page_num} though totalCount is "
-                    f"{page.total_count}; stopped",
-                    seen=len(seen_ids),
-                )
-        # A list that changed while we read it may have shifted an item past us even when
-        # the counts agree at the end (one reaped behind us, one skipped ahead), so a
-        # changing totalCount alone makes the walk inconsistent.
-        if len(seen_ids) != self.total_count or len(totals) > 1:
-            changed = (
-                f"; totalCount changed during the walk ({' -> '.join(map(str, totals))})"
-                if len(totals) > 1
-                else ""
-            )
-            raise self._inconsistent(
-                f"saw {len(seen_ids)} unique items but totalCount is {self.total_count} "
-                f"({self.pages} pages, {self.duplicates} repeated ids dropped){changed}",
-                seen=len(seen_ids),
-            )
-
-    def _inconsistent(self, message: str, *, seen: int) -> InconsistentListError:
-        return InconsistentListError(
-            message,
-            endpoint=str(self.endpoint),
-            expected=self.total_count or 0,
-            seen=seen,
-            request=RequestInfo(
-                self.endpoint.method, self._client.url_for(self.endpoint, self._ids)
-            ),
-        )
-
-    def collect(self) -> list[ItemT]:
-        """Read the whole list (checked against totalCount) into a list."""
-        return list(self)
+        return parse_answer(endpoint, answer, adapter)
 
 
 _SNAPSHOT: TypeAdapter[Snapshot] = TypeAdapter(Snapshot)
@@ -596,46 +391,3 @@ _CONFIG_SERVER_SNAPSHOT: TypeAdapter[ConfigServerSnapshot] = TypeAdapter(ConfigS
 _ALERT: TypeAdapter[Alert] = TypeAdapter(Alert)
 _AGENT_LINKS: TypeAdapter[AgentLinks] = TypeAdapter(AgentLinks)
 _PROJECT: TypeAdapter[models.Project] = TypeAdapter(models.Project)
-
-
-def _unwrap_envelope(
-    name: str, request: RequestInfo, info: ResponseInfo, raw: bytes
-) -> tuple[Any, int]:
-    """Return (content, real status) of an ``envelope=true`` answer.
-
-    Single results come as ``{"status": N, "content": {...}}``; lists come as the list
-    wrapper with a ``status`` field added.
-    """
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedResponseError(
-            describe_not_json(raw, info.content_type, exc),
-            endpoint=name,
-            request=request,
-            response=info,
-        ) from None
-    if not isinstance(body, dict) or not isinstance(body.get("status"), int):
-        raise MalformedResponseError(
-            "envelope=true answer has no integer 'status' field",
-            endpoint=name,
-            request=request,
-            response=info,
-        )
-    status = int(body["status"])
-    if "content" in body:
-        return body["content"], status
-    return body, status
-
-
-def _describe_invalid(answer: _Answer, exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    if errors and errors[0]["type"] == "json_invalid":
-        return describe_not_json(
-            answer.raw, answer.response.content_type, ValueError(errors[0]["msg"])
-        )
-    shown = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}" for err in errors[:3]
-    )
-    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-    return f"the answer does not have the documented shape: {shown}{more}"

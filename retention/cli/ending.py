@@ -85,7 +85,7 @@ def finish(
 
 def _print_summary(result: Any, code: int) -> None:
     """What a person reads at the end of a run, apply or demo."""
-    from retention.plan.summary import summary_lines
+    from retention.cli.summary import summary_lines
 
     for line in summary_lines(result.document):
         click.echo(line)

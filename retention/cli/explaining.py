@@ -17,13 +17,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from retention.plan.model import Reason, describe
-from retention.plan.planfile import (
-    ClusterEntry,
-    DecisionRecord,
-    PlanHead,
-    clusters_by_key,
-    jsonable,
-)
+from retention.plan.planfile import ClusterEntry, DecisionRecord, PlanHead, clusters_by_key
+from retention.plan.planwrite import jsonable
 from retention.timestamps import format_timestamp
 
 if TYPE_CHECKING:
@@ -211,11 +206,9 @@ def _trace(
     """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
     from retention.plan.planread import snapshot_view
     from retention.plan.trace import trace_snapshot
-    from retention.planner import PolicyView
 
     views = [snapshot_view(r) for r in cluster if r is not None]
-    matching = [PolicyView(p) for p in policies]
-    return trace_snapshot(views, matching, record["snapshotId"], now=head["evaluatedAt"])
+    return trace_snapshot(views, policies, record["snapshotId"], now=head["evaluatedAt"])
 
 
 def _reasons_of(policy: PolicyTrace) -> list[Reason]:

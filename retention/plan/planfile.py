@@ -1,44 +1,29 @@
 """The plan file (``plan.json``, format ``retention-plan/v1``) and ``decisions.jsonl``: their
-model and the one writer (planread.py reads them back through the same model).
+model, and the JSON Schema generated from it (planwrite.py writes the files, planread.py
+reads them back through this model).
 
 The model is a set of typed records (``PlanHead``, ``ClusterEntry``, ``Change``,
-``DecisionRecord``). The planner builds them as plain dicts, orjson encodes them, and every
-reader (apply, the report, explain) gets them back validated by the same types, through
-pydantic's TypeAdapter: no text is spliced, so any cluster name round-trips, and the JSON
-Schema shipped beside this file (plan.schema.json) is generated from the same types
-(``python -m retention.plan.planfile`` writes it; a test fails when it is out of date).
-
-Layout: the head's members indented by two, then ``changes``, ``held`` and ``advisory`` with
-one entry a line (what grep and diff want), then ``errors``; planread.py streams a file in
-this layout entry by entry. ``PlanBuilder`` takes cluster plans in the plan's order and
-streams what grows with the fleet (decisions to decisions.jsonl, changes to spool files).
+``DecisionRecord``). Every reader (apply, the report, explain) gets them back validated by
+the same types, through pydantic's TypeAdapter, and the JSON Schema shipped beside this file
+(plan.schema.json) is generated from the same types (``python -m retention.plan.planfile``
+writes it; a test fails when it is out of date).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import tempfile
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
-import orjson
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from retention.plan.model import ChangeAction, ClusterPlan, Decision, Reason
-from retention.timestamps import AwareUtcDatetime, to_utc
+from retention.plan.model import ChangeAction, Reason
+from retention.timestamps import AwareUtcDatetime
 
 FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
-# Large write buffers: every flush releases the GIL, and getting it back means waiting for
-# the walk threads busy parsing; with 8 KiB buffers the planner spent a quarter of its
-# time in write() (benchmarks/plan_memory.py, cProfile).
-WRITE_BUFFER = 1 << 20
 LISTS = ("changes", "held", "advisory")
 ListName = Literal["changes", "held", "advisory"]
 
@@ -241,10 +226,6 @@ HEAD = TypeAdapter(PlanHead)
 CHANGE = TypeAdapter(Change)
 DECISION = TypeAdapter(DecisionRecord)
 DOCUMENT = TypeAdapter(PlanDocument)
-# The file's order of members: the head's, with the lists before "errors".
-_TAIL = ("notices", "warnings", "errors")
-_ORDER = [k for k in PlanHead.__annotations__ if k not in _TAIL]
-_ORDER += [*LISTS, *_TAIL]
 
 
 def generated_schema() -> dict[str, Any]:
@@ -266,315 +247,6 @@ def plan_json_schema() -> dict[str, Any]:
     return schema
 
 
-# ---- writing ---------------------------------------------------------------------------
-
-# orjson writes a UTC datetime as YYYY-MM-DDTHH:MM:SSZ, dropping sub-second digits as
-# format_timestamp does (a naive one is taken as UTC, as everywhere in retention); _utc
-# converts any other zone first. It encodes a record ten times as fast as json.dumps, and
-# a 2,000-cluster plan writes 1.2 million of them.
-_OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS | orjson.OPT_NAIVE_UTC
-_LINE = _OPTIONS | orjson.OPT_APPEND_NEWLINE
-
-
-def encode_line(record: Mapping[str, Any]) -> bytes:
-    """A record as one line of JSON (compact, newline-terminated), datetimes as the API
-    writes them."""
-    return orjson.dumps(record, option=_LINE)
-
-
-def _member(key: str, value: Any) -> bytes:
-    # Nested lines one level deeper; JSON strings hold no raw newline, so only layout moves.
-    text = orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2)
-    return b"  " + orjson.dumps(key) + b": " + text.replace(b"\n", b"\n  ")
-
-
-def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[bytes]]) -> None:
-    """Write a plan file: the head's members, and each list from its encoded lines (as
-    encode_line makes them), one entry a line."""
-    out.write(b"{\n")
-    members: dict[str, Any] = dict(head)
-    for n, key in enumerate(_ORDER):
-        out.write(b",\n" if n else b"")
-        if key in LISTS:
-            out.write(b"  " + orjson.dumps(key) + b": ")
-            _write_list(out, lists.get(key, ()))
-        else:
-            # An optional member a head read from an older plan lacks is written empty.
-            out.write(_member(key, members.get(key, []) if key == "notices" else members[key]))
-    out.write(b"\n}\n")
-
-
-def _write_list(out: IO[bytes], lines: Iterable[bytes]) -> None:
-    first = True
-    for line in lines:
-        out.write((b"[\n    " if first else b",\n    ") + line.rstrip(b"\n"))
-        first = False
-    out.write(b"[]" if first else b"\n  ]")
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return value if value is None or value.tzinfo is UTC else to_utc(value)
-
-
-def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
-    """One line of decisions.jsonl: everything needed to explain this snapshot."""
-    t, s = plan.target, d.snapshot
-    body: Body | None = None
-    if d.patch is not None:
-        body = d.patch.members()  # type: ignore[assignment] # the same two members
-    return {
-        "projectId": t.project_id,
-        "clusterId": t.cluster_id,
-        "clusterName": t.name,
-        "kind": t.kind,
-        "snapshotId": s.id,
-        "created": _utc(s.created),  # type: ignore[typeddict-item] # never None
-        "storageBytes": s.storage_bytes,
-        "complete": s.complete,
-        "consistent": s.consistent,
-        # What compare-and-swap checks at apply time (SnapshotView.observed, unformatted).
-        "observed": {"doNotDelete": s.do_not_delete, "expires": _utc(s.expires)},
-        "state": d.state,
-        "action": d.action,
-        "destructive": d.destructive,
-        "reasons": d.reasons,
-        "policies": d.policies,
-        "expiresAfter": _utc(d.expires_after),
-        "body": body,
-        "held": d.held,
-        "advisory": d.advisory,
-    }
-
-
-def change_record(record: DecisionRecord, grace: int) -> Change:
-    """One entry of ``changes`` (or ``held``/``advisory``), from the decision's record."""
-    assert record["body"] is not None  # noqa: S101 - only decisions with a patch get here
-    entry: Change = {
-        "projectId": record["projectId"],
-        "clusterId": record["clusterId"],
-        "clusterName": record["clusterName"],
-        "snapshotId": record["snapshotId"],
-        "created": record["created"],
-        "storageBytes": record["storageBytes"],
-        "action": record["action"],  # type: ignore[typeddict-item] # a change's action
-        "destructive": record["destructive"],
-        "grace": grace,
-        "observed": record["observed"],
-        "body": record["body"],
-        "policy": ", ".join(record["policies"]) or "safety",
-        "reasons": record["reasons"],
-        "expiresAfter": record["expiresAfter"],
-    }
-    if record["held"]:
-        entry["held"] = record["held"]
-    return entry
-
-
-@dataclass(frozen=True)
-class PolicyDigest:
-    """A policy's name and the sha256 of the file it came from."""
-
-    name: str
-    sha256: str
-    path: str = ""
-
-
-@dataclass(frozen=True)
-class EncodedCluster:
-    """One cluster's plan as the files hold it, ready for PlanBuilder to write (made by
-    encode_cluster, which is pure: all a plan's I/O stays in PlanBuilder)."""
-
-    key: tuple[str, str, str]  # project, kind, cluster id: the plan's order
-    decisions: bytes  # lines of decisions.jsonl
-    lists: dict[str, bytes]  # lines of changes, held and advisory, by snapshot id
-    summary: ClusterEntry  # the cluster's entry in plan.json's clusters, with its counts
-
-
-def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
-    """Encode one cluster's plan: its decision lines, its list entries and its summary."""
-    t = plan.target
-    # Lines go into a bytearray as they come: keeping 300 encoded lines alive to join them
-    # later cost 2.4 us a line (allocation of blocks above pymalloc's 512 bytes), against
-    # 0.1 us to copy each into a buffer and let it go.
-    decisions = bytearray()
-    entries: dict[str, list[Change]] = {name: [] for name in LISTS}
-    for d in plan.decisions:
-        record = decision_record(plan, d)
-        decisions += encode_line(record)
-        if (listed := d.listed_as) is not None:
-            into = listed if listed in ("held", "advisory") else "changes"
-            entries[into].append(change_record(record, plan.grace_seconds))
-    lists: dict[str, bytes] = {}
-    for name, items in entries.items():
-        lines = bytearray()
-        for item in sorted(items, key=lambda c: c["snapshotId"]):
-            lines += encode_line(item)
-        lists[name] = bytes(lines)
-    summary: ClusterEntry = {
-        "projectId": t.project_id,
-        "clusterId": t.cluster_id,
-        "name": t.name,
-        "kind": t.kind,
-        "typeName": t.type_name,
-        "members": [
-            {
-                "clusterId": m.cluster_id,
-                "typeName": m.type_name,
-                "shardName": m.shard_name,
-                "replicaSetName": m.replica_set_name,
-            }
-            for m in t.members
-        ],
-        "policies": plan.policies,
-        "holds": [
-            {"kind": h.kind, "reason": h.reason, "alertId": h.alert_id, "setting": h.setting}
-            for h in plan.holds
-        ],
-        "errors": plan.errors,
-        "counts": plan.counts(),
-        "graceSeconds": plan.grace_seconds,
-        "releaseProtection": plan.release_protection,
-        "bytesGivenBack": _bytes(entries["changes"]),
-        "bytesHeld": _bytes(entries["held"]),
-        "expiresFrom": min(
-            (
-                c["expiresAfter"]
-                for c in entries["changes"]
-                if c["destructive"] and c["expiresAfter"]
-            ),
-            default=None,
-        ),
-    }
-    key = (t.project_id, t.kind, t.cluster_id)
-    return EncodedCluster(key, bytes(decisions), lists, summary)
-
-
-def _bytes(changes: list[Change]) -> int:
-    return sum(c["storageBytes"] or 0 for c in changes if c["destructive"])
-
-
-@dataclass
-class PlanBuilder:
-    """Collects cluster plans into a plan file, streaming what can grow with the fleet.
-
-    Clusters must come in the plan's order (project, kind, cluster id), which is the order
-    the planner walks them in: decisions go straight to decisions.jsonl, and the changes,
-    held and advisory entries to anonymous spool files, so memory holds one cluster's
-    decisions and the per-cluster summaries, never the fleet's changes.
-    """
-
-    evaluated_at: datetime
-    created_at: datetime
-    base_url: str
-    policies: list[PolicyDigest]
-    decisions_out: IO[bytes] | None = None
-    lease_seconds: float = 0.0
-    service_version: str | None = None
-    what_if: bool = False
-    projects: dict[str, str | None] = field(default_factory=dict)  # id: name
-    clusters: list[ClusterEntry] = field(default_factory=list)
-    by_state: Counter[str] = field(default_factory=Counter)
-    by_action: Counter[str] = field(default_factory=Counter)
-
-    def __post_init__(self) -> None:
-        # Anonymous files that live as long as the builder; write() closes them.
-        self._spools: dict[str, IO[bytes]] = {
-            name: tempfile.TemporaryFile("w+b", buffering=WRITE_BUFFER)  # noqa: SIM115
-            for name in LISTS
-        }
-        self._last: tuple[str, str, str] | None = None
-
-    def add(self, plan: ClusterPlan) -> None:
-        """Take one cluster's plan: write its decisions, spool its changes, keep its summary."""
-        cluster = encode_cluster(plan)
-        if self._last is not None and cluster.key <= self._last:
-            raise ValueError(
-                f"clusters must be added in plan order; {cluster.key} came after {self._last}"
-            )
-        self._last = cluster.key
-        if self.decisions_out is not None:
-            self.decisions_out.write(cluster.decisions)
-        for name, lines in cluster.lists.items():
-            self._spools[name].write(lines)
-        for key, count in cluster.summary["counts"].items():
-            kind, _, name = key.partition(":")  # "state:kept", "action:extend"
-            if kind == "state":
-                self.by_state[name] += count
-            elif kind == "action":
-                self.by_action[name] += count
-        self.clusters.append(cluster.summary)
-
-    def close(self) -> None:
-        """Drop the spool files (write() closes them; an aborted plan needs this)."""
-        for spool in self._spools.values():
-            spool.close()
-
-    def head(
-        self,
-        errors: list[str] | None = None,
-        warnings: list[str] | None = None,
-        notices: list[str] | None = None,
-    ) -> PlanHead:
-        """The plan without its changes, held and advisory lists (what summaries need)."""
-        return {
-            "format": FORMAT,
-            "createdAt": self.created_at,
-            "evaluatedAt": self.evaluated_at,
-            "whatIf": self.what_if,
-            "baseUrl": self.base_url,
-            "serviceVersion": self.service_version,
-            "leaseSeconds": self.lease_seconds,
-            "projects": [
-                {"projectId": pid, "name": name} for pid, name in sorted(self.projects.items())
-            ],
-            "policies": [
-                {"name": p.name, "sha256": p.sha256}
-                for p in sorted(self.policies, key=lambda p: p.name)
-            ],
-            "unusedPolicies": sorted(
-                {p.name for p in self.policies} - {n for c in self.clusters for n in c["policies"]}
-            ),
-            "summary": self.summary(),
-            "clusters": self.clusters,
-            "notices": notices or [],
-            "warnings": warnings or [],
-            "errors": errors or [],
-        }
-
-    def write(
-        self,
-        out: IO[bytes],
-        errors: list[str] | None = None,
-        warnings: list[str] | None = None,
-        notices: list[str] | None = None,
-    ) -> PlanHead:
-        """Write the plan file and return its head."""
-        head = self.head(errors, warnings, notices)
-        for spool in self._spools.values():
-            spool.seek(0)
-        write_plan(out, head, self._spools)
-        self.close()
-        return head
-
-    def summary(self) -> Summary:
-        """Counts by state and by action, holds and errors."""
-        return {
-            "clusters": len(self.clusters),
-            "snapshots": sum(self.by_state.values()),
-            "byState": dict(sorted(self.by_state.items())),
-            "byAction": dict(sorted(self.by_action.items())),
-            "clustersHeld": sum(1 for c in self.clusters if c["holds"]),
-            "clustersWithErrors": sum(1 for c in self.clusters if c["errors"]),
-            "clustersUnmanaged": sum(1 for c in self.clusters if not c["policies"]),
-            "bytesGivenBack": sum(c["bytesGivenBack"] for c in self.clusters),
-            "bytesHeld": sum(c["bytesHeld"] for c in self.clusters),
-            "expiresFrom": min(
-                (c["expiresFrom"] for c in self.clusters if c["expiresFrom"] is not None),
-                default=None,
-            ),
-        }
-
-
 def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
     """A plan's clusters by (project, cluster id)."""
     return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
@@ -586,11 +258,6 @@ def decisions_path(plan_path: Path) -> Path:
     if plan_path.name == "plan.json":
         return plan_path.with_name("decisions.jsonl")
     return plan_path.with_name(plan_path.stem + ".decisions.jsonl")
-
-
-def jsonable(value: Any) -> Any:
-    """A record with its timestamps as the file writes them (for templates and --format json)."""
-    return orjson.loads(orjson.dumps(value, option=_OPTIONS))
 
 
 if __name__ == "__main__":  # pragma: no cover - regenerates the shipped schema

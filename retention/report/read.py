@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from retention.plan.model import describe
-from retention.plan.planfile import Change, DecisionRecord, decisions_path, jsonable
+from retention.plan.planfile import Change, DecisionRecord, decisions_path
 from retention.plan.planread import read_decisions, read_head, read_list
+from retention.plan.planwrite import jsonable
 from retention.report.model import (
     Calendar,
     CalendarDay,

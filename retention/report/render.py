@@ -18,10 +18,10 @@ from typing import Any
 import jinja2
 
 from retention.glossary import GLOSSARY
-from retention.plan.summary import size
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.timestamps import format_timestamp
+from retention.wording import size
 
 FORMATS = {"html": "report.html", "markdown": "report.md"}
 # Timelines drawn in full; the other changed clusters are only in the clusters table.

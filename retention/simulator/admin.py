@@ -20,10 +20,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError
+from retention.simulator.messages import SimRequest, SimResponse
 from retention.timestamps import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
-    from retention.simulator.app import SimRequest, SimResponse, SimulatorApp
+    from retention.simulator.app import SimulatorApp
 
 
 class AdminError(Exception):
@@ -32,8 +33,6 @@ class AdminError(Exception):
 
 def handle_admin(app: SimulatorApp, request: SimRequest, path: str, query: str) -> SimResponse:
     """Answer an admin request."""
-    from retention.simulator.app import SimResponse  # noqa: PLC0415 - app imports us
-
     del query
     action = _ACTIONS.get((request.method, path.rstrip("/")))
     try:

@@ -1,5 +1,7 @@
 """The simulator's request handling: the API contract of spec/ops-manager-api-v1.md, over a
-transport-free ``handle(SimRequest) -> SimResponse`` (server.py puts it on a socket).
+transport-free ``handle(SimRequest) -> SimResponse`` (server.py puts it on a socket): auth,
+faults, routing and the handlers. The messages and the reading of a request are in
+messages.py, the JSON bodies in bodies.py.
 
 Choices for what the spec leaves "not shown", kept close to the real service:
 
@@ -26,16 +28,38 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.utils import format_datetime
-from typing import Any, TypeVar
-from urllib.parse import parse_qsl, quote, unquote, urlencode
+from typing import Any
+from urllib.parse import parse_qsl, unquote
 
 from retention.simulator.admin import handle_admin
+from retention.simulator.bodies import (
+    agents_json,
+    cluster_json,
+    envelope_body,
+    error_body,
+    group_json,
+    host_json,
+    href,
+    page_body,
+)
 from retention.simulator.digest import DigestAuthority, Verdict
 from retention.simulator.faults import FaultInjector
+from retention.simulator.messages import (
+    ApiFailure,
+    Call,
+    SimRequest,
+    SimResponse,
+    allow,
+    find,
+    flag,
+    int_param,
+    json_body,
+    path_template,
+)
 from retention.simulator.store import (
     Fleet,
     PatchRefused,
@@ -54,47 +78,6 @@ SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"
 # The real service's header; the API document's spelling (X-Server-Service-Version) is an
 # option, so that clients are tested against both.
 VENDOR_VERSION_HEADER = "X-MongoDB-Service-Version"
-REL_NAMESPACE = "http://server.example.net/rel"
-T = TypeVar("T")
-REASONS = {
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    429: "Too Many Requests",
-    503: "Service Unavailable",
-}
-
-
-@dataclass
-class SimRequest:
-    """One HTTP request as the transport read it; ``raw_uri`` is path and query, undecoded."""
-
-    method: str
-    raw_uri: str
-    headers: Mapping[str, str]
-    body: bytes = b""
-
-
-@dataclass
-class SimResponse:
-    """What to send back; ``reset`` drops the connection instead; ``delay`` is slept first."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    reset: bool = False
-    delay: float = 0.0
-
-
-class ApiFailure(Exception):  # noqa: N818 - an answer to send, not a crash
-    """An error answer of the API."""
-
-    def __init__(
-        self, status: int, code: str, detail: str, headers: list[tuple[str, str]] | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail = status, code, detail
-        self.headers = headers or []
 
 
 @dataclass
@@ -116,17 +99,6 @@ class Counters:
             "challenges": self.challenges,
             "maxItemsPerPage": self.max_items_per_page,
         }
-
-
-@dataclass
-class _Call:
-    """A routed API request."""
-
-    request: SimRequest
-    path: str
-    segments: list[str]
-    query: dict[str, str]
-    now: datetime
 
 
 class SimulatorApp:
@@ -182,22 +154,14 @@ class SimulatorApp:
         query = dict(parse_qsl(query_text, keep_blank_values=True))
         envelope = pretty = False
         try:
-            envelope = _flag(query, "envelope")
-            pretty = _flag(query, "pretty")
+            envelope = flag(query, "envelope")
+            pretty = flag(query, "pretty")
             status, body, extra = 200, self._answer(request, path, query, fault), []
         except ApiFailure as failure:
             status, extra = failure.status, failure.headers
-            body = json.dumps(
-                {
-                    "detail": failure.detail,
-                    "error": failure.status,
-                    "errorCode": failure.code,
-                    "parameters": [],
-                    "reason": REASONS.get(failure.status, "Error"),
-                }
-            )
+            body = error_body(failure)
         if envelope:
-            body = _envelope(body, status)
+            body = envelope_body(body, status)
             status = 200
         if pretty:
             body = json.dumps(json.loads(body), indent=2)
@@ -216,7 +180,7 @@ class SimulatorApp:
             raise ApiFailure(404, "NOT_FOUND", f"no resource at {path}")
         below = path[len(BASE_PATH) :]
         segments = [unquote(s) for s in below.strip("/").split("/")]
-        return self._route(_Call(request, below, segments, query, self.clock.now()))
+        return self._route(Call(request, below, segments, query, self.clock.now()))
 
     def _headers(self) -> list[tuple[str, str]]:
         return [
@@ -251,11 +215,11 @@ class SimulatorApp:
 
     # --- routing -------------------------------------------------------------------------------
 
-    def _route(self, call: _Call) -> str:
+    def _route(self, call: Call) -> str:
         seg, method = call.segments, call.request.method
         if len(seg) < 2 or seg[0] != "groups" or not seg[1]:
             raise ApiFailure(404, "NOT_FOUND", f"no resource at {call.path}")
-        template = _template(seg)
+        template = path_template(seg)
         route = self._routes.get(template)
         if route is None:
             raise ApiFailure(404, "NOT_FOUND", f"no resource at {call.path}")
@@ -263,11 +227,11 @@ class SimulatorApp:
         with self.lock:
             self.counters.by_endpoint[f"{method} {template}"] += 1
             project = self._project(seg[1])
-            _allow(method, *methods)
+            allow(method, *methods)
             return handler(call, project)
 
     @property
-    def _routes(self) -> dict[str, tuple[tuple[str, ...], Callable[[_Call, SimProject], str]]]:
+    def _routes(self) -> dict[str, tuple[tuple[str, ...], Callable[[Call, SimProject], str]]]:
         """The spec's endpoints (and the two discovery lists) by path template."""
         groups = "/groups/{PROJECT-ID}"
         return {
@@ -290,43 +254,43 @@ class SimulatorApp:
         }
 
     def _project(self, project_id: str) -> SimProject:
-        return _find(self.fleet.projects, project_id, "project")
+        return find(self.fleet.projects, project_id, "project")
 
     def _cluster(self, project: SimProject, cluster_id: str, now: datetime) -> SimCluster:
-        cluster = _find(project.clusters, cluster_id, "cluster")
+        cluster = find(project.clusters, cluster_id, "cluster")
         cluster.reap(now, self.reap_delay)
         return cluster
 
     def _host(self, project: SimProject, host_id: str) -> SimHost:
-        return _find(project.hosts, host_id, "host")
+        return find(project.hosts, host_id, "host")
 
     def _renderer(self, project: SimProject, cluster: SimCluster) -> SnapshotRenderer:
         return SnapshotRenderer(self.base_url, project.id, cluster.id, cluster.name, kind="cluster")
 
-    def _clusters(self, call: _Call, project: SimProject) -> str:
+    def _clusters(self, call: Call, project: SimProject) -> str:
         clusters = list(project.clusters.values())
-        return self._page(call, clusters, lambda c: _cluster_json(c, self.base_url))
+        return self._page(call, clusters, lambda c: cluster_json(c, self.base_url))
 
-    def _hosts(self, call: _Call, project: SimProject) -> str:
+    def _hosts(self, call: Call, project: SimProject) -> str:
         hosts = list(project.hosts.values())
-        return self._page(call, hosts, lambda h: _host_json(h, self.base_url))
+        return self._page(call, hosts, lambda h: host_json(h, self.base_url))
 
     def _host_renderer(self, project: SimProject, host: SimHost) -> SnapshotRenderer:
         return SnapshotRenderer(
             self.base_url, project.id, host.id, host.hostname, kind="config-server"
         )
 
-    def _host_snapshots(self, call: _Call, project: SimProject) -> str:
+    def _host_snapshots(self, call: Call, project: SimProject) -> str:
         host = self._host(project, call.segments[3])
         renderer = self._host_renderer(project, host)
         return self._page(call, host.snapshots, lambda s: renderer.render(s, []))
 
-    def _host_snapshot(self, call: _Call, project: SimProject) -> str:
+    def _host_snapshot(self, call: Call, project: SimProject) -> str:
         host = self._host(project, call.segments[3])
-        snapshot = _find(host.index, call.segments[5], "snapshot")
+        snapshot = find(host.index, call.segments[5], "snapshot")
         return self._host_renderer(project, host).render(snapshot, [])
 
-    def _cluster_snapshots(self, call: _Call, project: SimProject) -> str:
+    def _cluster_snapshots(self, call: Call, project: SimProject) -> str:
         cluster = self._cluster(project, call.segments[3], call.now)
         completed = call.query.get("completed", "true")
         if completed not in ("true", "false", "all"):
@@ -342,11 +306,11 @@ class SimulatorApp:
         shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
         return self._page(call, items, lambda s: renderer.render(s, shards))
 
-    def _cluster_snapshot(self, call: _Call, project: SimProject) -> str:
+    def _cluster_snapshot(self, call: Call, project: SimProject) -> str:
         cluster = self._cluster(project, call.segments[3], call.now)
-        snapshot = _find(cluster.index, call.segments[5], "snapshot")
+        snapshot = find(cluster.index, call.segments[5], "snapshot")
         if call.request.method == "PATCH":
-            body = _json_body(call.request.body)
+            body = json_body(call.request.body)
             before = snapshot.state()
             entry: dict[str, Any] = {
                 "at": format_timestamp(call.now),
@@ -381,12 +345,12 @@ class SimulatorApp:
             if same and alert.get("status") == "OPEN":
                 return
         alert_id = f"audit-{cluster.id}-{len(project.alerts)}"
-        href = _href(self.base_url, "groups", project.id, "alerts", alert_id)
+        alert_href = href(self.base_url, "groups", project.id, "alerts", alert_id)
         project.alerts[alert_id] = {
             "id": alert_id, "groupId": project.id, "alertConfigId": "audit-config",
             "eventTypeName": event, "status": "OPEN", "created": format_timestamp(now),
             "updated": format_timestamp(now), "clusterId": cluster.id, "clusterName": cluster.name,
-            "links": [{"href": href, "rel": "self"}],
+            "links": [{"href": alert_href, "rel": "self"}],
         }  # fmt: skip
 
     def _drift(self, cluster: SimCluster, now: datetime) -> None:
@@ -401,7 +365,7 @@ class SimulatorApp:
             if victims:
                 cluster.remove(victims[self.faults.choice(len(victims))].id)
 
-    def _alerts(self, call: _Call, project: SimProject) -> str:
+    def _alerts(self, call: Call, project: SimProject) -> str:
         status = call.query.get("status")
         if status is not None and status not in ("TRACKING", "OPEN", "CLOSED"):
             raise ApiFailure(
@@ -412,11 +376,11 @@ class SimulatorApp:
             alerts = [a for a in alerts if a.get("status") == status]
         return self._page(call, alerts, json.dumps)
 
-    def _alert(self, call: _Call, project: SimProject) -> str:
+    def _alert(self, call: Call, project: SimProject) -> str:
         alert_id = call.segments[3]
-        alert = _find(project.alerts, alert_id, "alert")
+        alert = find(project.alerts, alert_id, "alert")
         if call.request.method == "PATCH":
-            body = _json_body(call.request.body)
+            body = json_body(call.request.body)
             try:
                 acknowledge(alert, body, self.auth.public_key)
             except PatchRefused as refused:
@@ -434,166 +398,17 @@ class SimulatorApp:
             )
         return json.dumps(alert)
 
-    def _group(self, call: _Call, project: SimProject) -> str:
-        """The project, in the shape the real service answers GET /groups/{id} with."""
+    def _group(self, call: Call, project: SimProject) -> str:
         del call
-        sharded = [c for c in project.clusters.values() if c.sharded]
-        body = {
-            "id": project.id,
-            "name": project.name,
-            "orgId": "5980cfdf0b6d97029d82f86e",
-            "activeAgentCount": 2,
-            "publicApiEnabled": True,
-            "replicaSetCount": sum(1 for c in project.clusters.values() if not c.sharded),
-            "shardCount": sum(len(c.shard_names) for c in sharded),
-            "tags": [],
-            "links": [{"href": _href(self.base_url, "groups", project.id), "rel": "self"}],
-        }
-        return json.dumps(body)
+        return group_json(project, self.base_url)
 
-    def _agents(self, call: _Call, project: SimProject) -> str:
+    def _agents(self, call: Call, project: SimProject) -> str:
         del call
-        group = f"{self.base_url}/groups/{quote(project.id, safe='')}"
-        links = [
-            {"href": f"{group}/agents", "rel": "self"},
-            {"href": group, "rel": f"{REL_NAMESPACE}/group"},
-        ]
-        for rel, kind in (
-            ("monitoringAgents", "MONITORING"),
-            ("backupAgents", "BACKUP"),
-            ("automationAgents", "AUTOMATION"),
-        ):
-            links.append({"href": f"{group}/agents/{kind}", "rel": f"{REL_NAMESPACE}/{rel}"})
-        return json.dumps({"links": links})
+        return agents_json(project, self.base_url)
 
-    def _page(
-        self, call: _Call, items: list[Any], render: Callable[[Any], str] = json.dumps
-    ) -> str:
-        """One page of a list: results, links with the paging query, totalCount."""
-        page_num = _int_param(call.query, "pageNum", 1)
-        per_page = _int_param(call.query, "itemsPerPage", 100)
+    def _page(self, call: Call, items: list[Any], render: Callable[[Any], str] = json.dumps) -> str:
+        """One page of a list, noting the largest itemsPerPage asked for."""
+        page_num = int_param(call.query, "pageNum", 1)
+        per_page = int_param(call.query, "itemsPerPage", 100)
         self.counters.max_items_per_page = max(self.counters.max_items_per_page, per_page)
-        if page_num < 1:
-            raise ApiFailure(400, "INVALID_QUERY_PARAMETER", "pageNum must be 1 or more")
-        if not 1 <= per_page <= 500:
-            raise ApiFailure(
-                400, "INVALID_QUERY_PARAMETER", f"itemsPerPage={per_page}: must be 1 to 500"
-            )
-        start = (page_num - 1) * per_page
-        chunk = items[start : start + per_page]
-        links = [_link(self.base_url, call, page_num, per_page, "self")]
-        if page_num > 1:
-            links.append(_link(self.base_url, call, page_num - 1, per_page, "previous"))
-        if start + per_page < len(items):
-            links.append(_link(self.base_url, call, page_num + 1, per_page, "next"))
-        results = ",".join(render(item) for item in chunk)
-        return f'{{"links":{json.dumps(links)},"results":[{results}],"totalCount":{len(items)}}}'
-
-
-def _template(segments: list[str]) -> str:
-    """The spec's path template for routed segments (ids replaced by placeholders)."""
-    names = {1: "{PROJECT-ID}"}
-    if len(segments) > 3:
-        names[3] = {"clusters": "{CLUSTER-ID}", "hosts": "{HOST-ID}", "alerts": "{ALERT-ID}"}.get(
-            segments[2], "{ID}"
-        )
-    if len(segments) > 5:
-        names[5] = "{SNAPSHOT-ID}"
-    return "/" + "/".join(names.get(i, s) for i, s in enumerate(segments))
-
-
-def _find(table: Mapping[str, T], key: str, what: str) -> T:
-    try:
-        return table[key]
-    except KeyError:
-        raise ApiFailure(404, "NOT_FOUND", f"No {what} with ID {key}.") from None
-
-
-def _allow(method: str, *allowed: str) -> None:
-    if method not in allowed:
-        raise ApiFailure(
-            405,
-            "METHOD_NOT_ALLOWED",
-            f"{method} is not supported on this resource",
-            [("Allow", ", ".join(allowed))],
-        )
-
-
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    value = query.get(name, "false").lower()
-    if value not in ("true", "false"):
-        raise ApiFailure(400, "INVALID_QUERY_PARAMETER", f"{name}={value}: use true or false")
-    return value == "true"
-
-
-def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
-    value = query.get(name)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ApiFailure(400, "INVALID_QUERY_PARAMETER", f"{name}={value}: not a number") from None
-
-
-def _json_body(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError:
-        raise ApiFailure(400, "INVALID_JSON", "the request body is not valid JSON") from None
-
-
-def _envelope(body: str, status: int) -> str:
-    if body.startswith('{"links":') and '"totalCount":' in body:
-        return body[:-1] + f',"status":{status}}}'
-    return f'{{"content":{body},"status":{status}}}'
-
-
-def _link(base_url: str, call: _Call, page_num: int, per_page: int, rel: str) -> dict[str, str]:
-    query = {k: v for k, v in call.query.items() if k not in ("pageNum", "itemsPerPage")}
-    query.update(pageNum=str(page_num), itemsPerPage=str(per_page))
-    path = "/".join(quote(s, safe="") for s in call.segments)
-    return {"href": f"{base_url}/{path}?{urlencode(query)}", "rel": rel}
-
-
-def _href(base_url: str, *segments: str) -> str:
-    return base_url + "/" + "/".join(quote(s, safe="") for s in segments)
-
-
-def _cluster_json(cluster: SimCluster, base_url: str) -> str:
-    body: dict[str, Any] = {
-        "id": cluster.id,
-        "groupId": cluster.group_id,
-        "clusterName": cluster.name,
-        "typeName": cluster.type_name,
-        "links": [
-            {
-                "href": _href(base_url, "groups", cluster.group_id, "clusters", cluster.id),
-                "rel": "self",
-            }
-        ],
-    }
-    if cluster.replica_set_name:
-        body["replicaSetName"] = cluster.replica_set_name
-    if cluster.shard_name or cluster.listed_shard_name:
-        body["shardName"] = cluster.shard_name or cluster.listed_shard_name
-    return json.dumps(body)
-
-
-def _host_json(host: SimHost, base_url: str) -> str:
-    body: dict[str, Any] = {
-        "id": host.id,
-        "groupId": host.group_id,
-        "hostname": host.hostname,
-        "port": host.port,
-        "typeName": host.type_name,
-        "links": [
-            {
-                "href": _href(base_url, "groups", host.group_id, "hosts", host.id),
-                "rel": "self",
-            }
-        ],
-    }
-    if host.replica_set_name:
-        body["replicaSetName"] = host.replica_set_name
-    return json.dumps(body)
+        return page_body(self.base_url, call, items, render, page_num=page_num, per_page=per_page)

@@ -26,10 +26,11 @@ from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from retention.simulator.app import BASE_PATH, SimRequest, SimulatorApp
+from retention.simulator.app import BASE_PATH, SimulatorApp
 from retention.simulator.digest import DigestAuthority
 from retention.simulator.faults import FaultInjector, FaultSpec
 from retention.simulator.fleet import build_fleet
+from retention.simulator.messages import SimRequest
 from retention.simulator.store import Fleet, SimClock
 
 log = logging.getLogger("retention.simulator")

@@ -1,0 +1,64 @@
+"""The API's operations as the spec writes them (method and path template), and the building
+of a request path from an operation and its ids.
+
+An error names its endpoint by the template (``GET /groups/{PROJECT-ID}/alerts``), not by
+the URL with its ids filled in.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+from urllib.parse import quote
+
+_PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
+
+
+class Endpoint(NamedTuple):
+    """An API operation: its method and path template, as the spec writes them."""
+
+    method: str
+    template: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.template}"
+
+
+PATCH_SNAPSHOT = Endpoint(
+    "PATCH", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}"
+)
+LIST_SNAPSHOTS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots")
+GET_SNAPSHOT = Endpoint("GET", "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}")
+LIST_CONFIG_SERVER_SNAPSHOTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts/{HOST-ID}/snapshots")
+GET_CONFIG_SERVER_SNAPSHOT = Endpoint(
+    "GET", "/groups/{PROJECT-ID}/hosts/{HOST-ID}/snapshots/{SNAPSHOT-ID}"
+)
+LIST_ALERTS = Endpoint("GET", "/groups/{PROJECT-ID}/alerts")
+GET_ALERT = Endpoint("GET", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
+PATCH_ALERT = Endpoint("PATCH", "/groups/{PROJECT-ID}/alerts/{ALERT-ID}")
+GET_AGENT_LINKS = Endpoint("GET", "/groups/{PROJECT-ID}/agents")
+LIST_CLUSTERS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters")
+LIST_HOSTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts")
+GET_PROJECT = Endpoint("GET", "/groups/{PROJECT-ID}")
+
+
+def encode_segment(value: str) -> str:
+    """Percent-encode one path segment built from data; ids are data, not path syntax.
+
+    A segment of only dots cannot be sent safely (requests decodes ``%2E`` back into ``.``,
+    and servers resolve ``..``), so it is refused; no real id looks like that.
+    """
+    if not value:
+        raise ValueError("an empty id cannot be part of a path")
+    if value.strip(".") == "":
+        raise ValueError(f"{value!r} is not a valid id (a path segment of only dots)")
+    return quote(value, safe="")
+
+
+def build_path(endpoint: Endpoint, ids: tuple[str, ...]) -> str:
+    """Fill the endpoint's placeholders with the given ids, each percent-encoded."""
+    names = _PLACEHOLDER.findall(endpoint.template)
+    if len(names) != len(ids):
+        raise TypeError(f"{endpoint} takes {len(names)} ids, got {len(ids)}")
+    values = iter(ids)
+    return _PLACEHOLDER.sub(lambda _m: encode_segment(next(values)), endpoint.template)

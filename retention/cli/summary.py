@@ -1,0 +1,137 @@
+"""The terminal summary of a plan, in the spirit of ``terraform plan``: counts per action,
+per cluster, the holds that need a human, and the errors. Lines of text, which the commands
+print."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from retention.plan.model import CHANGE_ACTIONS
+from retention.timestamps import format_timestamp
+from retention.wording import size, unmanaged_text
+
+ACTIONS = CHANGE_ACTIONS
+
+
+def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> list[str]:
+    """Readable lines for a plan document (retention-plan/v1)."""
+    lines = [
+        f"retention plan: evaluated at {_text(document['evaluatedAt'])} "
+        f"against {document['baseUrl']}",
+    ]
+    if document.get("whatIf"):
+        lines.append("  what-if: evaluated at a time given with --at; review only, not to apply")
+    if document.get("serviceVersion"):
+        lines.append(f"  service: {document['serviceVersion']}")
+    policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in document["policies"])
+    lines.append(f"  policies: {policies or 'none'}")
+    lines.append("")
+    header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "NOTE")
+    rows: list[tuple[str, ...]] = []
+    changed = [c for c in document["clusters"] if _changes(c) or c["holds"] or c["errors"]]
+    for cluster in changed[:max_clusters]:
+        counts = cluster["counts"]
+        note = "errors" if cluster["errors"] else "held" if cluster["holds"] else ""
+        if not cluster["policies"]:
+            note = note or "no policy"
+        rows.append(
+            (
+                cluster["name"],
+                cluster["kind"],
+                str(counts.get("snapshots", 0)),
+                *(str(counts.get(f"action:{a}", 0)) for a in ACTIONS),
+                str(counts.get("action:held", 0)),
+                note,
+            )
+        )
+    if rows:
+        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+        for row in (header, *rows):
+            lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
+        hidden = len(changed) - len(rows)
+        if hidden > 0:
+            lines.append(f"  ... and {hidden} more clusters with changes (see plan.json)")
+    unchanged = len(document["clusters"]) - len(changed)
+    lines.append(f"  {unchanged} clusters without changes")
+    lines.append("")
+    return lines + _totals(document)
+
+
+def _totals(document: Mapping[str, Any]) -> list[str]:
+    """What the plan does in all, what holds it, its notes, errors and warnings."""
+    lines: list[str] = []
+    by_action = document["summary"]["byAction"]
+    plan_line = ", ".join(f"{by_action.get(a, 0)} to {a}" for a in ACTIONS)
+    lines.append(f"Plan: {plan_line}.")
+    summary = document["summary"]
+    expiring = sum(by_action.get(a, 0) for a in ("shorten", "delete"))
+    if expiring and summary.get("expiresFrom"):
+        lines.append(
+            f"Deletion: {expiring} snapshot{'s' if expiring != 1 else ''} may be deleted by "
+            "the service from "
+            f"{_text(summary['expiresFrom'])} on, giving back {size(summary['bytesGivenBack'])}."
+        )
+    if by_action.get("held"):
+        lines.append(
+            f"Held by safety gates: {by_action['held']} destructive changes (not applied; "
+            f"{size(summary.get('bytesHeld', 0))})."
+        )
+    if by_action.get("advisory"):
+        lines.append(
+            f"Advisory: {by_action['advisory']} changes on legacy config servers "
+            "(no API to apply them)."
+        )
+    # Notices are facts, not warnings (nothing to act on): said once, as a note.
+    lines.extend(f"  note {notice}" for notice in document.get("notices", []))
+    approvable = []
+    for cluster in document["clusters"]:
+        for hold in cluster["holds"]:
+            setting = hold.get("setting")
+            where = f" [set at {setting}]" if setting else ""
+            lines.append(f"  hold {cluster['name']}: {hold['reason']}{where}")
+        if cluster["holds"] and all(h["kind"] == "max_expire_fraction" for h in cluster["holds"]):
+            approvable.append(cluster)
+    if approvable:
+        names = " ".join(f"--approve {shlex.quote(c['name'])}" for c in approvable[:5])
+        more = " ..." if len(approvable) > 5 else ""
+        lines.append(
+            "  After review, send what max_expire_fraction holds (alert holds need the alert "
+            f"resolved): retention apply PLAN {names}{more}  (or --approve-all)"
+        )
+    errors = [
+        *document.get("errors", []),
+        *(f"{c['name']}: {e}" for c in document["clusters"] for e in c["errors"]),
+    ]
+    for error in dict.fromkeys(errors):
+        lines.append(f"  error {error}")
+    lines.extend(f"  warning {w}" for w in document.get("warnings", []))
+    lines.extend(unmanaged_lines(document))
+    return lines
+
+
+def unmanaged_lines(document: Mapping[str, Any], *, listed: int = 10) -> list[str]:
+    """Warnings for what no policy manages: clusters no policy matches (never changed, so
+    never cleaned up) and policies that match nothing (a glob that misses, say)."""
+    lines: list[str] = []
+    for name in document.get("unusedPolicies", []):
+        lines.append(
+            f"  warning policy {name!r} matches no cluster or config server: check its match "
+            "(projects, cluster globs, kinds)"
+        )
+    bare = [c["name"] for c in document["clusters"] if not c["policies"]]
+    if bare:
+        lines.append(f"  warning {unmanaged_text(bare, listed)}")
+    return lines
+
+
+def _changes(cluster: dict[str, Any]) -> int:
+    counts = cluster["counts"]
+    return sum(counts.get(f"action:{a}", 0) for a in (*ACTIONS, "held", "advisory"))
+
+
+def _text(value: Any) -> str:
+    """A timestamp as the files write it (a head read back holds datetimes)."""
+    return format_timestamp(value) if isinstance(value, datetime) else str(value)
