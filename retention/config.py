@@ -16,31 +16,34 @@ import json
 import logging
 import os
 import shlex
-import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from croniter import croniter
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretStr,
     StringConstraints,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
+from retention import yamldoc
 from retention.api import Credentials, OpsManagerClient, Timeouts, TLSConfig
+from retention.credentials import (
+    ENV_PRIVATE_KEY,
+    ENV_PRIVATE_KEY_FILE,
+    ENV_PUBLIC_KEY,
+    MISSING_KEYS,
+    read_credentials,
+)
 from retention.errors import ConfigError
 from retention.inventory import ProjectTargets
 from retention.plan.horizon import lease
@@ -49,12 +52,8 @@ log = logging.getLogger("retention.config")
 
 API_ROOT = "/api/public/v1.0"
 DEFAULT_CONFIG = "retention.yaml"
-REDACTED = "**********"
 ENV_CONFIG = "RETENTION_CONFIG"
 ENV_BASE_URL = "RETENTION_BASE_URL"
-ENV_PUBLIC_KEY = "RETENTION_PUBLIC_KEY"
-ENV_PRIVATE_KEY = "RETENTION_PRIVATE_KEY"
-ENV_PRIVATE_KEY_FILE = "RETENTION_PRIVATE_KEY_FILE"
 SECRET_HINT = (
     f"secrets are not read from the config file; use the environment variables {ENV_PUBLIC_KEY}"
     f" and {ENV_PRIVATE_KEY} or {ENV_PRIVATE_KEY_FILE} (for Kubernetes: a Secret mounted as a file)"
@@ -167,8 +166,8 @@ class RetentionConfig(_Settings):
         for index, target in enumerate(targets):
             if target.project in first:
                 raise ValueError(
-                    f"project {target.project} is listed twice (targets.{first[target.project]}"
-                    f" and targets.{index}): give it one entry"
+                    f"project {target.project} is listed twice (targets[{first[target.project]}]"
+                    f" and targets[{index}]): give it one entry"
                 )
             first[target.project] = index
         return targets
@@ -218,15 +217,8 @@ class LoadedConfig:
         }
         options.update(overrides)
         if options["credentials"] is None:
-            raise ConfigError(f"no API credentials for {self.path}", problems=_MISSING_KEYS)
+            raise ConfigError(f"no API credentials for {self.path}", problems=MISSING_KEYS)
         return OpsManagerClient(**options)
-
-
-_MISSING_KEYS = [
-    f"environment: {ENV_PUBLIC_KEY}: not set (the public key of the programmatic API key)",
-    f"environment: {ENV_PRIVATE_KEY} or {ENV_PRIVATE_KEY_FILE}: not set (the private key,"
-    " or a file holding it)",
-]
 
 
 def load_config(
@@ -243,7 +235,7 @@ def load_config(
     sources = {"config": how}
     log.debug("reading configuration %s (%s)", config_path, how)
     config = _read_config(config_path, how, env, problems, sources)
-    credentials = _read_credentials(env, require_credentials, problems, warnings, sources)
+    credentials = read_credentials(env, require_credentials, problems, warnings, sources)
     if problems or config is None:
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         raise ConfigError(f"{count} in {config_path}", problems=problems)
@@ -319,34 +311,6 @@ def _choose_path(path: str | Path | None, env: Mapping[str, str]) -> tuple[Path,
     return Path.cwd() / DEFAULT_CONFIG, f"default ./{DEFAULT_CONFIG}"
 
 
-def _read_text(path: Path, where: str, problems: list[str], why: str = "") -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        problems.append(f"{where}: cannot read {path}: {exc.strerror or type(exc).__name__}{why}")
-    except UnicodeDecodeError:
-        problems.append(f"{where}: {path} is not UTF-8 text")
-    return None
-
-
-def _parse_yaml(text: str, name: str, problems: list[str]) -> tuple[Any, yaml.Node | None]:
-    """The document and its node tree (for line numbers), or (None, None) after a problem."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
-    except yaml.MarkedYAMLError as exc:
-        # Only the problem and its line: the YAML snippet could hold a secret.
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{name}:{mark.line + 1}" if mark else name
-        problems.append(f"{where}: YAML syntax error: {exc.problem or exc.context}")
-    except yaml.YAMLError as exc:
-        problems.append(f"{name}: YAML error: {exc}")
-    finally:
-        loader.dispose()
-    return None, None
-
-
 def _read_config(
     path: Path, how: str, env: Mapping[str, str], problems: list[str], sources: dict[str, str]
 ) -> RetentionConfig | None:
@@ -358,106 +322,55 @@ def _read_config(
             "--config FILE"
         )
         return None
-    text = _read_text(path, name, problems, f" (from {how})")
-    if text is None:
-        return None
-    count = len(problems)
-    data, node = _parse_yaml(text, name, problems)
-    if len(problems) > count:
-        return None
-    if not isinstance(data, dict):
-        kind = "an empty file" if data is None else f"a {type(data).__name__}"
-        problems.append(f"{name}: the top level must be a mapping of settings, not {kind}")
-        return None
-    _duplicate_keys(node, (), name, problems)
-    found: list[Loc] = []
-    data = _take_secrets(data, (), found)
-    problems.extend(f"{_where(name, node, loc)}: {_dotted(loc)}: {SECRET_HINT}" for loc in found)
-    env_url = env.get(ENV_BASE_URL, "").strip()
-    if env_url and isinstance(data.get("api", {}), dict):
-        data["api"] = {**data.get("api", {}), "base_url": env_url}
-    config = None
     try:
-        config = RetentionConfig.model_validate(data, context={"base_dir": path.parent})
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False, include_input=False):
-            loc = tuple(err["loc"])
-            message = _message(err, loc)
-            if env_url and loc == ("api", "base_url"):
-                problems.append(f"environment: {ENV_BASE_URL}: {message}")
-            else:
-                problems.append(f"{_where(name, node, loc)}: {_dotted(loc)}: {message}")
-    # In the order of the file, which is how people fix them; the sort is stable.
-    problems[count:] = sorted(problems[count:], key=_line_of)
-    if config is None or found:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(f"{name}: cannot read {path}: {exc.strerror or exc} (from {how})")
         return None
-    sources.update((key, "file" if given else "default") for _, key, given in _walk(config) if key)
+    document, found = yamldoc.parse(data, _EXPECTED)
+    wrong = document.expect((dict,), _EXPECTED) if document is not None else None
+    if document is None or wrong is not None:
+        problems += [problem.at(name) for problem in [*found, *([wrong] if wrong else [])]]
+        return None
+    secrets: list[Loc] = []
+    settings = _take_secrets(document.value, (), secrets)
+    found += [
+        yamldoc.Problem(document.lines.find(loc), yamldoc.field_path(loc), SECRET_HINT)
+        for loc in secrets
+    ]
+    env_url = env.get(ENV_BASE_URL, "").strip()
+    if env_url and isinstance(settings.get("api", {}), dict):
+        settings["api"] = {**settings.get("api", {}), "base_url": env_url}
+    # Secret-looking keys are taken out above; echo=False keeps any other value out as well.
+    config, invalid = yamldoc.validate(
+        RetentionConfig,
+        settings,
+        document.lines,
+        context={"base_dir": path.parent},
+        echo=False,
+        hints=_HINTS,
+    )
+    for problem in invalid:
+        if env_url and problem.field == "api.base_url":
+            problems.append(f"environment: {ENV_BASE_URL}: {problem.message}")
+        else:
+            found.append(problem)
+    problems += [problem.at(name) for problem in yamldoc.in_file_order(found)]
+    if config is None or secrets or found:
+        return None
+    sources.update(
+        (key, "file" if given else "default") for _, key, given in yaml_lines(config) if key
+    )
     if env_url:
         sources["api.base_url"] = f"env {ENV_BASE_URL}"
     return config
 
 
-def _read_credentials(
-    env: Mapping[str, str],
-    required: bool,
-    problems: list[str],
-    warnings: list[str],
-    sources: dict[str, str],
-) -> Credentials | None:
-    public = env.get(ENV_PUBLIC_KEY, "").strip()
-    private_env = env.get(ENV_PRIVATE_KEY, "").strip()
-    key_file = env.get(ENV_PRIVATE_KEY_FILE, "").strip()
-    private: str | None = None
-    sources["credentials.public_key"] = f"env {ENV_PUBLIC_KEY}" if public else "not set"
-    sources["credentials.private_key"] = "not set"
-    if private_env and key_file:
-        problems.append(
-            f"environment: both {ENV_PRIVATE_KEY} and {ENV_PRIVATE_KEY_FILE} are set: remove"
-            f" {ENV_PRIVATE_KEY} and keep the file (a file does not show in the process"
-            " environment)"
-        )
-    elif private_env:
-        private = private_env
-        sources["credentials.private_key"] = f"env {ENV_PRIVATE_KEY}"
-    elif key_file:
-        private = _read_key_file(Path(key_file), problems, warnings)
-        sources["credentials.private_key"] = f"env {ENV_PRIVATE_KEY_FILE} ({key_file})"
-    if required and not public:
-        problems.append(_MISSING_KEYS[0])
-    if required and not (private_env or key_file):
-        problems.append(_MISSING_KEYS[1])
-    if public and private:
-        return Credentials(public, SecretStr(private))
-    return None
-
-
-def _read_key_file(path: Path, problems: list[str], warnings: list[str]) -> str | None:
-    where = f"environment: {ENV_PRIVATE_KEY_FILE}"
-    text = _read_text(path, where, problems)
-    # Key files end in a newline (echo, kubectl create secret --from-file); keys never do.
-    key = text.strip() if text is not None else None
-    if key == "":
-        problems.append(f"{where}: {path} is empty")
-    elif key:
-        try:
-            info = path.stat()
-        except OSError:
-            return key
-        if info.st_mode & 0o077 and not _own_group_read_only(info):
-            warnings.append(
-                f"{ENV_PRIVATE_KEY_FILE}: {path} is open to group or others "
-                f"({stat.filemode(info.st_mode)}): chmod 600 {path} (Kubernetes: defaultMode: "
-                "0400 on the Secret volume)"
-            )
-    return key or None
-
-
-def _own_group_read_only(info: os.stat_result) -> bool:
-    """Group-readable only, by a group this process is in: what Kubernetes makes of a Secret
-    file with defaultMode 0400 once the pod sets fsGroup (it adds group read). Not a leak."""
-    return info.st_mode & 0o077 == 0o040 and (
-        info.st_gid == os.getgid() or info.st_gid in os.getgroups()
-    )
+_EXPECTED = "a mapping of settings"
+_HINTS: dict[Loc, str] = {
+    ("api",): f"(or set {ENV_BASE_URL})",
+    ("api", "base_url"): f"(or set {ENV_BASE_URL})",
+}
 
 
 def _take_secrets(data: Any, loc: Loc, found: list[Loc]) -> Any:
@@ -476,107 +389,7 @@ def _take_secrets(data: Any, loc: Loc, found: list[Loc]) -> Any:
     return data
 
 
-def _duplicate_keys(node: yaml.Node | None, loc: Loc, name: str, problems: list[str]) -> None:
-    # PyYAML keeps the last of two equal keys without a word: a second `api:` would silently
-    # replace the first.
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            if not isinstance(key, yaml.ScalarNode):
-                continue
-            if key.value in seen:
-                line = key.start_mark.line + 1
-                problems.append(f"{name}:{line}: {_dotted((*loc, key.value))}: duplicate key")
-            seen.add(key.value)
-            _duplicate_keys(value, (*loc, key.value), name, problems)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _duplicate_keys(item, (*loc, index), name, problems)
-
-
-def _where(name: str, node: yaml.Node | None, loc: Loc) -> str:
-    """``file:line`` of the deepest node of loc present in the YAML, or just ``file``."""
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            pair = next((kv for kv in reversed(node.value) if kv[0].value == str(part)), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return f"{name}:{line}" if line else name
-
-
-def _line_of(problem: str) -> int:
-    """The line number of a "file:line: ..." problem; 0 for one without."""
-    line = problem.split(": ", 1)[0].rpartition(":")[2]
-    return int(line) if line.isdigit() else 0
-
-
-def _dotted(loc: Loc) -> str:
-    return ".".join(str(part) for part in loc) or "(top level)"
-
-
-_MESSAGES = {
-    "missing": "required",
-    "extra_forbidden": "unknown field",
-    "string_type": "must be a string (quote it in YAML)",
-    "string_too_short": "must not be empty",
-    "list_type": "must be a list",
-    **dict.fromkeys(("model_type", "dict_type"), "must be a mapping"),
-    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "must be a whole number"),
-    **dict.fromkeys(("float_parsing", "float_type", "finite_number"), "must be a number"),
-    **dict.fromkeys(("bool_parsing", "bool_type"), "must be true or false"),
-}
-
-
-def _message(err: ErrorDetails, loc: Loc) -> str:
-    """A short message for one pydantic error; never the input (it could be a secret)."""
-    kind, ctx = err["type"], err.get("ctx", {})
-    message = _MESSAGES.get(kind) or err["msg"].removeprefix("Value error, ")
-    if kind == "missing" and loc in (("api",), ("api", "base_url")):
-        message = f"required (or set {ENV_BASE_URL})"
-    elif kind == "too_short" and loc == ("targets",):
-        message = "at least one target is required"
-    elif kind in ("greater_than_equal", "less_than_equal"):
-        low, high = _bounds(loc)
-        if low is not None and high is not None:
-            message = f"must be between {low:g} and {high:g}"
-        else:
-            message = (
-                f"must be at least {low:g}" if low is not None else f"must be at most {high:g}"
-            )
-    elif kind == "greater_than":
-        message = f"must be greater than {ctx['gt']:g}"
-    elif kind == "literal_error":
-        message = f"must be one of {ctx['expected']}"
-    return message
-
-
-def _bounds(loc: Loc) -> tuple[Any, Any]:
-    """The (ge, le) bounds declared on the field at loc, so a message can state the range."""
-    model: type[BaseModel] | None = RetentionConfig
-    low = high = None
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if model is None or part not in model.model_fields:
-            break
-        info = model.model_fields[part]
-        low = next((m.ge for m in info.metadata if hasattr(m, "ge")), None)
-        high = next((m.le for m in info.metadata if hasattr(m, "le")), None)
-        kinds = (info.annotation, *get_args(info.annotation))
-        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
-    return low, high
-
-
-def _walk(
+def yaml_lines(
     model: BaseModel, prefix: str = "", indent: str = "", first: str | None = None
 ) -> Iterator[tuple[str, str, bool]]:
     """(YAML line, dotted key, given in the file) for every setting of model, in order."""
@@ -586,50 +399,14 @@ def _walk(
         given = name in model.model_fields_set
         if isinstance(value, BaseModel):
             yield f"{lead}{name}:", "", False
-            yield from _walk(value, f"{key}.", f"{indent}  ")
+            yield from yaml_lines(value, f"{key}.", f"{indent}  ")
         elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
             yield f"{lead}{name}:", key, given
             for index, item in enumerate(value):
-                yield from _walk(item, f"{key}.{index}.", f"{indent}    ", f"{indent}  - ")
+                yield from yaml_lines(item, f"{key}.{index}.", f"{indent}    ", f"{indent}  - ")
         else:
             # JSON is YAML: quoting and escaping come out right for any string or path.
             yield f"{lead}{name}: {json.dumps(value, default=str, ensure_ascii=False)}", key, given
-
-
-def render_config(loaded: LoadedConfig) -> str:
-    """The effective configuration as YAML, each line's source noted, the private key redacted."""
-    lines = [(text, loaded.sources.get(key, "")) for text, key, _ in _walk(loaded.config)]
-    creds = loaded.credentials
-    public = creds.public_key if creds else "not set"
-    private = REDACTED if creds else "not set"
-    lines += [
-        ("# credentials come from the environment only, never from this file:", ""),
-        (f"#   public_key: {public}", loaded.sources.get("credentials.public_key", "")),
-        (f"#   private_key: {private}", loaded.sources.get("credentials.private_key", "")),
-    ]
-    width = max(len(text) for text, _ in lines) + 2
-    header = [f"# effective configuration from {loaded.path} ({loaded.sources.get('config')})"]
-    header += [f"# warning: {warning}" for warning in loaded.warnings]
-    body = [f"{text.ljust(width)}# {source}" if source else text for text, source in lines]
-    return "\n".join(header + body) + "\n"
-
-
-def config_document(loaded: LoadedConfig) -> dict[str, Any]:
-    """`config show --format json`: the effective settings, where each came from, and the
-    credentials as set or not (the private key never, not even in part)."""
-    creds = loaded.credentials
-    return {
-        "command": "config show",
-        "exitCode": 0,
-        "path": str(loaded.path),
-        "config": loaded.config.model_dump(mode="json"),
-        "sources": dict(sorted(loaded.sources.items())),
-        "credentials": {
-            "publicKey": creds.public_key if creds else None,
-            "privateKey": REDACTED if creds else None,
-        },
-        "warnings": list(loaded.warnings),
-    }
 
 
 def config_json_schema() -> dict[str, Any]:

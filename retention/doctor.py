@@ -27,8 +27,9 @@ from retention.errors import (
 )
 from retention.inventory import ProjectTargets, discover
 from retention.plan.model import Target
-from retention.plan.summary import unmanaged_text
-from retention.policy.loader import PolicySet, load_policies
+from retention.policy.loader import PolicySet
+from retention.policyfiles import load_policies
+from retention.wording import unmanaged_text
 
 Status = Literal["pass", "warn", "fail"]
 SKEW_WARN = timedelta(seconds=60)

@@ -186,7 +186,7 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
     configure(tmp_path, sim.base_url)
     from retention.inventory import ProjectTargets  # noqa: PLC0415
     from retention.planner import make_plan  # noqa: PLC0415
-    from retention.policy.loader import load_policies  # noqa: PLC0415
+    from retention.policyfiles import load_policies  # noqa: PLC0415
 
     with client_for(sim) as api:
         planned = make_plan(

@@ -11,11 +11,11 @@ import pytest
 import responses
 
 from retention import cli
+from retention.cli.summary import summary_lines
 from retention.inventory import ProjectTargets
 from retention.plan.planfile import plan_json_schema
-from retention.plan.summary import summary_lines
 from retention.planner import make_plan
-from retention.policy.loader import load_policies
+from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator
 from tests.conftest import PUBLIC_KEY, make_client
 from tests.digest import DigestChecker

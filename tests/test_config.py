@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from retention.api import OpsManagerClient
+from retention.cli.showing import render_config
 from retention.config import (
     SECRET_HINT,
     AlertsSettings,
@@ -19,7 +20,6 @@ from retention.config import (
     TargetSettings,
     config_json_schema,
     load_config,
-    render_config,
 )
 from retention.errors import EXIT_USAGE, ConfigError
 
@@ -384,12 +384,13 @@ reports:
     assert caught.value.problems == [
         "retention.yaml:3: api.concurrency: must be between 1 and 64",
         "retention.yaml:4: api.timeout_seconds: must be greater than 0",
-        "retention.yaml:5: api.colour: unknown field",
+        "retention.yaml:5: api.colour: unknown field (allowed: base_url, ca_bundle, concurrency,"
+        " envelope, max_requests_per_second, timeout_seconds, verify_tls)",
         "retention.yaml:6: api.verify_tls: must be true or false",
         f"retention.yaml:7: api.private_key: {SECRET_HINT}",
-        "retention.yaml:10: targets.1.project: required",
+        "retention.yaml:10: targets[1].project: required",
         "retention.yaml:11: schedule: not a valid cron expression: '0 3 * *' (e.g. \"0 3 * * *\")",
-        "retention.yaml:13: reports.formats.1: must be one of 'html' or 'markdown'",
+        "retention.yaml:13: reports.formats[1]: must be 'html' or 'markdown'",
         "environment: RETENTION_PRIVATE_KEY or RETENTION_PRIVATE_KEY_FILE: not set"
         " (the private key, or a file holding it)",
     ]
@@ -402,9 +403,12 @@ def test_unknown_fields_are_refused_at_any_level(tmp_path: Path) -> None:
     text = MINIMAL + "    colour: red\nalerts:\n  acknowledge: true\nextra: 1\n"
 
     assert problems_of(write(tmp_path, text)) == [
-        "retention.yaml:5: targets.0.colour: unknown field",
-        "retention.yaml:7: alerts.acknowledge: unknown field",
-        "retention.yaml:8: extra: unknown field",
+        "retention.yaml:5: targets[0].colour: unknown field (allowed: clusters, config_servers,"
+        " project)",
+        "retention.yaml:7: alerts.acknowledge: unknown field (allowed:"
+        " acknowledge_own_audit_alerts)",
+        "retention.yaml:8: extra: unknown field (allowed: alerts, api, policies, reports, schedule,"
+        " targets)",
     ]
 
 
@@ -424,7 +428,7 @@ def test_a_project_listed_twice_is_refused(tmp_path: Path) -> None:
 
     assert problems_of(write(tmp_path, text)) == [
         f"retention.yaml:3: targets: project {PROJECT} is listed twice"
-        " (targets.0 and targets.2): give it one entry"
+        " (targets[0] and targets[2]): give it one entry"
     ]
 
 
@@ -433,7 +437,7 @@ def test_targets_must_not_be_empty(tmp_path: Path) -> None:
     text = f"api:\n  base_url: {BASE_URL}\ntargets: []\n"
 
     assert problems_of(write(tmp_path, text)) == [
-        "retention.yaml:3: targets: at least one target is required"
+        "retention.yaml:3: targets: must have at least 1 item"
     ]
 
 
@@ -470,20 +474,25 @@ def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "kind"), [("", "an empty file"), ("- a\n- b\n", "a list"), ("hello\n", "a str")]
+    ("text", "problem"),
+    [
+        ("", "retention.yaml: empty file: expected a mapping of settings"),
+        ("- a\n- b\n", "retention.yaml:1: the top level must be a mapping of settings, not a list"),
+        ("hello\n", "retention.yaml:1: the top level must be a mapping of settings, not text"),
+    ],
 )
-def test_the_top_level_must_be_a_mapping(tmp_path: Path, text: str, kind: str) -> None:
-    """An empty file, a list or a scalar at the top level is refused."""
-    assert problems_of(write(tmp_path, text)) == [
-        f"retention.yaml: the top level must be a mapping of settings, not {kind}"
-    ]
+def test_the_top_level_must_be_a_mapping(tmp_path: Path, text: str, problem: str) -> None:
+    """An empty file, a list or a scalar at the top level is refused, without quoting it."""
+    assert problems_of(write(tmp_path, text)) == [problem]
 
 
 def test_a_duplicate_key_is_refused(tmp_path: Path) -> None:
     """A key given twice in one mapping is refused instead of silently replacing the first."""
     text = MINIMAL + "reports:\n  dir: a\n  dir: b\n"
 
-    assert problems_of(write(tmp_path, text)) == ["retention.yaml:7: reports.dir: duplicate key"]
+    assert problems_of(write(tmp_path, text)) == [
+        "retention.yaml:7: reports.dir: duplicate key (first on line 6)"
+    ]
 
 
 def test_render_config_redacts_the_private_key_and_notes_sources(

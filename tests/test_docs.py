@@ -20,8 +20,8 @@ from retention.executor import OutcomeName
 from retention.metrics import RunMetrics, write_textfile
 from retention.plan.model import Action, Hold, State
 from retention.plan.planfile import plan_json_schema
-from retention.policy.loader import load_policies
 from retention.policy.model import Policy, policy_json_schema
+from retention.policyfiles import load_policies
 from retention.report import RunInfo, render_reports
 from retention.report.model import NOT_SENT
 

@@ -19,7 +19,8 @@ from retention.lock import run_lock
 from retention.plan.planfile import Change, ListName, clusters_by_key
 from retention.plan.planread import read_list
 from retention.planner import make_plan
-from retention.policy.loader import PolicySet, load_policies
+from retention.policy.loader import PolicySet
+from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator
 from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
 

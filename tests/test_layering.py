@@ -16,11 +16,14 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 CORE = [
     "retention.policy.loader",
     "retention.policy.engine",
+    "retention.policy.rules",
+    "retention.policy.trace",
     "retention.plan.decide",
     "retention.plan.planfile",
+    "retention.plan.planwrite",
     "retention.plan.guard",
     "retention.plan.trace",
-    "retention.plan.summary",
+    "retention.yamldoc",
 ]
 
 

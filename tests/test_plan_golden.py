@@ -16,7 +16,7 @@ import pytest
 from retention.inventory import ProjectTargets
 from retention.plan.planfile import plan_json_schema
 from retention.planner import PlanResult, make_plan
-from retention.policy.loader import load_policies
+from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY, make_client
 

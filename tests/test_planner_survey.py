@@ -13,7 +13,7 @@ from retention.api import OpsManagerClient
 from retention.errors import PermissionDeniedError
 from retention.inventory import ProjectTargets
 from retention.planner import make_plan
-from retention.policy.loader import load_policies
+from retention.policyfiles import load_policies
 from tests.fakeapi import FakeApi, list_page, paged, snapshot
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

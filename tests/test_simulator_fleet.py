@@ -584,16 +584,20 @@ projects:
         build_fleet(str(path), seed=SEED, now=NOW)
     message = str(caught.value)
     expected = [
-        "projects.0.clusters.1.type: Input should be 'REPLICA_SET' or 'SHARDED_REPLICA_SET'",
-        "projects.0.clusters.1.snapshots.1.doNotDelete: Input should be a valid boolean",
-        "projects.0.clusters.1.snapshots.2.created: not a timestamp",
-        "projects.0.alerts.0.eventTypeName: Field required",
-        "projects.0.alerts.0.status: Input should be 'TRACKING', 'OPEN', 'CLOSED' or 'CANCELLED'",
-        "projects.0.clusters.1.snapshots.3.isPossiblyInconsistent: only for snapshots of sharded",
+        "8: projects[0].clusters[1].type: must be 'REPLICA_SET' or 'SHARDED_REPLICA_SET', not"
+        " 'SHARDED'",
+        "11: projects[0].clusters[1].snapshots[1].doNotDelete: must be true or false, not 'maybe'",
+        "12: projects[0].clusters[1].snapshots[2].created: not a timestamp",
+        "13: projects[0].clusters[1].snapshots[3].isPossiblyInconsistent: only for snapshots of"
+        " sharded clusters",
+        "15: projects[0].alerts[0].eventTypeName: required",
+        "15: projects[0].alerts[0].status: must be 'TRACKING', 'OPEN', 'CLOSED' or 'CANCELLED',"
+        " not 'SHOUTING'",
     ]
-    for line in expected:
-        assert f"{path}: {line}" in message
-    assert len(caught.value.problems) == len(expected) == len(message.splitlines())
+    lines = message.splitlines()
+    assert len(caught.value.problems) == len(expected) == len(lines)
+    for line, start in zip(lines, expected, strict=True):
+        assert line.startswith(f"{path}:{start}")
     assert isinstance(caught.value, ValueError)
 
 
@@ -611,10 +615,10 @@ projects:
     with pytest.raises(FleetFileError) as caught:
         build_fleet(str(path), seed=SEED, now=NOW)
     assert caught.value.problems == [
-        "projects.0.clusters.1.snapshots.1.id: duplicate snapshot id 's1' "
-        "(first at projects.0.clusters.0.snapshots.0)",
-        "projects.0.hosts.0.snapshots.0.id: duplicate snapshot id 's2' "
-        "(first at projects.0.clusters.1.snapshots.0)",
+        f"{path}:6: projects[0].clusters[1].snapshots[1].id: duplicate snapshot id 's1' "
+        "(first at projects[0].clusters[0].snapshots[0])",
+        f"{path}:8: projects[0].hosts[0].snapshots[0].id: duplicate snapshot id 's2' "
+        "(first at projects[0].clusters[1].snapshots[0])",
     ]
 
 
@@ -631,20 +635,23 @@ projects:
 """)  # fmt: skip
     with pytest.raises(FleetFileError) as caught:
         build_fleet(str(path), seed=SEED, now=NOW)
-    assert sorted(caught.value.problems) == [
-        "projects.0.alerts.0.severity: Extra inputs are not permitted",
-        "projects.0.clusters.0.replicas: Extra inputs are not permitted",
-        "projects.0.clusters.0.snapshots.0.do_not_delete: Extra inputs are not permitted",
-        "version: Extra inputs are not permitted",
+    assert caught.value.problems == [
+        f"{path}:2: version: unknown field (allowed: projects)",
+        f"{path}:6: projects[0].clusters[0].snapshots[0].do_not_delete: unknown field; did you"
+        " mean 'doNotDelete'?",
+        f"{path}:6: projects[0].clusters[0].replicas: unknown field; did you mean"
+        " 'replicaSetName'?",
+        f"{path}:8: projects[0].alerts[0].severity: unknown field",
     ]
 
 
 def test_unreadable_files_and_unknown_specs_are_refused(tmp_path: Path) -> None:
-    """A missing file or bad YAML is a FleetFileError; a spec naming nothing is a ValueError."""
+    """A missing file or bad YAML is a FleetFileError naming the file (and line); a spec naming
+    nothing is a ValueError."""
     with pytest.raises(FleetFileError, match=r"missing\.yaml: cannot read"):
         build_fleet(str(tmp_path / "missing.yaml"), seed=SEED, now=NOW)
     bad = write_yaml(tmp_path / "bad.yaml", "projects: [unclosed\n")
-    with pytest.raises(FleetFileError, match=r"bad\.yaml: cannot read"):
+    with pytest.raises(FleetFileError, match=r"bad\.yaml:2: YAML syntax error: "):
         build_fleet(str(bad), seed=SEED, now=NOW)
     with pytest.raises(ValueError, match="unknown fleet 'huge'"):
         build_fleet("huge", seed=SEED, now=NOW)

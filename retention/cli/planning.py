@@ -72,11 +72,11 @@ def plan(
       retention plan --out - | jq .summary       # the plan itself on stdout
       retention plan --format json | jq .plan.summary.byAction
     """
+    from retention.cli.summary import summary_lines
     from retention.config import require_writable
     from retention.jobs import new_run_dir
-    from retention.plan.summary import summary_lines
     from retention.planner import make_plan
-    from retention.policy.loader import load_policies
+    from retention.policyfiles import load_policies
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
@@ -161,7 +161,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --policies policies/
       retention validate --format json | jq -r '.policies[].name'
     """
-    from retention.policy.loader import load_policies
+    from retention.policyfiles import load_policies
 
     if policies_path is not None:
         source: Any = Path(policies_path)
@@ -261,7 +261,7 @@ def _explain_policies(ctx: click.Context, config: Any, policies_path: str | None
     """The policies to trace with: --policies, else those of the configuration. Without
     either, explain still says what the plan recorded (a plan is often read elsewhere)."""
     from retention.cli.explaining import Policies
-    from retention.policy.loader import load_policies
+    from retention.policyfiles import load_policies
 
     if policies_path is not None:
         return Policies(load_policies(Path(policies_path)), policies_path)
@@ -323,7 +323,7 @@ def config_show(ctx: click.Context, output: str) -> None:
       RETENTION_BASE_URL=https://om.example.net:8443/api/public/v1.0 retention config show
       retention config show --format json | jq .config.api
     """
-    from retention.config import config_document, render_config
+    from retention.cli.showing import config_document, render_config
 
     loaded = load(ctx.find_root(), require_credentials=False)
     if output == "json":

@@ -51,7 +51,7 @@ def run_command(
     from retention.config import require_writable
     from retention.jobs import run_job
     from retention.lock import run_lock
-    from retention.policy.loader import load_policies
+    from retention.policyfiles import load_policies
 
     selected = shard_from(shard, shard_count)
     started = datetime.now(UTC)
@@ -230,7 +230,7 @@ def demo(policies_path: str | None, report_dir: str, output: str) -> int:
     from retention.config import require_writable
     from retention.inventory import ProjectTargets
     from retention.jobs import run_job
-    from retention.policy.loader import load_policies
+    from retention.policyfiles import load_policies
     from retention.simulator.server import Simulator, SimulatorConfig
 
     chosen = Path(policies_path) if policies_path is not None else _example_policies()

@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from retention.api import Credentials, OpsManagerClient, RetryPolicy, Timeouts
 from retention.inventory import ProjectTargets
 from retention.jobs import run_job
-from retention.policy.loader import load_policies
+from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.timestamps import parse_timestamp
 

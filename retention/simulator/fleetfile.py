@@ -36,36 +36,34 @@ their creation time and the seed.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     with_config,
 )
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+from retention import yamldoc
 from retention.simulator.fleet import DEFAULT_BASE_URL, FleetBuilder
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
 from retention.timestamps import format_timestamp, parse_timestamp, to_utc
 
 
 class FleetFileError(ValueError):
-    """A fleet file that cannot be used; one line per problem, each naming file and field."""
+    """A fleet file that cannot be used; one line per problem: ``FILE:LINE: FIELD: MESSAGE``."""
 
     def __init__(self, path: str, problems: list[str]) -> None:
         self.path, self.problems = path, problems
-        super().__init__("\n".join(f"{path}: {problem}" for problem in problems))
+        super().__init__("\n".join(problems))
 
 
 _RELATIVE = re.compile(r"now(?:([+-])(\d+)([hd]))?")
@@ -187,51 +185,56 @@ def _items(parent: Any, key: str) -> list[tuple[int, dict[str, Any]]]:
     return [(i, c) for i, c in enumerate(children or []) if isinstance(c, dict)]
 
 
-def _rule_errors(data: Any) -> list[str]:
+def _rule_errors(data: Any) -> list[tuple[yamldoc.Loc, str]]:
     """Rules across fields, checked on the raw data so they are reported with schema errors."""
-    errors: list[str] = []
+    errors: list[tuple[yamldoc.Loc, str]] = []
     first: dict[str, str] = {}
     owners = [
-        (f"projects.{p}.{kind}.{o}", owner.get("type") == "SHARDED_REPLICA_SET", owner)
+        (("projects", p, kind, o), owner.get("type") == "SHARDED_REPLICA_SET", owner)
         for p, project in _items(data, "projects")
         for kind in ("clusters", "hosts")
         for o, owner in _items(project, kind)
     ]
-    for path, sharded, owner in owners:
+    for loc, sharded, owner in owners:
         if "shards" in owner and not sharded:
-            errors.append(f"{path}.shards: only for SHARDED_REPLICA_SET clusters")
+            errors.append(((*loc, "shards"), "only for SHARDED_REPLICA_SET clusters"))
         for s, raw in _items(owner, "snapshots"):
-            where, sid = f"{path}.snapshots.{s}", raw.get("id")
+            where, sid = (*loc, "snapshots", s), raw.get("id")
             if isinstance(sid, str) and sid in first:
-                errors.append(f"{where}.id: duplicate snapshot id {sid!r} (first at {first[sid]})")
+                message = f"duplicate snapshot id {sid!r} (first at {first[sid]})"
+                errors.append(((*where, "id"), message))
             elif isinstance(sid, str):
-                first[sid] = where
+                first[sid] = yamldoc.field_path(where) or ""
             errors += [
-                f"{where}.{key}: only for snapshots of sharded clusters"
+                ((*where, key), "only for snapshots of sharded clusters")
                 for key in ("isPossiblyInconsistent", "missingShards")
                 if key in raw and not sharded
             ]
             if raw.get("doNotDelete") is True and raw.get("expires") is not None:
-                errors.append(f"{where}.expires: not allowed with doNotDelete true")
+                errors.append(((*where, "expires"), "not allowed with doNotDelete true"))
     return errors
 
 
 def _parse_file(path: Path, now: datetime) -> _FleetFile:
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise FleetFileError(str(path), [f"cannot read: {exc}"]) from None
-    problems: list[str] = []
-    try:
-        spec = _FleetFile.model_validate(data, context={"now": now})
-    except ValidationError as exc:
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            problems.append(f"{where}: {message}" if where else message)
-    problems += _rule_errors(data)
-    if problems:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FleetFileError(str(path), [f"{path}: cannot read: {exc.strerror or exc}"]) from None
+    # JSON is YAML, so one parser reads both and gives lines to the problems of either.
+    document, found = yamldoc.parse(data, "a mapping with projects")
+    wrong = document.expect((dict,), "a mapping with projects") if document else None
+    spec = None
+    if document is not None and wrong is None:
+        spec, invalid = yamldoc.validate(
+            _FleetFile, document.value, document.lines, context={"now": now}
+        )
+        found += invalid + [
+            yamldoc.Problem(document.lines.find(loc), yamldoc.field_path(loc), message)
+            for loc, message in _rule_errors(document.value)
+        ]
+    found += [wrong] if wrong else []
+    if spec is None or found:
+        problems = [problem.at(str(path)) for problem in yamldoc.in_file_order(found)]
         raise FleetFileError(str(path), problems)
     return spec
 
