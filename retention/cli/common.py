@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from retention.errors import UsageError
-from retention.lock import LOCK_NAME
+from retention.lock import shard_lock_name
 from retention.sharding import Shard, choose_shard
 
 __all__ = ["UsageError"]
@@ -80,8 +80,6 @@ def shard_from(shard: str | None, shard_count: int | None) -> Shard | None:
     return choose_shard(shard, shard_count, os.environ.get("JOB_COMPLETION_INDEX"))
 
 
-def lock_name(shard: Shard | None) -> str:
-    """The lock file of the whole fleet, or of one shard (shards run side by side)."""
-    if shard is None:
-        return LOCK_NAME
-    return f".retention-shard-{shard.index}-of-{shard.count}.lock"
+def lock_name(shard: Shard | None) -> str | None:
+    """The lock file of one shard (shards run side by side), or None for the whole fleet."""
+    return None if shard is None else shard_lock_name(shard.index, shard.count)
