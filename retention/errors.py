@@ -159,6 +159,12 @@ class ApiError(RetentionError):
         """The HTTP status of the answer, or None when no answer came."""
         return self.response.status if self.response is not None else None
 
+    @property
+    def stops_everything(self) -> bool:
+        """No other request would fare better: the API is unreachable, or the key is refused
+        (TransportError, AuthenticationError, PermissionDeniedError)."""
+        return self.exit_code == EXIT_UNREACHABLE
+
     def _render(self) -> str:
         parts = [f"{self.endpoint}: {self.message}"]
         if self.response is not None:

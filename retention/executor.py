@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import groupby
@@ -36,7 +34,9 @@ from retention.api.models import SnapshotState
 from retention.errors import ApiError, InconsistentListError, NotFoundError
 from retention.plan.guard import check_send
 from retention.plan.model import SEND_ORDER, SnapshotView
-from retention.plan.planfile import Change, ClusterEntry, encode_line
+from retention.plan.planfile import Change, ClusterEntry
+from retention.plan.planwrite import encode_line
+from retention.window import ordered
 
 log = logging.getLogger("retention.executor")
 
@@ -169,15 +169,10 @@ def apply_plan(
                     error = f"internal error while applying: {type(exc).__name__}: {exc}"
                     report(Outcome(change, "failed", None, error))
 
-    window = max(1, 2 * concurrency)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="apply") as pool:
-        pending: deque[Future[None]] = deque()
-        for key, items in groupby(changes, key=lambda c: (c["projectId"], c["clusterId"])):
-            pending.append(pool.submit(run, key, list(items)))
-            if len(pending) >= window:
-                pending.popleft().result()
-        while pending:
-            pending.popleft().result()
+    clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
+    work = ((key, list(items)) for key, items in clusters_of)
+    for _ in ordered(lambda pair: run(*pair), work, workers=concurrency, name="apply"):
+        pass
     return result
 
 

@@ -12,15 +12,15 @@ makes no destructive change to it.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from retention.api import OpsManagerClient
 from retention.api.models import AlertStatus, Cluster
-from retention.errors import EXIT_UNREACHABLE, ApiError, InconsistentListError
+from retention.errors import ApiError, InconsistentListError
 from retention.plan.model import AlertView, Member, SnapshotView, Target
+from retention.window import ordered
 
 log = logging.getLogger("retention.inventory")
 
@@ -161,14 +161,14 @@ def survey(client: OpsManagerClient, wanted: ProjectTargets) -> Survey:
     try:
         result.name = client.get_project(wanted.project_id).name
     except ApiError as exc:
-        if exc.exit_code == EXIT_UNREACHABLE:
+        if exc.stops_everything:
             raise
         # Only the name is lost: reports show the id alone.
         log.info("cannot read the name of project %s: %s", wanted.project_id, exc)
     try:
         result.alerts = open_alerts(client, wanted.project_id)
     except ApiError as exc:
-        if exc.exit_code == EXIT_UNREACHABLE:
+        if exc.stops_everything:
             raise
         result.alerts_error = exc
     try:
@@ -238,22 +238,12 @@ def walk_all(
 ) -> Iterator[Walk]:
     """Walk targets on ``concurrency`` threads; yield results in the targets' order.
 
-    At most ``2 * concurrency`` walks are in flight or waiting, so memory stays bounded
-    whatever the size of the fleet.
+    At most ``2 * concurrency`` walks are in flight or waiting (``retention.window``), so
+    memory stays bounded whatever the size of the fleet.
     """
-    window = max(1, 2 * concurrency)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="walk") as pool:
-        pending: deque[Future[Walk]] = deque()
-        for target in targets:
-            pending.append(pool.submit(walk, client, target))
-            if len(pending) >= window:
-                yield _finish(pending.popleft(), on_done)
-        while pending:
-            yield _finish(pending.popleft(), on_done)
-
-
-def _finish(future: Future[Walk], on_done: Callable[[Walk], None] | None) -> Walk:
-    result = future.result()
-    if on_done is not None:
-        on_done(result)
-    return result
+    for result in ordered(
+        lambda target: walk(client, target), targets, workers=concurrency, name="walk"
+    ):
+        if on_done is not None:
+            on_done(result)
+        yield result

@@ -10,27 +10,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.inventory import ProjectTargets, Walk, survey_all, walk_all
+from retention.inventory import ProjectTargets, Survey, Walk, survey_all, walk_all
 from retention.plan.decide import decide
 from retention.plan.horizon import lease
 from retention.plan.model import Target
-from retention.plan.planfile import (
-    WRITE_BUFFER,
-    PlanBuilder,
-    PlanHead,
-    PolicyDigest,
-    decisions_path,
-)
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import KeepSpec
+from retention.plan.planfile import PlanHead, decisions_path
+from retention.plan.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.policy.loader import LoadedPolicy, PolicySet
-from retention.policy.model import Policy
 from retention.sharding import Shard
 
 log = logging.getLogger("retention.planner")
@@ -41,70 +32,6 @@ CONFIG_SERVER_NOTICE = (
     "Legacy config-server snapshots come from deprecated endpoints (mirrored config "
     "servers, database versions before 3.4): their decisions are advisory and never sent."
 )
-
-
-@dataclass(frozen=True)
-class PolicyView:
-    """A loaded policy as the decision model sees it (retention.plan.model.PolicyLike)."""
-
-    loaded: LoadedPolicy
-
-    @property
-    def policy(self) -> Policy:
-        """The validated policy."""
-        return self.loaded.policy
-
-    def where(self, setting: str) -> str:
-        """The file and line of a setting (policy.loader.LoadedPolicy.where)."""
-        return self.loaded.where(setting)
-
-    @property
-    def name(self) -> str:
-        """The policy's name."""
-        return self.policy.name
-
-    @property
-    def release_protection(self) -> bool:
-        """Whether protected snapshots outside `protect` lose their hold."""
-        return self.policy.release_protection
-
-    @property
-    def grace(self) -> RetentionDuration:
-        """Time an unkept snapshot is given before it may be deleted."""
-        return self.policy.grace
-
-    @property
-    def inconsistent(self) -> str:
-        """ignore or expire."""
-        return self.policy.inconsistent
-
-    @property
-    def zone(self) -> Any:
-        """The policy's time zone."""
-        return self.policy.zone
-
-    def keep_spec(self) -> KeepSpec | None:
-        """The keep rules, engine-ready."""
-        return self.policy.keep_spec()
-
-    def protect_spec(self) -> KeepSpec | None:
-        """The protect rules, engine-ready."""
-        return self.policy.protect_spec()
-
-    @property
-    def min_keep(self) -> int:
-        """The safety floor of survivors."""
-        return self.policy.safety.min_keep
-
-    @property
-    def max_expire_fraction(self) -> float:
-        """The largest share of a cluster that may expire in one run."""
-        return self.policy.safety.max_expire_fraction
-
-    @property
-    def hold_on_alerts(self) -> frozenset[str]:
-        """Alert types that hold destructive changes."""
-        return frozenset(self.policy.safety.hold_on_alerts)
 
 
 @dataclass(frozen=True)
@@ -138,14 +65,14 @@ def make_plan(
 ) -> PlanResult:
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
     the plan to ``plan_path`` and its decisions beside it (planfile.decisions_path).
-    ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan."""
+    ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan.
+
+    Three steps: survey the projects (alerts, discovery), walk and decide each target into
+    the builder (decisions.jsonl streams out as it goes), then write plan.json whole.
+    """
     lease_for = lease(schedule, now)
     decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
-    errors: list[str] = []  # outside any one cluster: plan.json's top-level errors
-    warnings: list[str] = []
-    notices: list[str] = []  # facts, not warnings: nothing to act on
-    walk_errors: list[str] = []  # each also in its cluster's entry
     with decisions_to.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
             evaluated_at=now,
@@ -157,55 +84,106 @@ def make_plan(
             what_if=what_if,
         )
         try:
-            ordered = sorted(projects, key=lambda p: p.project_id)
-            surveys = {
-                s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)
-            }
-            targets: list[Target] = []
-            unread: dict[str, str] = {}  # project: why its alerts could not be honoured
-            for wanted in ordered:
-                found = surveys[wanted.project_id]
-                builder.projects[wanted.project_id] = found.name
-                warnings += found.warnings
-                if found.alerts_error is not None:
-                    unread[wanted.project_id] = (
-                        f"cannot read the project's alerts, so no alert can be honoured: "
-                        f"{found.alerts_error}"
-                    )
-                    errors.append(unread[wanted.project_id])
-                if found.discovery_error is not None:
-                    error = found.discovery_error
-                    errors.append(f"project {wanted.project_id}: discovery failed: {error}")
-                    continue
-                targets += [t for t in found.targets if shard is None or shard.owns(t.cluster_id)]
-            if any(t.kind == "config-server" for t in targets):
-                notices.append(CONFIG_SERVER_NOTICE)
-            # One walk across every project, so no project's start waits for the last one's end.
-            for walk in walk_all(client, targets, concurrency=concurrency, on_done=on_walk):
-                t = walk.target
-                found = surveys[t.project_id]
-                if walk.error:
-                    walk_errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
-                matching = [PolicyView(p) for p in policies.matching(t.project_id, t.name, t.kind)]
-                builder.add(
-                    decide(
-                        t,
-                        walk.snapshots,
-                        matching,
-                        found.alerts,
-                        now=now,
-                        lease_for=lease_for,
-                        walk_error=walk.error or unread.get(t.project_id),
-                    )
-                )
+            found = _survey(client, projects, shard, concurrency)
+            builder.projects.update(found.names)
+            walk_errors = _walk_and_decide(
+                client,
+                policies,
+                found,
+                builder,
+                now=now,
+                lease_for=lease_for,
+                concurrency=concurrency,
+                on_walk=on_walk,
+            )
             builder.service_version = client.service_version
-            partial = plan_path.with_name(plan_path.name + ".partial")
-            with partial.open("wb", buffering=WRITE_BUFFER) as out:
-                head = builder.write(out, errors, warnings, notices)
-            partial.replace(plan_path)  # readers never see half a plan
+            head = _write_whole(plan_path, builder, found)
         finally:
             builder.close()
-    return PlanResult(head, plan_path, decisions_to, errors + walk_errors)
+    return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
+
+
+@dataclass
+class _Found:
+    """What the survey of the projects found: the targets to walk, and what to say."""
+
+    surveys: dict[str, Survey]
+    names: dict[str, str | None]
+    targets: list[Target] = field(default_factory=list)
+    # Projects whose alerts could not be read, and why: their clusters are held.
+    unread: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # plan.json's top-level errors
+    warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # facts, not warnings: nothing to act on
+
+
+def _survey(
+    client: OpsManagerClient,
+    projects: Sequence[ProjectTargets],
+    shard: Shard | None,
+    concurrency: int,
+) -> _Found:
+    ordered = sorted(projects, key=lambda p: p.project_id)
+    surveys = {s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)}
+    found = _Found(surveys, {p: s.name for p, s in surveys.items()})
+    for wanted in ordered:
+        survey = surveys[wanted.project_id]
+        found.warnings += survey.warnings
+        if survey.alerts_error is not None:
+            found.unread[wanted.project_id] = (
+                f"cannot read the project's alerts, so no alert can be honoured: "
+                f"{survey.alerts_error}"
+            )
+            found.errors.append(found.unread[wanted.project_id])
+        if survey.discovery_error is not None:
+            error = survey.discovery_error
+            found.errors.append(f"project {wanted.project_id}: discovery failed: {error}")
+            continue
+        found.targets += [t for t in survey.targets if shard is None or shard.owns(t.cluster_id)]
+    if any(t.kind == "config-server" for t in found.targets):
+        found.notices.append(CONFIG_SERVER_NOTICE)
+    return found
+
+
+def _walk_and_decide(
+    client: OpsManagerClient,
+    policies: PolicySet,
+    found: _Found,
+    builder: PlanBuilder,
+    *,
+    now: datetime,
+    lease_for: timedelta,
+    concurrency: int,
+    on_walk: Callable[[Walk], None] | None,
+) -> list[str]:
+    """Decide every target as its walk comes in; the walk errors (each is also in its
+    cluster's entry)."""
+    walk_errors: list[str] = []
+    # One walk across every project, so no project's start waits for the last one's end.
+    for walk in walk_all(client, found.targets, concurrency=concurrency, on_done=on_walk):
+        t = walk.target
+        if walk.error:
+            walk_errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
+        plan = decide(
+            t,
+            walk.snapshots,
+            policies.matching(t.project_id, t.name, t.kind),
+            found.surveys[t.project_id].alerts,
+            now=now,
+            lease_for=lease_for,
+            walk_error=walk.error or found.unread.get(t.project_id),
+        )
+        builder.add(plan)
+    return walk_errors
+
+
+def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> PlanHead:
+    """plan.json through a partial file renamed into place: readers never see half a plan."""
+    partial = plan_path.with_name(plan_path.name + ".partial")
+    with partial.open("wb", buffering=WRITE_BUFFER) as out:
+        head = builder.write(out, found.errors, found.warnings, found.notices)
+    partial.replace(plan_path)
+    return head
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:
