@@ -25,7 +25,7 @@ from retention.inventory import ProjectTargets, Walk
 from retention.plan.guard import Approval, EntryCheck, plan_refusal
 from retention.plan.guard import approve as approval_of
 from retention.plan.planfile import Change, PlanHead, clusters_by_key, decisions_path
-from retention.plan.planread import read_head, read_list
+from retention.planfiles import read_head, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.sharding import Shard

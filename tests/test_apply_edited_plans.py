@@ -26,8 +26,8 @@ from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved
 from retention.plan.planfile import CHANGE, Change, PlanHead, clusters_by_key
-from retention.plan.planread import read_decisions, read_head, read_list
 from retention.plan.planwrite import encode_line, write_plan
+from retention.planfiles import read_decisions, read_head, read_list
 from retention.planner import make_plan
 from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator, SimulatorConfig

@@ -18,7 +18,7 @@ from retention import cli
 from retention.api import OpsManagerClient
 from retention.executor import Journal, apply_plan
 from retention.plan.planfile import clusters_by_key
-from retention.plan.planread import read_head, read_list
+from retention.planfiles import read_head, read_list
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet
 from tests.conftest import PUBLIC_KEY

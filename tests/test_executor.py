@@ -17,7 +17,7 @@ from retention.inventory import ProjectTargets
 from retention.jobs import apply_saved, run_job
 from retention.lock import run_lock
 from retention.plan.planfile import Change, ListName, clusters_by_key
-from retention.plan.planread import read_list
+from retention.planfiles import read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.policyfiles import load_policies

@@ -21,6 +21,7 @@ CORE = [
     "retention.plan.decide",
     "retention.plan.planfile",
     "retention.plan.planwrite",
+    "retention.wording",
     "retention.plan.guard",
     "retention.plan.trace",
     "retention.yamldoc",

@@ -30,7 +30,7 @@ from retention.errors import (
     ServerError,
     exit_meaning,
 )
-from retention.plan.planread import read_head
+from retention.planfiles import read_head
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker

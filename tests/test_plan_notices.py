@@ -15,8 +15,8 @@ import pytest
 
 from retention import __version__
 from retention.cli.summary import summary_lines
-from retention.plan.planread import read_head
 from retention.plan.planwrite import write_plan
+from retention.planfiles import read_head
 from retention.planner import CONFIG_SERVER_NOTICE
 from retention.report import RunInfo, render_reports
 from retention.report.render import markdown_text

@@ -28,8 +28,8 @@ from retention.plan.planfile import (
     generated_schema,
     plan_json_schema,
 )
-from retention.plan.planread import read_decisions, read_head, read_list
 from retention.plan.planwrite import PlanBuilder, decision_record, encode_line, write_plan
+from retention.planfiles import read_decisions, read_head, read_list
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
 from retention.wording import size

@@ -30,7 +30,7 @@ from retention.inventory import Discovery, ProjectTargets, discover
 from retention.plan.decide import decide
 from retention.plan.model import AlertView as HoldingAlert
 from retention.plan.model import Member, SnapshotView, Target
-from retention.plan.planread import read_list
+from retention.planfiles import read_list
 from retention.policy.engine import KeepSpec
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.timestamps import LATEST

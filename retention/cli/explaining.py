@@ -204,7 +204,7 @@ def _trace(
     policies: list[LoadedPolicy],
 ) -> SnapshotTrace:
     """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
-    from retention.plan.planread import snapshot_view
+    from retention.plan.planfile import snapshot_view
     from retention.plan.trace import trace_snapshot
 
     views = [snapshot_view(r) for r in cluster if r is not None]

@@ -239,7 +239,7 @@ def explain(
         path = Path(plan_path)
     from retention.cli.explaining import explanation, explanation_document
     from retention.plan.planfile import decisions_path
-    from retention.plan.planread import cluster_decisions, find_decision, read_head
+    from retention.planfiles import cluster_decisions, find_decision, read_head
 
     decisions = decisions_path(path)
     if not decisions.is_file():

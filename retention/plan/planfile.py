@@ -1,5 +1,5 @@
 """The plan file (``plan.json``, format ``retention-plan/v1``) and ``decisions.jsonl``: their
-model, and the JSON Schema generated from it (planwrite.py writes the files, planread.py
+model, and the JSON Schema generated from it (planwrite.py writes the files, retention.planfiles
 reads them back through this model).
 
 The model is a set of typed records (``PlanHead``, ``ClusterEntry``, ``Change``,
@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from retention.plan.model import ChangeAction, Reason
+from retention.plan.model import ChangeAction, Reason, SnapshotView
 from retention.timestamps import AwareUtcDatetime
 
 FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
@@ -258,6 +258,20 @@ def decisions_path(plan_path: Path) -> Path:
     if plan_path.name == "plan.json":
         return plan_path.with_name("decisions.jsonl")
     return plan_path.with_name(plan_path.stem + ".decisions.jsonl")
+
+
+def snapshot_view(record: DecisionRecord) -> SnapshotView:
+    """The snapshot of a decision as the planner saw it (what decide reads of it)."""
+    observed = record["observed"]
+    return SnapshotView(
+        record["snapshotId"],
+        record["created"],
+        record["complete"],
+        observed["doNotDelete"],
+        observed["expires"],
+        record["consistent"],
+        record["storageBytes"],
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - regenerates the shipped schema

@@ -1,10 +1,10 @@
 """Writing the plan file (``plan.json``) and ``decisions.jsonl``: the one writer, through the
-model of planfile.py (planread.py reads the files back through the same model).
+model of planfile.py (retention.planfiles reads the files back through the same model).
 
 The planner builds the records as plain dicts and orjson encodes them: no text is spliced,
 so any cluster name round-trips. Layout: the head's members indented by two, then
 ``changes``, ``held`` and ``advisory`` with one entry a line (what grep and diff want), then
-``errors``; planread.py streams a file in this layout entry by entry. ``PlanBuilder`` takes
+``errors``; retention.planfiles streams a file in this layout entry by entry. ``PlanBuilder`` takes
 cluster plans in the plan's order and streams what grows with the fleet (decisions to
 decisions.jsonl, changes to spool files).
 """

@@ -19,8 +19,8 @@ from typing import Any
 
 from retention.plan.model import describe
 from retention.plan.planfile import Change, DecisionRecord, decisions_path
-from retention.plan.planread import read_decisions, read_head, read_list
 from retention.plan.planwrite import jsonable
+from retention.planfiles import read_decisions, read_head, read_list
 from retention.report.model import (
     Calendar,
     CalendarDay,

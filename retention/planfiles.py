@@ -1,4 +1,7 @@
-"""Reading plan.json and decisions.jsonl back, validated by the model of planfile.py.
+"""Reading plan.json and decisions.jsonl back, validated by the model of plan/planfile.py.
+
+The shell's side of the plan file: the core (retention.plan) defines the model and encodes
+it, this module opens the files.
 
 A file in the layout planfile writes is streamed entry by entry, so memory stays flat on
 a 600k-change plan; a file re-saved in another layout is read whole. decisions.jsonl is
@@ -16,7 +19,6 @@ import orjson
 from pydantic import ValidationError
 
 from retention.errors import PlanFileError
-from retention.plan.model import SnapshotView
 from retention.plan.planfile import (
     CHANGE,
     DECISION,
@@ -184,17 +186,3 @@ def _lines_naming(path: Path, value: str) -> Iterator[bytes]:
     quoted = orjson.dumps(value)  # as encode_line spells it
     with path.open("rb") as lines:
         yield from (line for line in lines if quoted in line)
-
-
-def snapshot_view(record: DecisionRecord) -> SnapshotView:
-    """The snapshot of a decision as the planner saw it (what decide reads of it)."""
-    observed = record["observed"]
-    return SnapshotView(
-        record["snapshotId"],
-        record["created"],
-        record["complete"],
-        observed["doNotDelete"],
-        observed["expires"],
-        record["consistent"],
-        record["storageBytes"],
-    )
