@@ -33,6 +33,7 @@ from pydantic import (
 
 from retention.policy import engine, rules
 from retention.policy.duration import RetentionDuration
+from retention.yamldoc import show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -50,15 +51,6 @@ EMPTY_POLICY = (
 _CRON_FIELDS = 5
 # A fixed start for the "does it ever fire" probe: the core never reads the clock.
 _CRON_PROBE = datetime(2000, 1, 1)
-
-
-def show_value(value: object) -> str:
-    """A value roughly as the YAML author wrote it, for messages."""
-    if isinstance(value, bool) or value is None:
-        return {True: "true", False: "false", None: "null"}[value]
-    if isinstance(value, dict | list | tuple | str):
-        return "a mapping" if isinstance(value, dict) else repr(value)[:60]
-    return str(value)
 
 
 def _duration(value: object) -> RetentionDuration:

@@ -117,6 +117,11 @@ def href(base_url: str, *segments: str) -> str:
     return base_url + "/" + "/".join(quote(s, safe="") for s in segments)
 
 
+def self_links(base_url: str, *segments: str) -> list[dict[str, str]]:
+    """The links of a resource that has only its own."""
+    return [{"href": href(base_url, *segments), "rel": "self"}]
+
+
 def cluster_json(cluster: SimCluster, base_url: str) -> str:
     """A cluster as the clusters list shows it."""
     body: dict[str, Any] = {
@@ -124,12 +129,7 @@ def cluster_json(cluster: SimCluster, base_url: str) -> str:
         "groupId": cluster.group_id,
         "clusterName": cluster.name,
         "typeName": cluster.type_name,
-        "links": [
-            {
-                "href": href(base_url, "groups", cluster.group_id, "clusters", cluster.id),
-                "rel": "self",
-            }
-        ],
+        "links": self_links(base_url, "groups", cluster.group_id, "clusters", cluster.id),
     }
     if cluster.replica_set_name:
         body["replicaSetName"] = cluster.replica_set_name
@@ -146,12 +146,7 @@ def host_json(host: SimHost, base_url: str) -> str:
         "hostname": host.hostname,
         "port": host.port,
         "typeName": host.type_name,
-        "links": [
-            {
-                "href": href(base_url, "groups", host.group_id, "hosts", host.id),
-                "rel": "self",
-            }
-        ],
+        "links": self_links(base_url, "groups", host.group_id, "hosts", host.id),
     }
     if host.replica_set_name:
         body["replicaSetName"] = host.replica_set_name
