@@ -102,7 +102,8 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
 
 
 @cache
-def _html_environment() -> jinja2.Environment:
+def html_environment() -> jinja2.Environment:
+    """The HTML templates' environment: everything autoescaped."""
     return _filters(
         jinja2.Environment(
             loader=jinja2.PackageLoader("retention.report", "templates"),
@@ -117,7 +118,8 @@ def _html_environment() -> jinja2.Environment:
 
 
 @cache
-def _markdown_environment() -> jinja2.Environment:
+def markdown_environment() -> jinja2.Environment:
+    """The Markdown templates' environment: every expression through ``markdown_text``."""
     env = _filters(
         jinja2.Environment(
             loader=jinja2.PackageLoader("retention.report", "templates"),
@@ -151,9 +153,9 @@ def render_reports(
     written: list[Path] = []
     for fmt in dict.fromkeys(formats):
         if fmt == "html":
-            template = _html_environment().get_template("report.html.j2")
+            template = html_environment().get_template("report.html.j2")
         else:
-            template = _markdown_environment().get_template("report.md.j2")
+            template = markdown_environment().get_template("report.md.j2")
         path = run_dir / FORMATS[fmt]
         # Written beside and renamed: a reader never sees half a report.
         partial = path.with_name(path.name + ".partial")

@@ -1,0 +1,130 @@
+"""Undo, the pure part: what a run's journal says it changed, and how to put each back.
+
+A run journals every PATCH in results.jsonl with the state it observed before and the body
+it sent. Undo takes each destructive change the API applied and, if the snapshot still has
+exactly the state that run wrote (compare-and-swap, as apply does), puts back the observed
+state: the old expiry; or no expiry, through ``doNotDelete: true`` (which the API answers by
+dropping the expiry) then ``doNotDelete: false``; or the protection the run lifted. Anything
+else is left alone and said: gone, changed since, already back, or past an expiry the API
+no longer edits. Inside the grace window a bad run is fully reversible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from retention.api.models import SnapshotPatch
+from retention.timestamps import format_timestamp, parse_timestamp
+
+Verdict = Literal["restore", "unchanged", "stale", "gone", "expired", "lapsed"]
+# Why each verdict other than restore leaves the snapshot alone, for the report and the CLI.
+LEFT_ALONE = {
+    "unchanged": "already as before the run",
+    "stale": "changed since the run by someone or something else: left alone",
+    "gone": "the snapshot is gone: nothing to restore",
+    "expired": "the expiry that run wrote has passed: the API edits no past expiry",
+    "lapsed": "its expiry from before the run has passed too: restoring it would let the "
+    "service delete it at once; protect it by hand if it must stay",
+}
+
+
+@dataclass(frozen=True)
+class State:
+    """What undo compares and restores of a snapshot."""
+
+    do_not_delete: bool
+    expires: datetime | None
+
+    def text(self) -> str:
+        """The state as a person reads it."""
+        if self.do_not_delete:
+            return "protected (doNotDelete)"
+        if self.expires is None:
+            return "no expiry"
+        return f"expires {format_timestamp(self.expires)}"
+
+    def document(self) -> dict[str, Any]:
+        """The state in the API's words, for JSON."""
+        expires = format_timestamp(self.expires) if self.expires is not None else None
+        return {"doNotDelete": self.do_not_delete, "expires": expires}
+
+
+@dataclass(frozen=True)
+class Restoration:
+    """One destructive change a run applied, and the state to put back."""
+
+    project_id: str
+    cluster_id: str
+    cluster_name: str
+    snapshot_id: str
+    action: str
+    before: State
+    written: State
+
+    def steps(self) -> list[SnapshotPatch]:
+        """The PATCHes that take a snapshot from ``written`` back to ``before``."""
+        if self.before.do_not_delete:
+            return [SnapshotPatch.protect()]
+        if self.before.expires is None:
+            # doNotDelete: true is the only way to drop an expiry; the API removes it.
+            return [SnapshotPatch.protect(), SnapshotPatch(do_not_delete=False)]
+        return [SnapshotPatch.expire_at(self.before.expires)]
+
+
+def state_after(before: State, body: Mapping[str, Any]) -> State:
+    """The state a PATCH with ``body`` leaves, as the API applies it: protecting drops the
+    expiry; a body without a member leaves that member as it was."""
+    protect = bool(body.get("doNotDelete", before.do_not_delete))
+    if protect:
+        return State(True, None)
+    expires = body.get("expires")
+    when = parse_timestamp(expires) if isinstance(expires, str) else before.expires
+    return State(False, when)
+
+
+def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
+    """The destructive changes a journal says the API applied, in journal order, one per
+    snapshot (the first observed state and the last written one, if an apply journalled a
+    snapshot twice)."""
+    found: dict[str, Restoration] = {}
+    for line in lines:
+        if line.get("outcome") != "applied" or not line.get("destructive"):
+            continue
+        observed, sent = line["observed"], line.get("body") or {}
+        before = State(bool(observed["doNotDelete"]), _when(observed.get("expires")))
+        sid = str(line["snapshotId"])
+        first = found.get(sid)
+        start = first.before if first is not None else before
+        found[sid] = Restoration(
+            str(line["projectId"]),
+            str(line["clusterId"]),
+            str(line.get("clusterName") or line["clusterId"]),
+            sid,
+            str(line.get("action", "")),
+            start,
+            state_after(before, sent),
+        )
+    return list(found.values())
+
+
+def verdict(item: Restoration, current: State | None, now: datetime) -> Verdict:
+    """What undo does about ``item`` given the snapshot's state now (None: it is gone)."""
+    if current is None:
+        return "gone"
+    if current == item.before:
+        return "unchanged"
+    if current != item.written:
+        return "stale"
+    if current.expires is not None and current.expires <= now:
+        return "expired"
+    before = item.before
+    if not before.do_not_delete and before.expires is not None and before.expires <= now:
+        return "lapsed"
+    return "restore"
+
+
+def _when(value: Any) -> datetime | None:
+    return parse_timestamp(value) if isinstance(value, str) else None

@@ -1,0 +1,235 @@
+"""Undo as a job: read a run's journal, put back what it shortened, journal and report that.
+
+An undo is itself a run. It writes a run folder of its own: ``undo.json`` (which run it
+undoes, and every item with its verdict), ``results.jsonl`` (one line per snapshot, flushed
+before the next PATCH, as apply's journal), and report.html / report.md. It is refused for
+an undo's folder (an undo of an undo would redo the bad run: run the policy again instead)
+and for a run made against another service. The CLI holds the run lock around it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from retention.api import OpsManagerClient
+from retention.errors import ApiError, NotFoundError, UsageError
+from retention.jobs import new_run_dir
+from retention.plan.planwrite import encode_line
+from retention.plan.restore import LEFT_ALONE, Restoration, State, restorations, verdict
+from retention.planfiles import read_head
+from retention.timestamps import format_timestamp
+from retention.window import ordered
+
+log = logging.getLogger("retention.undo")
+
+UNDO_FILE = "undo.json"
+UNDO_FORMAT = "retention-undo/v1"
+# Outcomes that leave the snapshot as the operator wants it; any other needs a look.
+SETTLED = frozenset({"restored", "would-restore", "unchanged"})
+
+
+@dataclass
+class Item:
+    """One snapshot of the undo: what the run did to it, what undo did about it."""
+
+    restoration: Restoration
+    outcome: str
+    reason: str = ""
+    current: State | None = None
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    status: int | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The item as undo.json, results.jsonl and ``--format json`` give it."""
+        r = self.restoration
+        return {
+            "projectId": r.project_id,
+            "clusterId": r.cluster_id,
+            "clusterName": r.cluster_name,
+            "snapshotId": r.snapshot_id,
+            "action": r.action,
+            "before": r.before.document(),
+            "written": r.written.document(),
+            "current": self.current.document() if self.current is not None else None,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "sent": self.sent,
+            "status": self.status,
+        }
+
+
+@dataclass
+class UndoResult:
+    """What an undo did, for the exit code, the summary and the report."""
+
+    run_id: str
+    run_dir: Path
+    undo_of: Path
+    dry_run: bool
+    started: datetime
+    items: list[Item] = field(default_factory=list)
+    unreadable: int = 0  # journal lines that were cut short or are not JSON
+    reports: list[Path] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Items by outcome."""
+        return dict(sorted(Counter(item.outcome for item in self.items).items()))
+
+    @property
+    def failed(self) -> bool:
+        """Something could not be put back, or the API failed: exit 1."""
+        return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
+
+
+def read_journal(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
+    """The lines of a run's results.jsonl, and how many could not be read (a killed run
+    can leave its last line cut short)."""
+    lines: list[dict[str, Any]] = []
+    bad = 0
+    with (run_dir / "results.jsonl").open("rb") as journal:
+        for raw in journal:
+            if not raw.strip():
+                continue
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                bad += 1
+                continue
+            if isinstance(value, dict):
+                lines.append(value)
+            else:
+                bad += 1
+    return lines, bad
+
+
+def check_run_dir(run_dir: Path, base_url: str) -> None:
+    """UsageError (exit 2, nothing sent) unless ``run_dir`` is a run that applied changes
+    against the service at ``base_url``, and not an undo."""
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run folder (give a folder under reports.dir)")
+    if (run_dir / UNDO_FILE).exists():
+        raise UsageError(
+            f"{run_dir} is an undo: an undo is not undone. To apply the policy again, run "
+            "`retention run` (or plan and apply)"
+        )
+    if not (run_dir / "plan.json").is_file():
+        raise UsageError(f"{run_dir} is not a run folder: it has no plan.json")
+    head = read_head(run_dir / "plan.json")
+    if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
+        raise UsageError(
+            f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
+            "the configuration of that service"
+        )
+
+
+def undo_run(
+    client: OpsManagerClient,
+    run_dir: Path,
+    *,
+    reports: Path,
+    dry_run: bool,
+    concurrency: int,
+    now: Callable[[], datetime],
+) -> UndoResult:
+    """Put back what the run in ``run_dir`` shortened, in a new run folder under ``reports``.
+
+    Raises UsageError before any request for a folder that is no run to undo; an API that
+    cannot be reached (ApiError.stops_everything) is raised; any other API error is the
+    item's ``failed`` outcome.
+    """
+    check_run_dir(run_dir, client.base_url)
+    journal = run_dir / "results.jsonl"
+    lines, bad = read_journal(run_dir) if journal.is_file() else ([], 0)
+    started = now()
+    run_id, folder = new_run_dir(reports, started)
+    folder.mkdir(parents=True)
+    result = UndoResult(run_id, folder, run_dir, dry_run, started, unreadable=bad)
+    if bad:
+        log.warning("%s: %d journal lines could not be read and are not undone", journal, bad)
+    with (folder / "results.jsonl").open("ab") as out:
+        work = restorations(lines)
+        for item in ordered(
+            lambda r: _undo_one(client, r, dry_run=dry_run, now=now),
+            work,
+            workers=concurrency,
+            name="undo",
+        ):
+            _journal(out, item, now())
+            result.items.append(item)
+    _write_undo_file(result)
+    return result
+
+
+def _undo_one(
+    client: OpsManagerClient, r: Restoration, *, dry_run: bool, now: Callable[[], datetime]
+) -> Item:
+    try:
+        current = _state(client, r)
+    except ApiError as exc:
+        if exc.stops_everything:
+            raise
+        return Item(r, "failed", f"cannot read the snapshot: {exc}", status=exc.status)
+    found = verdict(r, current, now())
+    if found != "restore":
+        return Item(r, found, LEFT_ALONE[found], current)
+    if dry_run:
+        return Item(r, "would-restore", f"would put back: {r.before.text()}", current)
+    item = Item(r, "restored", f"put back: {r.before.text()}", current)
+    for patch in r.steps():
+        body = patch.body()
+        try:
+            answer = client.patch_snapshot(r.project_id, r.cluster_id, r.snapshot_id, patch)
+        except ApiError as exc:
+            if exc.stops_everything:
+                raise
+            item.outcome, item.status = "failed", exc.status
+            done = " after the first of two steps" if item.sent else ""
+            item.reason = f"PATCH {body} failed{done}: {exc}"
+            return item
+        item.sent.append(body)
+        item.current = State(answer.do_not_delete, None if answer.do_not_delete else answer.expires)
+    return item
+
+
+def _state(client: OpsManagerClient, r: Restoration) -> State | None:
+    try:
+        snapshot = client.get_snapshot(r.project_id, r.cluster_id, r.snapshot_id)
+    except NotFoundError:
+        return None
+    return State(snapshot.do_not_delete, None if snapshot.do_not_delete else snapshot.expires)
+
+
+def _journal(out: IO[bytes], item: Item, at: datetime) -> None:
+    out.write(encode_line({"at": format_timestamp(at), **item.document()}))
+    out.flush()
+
+
+def _write_undo_file(result: UndoResult) -> None:
+    document = undo_document(result)
+    path = result.run_dir / UNDO_FILE
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    partial.replace(path)
+
+
+def undo_document(result: UndoResult) -> dict[str, Any]:
+    """undo.json: which run was undone, when, and every item."""
+    return {
+        "format": UNDO_FORMAT,
+        "runId": result.run_id,
+        "undoOf": str(result.undo_of),
+        "createdAt": format_timestamp(result.started),
+        "dryRun": result.dry_run,
+        "counts": result.counts,
+        "unreadableLines": result.unreadable,
+        "items": [item.document() for item in result.items],
+    }
