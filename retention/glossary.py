@@ -181,6 +181,12 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "what-if plan",
                 "A plan made with --at for another time: for reading only, apply refuses it.",
             ),
+            (
+                "hold record",
+                "An entry of protect: ids with a reason, maybe a ticket and an end (until): "
+                "it protects its snapshot until then, and no longer once it has ended. Not a "
+                "safety-gate hold.",
+            ),
         ),
     ),
 )

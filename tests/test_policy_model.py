@@ -484,7 +484,7 @@ def test_json_schema_forbids_extra_keys_and_describes_fields() -> None:
     """Every object in the schema forbids unknown keys and every property has a description."""
     definitions = policy_json_schema()["$defs"]
     assert set(definitions) == {
-        "Policy", "Selector", "KeepRules", "ProtectRules", "EveryRule", "Safety",
+        "Policy", "Selector", "KeepRules", "ProtectRules", "EveryRule", "Safety", "HoldRecord",
     }  # fmt: skip
     for name, definition in definitions.items():
         assert definition["additionalProperties"] is False, name

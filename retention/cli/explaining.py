@@ -5,7 +5,9 @@ own inputs (the cluster's snapshots in decisions.jsonl, the plan's evaluatedAt).
 Only a policy whose file is the one the plan was made with (its sha256 in plan.json) is
 traced: for a changed or missing one a line says so and shows what the plan recorded, never
 rules the plan did not use. A reason a traced rule shows is not listed again under
-"reasons:", which keeps what the rules do not say (safety gates, states, grace).
+"reasons:", which keeps what the rules do not say (safety gates, states, grace). The hold
+records (protect: ids) that name the snapshot come from plan.json, traced or not: their
+reason, ticket and end, and whether they were still in force at the plan's time.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from retention.plan.model import Reason, describe
-from retention.plan.planfile import ClusterEntry, DecisionRecord, PlanHead, clusters_by_key
+from retention.plan.planfile import (
+    ClusterEntry,
+    DecisionRecord,
+    HoldRecordEntry,
+    PlanHead,
+    clusters_by_key,
+)
 from retention.plan.planwrite import jsonable
 from retention.timestamps import format_timestamp
 
@@ -104,12 +112,13 @@ def explanation(
 ) -> list[str]:
     """The lines explain prints for ``record`` (see ``analyse``)."""
     found = analyse(record, head, cluster, policies)
+    holds = _hold_lines(hold_records(record, head))
     if found.policies is None:
         # Nothing to trace with: what the plan recorded, and why there is no more.
-        lines = _record_lines(record) + (_reasons(record["reasons"]) or _NO_REASONS)
+        lines = _record_lines(record) + holds + (_reasons(record["reasons"]) or _NO_REASONS)
         problem = found.problem
         return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
-    lines = [*_record_lines(record), *_reasons(found.reasons)]
+    lines = [*_record_lines(record), *holds, *_reasons(found.reasons)]
     if found.found is not None and found.found.uncounted is not None:
         lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
     elif found.found is not None:
@@ -141,6 +150,7 @@ def explanation_document(
         "decision": record,
         "uncounted": uncounted,
         "notTraced": found.problem,
+        "holdRecords": hold_records(record, head),
         "policies": [],
     }
     for name in found.names:
@@ -179,8 +189,43 @@ def _rule_document(side: str, rule: TracedRule) -> dict[str, Any]:
         "horizon": rule.reason["horizon"] if rule.reason is not None else None,
         "why": t.why or None,
         "by": t.by,
+        "hold": _hold_document(rule),
         "text": _rule_words(rule),
     }
+
+
+def _hold_document(rule: TracedRule) -> dict[str, Any] | None:
+    """The hold record behind an ids rule (in force when it kept the snapshot, else ended)."""
+    hold = rule.trace.hold
+    if hold is None:
+        return None
+    return {
+        "reason": hold.reason,
+        "ticket": hold.ticket,
+        "until": hold.until,
+        "ends": hold.ends,
+        "inForce": rule.trace.kept,
+    }
+
+
+def hold_records(record: DecisionRecord, head: PlanHead) -> list[HoldRecordEntry]:
+    """The plan's hold records that name the snapshot of ``record``."""
+    return [h for h in head.get("holdRecords", []) if h["snapshotId"] == record["snapshotId"]]
+
+
+def _hold_lines(records: list[HoldRecordEntry]) -> list[str]:
+    """The hold records of the snapshot: policy, where, reason, ticket, end, in force."""
+    lines = ["  hold records (protect: ids):"] if records else []
+    for h in records:
+        ticket = f"; ticket {h['ticket']}" if h["ticket"] else ""
+        if h["until"] is None:
+            end = "no end"
+        else:
+            ends = format_timestamp(h["ends"]) if h["ends"] is not None else "-"
+            end = f"until {h['until']}" + (f" (ends {ends})" if ends != h["until"] else "")
+        state = "in force" if h["inForce"] else "ENDED: protects no more"
+        lines.append(f"    - {h['policy']} ({h['setting']}): {h['reason']}{ticket}; {end}; {state}")
+    return lines
 
 
 def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | None) -> str | None:

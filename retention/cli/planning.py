@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,6 +155,8 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     """Check the policies (and the configuration) without contacting the API.
 
     Every problem is listed at once with its file, line and field; exit 2 when there is any.
+    Hold records (protect: ids) whose end has passed, or comes within 7 days, are warnings
+    with their file and line; they do not change the exit code.
 
     \b
     Examples:
@@ -161,6 +164,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --policies policies/
       retention validate --format json | jq -r '.policies[].name'
     """
+    from retention.policy.loader import hold_warnings
     from retention.policyfiles import load_policies
 
     if policies_path is not None:
@@ -168,11 +172,18 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
+    warnings = hold_warnings(policies, datetime.now(UTC))
+    log = logging.getLogger("retention.policy")
+    for warning in warnings:
+        # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.
+        text, fields = f"warning: {warning}", {"event": "hold-warning"}
+        log.warning("%s", warning, extra={"text": text, "fields": fields})
     if output == "json":
         emit(
             {
                 "command": "validate",
                 "exitCode": 0,
+                "warnings": warnings,
                 "policies": [
                     {
                         "name": p.name,

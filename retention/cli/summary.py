@@ -84,6 +84,7 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
             f"Advisory: {by_action['advisory']} changes on legacy config servers "
             "(no API to apply them)."
         )
+    lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
     lines.extend(f"  note {notice}" for notice in document.get("notices", []))
     approvable = []
@@ -109,6 +110,29 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
         lines.append(f"  error {error}")
     lines.extend(f"  warning {w}" for w in document.get("warnings", []))
     lines.extend(unmanaged_lines(document))
+    return lines
+
+
+def hold_record_lines(document: Mapping[str, Any], *, listed: int = 5) -> list[str]:
+    """The hold records of protect: ids in one line ("3 hold records, 1 ended, 1 not
+    found"), and the ended ones, which protect nothing any more, each with its file and line."""
+    records = document.get("holdRecords") or []
+    if not records:
+        return []
+    gone = [r for r in records if not r["inForce"]]
+    missing = sum(r["state"] is None for r in records)
+    counts = [f"{len(records)} hold record{'s' if len(records) != 1 else ''}"]
+    counts += [f"{len(gone)} ended"] if gone else []
+    counts += [f"{missing} not found in this plan's clusters"] if missing else []
+    lines = [f"Hold records (protect: ids): {', '.join(counts)}."]
+    for record in gone[:listed]:
+        ticket = f"; ticket {record['ticket']}" if record["ticket"] else ""
+        lines.append(
+            f"  ended {record['policy']}: snapshot {record['snapshotId']} until "
+            f"{record['until']} ({record['reason']}{ticket}) [set at {record['setting']}]"
+        )
+    if len(gone) > listed:
+        lines.append(f"  ... and {len(gone) - listed} more ended hold records (see the report)")
     return lines
 
 

@@ -13,6 +13,10 @@ match it, its open alerts and ``now`` in; a decision per snapshot out. Pure: no 
     protected, not in protect                 unchanged (manual hold) unless release_protection:
                                               {"doNotDelete": false, "expires": W(s) or now+grace}
 
+A hold record of protect.ids protects while now is before its end; once it has ended, its
+snapshot is decided as if it were not listed (the doNotDelete it got stays unless
+release_protection lifts it), and its reasons say the hold ended.
+
 Then the safety gates: min_keep turns the newest unkept snapshots back into kept ones;
 max_expire_fraction, matching OPEN alerts and a failed walk hold every destructive change of
 the cluster (protect and extend still go ahead). Config-server decisions are advisory.
@@ -32,12 +36,15 @@ from retention.plan.model import (
     ClusterPlan,
     Decision,
     Hold,
+    HoldRecordView,
     Reason,
     SnapshotView,
     Target,
+    ended_reason,
+    hold_note,
     note,
 )
-from retention.policy.engine import Item, Match, evaluate
+from retention.policy.engine import Item, Match, ended, evaluate
 from retention.policy.loader import LoadedPolicy
 from retention.timestamps import ceil_to_second
 
@@ -122,6 +129,8 @@ class _Verdicts:
     protected: dict[str, list[Reason]]
     horizons: dict[str, datetime | None]
     policies: dict[str, set[str]]
+    # Hold records that have ended, by snapshot: said in the decision unless it is protected.
+    ended: dict[str, list[Reason]]
 
 
 def decide(
@@ -151,6 +160,8 @@ def decide(
     for snapshot in ordered:
         plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
     _min_keep(plan, ctx)
+    _say_ended(plan, verdicts)
+    plan.hold_records = hold_records(policies, plan.decisions, now)
     _hold(plan, merged, alerts, walk_error)
     if target.kind == "config-server":
         for decision in plan.decisions:
@@ -187,7 +198,7 @@ def rule_reason(
 ) -> Reason:
     """The reason a plan records for one rule of ``policy`` that keeps (or, ``keeping``
     False, protects) a snapshot created at ``created``."""
-    return Reason(
+    reason = Reason(
         policy=policy,
         rule=match.rule,
         counter=match.counter or None,
@@ -196,6 +207,31 @@ def rule_reason(
         horizon=horizon(match, created, zone) if keeping else None,
         text=match.text if keeping else f"protect: {match.text}",
     )
+    if match.hold is not None:
+        reason["hold"] = hold_note(match.hold)
+    return reason
+
+
+def hold_records(
+    policies: Sequence[LoadedPolicy], decisions: Sequence[Decision], now: datetime
+) -> list[HoldRecordView]:
+    """Every hold record of ``policies``, in force at ``now`` or not, with the state of its
+    snapshot among ``decisions`` (None when the cluster has no snapshot of that id)."""
+    states = {d.snapshot.id: d.state for d in decisions}
+    return [
+        HoldRecordView(
+            loaded.name,
+            index,
+            hold,
+            loaded.where(f"protect.ids.{index}"),
+            hold.in_force(now),
+            states.get(record.id),
+        )
+        for loaded in sorted(policies, key=lambda p: p.name)
+        if loaded.policy.protect is not None
+        for index, record in loaded.policy.protect.records
+        for hold in (record.to_engine(),)
+    ]
 
 
 def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
@@ -203,10 +239,13 @@ def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
 
 
 def _evaluate(items: list[Item], policies: Sequence[LoadedPolicy], now: datetime) -> _Verdicts:
-    verdicts = _Verdicts({}, {}, {}, {})
+    verdicts = _Verdicts({}, {}, {}, {}, {})
     for loaded in sorted(policies, key=lambda p: p.name):
         policy, zone = loaded.policy, loaded.policy.zone
-        rules = ((policy.keep_spec(), verdicts.kept), (policy.protect_spec(), verdicts.protected))
+        protect = policy.protect_spec()
+        for snapshot_id, hold in ended(protect.ids, now).items():
+            verdicts.ended.setdefault(snapshot_id, []).append(ended_reason(policy.name, hold))
+        rules = ((policy.keep_spec(), verdicts.kept), (protect, verdicts.protected))
         for spec, into in rules:
             if spec.empty:
                 continue
@@ -315,6 +354,17 @@ def _held_manually(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[
         list(ctx.names), expires_after=merged.grace_until,
         patch=SnapshotPatch.release(merged.grace_until),
     )  # fmt: skip
+
+
+def _say_ended(plan: ClusterPlan, v: _Verdicts) -> None:
+    """Put the ended hold records of a snapshot first among its reasons, unless another
+    rule protects it (then the hold's end changes nothing) or the rules did not count it."""
+    if not v.ended:
+        return
+    for d in plan.decisions:
+        notes = v.ended.get(d.snapshot.id)
+        if notes and d.state in ("kept", "unkept", "manual-hold"):
+            d.reasons = [*notes, *d.reasons]
 
 
 def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from retention.api.models import SnapshotPatch, SnapshotState
+from retention.policy.engine import IdHold
 from retention.timestamps import AwareUtcDatetime, format_timestamp
 
 Kind = Literal["cluster", "config-server"]
@@ -45,13 +46,26 @@ def is_destructive(action: str, kept: bool) -> bool:
 
 
 @with_config(ConfigDict(extra="forbid"))
+class HoldNote(TypedDict):
+    """The hold record of ``protect.ids`` behind a reason: why the snapshot is held, the
+    ticket, and the end as the policy writes it (``until``) and as an instant (``ends``)."""
+
+    reason: str
+    ticket: str | None
+    until: str | None
+    ends: AwareUtcDatetime | None
+
+
+@with_config(ConfigDict(extra="forbid"))
 class Reason(TypedDict):
     """Why a snapshot got its decision, structured: "production: daily #3 of 7, until ...".
 
     A keep or protect rule names its policy, the rule, which of the rule's snapshots this
     is (``counter``, newest first), the rule's count (``of``, -1 unlimited) and until when
     the rule keeps it (``horizon``). The planner's own reasons (safety gates, states) have
-    no policy, and a rule that says what they are.
+    no policy, and a rule that says what they are. A hold record of ``protect.ids`` (in
+    force, rule ``ids``; or ended, rule ``hold-ended``) comes with its ``hold``; plans
+    written before hold records lack the key, as do all other reasons.
     """
 
     policy: str | None
@@ -60,11 +74,29 @@ class Reason(TypedDict):
     of: int | None
     horizon: AwareUtcDatetime | None
     text: str
+    hold: NotRequired[HoldNote]
+
+
+# The rule of the reason a snapshot gets when a hold record of its policy has ended.
+HOLD_ENDED = "hold-ended"
 
 
 def note(rule: str, text: str, policy: str | None = None) -> Reason:
     """A reason that is not a counted rule: a state, a safety gate, a setting."""
     return Reason(policy=policy, rule=rule, counter=None, of=None, horizon=None, text=text)
+
+
+def hold_note(hold: IdHold) -> HoldNote:
+    """The plan's record of a hold record."""
+    return HoldNote(reason=hold.reason, ticket=hold.ticket, until=hold.until, ends=hold.ends)
+
+
+def ended_reason(policy: str, hold: IdHold) -> Reason:
+    """The reason a snapshot gets when a hold record of ``policy`` on it has ended: it says
+    so, since the snapshot may still carry the doNotDelete the hold gave it."""
+    reason = note(HOLD_ENDED, f"protect: {hold.ended_words}", policy)
+    reason["hold"] = hold_note(hold)
+    return reason
 
 
 def describe(reason: Reason) -> str:
@@ -203,6 +235,20 @@ class Decision:
         return "advisory" if self.advisory else "held" if self.held else self.action
 
 
+@dataclass(frozen=True)
+class HoldRecordView:
+    """A hold record (an entry of ``protect.ids`` written as a mapping) of a policy that
+    matches the cluster, and what became of it here: whether it is in force at the plan's
+    time, and the state of its snapshot (None when the cluster has no snapshot of that id)."""
+
+    policy: str
+    index: int  # its place in the policy's protect.ids
+    hold: IdHold
+    setting: str  # where it is written, FILE:LINE
+    in_force: bool
+    state: State | None = None
+
+
 @dataclass
 class ClusterPlan:
     """The decisions for one cluster or config server, its holds and errors."""
@@ -216,6 +262,8 @@ class ClusterPlan:
     # least this much at send time) and whether they all allow lifting doNotDelete.
     grace_seconds: int = 0
     release_protection: bool = False
+    # The hold records of the cluster's policies (every one, found here or not).
+    hold_records: list[HoldRecordView] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Snapshots by state and by action (held and advisory ones counted apart)."""

@@ -185,6 +185,27 @@ class Summary(TypedDict):
 
 
 @with_config(_STRICT)
+class HoldRecordEntry(TypedDict):
+    """A hold record (an entry of ``protect.ids`` written as a mapping) of a policy that
+    matched a cluster of the plan: why, the ticket, the end, whether it still protects at
+    ``evaluatedAt``, where it is written, and the cluster and state of its snapshot (null
+    when no cluster of the plan that the policy matched has a snapshot of that id)."""
+
+    policy: str
+    snapshotId: str
+    reason: str
+    ticket: str | None
+    until: str | None
+    ends: Timestamp | None
+    inForce: bool
+    setting: str
+    projectId: Id | None
+    clusterId: Id | None
+    clusterName: str | None
+    state: str | None
+
+
+@with_config(_STRICT)
 class PlanHead(TypedDict):
     """The plan without its three long lists: what summaries, reports and checks read."""
 
@@ -203,6 +224,9 @@ class PlanHead(TypedDict):
     unusedPolicies: list[str]
     summary: Summary
     clusters: list[ClusterEntry]
+    # Every hold record of the policies that matched, in force or ended. Written only when
+    # there is one: plans without hold records (and those written before) lack it.
+    holdRecords: NotRequired[list[HoldRecordEntry]]
     # Facts about the plan worth knowing that ask nothing of anyone (its config-server
     # decisions come from deprecated endpoints and are advisory): not warnings. Optional:
     # plans written before it was added still read.

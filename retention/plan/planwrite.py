@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from retention.plan.model import ClusterPlan, Decision
+from retention.plan.model import ClusterPlan, Decision, HoldRecordView
 from retention.plan.planfile import (
     FORMAT,
     LISTS,
@@ -28,6 +28,7 @@ from retention.plan.planfile import (
     Change,
     ClusterEntry,
     DecisionRecord,
+    HoldRecordEntry,
     PlanHead,
     Summary,
 )
@@ -67,14 +68,17 @@ def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[byte
     encode_line makes them), one entry a line."""
     out.write(b"{\n")
     members: dict[str, Any] = dict(head)
-    for n, key in enumerate(_ORDER):
+    # An optional member a head read from an older plan lacks is written empty (notices),
+    # or not at all (holdRecords, written only when there is one).
+    members.setdefault("notices", [])
+    keys = [key for key in _ORDER if key != "holdRecords" or key in members]
+    for n, key in enumerate(keys):
         out.write(b",\n" if n else b"")
         if key in LISTS:
             out.write(b"  " + orjson.dumps(key) + b": ")
             _write_list(out, lists.get(key, ()))
         else:
-            # An optional member a head read from an older plan lacks is written empty.
-            out.write(_member(key, members.get(key, []) if key == "notices" else members[key]))
+            out.write(_member(key, members[key]))
     out.write(b"\n}\n")
 
 
@@ -223,6 +227,26 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     return EncodedCluster(key, bytes(decisions), lists, summary)
 
 
+def hold_record_entry(plan: ClusterPlan, record: HoldRecordView) -> HoldRecordEntry:
+    """A hold record as plan.json lists it; the cluster is ``plan``'s when its snapshot is
+    among the cluster's (``record.state`` is not None)."""
+    hold, t, found = record.hold, plan.target, record.state is not None
+    return {
+        "policy": record.policy,
+        "snapshotId": hold.id,
+        "reason": hold.reason,
+        "ticket": hold.ticket,
+        "until": hold.until,
+        "ends": _utc(hold.ends),
+        "inForce": record.in_force,
+        "setting": record.setting,
+        "projectId": t.project_id if found else None,
+        "clusterId": t.cluster_id if found else None,
+        "clusterName": t.name if found else None,
+        "state": record.state,
+    }
+
+
 def _bytes(changes: list[Change]) -> int:
     return sum(c["storageBytes"] or 0 for c in changes if c["destructive"])
 
@@ -249,6 +273,8 @@ class PlanBuilder:
     clusters: list[ClusterEntry] = field(default_factory=list)
     by_state: Counter[str] = field(default_factory=Counter)
     by_action: Counter[str] = field(default_factory=Counter)
+    # The hold records of the policies that matched, by (policy, place in protect.ids).
+    hold_records: dict[tuple[str, int], HoldRecordEntry] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Anonymous files that live as long as the builder; write() closes them.
@@ -277,6 +303,12 @@ class PlanBuilder:
             elif kind == "action":
                 self.by_action[name] += count
         self.clusters.append(cluster.summary)
+        for record in plan.hold_records:
+            place = (record.policy, record.index)
+            seen = self.hold_records.get(place)
+            # Every cluster of the policy lists the record: the one that has its snapshot wins.
+            if seen is None or (seen["state"] is None and record.state is not None):
+                self.hold_records[place] = hold_record_entry(plan, record)
 
     def close(self) -> None:
         """Drop the spool files (write() closes them; an aborted plan needs this)."""
@@ -290,7 +322,7 @@ class PlanBuilder:
         notices: list[str] | None = None,
     ) -> PlanHead:
         """The plan without its changes, held and advisory lists (what summaries need)."""
-        return {
+        head: PlanHead = {
             "format": FORMAT,
             "createdAt": self.created_at,
             "evaluatedAt": self.evaluated_at,
@@ -314,6 +346,9 @@ class PlanBuilder:
             "warnings": warnings or [],
             "errors": errors or [],
         }
+        if self.hold_records:
+            head["holdRecords"] = [self.hold_records[key] for key in sorted(self.hold_records)]
+        return head
 
     def write(
         self,

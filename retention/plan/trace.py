@@ -5,7 +5,8 @@ cluster's counted snapshots (``uncounted``) in the order of its decisions
 (``newest_first``), each policy's keep and protect rules in the policy's zone, and the
 plan's ``now``. A rule that keeps the snapshot comes with the reason the plan records for
 it (``rule_reason``), so explain can show its horizon and tell it apart from the plan's
-other reasons. Pure: no I/O, no clock.
+other reasons; a hold record that has ended comes with the reason the plan records for
+that (``ended_reason``). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from retention.plan.decide import Uncounted, counted_items, newest_first, rule_reason, uncounted
-from retention.plan.model import Reason, SnapshotView
+from retention.plan.model import Reason, SnapshotView, ended_reason
 from retention.policy.engine import Item, KeepSpec
 from retention.policy.loader import LoadedPolicy
 from retention.policy.model import Policy
@@ -25,7 +26,8 @@ from retention.policy.trace import RuleTrace, trace
 @dataclass(frozen=True)
 class TracedRule:
     """One rule's entry: what the engine says it did and, when it keeps (or protects) the
-    snapshot, the reason the plan records for it, horizon included."""
+    snapshot, the reason the plan records for it, horizon included (for an ids entry whose
+    hold record has ended, the reason that says so)."""
 
     trace: RuleTrace
     reason: Reason | None = None
@@ -98,13 +100,16 @@ def _side(
     keeping: bool,
 ) -> tuple[TracedRule, ...]:
     return tuple(
-        TracedRule(
-            entry,
-            None
-            if entry.match is None
-            else rule_reason(
-                policy.name, policy.zone, entry.match, snapshot.created, keeping=keeping
-            ),
-        )
+        TracedRule(entry, _reason(policy, entry, snapshot, keeping=keeping))
         for entry in trace(items, spec, now, policy.zone, snapshot.id)
     )
+
+
+def _reason(
+    policy: Policy, entry: RuleTrace, snapshot: SnapshotView, *, keeping: bool
+) -> Reason | None:
+    if entry.match is not None:
+        return rule_reason(policy.name, policy.zone, entry.match, snapshot.created, keeping=keeping)
+    if entry.hold is not None:
+        return ended_reason(policy.name, entry.hold)
+    return None

@@ -11,6 +11,10 @@ checked against restic's own test vectors (tests/conformance/restic):
   ``within_daily D`` and friends apply the bucket logic only inside that window;
 - reasons and counters are recorded for every kept item, in restic's words and order.
 
+Protect rules add ``ids``: a plain id protects its item for good; a hold record
+(``IdHold``) protects it while ``now`` is before the record's end, and its reason, ticket
+and end travel with the match.
+
 The rules themselves (their buckets and words) are the rows of ``rules.RULES``; the states
 below walk them, and ``retention.policy.trace`` replays the same walk to say what each rule
 did with one item.
@@ -24,7 +28,7 @@ interval between two ticks of a cron expression, for ``count`` intervals, with t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
@@ -42,6 +46,98 @@ class Item:
     id: str
     time: datetime
     tags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class IdHold:
+    """A snapshot held by id with a reason, maybe a ticket, and maybe an end: it protects
+    while the time decided for is before ``ends`` (None: for good). ``until`` is the end as
+    the policy writes it ("2027-01-31" for a whole day, or a UTC timestamp)."""
+
+    id: str
+    reason: str
+    ticket: str | None = None
+    until: str | None = None
+    ends: datetime | None = None
+
+    def in_force(self, now: datetime) -> bool:
+        """True while the hold protects: ``now`` is before its end, or it has none."""
+        return self.ends is None or now < self.ends
+
+    @property
+    def details(self) -> str:
+        """The ticket and the end in words, e.g. ``ticket LEGAL-42, until 2027-01-31``."""
+        parts = [f"ticket {self.ticket}"] if self.ticket else []
+        parts += [f"until {self.until}"] if self.until else []
+        return ", ".join(parts)
+
+    @property
+    def words(self) -> str:
+        """The hold in words: ``legal hold (ticket LEGAL-42, until 2027-01-31)``."""
+        details = self.details
+        return f"{self.reason} ({details})" if details else self.reason
+
+    @property
+    def ended_words(self) -> str:
+        """An ended hold in words: ``hold ended 2027-01-31: legal hold (ticket LEGAL-42)``."""
+        ticket = f" (ticket {self.ticket})" if self.ticket else ""
+        return f"hold ended {self.until}: {self.reason}{ticket}"
+
+
+# An entry of ``ids``: a plain id (protected for good) or a hold record.
+IdEntry = str | IdHold
+
+
+def entry_id(entry: IdEntry) -> str:
+    """The snapshot id an entry of ``ids`` names."""
+    return entry if isinstance(entry, str) else entry.id
+
+
+def protecting(ids: Collection[IdEntry], now: datetime) -> dict[str, IdEntry]:
+    """The entry that protects each id of ``ids`` at ``now``: a plain id first, else the
+    record in force that ends last (one without an end before all)."""
+    found: dict[str, IdEntry] = {}
+    for entry in ids:
+        if isinstance(entry, IdHold) and not entry.in_force(now):
+            continue
+        key = entry_id(entry)
+        if key not in found or _lasts_longer(entry, found[key]):
+            found[key] = entry
+    return found
+
+
+def listed(ids: Collection[IdEntry], now: datetime, item_id: str) -> Match | None:
+    """The match of ``ids`` for one item at ``now``, or None when no entry protects it."""
+    entry = protecting(ids, now).get(item_id)
+    return None if entry is None else id_match(entry)
+
+
+def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, IdHold]:
+    """The hold records of ``ids`` that have ended at ``now``, by id (the one that ended
+    last), for the ids no entry protects any more."""
+    protected = protecting(ids, now)
+    found: dict[str, IdHold] = {}
+    for entry in ids:
+        if isinstance(entry, IdHold) and entry.id not in protected and entry.ends is not None:
+            last = found.get(entry.id)
+            if last is None or (last.ends is not None and entry.ends > last.ends):
+                found[entry.id] = entry
+    return found
+
+
+def _lasts_longer(entry: IdEntry, other: IdEntry) -> bool:
+    if isinstance(other, str):
+        return False
+    if isinstance(entry, str) or entry.ends is None:
+        return True
+    return other.ends is not None and entry.ends > other.ends
+
+
+def id_match(entry: IdEntry) -> Match:
+    """The match of the entry of ``ids`` that protects an item (see ``protecting``)."""
+    if isinstance(entry, str):
+        return Match(rules.IDS.name, rules.IDS.reason)
+    return Match(rules.IDS.name, f"{rules.IDS.reason}: {entry.words}", hold=entry)
 
 
 @dataclass(frozen=True)
@@ -76,7 +172,7 @@ class KeepSpec:
     within_yearly: RetentionDuration | None = None
     every: tuple[EveryRule, ...] = ()
     tags: tuple[tuple[str, ...], ...] = ()
-    ids: frozenset[str] = frozenset()
+    ids: frozenset[IdEntry] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -108,6 +204,7 @@ class Match:
     within: RetentionDuration | None = None
     every: EveryRule | None = None
     counter: int = 0  # this is the rule's n-th kept item, newest first (0: not counted)
+    hold: IdHold | None = None  # the hold record behind an ids match, when it is one
 
 
 @dataclass(frozen=True)
@@ -248,6 +345,7 @@ def evaluate(
     within_cut, counts, windows, everies = start(ordered, spec, now, zone)
     tags = [(wanted, rules.TAGS.reason.format(tags=", ".join(wanted))) for wanted in spec.tags]
     within = rules.WITHIN.reason.format(within=spec.within)
+    by_id = protecting(spec.ids, now)
     for nr, item in enumerate(ordered):
         oldest = nr == oldest_nr
         local = Local(item.time, zone)
@@ -261,8 +359,8 @@ def evaluate(
             *(rule.visit(local, oldest) for rule in everies),
         )
         matches.extend(match for match in found if match is not None)
-        if item.id in spec.ids:
-            matches.append(Match(rules.IDS.name, rules.IDS.reason))
+        if (entry := by_id.get(item.id)) is not None:
+            matches.append(id_match(entry))
         if matches:
             evaluation.keep.append(item)
             counters = {rule.rule.name: rule.count for rule in counts if rule.count}

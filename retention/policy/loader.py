@@ -12,10 +12,12 @@ import hashlib
 import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention import yamldoc
 from retention.errors import PolicyError
+from retention.policy.holds import HoldRecord, until_instant, until_text
 from retention.policy.model import Policy
 
 Loc = yamldoc.Loc
@@ -75,6 +77,45 @@ class PolicySet:
     def matching(self, project_id: str, name: str, kind: str) -> list[LoadedPolicy]:
         """Every policy whose selector matches the target, sorted by name."""
         return [p for p in self._policies if p.policy.match.matches(project_id, name, kind)]
+
+
+# How soon before its end ``hold_warnings`` warns that a hold record ends.
+ENDING_SOON = timedelta(days=7)
+
+
+def hold_warnings(
+    policies: Iterable[LoadedPolicy], now: datetime, soon: timedelta = ENDING_SOON
+) -> list[str]:
+    """Warnings about the hold records of ``policies`` at ``now``: each one whose end has
+    passed (it protects nothing any more) and each one that ends within ``soon``, as
+    ``FILE:LINE: protect.ids[N].until: ...``. They stop nothing: a policy with an ended hold
+    is valid, and a person decides whether the hold still stands."""
+    found: list[str] = []
+    for loaded in policies:
+        protect = loaded.policy.protect
+        for index, record in protect.records if protect is not None else []:
+            if record.until is None:
+                continue
+            ends = until_instant(record.until)
+            where = f"{loaded.where(f'protect.ids.{index}.until')}: protect.ids[{index}].until"
+            about = _about(record)
+            if ends <= now:
+                found.append(
+                    f"{where}: the hold on snapshot {record.id} ended {until_text(record.until)} "
+                    f"({about}) and protects it no more; remove the entry, or set a later "
+                    "until if the hold still stands"
+                )
+            elif ends - now <= soon:
+                days = soon.days
+                found.append(
+                    f"{where}: the hold on snapshot {record.id} ends {until_text(record.until)}, "
+                    f"within {days} days ({about}); set a later until if it must stay"
+                )
+    return found
+
+
+def _about(record: HoldRecord) -> str:
+    return f"{record.reason}; ticket {record.ticket}" if record.ticket else record.reason
 
 
 def parse_policies(files: Iterable[tuple[Path, bytes]], unread: Sequence[str] = ()) -> PolicySet:

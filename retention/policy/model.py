@@ -21,6 +21,7 @@ from croniter import CroniterError, croniter
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -33,6 +34,7 @@ from pydantic import (
 
 from retention.policy import engine, rules
 from retention.policy.duration import RetentionDuration
+from retention.policy.holds import HoldRecord, id_entries
 from retention.yamldoc import show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
@@ -223,7 +225,7 @@ class KeepRules(BaseModel):
         if rule.kind == "every":
             return tuple(every.to_engine() for every in value)
         if rule.kind == "ids":
-            return frozenset(value)
+            return frozenset(v if isinstance(v, str) else v.to_engine() for v in value)
         return value
 
     @property
@@ -237,7 +239,14 @@ class ProtectRules(KeepRules):
 
     section: ClassVar[rules.Section] = "protect"
 
-    ids: list[str] = Field(default_factory=list, description=_about("ids"))
+    ids: Annotated[list[str | HoldRecord], BeforeValidator(id_entries)] = Field(
+        default_factory=list, description=_about("ids")
+    )
+
+    @property
+    def records(self) -> list[tuple[int, HoldRecord]]:
+        """The entries of ``ids`` written as hold records, with their place in the list."""
+        return [(n, entry) for n, entry in enumerate(self.ids) if isinstance(entry, HoldRecord)]
 
 
 class Selector(BaseModel):
@@ -397,7 +406,7 @@ def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
         return [words] if window is not None and not window.zero else []
     if rule.kind == "every":
         return [f"{_amount(every.count)} intervals of cron '{every.cron}'" for every in spec.every]
-    ids = len(spec.ids) if rule.kind == "ids" else 0
+    ids = len({engine.entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
     return [f"{ids} snapshot{'s' if ids > 1 else ''} by id"] if ids else []
 
 

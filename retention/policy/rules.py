@@ -184,7 +184,9 @@ RULES: tuple[Rule, ...] = (
          sections=()),
     Rule("ids",            "ids",    None,  None,
          reason="listed by id", label="ids",
-         description="Snapshot ids that are always protected.", sections=("protect",)),
+         description="Snapshots protected by id: a plain id for good, or a hold record "
+                     "{id, reason, ticket, until} until its end.",
+         sections=("protect",)),
 )
 # fmt: on
 BY_NAME: Mapping[str, Rule] = MappingProxyType({rule.name: rule for rule in RULES})

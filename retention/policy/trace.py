@@ -9,7 +9,7 @@ people (``retention explain``); ``evaluate`` does not call it and pays nothing f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import NamedTuple
 
@@ -18,13 +18,16 @@ from retention.policy.duration import RetentionDuration
 from retention.policy.engine import (
     CountState,
     EveryState,
+    IdHold,
     Item,
     KeepSpec,
     Local,
     Match,
     States,
     WindowState,
+    ended,
     has_tags,
+    listed,
     newest_first,
     start,
 )
@@ -54,6 +57,7 @@ class RuleTrace:
     match: Match | None = None
     why: str = ""
     by: str | None = None
+    hold: IdHold | None = None  # the hold record behind ids: in force when kept, else ended
 
 
 def trace(
@@ -76,7 +80,7 @@ def trace(
         *_trace_counts(at, states.counts, held),
         *_trace_windows(at, spec, states, held),
         *_trace_everies(at, states.everies, held),
-        *_trace_listed(at.item, spec),
+        *_trace_listed(at.item, spec, now),
     ]
 
 
@@ -166,8 +170,8 @@ def _trace_everies(at: _At, everies: list[EveryState], held: dict[object, str]) 
     return out
 
 
-def _trace_listed(item: Item, spec: KeepSpec) -> list[RuleTrace]:
-    """Tags lists and ids: no state, the item alone decides."""
+def _trace_listed(item: Item, spec: KeepSpec, now: datetime) -> list[RuleTrace]:
+    """Tags lists and ids: no state, the item alone decides (and, for a hold record, now)."""
     out = []
     for wanted in spec.tags:
         shown = '""' if wanted == ("",) else ", ".join(wanted)
@@ -178,8 +182,13 @@ def _trace_listed(item: Item, spec: KeepSpec) -> list[RuleTrace]:
         else:
             out.append(_passed(rules.TAGS.name, label, 0, _lacks(item.tags, wanted)))
     if spec.ids:
-        if item.id in spec.ids:
-            out.append(_kept(rules.IDS.label, Match(rules.IDS.name, rules.IDS.reason)))
+        match = listed(spec.ids, now, item.id)
+        gone = ended(spec.ids, now).get(item.id)
+        if match is not None:
+            out.append(_kept(rules.IDS.label, match))
+        elif gone is not None:
+            passed = _passed(rules.IDS.name, rules.IDS.label, 0, gone.ended_words)
+            out.append(replace(passed, hold=gone))
         else:
             out.append(_passed(rules.IDS.name, rules.IDS.label, 0, "not listed"))
     return out
@@ -215,9 +224,13 @@ def _kept(label: str, match: Match) -> RuleTrace:
     if match.counter:
         of = {0: "", -1: " of unlimited"}.get(match.count, f" of {match.count}")
         text += f" #{match.counter}{of}"
-    if match.text.startswith("oldest ") or match.rule == rules.IDS.name:
+    if match.hold is not None:
+        text += f": {match.hold.words}"  # "ids: legal hold (ticket LEGAL-42, until 2027-01-31)"
+    elif match.text.startswith("oldest ") or match.rule == rules.IDS.name:
         text += f" ({match.text})"  # "(oldest daily snapshot)", "(listed by id)"
-    return RuleTrace(match.rule, label, True, text, match.count, match.counter, match)
+    return RuleTrace(
+        match.rule, label, True, text, match.count, match.counter, match, hold=match.hold
+    )
 
 
 def _passed(rule: str, label: str, count: int, why: str, by: str | None = None) -> RuleTrace:

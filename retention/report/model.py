@@ -15,6 +15,7 @@ from typing import Any
 
 from retention.errors import exit_meaning
 from retention.plan.model import CHANGE_ACTIONS
+from retention.report.holds import HoldRow
 from retention.timestamps import format_timestamp
 
 # The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
@@ -357,6 +358,13 @@ class ReportData:
     advisory: list[dict[str, Any]]  # the first few advisory decisions
     changes: list[ChangeRow] = field(default_factory=list)  # the first MAX_CHANGE_ROWS
     changes_total: int = 0  # changes and held ones in the plan
+    # The hold records of the policies that matched: ended first, then by end.
+    hold_records: list[HoldRow] = field(default_factory=list)
+
+    @property
+    def holds_ended(self) -> int:
+        """Hold records whose end has passed: they protect nothing any more."""
+        return sum(not h.in_force for h in self.hold_records)
 
     @property
     def more_changed(self) -> int:

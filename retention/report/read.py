@@ -21,6 +21,7 @@ from retention.plan.model import describe
 from retention.plan.planfile import Change, DecisionRecord, decisions_path
 from retention.plan.planwrite import jsonable
 from retention.planfiles import read_decisions, read_head, read_list
+from retention.report.holds import HoldRow
 from retention.report.model import (
     Calendar,
     CalendarDay,
@@ -321,4 +322,7 @@ def collect(
         advisory=advisory,
         changes=list(change_rows(run_dir / "plan.json")),
         changes_total=sum(n for a, n in head["summary"]["byAction"].items() if a != "advisory"),
+        hold_records=sorted(
+            (HoldRow.of(h) for h in plan.get("holdRecords", [])), key=lambda h: h.rank
+        ),
     )
