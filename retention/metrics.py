@@ -38,6 +38,8 @@ class RunMetrics:
     errors: int = 0
     api_requests: int = 0
     api_retries: int = 0
+    notices_sent: int = 0  # notify: URLs that took the run's notice
+    notices_failed: int = 0  # notify: URLs the notice could not be sent to
     shard: str | None = None
 
     @property
@@ -114,6 +116,16 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
     gauge("retention_errors", "Walk, plan and PATCH errors of the last run.", m.errors)
     gauge("retention_api_requests", "API requests of the last run.", m.api_requests)
     gauge("retention_api_retries", "API retries of the last run.", m.api_retries)
+    gauge(
+        "retention_notices_sent",
+        "Notification URLs (notify: in retention.yaml) the last run's notice was sent to.",
+        m.notices_sent,
+    )
+    gauge(
+        "retention_notices_failed",
+        "Notification URLs the last run's notice could not be sent to.",
+        m.notices_failed,
+    )
     changes = Gauge(
         "retention_changes", "Planned changes by action.", [*labels, "action"], registry=reg
     )

@@ -1,6 +1,7 @@
 """How a run, an apply or a demo ends, and what it shows while it runs: progress on a
-terminal, the reports, the summary (or one JSON document), the failed changes and the
-run-finished event in the logs, and the metrics however the run ends."""
+terminal, the reports, the notices (``notify:``), the summary (or one JSON document), the
+failed changes and the run-finished event in the logs, and the metrics however the run
+ends."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,23 +18,37 @@ from retention import __version__
 from retention.cli.output import emit
 from retention.errors import EXIT_FAILURES, RetentionError, exit_code_for, exit_meaning
 
+if TYPE_CHECKING:
+    from retention.config import NotifySettings
+    from retention.notify import Delivery
+
 
 def finish(
-    result: Any, mode: str, started: datetime, formats: list[str], output: str = "text"
+    result: Any,
+    mode: str,
+    started: datetime,
+    formats: list[str],
+    output: str = "text",
+    *,
+    notifier: Notifier | None = None,
 ) -> int:
-    """Write the reports, print the summary (or, ``output`` json, one JSON document), log
-    the failed changes and the run-finished event, and return the exit code."""
+    """Write the reports, send the notices (when ``notifier`` has ``notify:`` settings),
+    print the summary (or, ``output`` json, one JSON document), log the failed changes and
+    the run-finished event, and return the exit code."""
     from retention.logs import RUN_LOGGER
     from retention.report import RunInfo, render_reports
 
     log = logging.getLogger(RUN_LOGGER)
     code = exit_code_for(failed=result.failed, held=result.held)
     info = RunInfo(result.run_id, mode, started, datetime.now(UTC), code, __version__)
+    if notifier is not None and notifier.settings is not None and "markdown" not in formats:
+        formats = [*formats, "markdown"]  # a notice is report.md's summary
     result.reports = render_reports(result.run_dir, info, formats)
+    notices = notifier.after_run(result, mode, code) if notifier is not None else []
     if output == "json":
-        emit(_run_document(result, mode, code))
+        emit(_run_document(result, mode, code, notices))
     else:
-        _print_summary(result, code)
+        _print_summary(result, code, notices)
     for failure in result.applied.failures[:10] if result.applied is not None else []:
         change = failure.change
         what = f"{failure.outcome} {change['snapshotId']}"
@@ -83,7 +98,7 @@ def finish(
     return code
 
 
-def _print_summary(result: Any, code: int) -> None:
+def _print_summary(result: Any, code: int, notices: list[Delivery]) -> None:
     """What a person reads at the end of a run, apply or demo."""
     from retention.cli.summary import summary_lines
 
@@ -103,13 +118,16 @@ def _print_summary(result: Any, code: int) -> None:
     click.echo(f"\nRun folder: {result.run_dir}")
     for path in result.reports:
         click.echo(f"  {path.name}: {path}")
+    if notices:
+        said = [f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices]
+        click.echo(f"Notices: {', '.join(said)}.")
     click.echo(f"Exit {code}: {exit_meaning(code)}")
 
 
 MAX_FAILURES_LISTED = 100
 
 
-def _run_document(result: Any, mode: str, code: int) -> dict[str, Any]:
+def _run_document(result: Any, mode: str, code: int, notices: list[Delivery]) -> dict[str, Any]:
     """run, apply --format json: the same facts as the summary, for scripts."""
     applied = result.applied
     approval = result.approval
@@ -138,7 +156,73 @@ def _run_document(result: Any, mode: str, code: int) -> dict[str, Any]:
             else None
         ),
         "acknowledged": list(result.acknowledged),
+        "notices": [notice.document() for notice in notices],
     }
+
+
+class Notifier:
+    """The notices of one run or apply (``notify:`` in retention.yaml): sent once, by
+    finish() when the run finishes, or by Metrics when it stops on an error after the
+    configuration was loaded. What was sent is kept for the summary and the metrics."""
+
+    def __init__(self) -> None:
+        self.settings: NotifySettings | None = None
+        self.mode = "run"
+        self.deliveries: list[Delivery] = []
+        self.done = False
+
+    def configure(self, settings: NotifySettings | None, mode: str) -> None:
+        """The configuration is loaded: from here on, the run's ending is notified."""
+        self.settings, self.mode = settings, mode
+
+    def after_run(self, result: Any, mode: str, code: int) -> list[Delivery]:
+        """Send the notice of a finished run when ``notify.on`` names a kind of its
+        ending; the deliveries (none when nothing was sent)."""
+        if self.done or self.settings is None:
+            return []
+        self.done = True
+        from retention.jobs import change_count
+        from retention.notify import reasons, run_notice, send
+
+        if result.applied is not None:
+            changed = result.applied.counts.get("applied", 0) > 0
+        else:  # a dry run: the changes a real run would send
+            changed = change_count(result.document) > 0
+        why = reasons(code=code, changed=changed, held=result.held)
+        if not why.intersection(self.settings.on):
+            return []
+        report_md = result.run_dir / "report.md"
+        notice = run_notice(
+            mode=mode,
+            run_id=result.run_id,
+            code=code,
+            why=why,
+            report_md=report_md,
+            run_dir=result.run_dir,
+        )
+        self.deliveries = send(self.settings.urls, notice)
+        return self.deliveries
+
+    def after_error(self, code: int, error: BaseException) -> None:
+        """Send the failure notice of a run that stopped on an error with exit 1 or 5
+        (``failure`` in ``notify.on``)."""
+        if self.done or self.settings is None:
+            return
+        from retention.notify import FAILURE_EXITS, error_notice, send
+
+        if code not in FAILURE_EXITS:
+            return
+        self.done = True
+        if "failure" not in self.settings.on:
+            return
+        # Our errors are worded to be shown (no credential in any); a bug's text is not.
+        message = (
+            str(error)
+            if isinstance(error, RetentionError)
+            else f"internal error: {type(error).__name__} (a bug in retention)"
+        )
+        notice = error_notice(mode=self.mode, code=code, error=message)
+        self.deliveries = send(self.settings.urls, notice)
 
 
 class Progress:
@@ -192,7 +276,9 @@ def metrics_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 class Metrics:
     """Writes the run's metrics, however the run ends (when asked to): the block calls
-    write() when it finishes, and leaving it with a RetentionError writes its exit code."""
+    write() when it finishes, and leaving it with a RetentionError writes its exit code.
+    Its ``notifier`` sends the failure notice of a run that stops on an error (exit 1 or
+    5), before the metrics, which count the notices."""
 
     def __init__(
         self, started: datetime, shard: Any, metrics_file: str | None, pushgateway: str | None
@@ -200,6 +286,7 @@ class Metrics:
         self.started, self.shard = started, shard
         self.metrics_file, self.pushgateway = metrics_file, pushgateway
         self.client: Any = None
+        self.notifier = Notifier()
 
     def __enter__(self) -> Metrics:
         return self
@@ -207,13 +294,17 @@ class Metrics:
     def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
         # However the run ends, the exit-code gauge must not keep the previous run's value.
         if isinstance(error, RetentionError):
+            self.notifier.after_error(error.exit_code, error)
             self.write(error.exit_code, None)
         elif isinstance(error, KeyboardInterrupt):
             self.write(130, None)
         elif isinstance(error, Exception):
+            self.notifier.after_error(EXIT_FAILURES, error)
             self.write(EXIT_FAILURES, None)  # an internal error: main() says what it was
 
-    def write(self, code: int, result: Any) -> None:
+    def write(self, code: int, result: Any, *, outcomes: dict[str, int] | None = None) -> None:
+        """Write the metrics of a run or apply (``result``), or of an undo (its
+        ``outcomes``), when a metrics file or a Pushgateway was asked for."""
         if not (self.metrics_file or self.pushgateway):
             return
         from retention.metrics import RunMetrics, push, write_textfile
@@ -234,8 +325,12 @@ class Metrics:
                 m.outcomes = dict(result.applied.counts)
                 m.approved = result.applied.approved
                 m.errors += len(result.applied.failures)
+        if outcomes is not None:
+            m.outcomes = dict(outcomes)
         if self.client is not None:
             m.api_requests, m.api_retries = self.client.stats.requests, self.client.stats.retries
+        m.notices_sent = sum(1 for n in self.notifier.deliveries if n.sent)
+        m.notices_failed = sum(1 for n in self.notifier.deliveries if not n.sent)
         try:
             if self.metrics_file:
                 write_textfile(Path(self.metrics_file), m)

@@ -58,6 +58,8 @@ def run_command(
     with Metrics(started, selected, metrics_file, pushgateway) as metrics:
         loaded = load(ctx)
         config = loaded.config
+        mode = "dry-run" if dry_run else "run"
+        metrics.notifier.configure(config.notify, mode)
         policies = load_policies(config.policies)
         projects = config.project_targets()
         require_writable(config.reports.dir, "reports.dir")
@@ -82,8 +84,9 @@ def run_command(
                     )
                 finally:
                     progress.close()
-            mode = "dry-run" if dry_run else "run"
-            code = finish(result, mode, started, config.reports.formats, output)
+            code = finish(
+                result, mode, started, config.reports.formats, output, notifier=metrics.notifier
+            )
         metrics.write(code, result)
     return code
 
@@ -171,6 +174,7 @@ def apply_command(
             raise UsageError(f"{path}: no such plan file")
         loaded = load(ctx)
         config = loaded.config
+        metrics.notifier.configure(config.notify, "apply")
         require_writable(config.reports.dir, "reports.dir")
         progress = Progress(quiet or json_logs(ctx))
         with run_lock(config.reports.dir):
@@ -190,7 +194,9 @@ def apply_command(
                     )
                 finally:
                     progress.close()
-            code = finish(result, "apply", now, config.reports.formats, output)
+            code = finish(
+                result, "apply", now, config.reports.formats, output, notifier=metrics.notifier
+            )
         metrics.write(code, result)
     return code
 
