@@ -130,6 +130,31 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
         ),
     ),
     (
+        "Undo outcomes",
+        "What `retention undo` did about each snapshot a run shortened (`outcome` in the "
+        "undo's results.jsonl and undo.json).",
+        (
+            ("restored", "Put back to its state from before that run."),
+            ("would-restore", "A dry run: it would have been put back."),
+            ("unchanged", "Already as before that run: nothing sent."),
+            (
+                "stale",
+                "Changed since that run by someone or something else: left alone (exit 1).",
+            ),
+            ("gone", "Deleted: nothing to put back (exit 1)."),
+            (
+                "expired",
+                "The expiry that run wrote has passed, and the API edits no past expiry "
+                "(exit 1).",
+            ),
+            (
+                "lapsed",
+                "Its expiry from before that run has passed too: putting it back would let "
+                "the service delete it at once (exit 1).",
+            ),
+        ),
+    ),
+    (
         "Other words",
         "",
         (

@@ -10,6 +10,7 @@ and for a run made against another service. The CLI holds the run lock around it
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -152,7 +153,8 @@ def undo_run(
     started = now()
     run_id, folder = new_run_dir(reports, started)
     folder.mkdir(parents=True)
-    result = UndoResult(run_id, folder, run_dir, dry_run, started, unreadable=bad)
+    where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
+    result = UndoResult(run_id, folder, where, dry_run, started, unreadable=bad)
     if bad:
         log.warning("%s: %d journal lines could not be read and are not undone", journal, bad)
     with (folder / "results.jsonl").open("ab") as out:

@@ -164,6 +164,10 @@ def parse(data: bytes, expected: str) -> tuple[Document | None, list[Problem]]:
         loader = yaml.SafeLoader("")
         try:
             return Document(loader.construct_document(node), lines), problems
+        except ValueError as exc:
+            # A date that is none (2027-02-30): PyYAML's constructor raises without a mark.
+            problems.append(Problem(_bad_scalar(node), None, f"not a valid date: {exc}"))
+            return None, problems
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
@@ -171,6 +175,30 @@ def parse(data: bytes, expected: str) -> tuple[Document | None, list[Problem]]:
     except (yaml.YAMLError, RecursionError) as exc:
         problems.append(Problem(None, None, f"invalid YAML ({type(exc).__name__})"))
     return None, problems
+
+
+def _bad_scalar(root: yaml.Node) -> int | None:
+    """The line of the first timestamp-looking scalar that PyYAML cannot construct."""
+    loader = yaml.SafeLoader("")
+    stack, seen = [root], set()
+    try:
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":timestamp"):
+                try:
+                    loader.construct_yaml_timestamp(node)
+                except ValueError:
+                    return int(node.start_mark.line) + 1
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(reversed(node.value))
+            elif isinstance(node, yaml.MappingNode):
+                stack.extend(value for pair in reversed(node.value) for value in pair[::-1])
+    finally:
+        loader.dispose()
+    return None
 
 
 def _yaml_problem(exc: yaml.MarkedYAMLError) -> Problem:

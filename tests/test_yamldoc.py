@@ -143,3 +143,11 @@ def test_the_top_level_is_named_by_its_kind_and_not_quoted() -> None:
         assert document is not None
         problem = document.expect((dict,), "a mapping")
         assert problem == yamldoc.Problem(1, None, f"the top level must be a mapping, not {kind}")
+
+
+def test_a_date_that_is_no_date_is_a_problem_on_its_line() -> None:
+    """PyYAML fails to build 2027-02-30 without saying where: the problem names its line."""
+    document, problems = yamldoc.parse(b"name: p\nprotect:\n  until: 2027-02-30\n", "a policy")
+
+    assert document is None
+    assert problems == [yamldoc.Problem(3, None, "not a valid date: day is out of range for month")]

@@ -176,9 +176,9 @@ def run() -> None:
 
 
 # Imported for their side effect: each registers its commands on the group above.
-from retention.cli import planning, running, simulating, starting  # noqa: E402
+from retention.cli import planning, running, simulating, starting, undoing  # noqa: E402
 
-__all__ = ["cli", "main", "planning", "run", "running", "simulating", "starting"]
+__all__ = ["cli", "main", "planning", "run", "running", "simulating", "starting", "undoing"]
 
 
 # Global options after the command too (`retention plan --config FILE`): every command gets

@@ -1,0 +1,154 @@
+"""The undo command: take back what a run shortened, as a run of its own."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from retention import __version__
+from retention.cli import cli
+from retention.cli.common import load
+from retention.cli.ending import Metrics, metrics_options
+from retention.cli.output import emit, format_option
+from retention.errors import EXIT_FAILURES, EXIT_OK, exit_meaning
+
+# Items listed in the text summary; the report and undo.json have them all.
+LISTED = 10
+
+
+@cli.command()
+@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))
+@click.option("--dry-run", is_flag=True, help="Say what would be put back; send no PATCH.")
+@metrics_options
+@format_option
+@click.pass_context
+def undo(
+    ctx: click.Context,
+    *,
+    run_dir: str,
+    dry_run: bool,
+    metrics_file: str | None,
+    pushgateway: str | None,
+    output: str,
+) -> int:
+    """Put back what the run in RUN_DIR shortened: the panic button for a bad policy.
+
+    Reads RUN_DIR/results.jsonl and, for every destructive change that run applied, puts
+    back the state the snapshot had before it (its old expiry, no expiry, or its
+    doNotDelete), but only if the snapshot still has exactly the state that run wrote
+    (compare-and-swap). A snapshot already deleted, changed since by someone else, or whose
+    new expiry has passed is reported and left alone. Inside the grace window (24h by
+    default) a bad run is fully reversible.
+
+    The undo is a run of its own: it takes the lock and writes
+    reports/<UTC time>-<run id>/ with undo.json, results.jsonl, report.html and report.md.
+    An undo cannot be undone. Exit 0 everything put back (or nothing to do); 1 something was
+    left alone or failed; 2 not a run folder, an undo, or a run against another service;
+    4 another run holds the lock; 5 API unreachable or keys refused.
+
+    \b
+    Examples:
+      retention undo reports/20261121T030000Z-1a2b3c4d --dry-run   # what it would do
+      retention undo reports/20261121T030000Z-1a2b3c4d             # I applied the wrong policy
+      retention undo "$(ls -d reports/*/ | tail -1)" --format json | jq .counts
+    """
+    from retention.config import require_writable
+    from retention.lock import run_lock
+    from retention.report.model import RunInfo
+    from retention.report.undo import render_undo_reports
+    from retention.undo import undo_run
+
+    started = datetime.now(UTC)
+    with Metrics(started, None, metrics_file, pushgateway) as metrics:
+        loaded = load(ctx)
+        config = loaded.config
+        require_writable(config.reports.dir, "reports.dir")
+        with run_lock(config.reports.dir), loaded.build_client() as client:
+            metrics.client = client
+            result = undo_run(
+                client,
+                Path(run_dir),
+                reports=config.reports.dir,
+                dry_run=dry_run,
+                concurrency=config.api.concurrency,
+                now=lambda: datetime.now(UTC),
+            )
+        code = EXIT_FAILURES if result.failed else EXIT_OK
+        info = RunInfo(result.run_id, "undo", started, datetime.now(UTC), code, __version__)
+        result.reports = render_undo_reports(result.run_dir, info, config.reports.formats)
+        document = _document(result, code)
+        if output == "json":
+            emit(document)
+        else:
+            _print_summary(result, code)
+        _log_finished(document, started)
+        metrics.write(code, None, outcomes=result.counts)
+    return code
+
+
+def _document(result: Any, code: int) -> dict[str, Any]:
+    return {
+        "command": "undo",
+        "exitCode": code,
+        "meaning": exit_meaning(code),
+        "runId": result.run_id,
+        "runDir": str(result.run_dir),
+        "undoOf": str(result.undo_of),
+        "dryRun": result.dry_run,
+        "counts": result.counts,
+        "unreadableLines": result.unreadable,
+        "reports": [str(path) for path in result.reports],
+        "items": [item.document() for item in result.items],
+    }
+
+
+def _print_summary(result: Any, code: int) -> None:
+    counts = result.counts
+    what = "would put back" if result.dry_run else "put back"
+    back = counts.get("would-restore" if result.dry_run else "restored", 0)
+    click.echo(
+        f"retention undo {result.run_id} of {result.undo_of}: exit {code}, {exit_meaning(code)}"
+    )
+    if not result.items:
+        click.echo("  nothing to undo: that run applied no destructive change")
+    else:
+        click.echo(f"  {what} {back} of {len(result.items)} snapshots that run shortened")
+    if counts.get("unchanged"):
+        click.echo(f"  already as before the run: {counts['unchanged']}")
+    left = [i for i in result.items if i.outcome not in ("restored", "would-restore", "unchanged")]
+    if left:
+        click.echo(f"  left alone {len(left)}:")
+        for item in left[:LISTED]:
+            r = item.restoration
+            click.echo(f"    {item.outcome} {r.snapshot_id} ({r.cluster_name}): {item.reason}")
+        if len(left) > LISTED:
+            click.echo(f"    and {len(left) - LISTED} more: see the report")
+    if result.unreadable:
+        click.echo(f"  {result.unreadable} journal lines could not be read and were not undone")
+    for path in result.reports:
+        click.echo(f"  report: {path}")
+
+
+def _log_finished(document: dict[str, Any], started: datetime) -> None:
+    """The run-finished event, as run and apply log it (INFO: text mode shows it with
+    --debug only)."""
+    from retention.logs import RUN_LOGGER
+
+    fields = {
+        "event": "run-finished",
+        "mode": "undo",
+        **{k: document[k] for k in ("runId", "exitCode", "meaning", "runDir", "undoOf")},
+        "counts": document["counts"],
+        "durationSeconds": round((datetime.now(UTC) - started).total_seconds(), 3),
+    }
+    logging.getLogger(RUN_LOGGER).info(
+        "undo %s finished: exit %d, %s",
+        document["runId"],
+        document["exitCode"],
+        document["meaning"],
+        extra={"fields": fields},
+    )

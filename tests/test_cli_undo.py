@@ -1,0 +1,108 @@
+"""`retention undo` on the command line: what a person in a hurry and a script each read,
+the run folder and reports it writes, its metrics, and the exit code of a refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retention import cli
+from retention.simulator.server import Simulator
+from tests.simfleet import P
+
+BAD = """\
+name: typo
+match: {clusters: [prod-small]}
+keep: {last: 1}
+release_protection: true
+safety: {min_keep: 1, max_expire_fraction: 1.0, hold_on_alerts: []}
+"""
+
+
+def setup(folder: Path, base_url: str) -> None:
+    """retention.yaml and the bad policy in the working folder."""
+    (folder / "policies").mkdir()
+    (folder / "policies" / "typo.yaml").write_text(BAD)
+    (folder / "retention.yaml").write_text(
+        f'api:\n  base_url: {base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
+    )
+
+
+def bad_run(capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the bad policy for real; the run folder."""
+    assert cli.main(["run", "--format", "json"]) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert document["outcomes"] == {"applied": 3}
+    return str(document["runDir"])
+
+
+def test_undo_json_says_what_was_put_back_and_where_the_reports_are(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """undo --format json prints one document: exit 0, the counts, each snapshot's before,
+    written and current state, and a run folder with undo.json and both reports."""
+    setup(folder, sim.base_url)
+    run_dir = bad_run(capsys)
+
+    code = cli.main(["undo", run_dir, "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+
+    assert code == document["exitCode"] == 0
+    assert (document["command"], document["undoOf"], document["dryRun"]) == ("undo", run_dir, False)
+    assert document["counts"] == {"restored": 2}
+    items = {item["snapshotId"]: item for item in document["items"]}
+    assert items["noexpiry"]["before"] == {"doNotDelete": False, "expires": None}
+    assert items["noexpiry"]["current"] == {"doNotDelete": False, "expires": None}
+    assert items["noexpiry"]["sent"] == [{"doNotDelete": True}, {"doNotDelete": False}]
+    assert items["held"]["current"] == {"doNotDelete": True, "expires": None}
+    folder_of_undo = Path(document["runDir"])
+    assert sorted(p.name for p in folder_of_undo.iterdir()) == [
+        "report.html",
+        "report.md",
+        "results.jsonl",
+        "undo.json",
+    ]
+    markdown = (folder_of_undo / "report.md").read_text()
+    assert "Undo of" in markdown
+    assert "| prod-small | noexpiry | expires " in markdown
+
+
+def test_undo_tells_a_person_what_it_would_do_and_refuses_an_undo_of_an_undo(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text summary counts what would be put back; undoing the undo's own folder is
+    exit 2 with the reason on stderr, and sends nothing."""
+    setup(folder, sim.base_url)
+    run_dir = bad_run(capsys)
+
+    dry = cli.main(["undo", run_dir, "--dry-run"])
+    dry_out = capsys.readouterr().out
+    assert cli.main(["undo", run_dir, "--format", "json"]) == 0
+    undo_dir = json.loads(capsys.readouterr().out)["runDir"]
+    patches = len(sim.admin("patches")["patches"])
+    refused = cli.main(["undo", undo_dir])
+    err = capsys.readouterr().err
+
+    assert dry == 0
+    assert "would put back 2 of 2 snapshots that run shortened" in dry_out
+    assert refused == 2
+    assert "is an undo: an undo is not undone" in err
+    assert len(sim.admin("patches")["patches"]) == patches
+
+
+def test_undo_writes_its_outcomes_and_exit_code_as_metrics(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--metrics-file gets the exit code and the outcomes by kind, like run and apply."""
+    setup(folder, sim.base_url)
+    run_dir = bad_run(capsys)
+    metrics = folder / "undo.prom"
+
+    assert cli.main(["undo", run_dir, "--metrics-file", str(metrics)]) == 0
+
+    text = metrics.read_text()
+    assert "retention_last_run_exit_code 0.0" in text
+    assert 'retention_outcomes{outcome="restored"} 2.0' in text
