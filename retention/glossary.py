@@ -144,8 +144,7 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
             ("gone", "Deleted: nothing to put back (exit 1)."),
             (
                 "expired",
-                "The expiry that run wrote has passed, and the API edits no past expiry "
-                "(exit 1).",
+                "The expiry that run wrote has passed, and the API edits no past expiry (exit 1).",
             ),
             (
                 "lapsed",

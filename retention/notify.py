@@ -15,7 +15,7 @@ each URL's outcome is known; a notice that fails is logged once, redacted, and c
 never changes the run's exit code.
 
 A notification URL carries its credentials (a webhook token, a password), so it is shown
-only as ``SCHEME://**********`` (``retention.config.redacted_url``). apprise logs hosts,
+only as ``SCHEME://**********`` (``retention.notifysettings.redacted_url``). apprise logs hosts,
 paths and, at debug level, whole URLs, and urllib3 logs each request's path: both are
 silenced while apprise works, and retention logs its own redacted line instead.
 
@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
-from retention.config import NotifyWhen, redacted_url, scheme_of
 from retention.errors import EXIT_FAILURES, EXIT_UNREACHABLE, exit_meaning
+from retention.notifysettings import NotifyWhen, redacted_url, scheme_of
 from retention.report.render import markdown_text
 
 # apprise logs as it loads and as it works (hosts, paths, at debug level whole URLs): none

@@ -20,8 +20,9 @@ from pydantic import SecretStr
 
 from retention import cli, notify
 from retention.cli.showing import render_config
-from retention.config import NotifySettings, load_config
+from retention.config import load_config
 from retention.errors import ConfigError
+from retention.notifysettings import NotifySettings
 from retention.simulator.server import Simulator
 from tests.simfleet import P
 from tests.wire_server import closed_port

@@ -19,8 +19,8 @@ from retention.cli.output import emit
 from retention.errors import EXIT_FAILURES, RetentionError, exit_code_for, exit_meaning
 
 if TYPE_CHECKING:
-    from retention.config import NotifySettings
     from retention.notify import Delivery
+    from retention.notifysettings import NotifySettings
 
 
 def finish(
