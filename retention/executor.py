@@ -31,6 +31,7 @@ from typing import IO, Any, Literal
 
 from retention.api import OpsManagerClient
 from retention.api.models import SnapshotState
+from retention.api.walked import WalkedSnapshot
 from retention.errors import ApiError, InconsistentListError, NotFoundError
 from retention.plan.guard import check_send
 from retention.plan.model import SEND_ORDER, SnapshotView
@@ -213,7 +214,9 @@ def _apply_cluster(
         report(outcome)
 
 
-def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str, SnapshotState]:
+def _current_state(
+    client: OpsManagerClient, changes: list[Change]
+) -> dict[str, WalkedSnapshot | SnapshotState]:
     project, cluster = changes[0]["projectId"], changes[0]["clusterId"]
     if len(changes) > GET_THRESHOLD:
         try:
@@ -221,7 +224,7 @@ def _current_state(client: OpsManagerClient, changes: list[Change]) -> dict[str,
         except InconsistentListError:
             # The list moved while we read it; the snapshots we need, one by one, are exact.
             log.info("cluster %s changed while re-read; reading its snapshots one by one", cluster)
-    found: dict[str, SnapshotState] = {}
+    found: dict[str, WalkedSnapshot | SnapshotState] = {}
     for change in changes:
         try:
             found[change["snapshotId"]] = client.get_snapshot(

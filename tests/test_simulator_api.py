@@ -16,6 +16,7 @@ from requests.auth import HTTPDigestAuth
 
 from retention.api import Credentials, OpsManagerClient, SnapshotPatch
 from retention.api.models import Snapshot, SnapshotState
+from retention.api.walked import WalkedSnapshot
 from retention.errors import AuthenticationError, InvalidFieldsError, NotFoundError
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY
@@ -100,8 +101,9 @@ def test_lean_walk_reads_the_same_states_as_the_full_one(
     """The lean walk a plan uses sees each snapshot's state exactly as the full model does,
     with the same requests."""
     fields = ("id", "cluster_name", "complete", "created_at", "do_not_delete", "expires")
+    fields += ("storage_bytes",)
 
-    def states(walk: Iterable[SnapshotState]) -> list[tuple[object, ...]]:
+    def states(walk: Iterable[SnapshotState | WalkedSnapshot]) -> list[tuple[object, ...]]:
         return [(*(getattr(s, f) for f in fields), s.is_consistent) for s in walk]
 
     full_walk, lean_walk = (

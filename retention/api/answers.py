@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+import msgspec
+from pydantic import ValidationError
 
 from retention.api.endpoints import Endpoint
 from retention.api.failures import describe_not_json, error_message
+from retention.api.walked import problem_of
 from retention.errors import (
     AuthenticationError,
     MalformedResponseError,
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     import requests
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 # The real service sends X-MongoDB-Service-Version (every vendor answer on record); the API
 # document we started from writes X-Server-Service-Version. Either is read, the real first.
@@ -87,7 +90,20 @@ def check_answer(
     return Answer(raw, request, info, content, unwrapped)
 
 
-def parse_answer(endpoint: Endpoint, answer: Answer, adapter: TypeAdapter[T]) -> T:
+class Decoder(Protocol[T_co]):
+    """What reads an answer's body into its model: a pydantic TypeAdapter, or the msgspec
+    decoder of walked snapshots (retention.api.walked)."""
+
+    def validate_json(self, data: bytes, /) -> T_co:
+        """The model from the raw body."""
+        ...
+
+    def validate_python(self, content: Any, /) -> T_co:
+        """The model from an envelope's already parsed content."""
+        ...
+
+
+def parse_answer(endpoint: Endpoint, answer: Answer, adapter: Decoder[T]) -> T:
     """The answer's body validated into its model; MalformedResponseError when it does not
     have the documented shape."""
     try:
@@ -95,12 +111,15 @@ def parse_answer(endpoint: Endpoint, answer: Answer, adapter: TypeAdapter[T]) ->
             return adapter.validate_python(answer.content)
         return adapter.validate_json(answer.raw)
     except ValidationError as exc:
-        raise MalformedResponseError(
-            _describe_invalid(answer, exc),
-            endpoint=str(endpoint),
-            request=answer.request,
-            response=answer.response,
-        ) from None
+        problem = _describe_invalid(answer, exc)
+    except msgspec.ValidationError as exc:  # before DecodeError, its base class
+        where, what = problem_of(exc)
+        problem = f"the answer does not have the documented shape: {where or '(body)'}: {what}"
+    except msgspec.DecodeError as exc:
+        problem = describe_not_json(answer.raw, answer.response.content_type, exc)
+    raise MalformedResponseError(
+        problem, endpoint=str(endpoint), request=answer.request, response=answer.response
+    )
 
 
 def unwrap_envelope(

@@ -27,7 +27,7 @@ from urllib3.exceptions import InsecureRequestWarning, ReadTimeoutError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from retention.api import models
-from retention.api.answers import Answer, check_answer, parse_answer, service_version
+from retention.api.answers import Answer, Decoder, check_answer, parse_answer, service_version
 from retention.api.endpoints import (
     GET_AGENT_LINKS,
     GET_ALERT,
@@ -45,17 +45,15 @@ from retention.api.endpoints import (
     build_path,
 )
 from retention.api.failures import describe_tls_failure, first_line, host_port, urllib3_cause
-from retention.api.listwalk import ItemT, ListWalk
+from retention.api.listwalk import ItemT, ListWalk, Page
 from retention.api.models import (
     AgentLinks,
     Alert,
     AlertAcknowledgement,
     CompletedFilter,
     ConfigServerSnapshot,
-    ListPage,
     Snapshot,
     SnapshotPatch,
-    SnapshotState,
 )
 from retention.api.transport import (
     ApiStats,
@@ -70,6 +68,7 @@ from retention.api.transport import (
     connection_failure,
     is_stale_challenge,
 )
+from retention.api.walked import WALK_DECODER, WalkedSnapshot
 from retention.errors import (
     ApiError,
     ConnectError,
@@ -151,15 +150,11 @@ class OpsManagerClient:
             {"completed": completed},
         )
 
-    def list_snapshot_states(self, project_id: str, cluster_id: str) -> ListWalk[SnapshotState]:
-        """Every snapshot of a cluster (``completed=all``), read into the lean model a plan
-        needs: the same requests as ``list_snapshots``, less than half the parsing."""
+    def list_snapshot_states(self, project_id: str, cluster_id: str) -> ListWalk[WalkedSnapshot]:
+        """Every snapshot of a cluster (``completed=all``), read into the lean structs a plan
+        needs (retention.api.walked): the same requests as ``list_snapshots``."""
         return ListWalk(
-            self,
-            LIST_SNAPSHOTS,
-            (project_id, cluster_id),
-            models.SNAPSHOT_STATE_PAGE,
-            {"completed": "all"},
+            self, LIST_SNAPSHOTS, (project_id, cluster_id), WALK_DECODER, {"completed": "all"}
         )
 
     def get_snapshot(self, project_id: str, cluster_id: str, snapshot_id: str) -> Snapshot:
@@ -197,12 +192,10 @@ class OpsManagerClient:
 
     def list_config_server_snapshot_states(
         self, project_id: str, host_id: str
-    ) -> ListWalk[SnapshotState]:
-        """Every snapshot of a legacy config server, in the lean model a plan needs."""
+    ) -> ListWalk[WalkedSnapshot]:
+        """Every snapshot of a legacy config server, in the lean structs a plan needs."""
         self._warn_config_server_deprecated()
-        return ListWalk(
-            self, LIST_CONFIG_SERVER_SNAPSHOTS, (project_id, host_id), models.SNAPSHOT_STATE_PAGE
-        )
+        return ListWalk(self, LIST_CONFIG_SERVER_SNAPSHOTS, (project_id, host_id), WALK_DECODER)
 
     def get_config_server_snapshot(
         self, project_id: str, host_id: str, snapshot_id: str
@@ -383,8 +376,8 @@ class OpsManagerClient:
         endpoint: Endpoint,
         ids: tuple[str, ...],
         params: Mapping[str, str | int],
-        adapter: TypeAdapter[ListPage[ItemT]],
-    ) -> ListPage[ItemT]:
+        adapter: Decoder[Page[ItemT]],
+    ) -> Page[ItemT]:
         """One page of a list endpoint (ListWalk reads the pages in turn)."""
         answer = self._call(endpoint, ids, params=params)
         return parse_answer(endpoint, answer, adapter)

@@ -4,13 +4,11 @@ returns, which drops repeated ids and checks what it saw against the API's ``tot
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from pydantic import TypeAdapter
-
+from retention.api.answers import Decoder
 from retention.api.endpoints import Endpoint
-from retention.api.models import ListPage
 from retention.errors import InconsistentListError, MalformedResponseError, RequestInfo
 
 if TYPE_CHECKING:
@@ -23,6 +21,17 @@ class _HasId(Protocol):
 
 
 ItemT = TypeVar("ItemT", bound=_HasId)
+ItemT_co = TypeVar("ItemT_co", bound=_HasId, covariant=True)
+
+
+class Page(Protocol[ItemT_co]):
+    """A page of a list: pydantic's ListPage, or msgspec's WalkedPage."""
+
+    @property
+    def results(self) -> Sequence[ItemT_co]: ...
+
+    @property
+    def total_count(self) -> int | None: ...
 
 
 class ListWalk(Generic[ItemT]):
@@ -40,7 +49,7 @@ class ListWalk(Generic[ItemT]):
         client: OpsManagerClient,
         endpoint: Endpoint,
         ids: tuple[str, ...],
-        adapter: TypeAdapter[ListPage[ItemT]],
+        adapter: Decoder[Page[ItemT]],
         params: Mapping[str, str | int] | None = None,
     ) -> None:
         self._client = client

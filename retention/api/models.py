@@ -369,7 +369,6 @@ CompletedFilter = Literal["true", "false", "all"]
 # Adapters built once: validate_json parses a page's raw bytes in one pass in pydantic-core,
 # 1.5 times as fast as json.loads followed by model construction (benchmarks/parse.py).
 SNAPSHOT_PAGE: TypeAdapter[ListPage[Snapshot]] = TypeAdapter(ListPage[Snapshot])
-SNAPSHOT_STATE_PAGE: TypeAdapter[ListPage[SnapshotState]] = TypeAdapter(ListPage[SnapshotState])
 CONFIG_SERVER_SNAPSHOT_PAGE: TypeAdapter[ListPage[ConfigServerSnapshot]] = TypeAdapter(
     ListPage[ConfigServerSnapshot]
 )

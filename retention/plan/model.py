@@ -15,6 +15,7 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from retention.api.models import SnapshotPatch, SnapshotState
+from retention.api.walked import WalkedSnapshot
 from retention.policy.engine import IdHold
 from retention.timestamps import AwareUtcDatetime, format_timestamp
 
@@ -124,8 +125,8 @@ class SnapshotView:
     storage_bytes: int | None = None  # the parts' storageSizeBytes, when they say
 
     @classmethod
-    def of(cls, snapshot: SnapshotState) -> SnapshotView:
-        """The view of an API snapshot."""
+    def of(cls, snapshot: WalkedSnapshot | SnapshotState) -> SnapshotView:
+        """The view of an API snapshot (walked, or read alone)."""
         return cls(
             snapshot.id,
             snapshot.created.date,
