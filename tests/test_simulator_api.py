@@ -100,8 +100,9 @@ def test_lean_walk_reads_the_same_states_as_the_full_one(
 ) -> None:
     """The lean walk a plan uses sees each snapshot's state exactly as the full model does,
     with the same requests."""
-    fields = ("id", "cluster_name", "complete", "created_at", "do_not_delete", "expires")
-    fields += ("storage_bytes",)
+    fields: tuple[str, ...] = (
+        "id", "cluster_name", "complete", "created_at", "do_not_delete", "expires", "storage_bytes",
+    )  # fmt: skip
 
     def states(walk: Iterable[SnapshotState | WalkedSnapshot]) -> list[tuple[object, ...]]:
         return [(*(getattr(s, f) for f in fields), s.is_consistent) for s in walk]
