@@ -46,8 +46,9 @@ def counters(base_url: str) -> dict[str, Any]:
     return got
 
 
-def ours(base_url: str, projects: list[str], folder: Path) -> tuple[float, float]:
-    """`retention plan` as an operator runs it: (seconds, peak RSS MiB)."""
+def ours(base_url: str, projects: list[str], folder: Path) -> tuple[float, float, float]:
+    """`retention plan` as an operator runs it: (seconds, peak RSS MiB, CPU seconds of the
+    retention process itself, from its rusage: comparable across runs, unlike wall time)."""
     (folder / "policies").mkdir(exist_ok=True)
     (folder / "policies" / "bench.yaml").write_text(POLICY)
     targets = "".join(f'  - project: "{p}"\n' for p in projects)
@@ -56,6 +57,7 @@ def ours(base_url: str, projects: list[str], folder: Path) -> tuple[float, float
         f"api:\n  base_url: {base_url}\n  concurrency: 8\ntargets:\n{targets}policies: policies/\n"
     )
     env = {**os.environ, "RETENTION_PUBLIC_KEY": "sim-public-key", "RETENTION_PRIVATE_KEY": KEY}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
         [sys.executable, "-m", "retention", "--config", str(config), "plan", "--out",
@@ -66,7 +68,10 @@ def ours(base_url: str, projects: list[str], folder: Path) -> tuple[float, float
         tail = (done.stdout + done.stderr)[-4000:]
         raise SystemExit(f"retention plan exited {done.returncode}:\n{tail}")
     seconds = time.perf_counter() - started
-    return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    # The simulator is a child too, but still running: only waited-for children count.
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, after.ru_maxrss / 1024, cpu
 
 
 def page_urls(base_url: str, per_page: int) -> list[str]:
@@ -119,9 +124,14 @@ def main() -> None:
         projects = [p["id"] for p in admin(base_url, "fleet")["projects"]]
         with tempfile.TemporaryDirectory() as tmp:
             admin(base_url, "reset", {})
-            seconds, rss = ours(base_url, projects, Path(tmp))
+            snapshots = sum(
+                c["snapshots"] for p in admin(base_url, "fleet")["projects"] for c in p["clusters"]
+            )
+            seconds, rss, cpu = ours(base_url, projects, Path(tmp))
             seen = counters(base_url)
             rows["ours"] = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss, 1),
+                            "cpu_seconds": round(cpu, 2), "snapshots": snapshots,
+                            "cpu_us_per_snapshot": round(cpu / snapshots * 1e6, 1),
                             "requests": seen["requests"], "challenges": seen["challenges"],
                             "by_endpoint": seen["byEndpoint"]}  # fmt: skip
         admin(base_url, "reset", {})
@@ -153,6 +163,10 @@ def main() -> None:
     print(
         f"  ours:     {mine['seconds']:>8} s  {mine['requests']} requests, "
         f"{mine['challenges']} challenges, peak RSS {mine['peak_rss_mib']} MiB"
+    )
+    print(
+        f"  client CPU: {mine['cpu_seconds']} s for {mine['snapshots']:,} snapshots = "
+        f"{mine['cpu_us_per_snapshot']} us per snapshot (goal <= 5)"
     )
     for endpoint, count in sorted(mine["by_endpoint"].items()):
         print(f"            {count:>8}  {endpoint}")
