@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from retention.api.walked import total_storage
 from retention.timestamps import UtcDatetime, ceil_to_second, format_timestamp
 
 
@@ -137,8 +138,7 @@ class SnapshotState(ApiModel):
     def storage_bytes(self) -> int | None:
         """The space the snapshot takes: the sum of its parts' storageSizeBytes (None when
         no part says)."""
-        sizes = [p.storage_size_bytes for p in self.part_storage if p.storage_size_bytes]
-        return int(sum(sizes)) if sizes else None
+        return total_storage(p.storage_size_bytes for p in self.part_storage)
 
     @property
     def created_at(self) -> datetime:

@@ -12,6 +12,7 @@ read as pydantic's lax mode reads them (``strict=False``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -62,13 +63,19 @@ class WalkedSnapshot(msgspec.Struct, rename="camel"):
     def storage_bytes(self) -> int | None:
         """The space the snapshot takes: the sum of its parts' storageSizeBytes (None when
         no part says)."""
-        sizes = [p.storage_size_bytes for p in self.parts if p.storage_size_bytes]
-        return int(sum(sizes)) if sizes else None
+        return total_storage(p.storage_size_bytes for p in self.parts)
 
     @property
     def is_consistent(self) -> bool:
         """False when the service flags the snapshot possibly inconsistent or missing shards."""
         return not self.is_possibly_inconsistent and not self.missing_shards
+
+
+def total_storage(sizes: Iterable[float | None]) -> int | None:
+    """The space of a snapshot's parts in bytes, or None when no part gives a size (a size
+    of 0 counts as none given); shared by the walked and the full snapshot."""
+    known = [size for size in sizes if size]
+    return int(sum(known)) if known else None
 
 
 class WalkedPage(msgspec.Struct, rename="camel"):
