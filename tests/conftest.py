@@ -71,6 +71,13 @@ def client(fake: FakeApi) -> Iterator[OpsManagerClient]:
 
 
 @pytest.fixture
+def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries without waiting, for tests of what a command says once retries are spent
+    (the waits themselves are tested in tests/test_transport.py): saves 15 s a test."""
+    monkeypatch.setattr(RetryPolicy, "backoff", lambda _self, _attempt: 0.0)
+
+
+@pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A user's working folder: the current directory, the simulator's keys (tests/simfleet)
     in the environment and no other retention setting."""

@@ -140,6 +140,7 @@ def test_wrong_key_is_exit_5_and_never_printed(
 
 
 @pytest.mark.usefixtures("keys")
+@pytest.mark.usefixtures("instant_retries")
 def test_unreachable_api_is_exit_5(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No server at the base URL: exit 5 with 'cannot reach the API'."""
     config = write_config(tmp_path, f"http://127.0.0.1:{closed_port()}/api/public/v1.0")

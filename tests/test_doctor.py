@@ -137,6 +137,7 @@ def test_clock_skew_warns_then_fails(
     assert "-> run NTP" in out
 
 
+@pytest.mark.usefixtures("instant_retries")
 def test_closed_port_fails_at_reachable_with_exit_5(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
