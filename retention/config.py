@@ -330,16 +330,12 @@ def _read_config(
         problems.append(f"{name}: cannot read {path}: {exc.strerror or exc} (from {how})")
         return None
     document, found = yamldoc.parse(data, _EXPECTED)
-    wrong = document.expect((dict,), _EXPECTED) if document is not None else None
-    if document is None or wrong is not None:
-        problems += [problem.at(name) for problem in [*found, *([wrong] if wrong else [])]]
+    if document is None:
+        problems += [problem.at(name) for problem in found]
         return None
     secrets: list[Loc] = []
     settings = _take_secrets(document.value, (), secrets)
-    found += [
-        yamldoc.Problem(document.lines.find(loc), yamldoc.field_path(loc), SECRET_HINT)
-        for loc in secrets
-    ]
+    found += [document.lines.problem(loc, SECRET_HINT) for loc in secrets]
     env_url = env.get(ENV_BASE_URL, "").strip()
     if env_url and isinstance(settings.get("api", {}), dict):
         settings["api"] = {**settings.get("api", {}), "base_url": env_url}

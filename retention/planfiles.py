@@ -186,3 +186,18 @@ def _lines_naming(path: Path, value: str) -> Iterator[bytes]:
     quoted = orjson.dumps(value)  # as encode_line spells it
     with path.open("rb") as lines:
         yield from (line for line in lines if quoted in line)
+
+
+def json_lines(path: Path) -> Iterator[dict[str, Any] | None]:
+    """The objects of a JSON-lines file of a run folder (results.jsonl); None for a line that
+    is not one, e.g. cut short by a kill."""
+    with path.open("rb") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                yield None
+                continue
+            yield value if isinstance(value, dict) else None

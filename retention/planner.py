@@ -85,7 +85,7 @@ def make_plan(
         )
         try:
             found = _survey(client, projects, shard, concurrency)
-            builder.projects.update(found.names)
+            builder.projects.update({p: s.name for p, s in found.surveys.items()})
             walk_errors = _walk_and_decide(
                 client,
                 policies,
@@ -108,7 +108,6 @@ class _Found:
     """What the survey of the projects found: the targets to walk, and what to say."""
 
     surveys: dict[str, Survey]
-    names: dict[str, str | None]
     targets: list[Target] = field(default_factory=list)
     # Projects whose alerts could not be read, and why: their clusters are held.
     unread: dict[str, str] = field(default_factory=dict)
@@ -125,7 +124,7 @@ def _survey(
 ) -> _Found:
     ordered = sorted(projects, key=lambda p: p.project_id)
     surveys = {s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)}
-    found = _Found(surveys, {p: s.name for p, s in surveys.items()})
+    found = _Found(surveys)
     for wanted in ordered:
         survey = surveys[wanted.project_id]
         found.warnings += survey.warnings

@@ -24,8 +24,15 @@ from retention.api import OpsManagerClient
 from retention.errors import ApiError, NotFoundError, UsageError
 from retention.jobs import new_run_dir
 from retention.plan.planwrite import encode_line
-from retention.plan.restore import LEFT_ALONE, Restoration, State, restorations, verdict
-from retention.planfiles import read_head
+from retention.plan.restore import (
+    LEFT_ALONE,
+    SETTLED,
+    Restoration,
+    State,
+    restorations,
+    verdict,
+)
+from retention.planfiles import json_lines, read_head
 from retention.timestamps import format_timestamp
 from retention.window import ordered
 
@@ -33,8 +40,6 @@ log = logging.getLogger("retention.undo")
 
 UNDO_FILE = "undo.json"
 UNDO_FORMAT = "retention-undo/v1"
-# Outcomes that leave the snapshot as the operator wants it; any other needs a look.
-SETTLED = frozenset({"restored", "would-restore", "unchanged"})
 
 
 @dataclass
@@ -79,6 +84,7 @@ class UndoResult:
     items: list[Item] = field(default_factory=list)
     unreadable: int = 0  # journal lines that were cut short or are not JSON
     reports: list[Path] = field(default_factory=list)
+    document: dict[str, Any] = field(default_factory=dict)  # undo.json, once it is written
 
     @property
     def counts(self) -> dict[str, int]:
@@ -92,24 +98,12 @@ class UndoResult:
 
 
 def read_journal(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
-    """The lines of a run's results.jsonl, and how many could not be read (a killed run
-    can leave its last line cut short)."""
-    lines: list[dict[str, Any]] = []
-    bad = 0
-    with (run_dir / "results.jsonl").open("rb") as journal:
-        for raw in journal:
-            if not raw.strip():
-                continue
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                bad += 1
-                continue
-            if isinstance(value, dict):
-                lines.append(value)
-            else:
-                bad += 1
-    return lines, bad
+    """The lines of a run's results.jsonl (none when it has no journal: a dry run), and how
+    many could not be read (a killed run can leave its last line cut short)."""
+    journal = run_dir / "results.jsonl"
+    found = list(json_lines(journal)) if journal.is_file() else []
+    lines = [line for line in found if line is not None]
+    return lines, len(found) - len(lines)
 
 
 def check_run_dir(run_dir: Path, base_url: str) -> None:
@@ -148,14 +142,14 @@ def undo_run(
     item's ``failed`` outcome.
     """
     check_run_dir(run_dir, client.base_url)
-    journal = run_dir / "results.jsonl"
-    lines, bad = read_journal(run_dir) if journal.is_file() else ([], 0)
+    lines, bad = read_journal(run_dir)
     started = now()
     run_id, folder = new_run_dir(reports, started)
     folder.mkdir(parents=True)
     where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
     result = UndoResult(run_id, folder, where, dry_run, started, unreadable=bad)
     if bad:
+        journal = run_dir / "results.jsonl"
         log.warning("%s: %d journal lines could not be read and are not undone", journal, bad)
     with (folder / "results.jsonl").open("ab") as out:
         work = restorations(lines)
@@ -167,7 +161,8 @@ def undo_run(
         ):
             _journal(out, item, now())
             result.items.append(item)
-    _write_undo_file(result)
+    result.document = undo_document(result)
+    _write_undo_file(result.run_dir / UNDO_FILE, result.document)
     return result
 
 
@@ -198,16 +193,15 @@ def _undo_one(
             item.reason = f"PATCH {body} failed{done}: {exc}"
             return item
         item.sent.append(body)
-        item.current = State(answer.do_not_delete, None if answer.do_not_delete else answer.expires)
+        item.current = State.of(answer)
     return item
 
 
 def _state(client: OpsManagerClient, r: Restoration) -> State | None:
     try:
-        snapshot = client.get_snapshot(r.project_id, r.cluster_id, r.snapshot_id)
+        return State.of(client.get_snapshot(r.project_id, r.cluster_id, r.snapshot_id))
     except NotFoundError:
         return None
-    return State(snapshot.do_not_delete, None if snapshot.do_not_delete else snapshot.expires)
 
 
 def _journal(out: IO[bytes], item: Item, at: datetime) -> None:
@@ -215,9 +209,7 @@ def _journal(out: IO[bytes], item: Item, at: datetime) -> None:
     out.flush()
 
 
-def _write_undo_file(result: UndoResult) -> None:
-    document = undo_document(result)
-    path = result.run_dir / UNDO_FILE
+def _write_undo_file(path: Path, document: dict[str, Any]) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     partial.replace(path)

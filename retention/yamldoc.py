@@ -104,6 +104,10 @@ class Lines:
             if len(loc) > size and loc[:size] == prefix
         }
 
+    def problem(self, loc: Loc, message: str) -> Problem:
+        """A problem at ``loc``: its line (or its nearest ancestor's) and its field path."""
+        return Problem(self.find(loc), field_path(loc), message)
+
     def find(self, loc: Loc) -> int | None:
         """The line of ``loc``, or of its nearest ancestor that the document has.
 
@@ -142,12 +146,22 @@ def _kind(value: object) -> str:
     return words.get(type(value), type(value).__name__)
 
 
-def parse(data: bytes, expected: str) -> tuple[Document | None, list[Problem]]:
+def parse(
+    data: bytes, expected: str, kinds: tuple[type, ...] = (dict,)
+) -> tuple[Document | None, list[Problem]]:
     """The document in ``data`` and every problem found while reading it.
 
-    ``expected`` words what the top level should be, for the message about an empty file.
-    The document is None when the text cannot be read as YAML at all.
+    ``kinds`` are what the top level may be, and ``expected`` words them for a problem. The
+    document is None when the text cannot be read as YAML, or its top level is none of those.
     """
+    document, problems = _parse(data, expected)
+    wrong = document.expect(kinds, expected) if document is not None else None
+    if wrong is not None:
+        return None, [*problems, wrong]
+    return document, problems
+
+
+def _parse(data: bytes, expected: str) -> tuple[Document | None, list[Problem]]:
     problems: list[Problem] = []
     try:
         text = data.decode("utf-8-sig")
@@ -241,8 +255,12 @@ def validate(
             message = describe(error, model, echo=echo)
             if hints and loc in hints and error["type"] == "missing":
                 message += f" {hints[loc]}"
-            line = lines.find(prefix + loc) if lines is not None else None
-            problems.append(Problem(line, field_path(prefix + loc), message))
+            where = prefix + loc
+            problems.append(
+                lines.problem(where, message)
+                if lines is not None
+                else Problem(None, field_path(where), message)
+            )
         return None, problems
 
 

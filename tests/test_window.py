@@ -14,7 +14,8 @@ from retention.window import ordered
 
 def test_results_come_back_in_the_order_of_the_items_however_long_each_takes() -> None:
     """Items that finish out of order are still yielded in input order."""
-    delays = [random.Random(7).uniform(0, 0.01) for _ in range(40)]
+    rng = random.Random(7)  # one generator: forty different delays, not one forty times
+    delays = [rng.uniform(0, 0.01) for _ in range(40)]
 
     def work(n: int) -> int:
         time.sleep(delays[n])

@@ -309,7 +309,6 @@ class OpsManagerClient:
                     # One read of the whole body: Response.content reads 10 kB at a time,
                     # which cost a sixth of the client's CPU on a 300-snapshot page.
                     raw = b"".join(response.iter_content(chunk_size=None))
-                    response._content = raw  # what .content would have read, for the hooks
             except requests.exceptions.RequestException as exc:
                 raise self._transport_error(exc, name, request) from None
             if not is_stale_challenge(response) or attempt == STALE_RETRIES:

@@ -85,8 +85,8 @@ class ListWalk(Generic[ItemT]):
                     self.duplicates += 1
                     continue
                 seen_ids.add(item.id)
-                self.seen += 1
                 yield item
+            self.seen = len(seen_ids)  # once a page: the walk's hot loop stays bare
             if len(page.results) < per_page or page_num * per_page >= page.total_count:
                 break
             if page_limit is None:

@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = cli.main(args=argv, prog_name="retention", standalone_mode=False)
     except click.exceptions.Abort:
         # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
-        return say("interrupted", 130, "KeyboardInterrupt")
+        return say("interrupted", logs.EXIT_INTERRUPTED, "KeyboardInterrupt")
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
         if as_json:

@@ -17,6 +17,7 @@ import click
 from retention import __version__
 from retention.cli.output import emit
 from retention.errors import EXIT_FAILURES, RetentionError, exit_code_for, exit_meaning
+from retention.logs import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from retention.notify import Delivery
@@ -44,7 +45,7 @@ def finish(
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:
         formats = [*formats, "markdown"]  # a notice is report.md's summary
     result.reports = render_reports(result.run_dir, info, formats)
-    notices = notifier.after_run(result, mode, code) if notifier is not None else []
+    notices = notifier.after_run(result, code) if notifier is not None else []
     if output == "json":
         emit(_run_document(result, mode, code, notices))
     else:
@@ -66,16 +67,13 @@ def finish(
         log.warning(
             "not approved %s", skipped, extra={"text": text, "fields": {"event": "not-approved"}}
         )
-    # For log collectors (json logs): on a terminal the summary says it all, so in text
-    # mode this INFO line shows only with --debug (retention.logs.configure).
     summary = result.document["summary"]
-    fields: dict[str, Any] = {
-        "event": "run-finished",
-        "mode": mode,
-        "runId": result.run_id,
-        "exitCode": code,
-        "meaning": exit_meaning(code),
-        "counts": {
+    log_run_finished(
+        mode,
+        result.run_id,
+        code,
+        started,
+        counts={
             "clusters": summary["clusters"],
             "snapshots": summary["snapshots"],
             "clustersHeld": summary["clustersHeld"],
@@ -83,19 +81,35 @@ def finish(
             "changes": dict(summary["byAction"]),
             "outcomes": dict(sorted(result.applied.counts.items())) if result.applied else {},
         },
-        "runDir": str(result.run_dir),
-        "reports": [str(path) for path in result.reports],
+        runDir=str(result.run_dir),
+        reports=[str(path) for path in result.reports],
+    )
+    return code
+
+
+def log_run_finished(mode: str, run_id: str, code: int, started: datetime, **facts: Any) -> None:
+    """The run-finished event of a run, apply or undo, for log collectors (json logs): on a
+    terminal the summary says it all, so in text mode this INFO line shows only with --debug
+    (retention.logs.configure)."""
+    from retention.logs import RUN_LOGGER
+
+    fields: dict[str, Any] = {
+        "event": "run-finished",
+        "mode": mode,
+        "runId": run_id,
+        "exitCode": code,
+        "meaning": exit_meaning(code),
+        **facts,
         "durationSeconds": round((datetime.now(UTC) - started).total_seconds(), 3),
     }
-    log.info(
+    logging.getLogger(RUN_LOGGER).info(
         "%s %s finished: exit %d, %s",
         mode,
-        result.run_id,
+        run_id,
         code,
         exit_meaning(code),
         extra={"fields": fields},
     )
-    return code
 
 
 def _print_summary(result: Any, code: int, notices: list[Delivery]) -> None:
@@ -175,7 +189,7 @@ class Notifier:
         """The configuration is loaded: from here on, the run's ending is notified."""
         self.settings, self.mode = settings, mode
 
-    def after_run(self, result: Any, mode: str, code: int) -> list[Delivery]:
+    def after_run(self, result: Any, code: int) -> list[Delivery]:
         """Send the notice of a finished run when ``notify.on`` names a kind of its
         ending; the deliveries (none when nothing was sent)."""
         if self.done or self.settings is None:
@@ -193,7 +207,7 @@ class Notifier:
             return []
         report_md = result.run_dir / "report.md"
         notice = run_notice(
-            mode=mode,
+            mode=self.mode,
             run_id=result.run_id,
             code=code,
             why=why,
@@ -297,7 +311,7 @@ class Metrics:
             self.notifier.after_error(error.exit_code, error)
             self.write(error.exit_code, None)
         elif isinstance(error, KeyboardInterrupt):
-            self.write(130, None)
+            self.write(EXIT_INTERRUPTED, None)
         elif isinstance(error, Exception):
             self.notifier.after_error(EXIT_FAILURES, error)
             self.write(EXIT_FAILURES, None)  # an internal error: main() says what it was

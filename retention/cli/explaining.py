@@ -27,6 +27,7 @@ from retention.plan.planfile import (
     clusters_by_key,
 )
 from retention.plan.planwrite import jsonable
+from retention.plan.restore import State
 from retention.timestamps import format_timestamp
 
 if TYPE_CHECKING:
@@ -301,12 +302,7 @@ def _recorded_lines(
 def _record_lines(record: DecisionRecord) -> list[str]:
     """The snapshot and the plan's decision, as the plan recorded them."""
     observed = record["observed"]
-    expires = observed["expires"]
-    state = (
-        "protected (doNotDelete)"
-        if observed["doNotDelete"]
-        else (f"expires {format_timestamp(expires)}" if expires else "no expiry")
-    )
+    state = State(observed["doNotDelete"], observed["expires"]).text()
     created = format_timestamp(record["created"])
     lines = [
         f"snapshot {record['snapshotId']} of {record['kind']} {record['clusterName']} "

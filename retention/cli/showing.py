@@ -6,8 +6,8 @@ from typing import Any
 
 from retention.config import LoadedConfig, yaml_lines
 
-# The private key is never shown, not even in part: a prefix narrows a brute force.
-REDACTED = "**********"
+# The private key is never shown, not even in part: the mask notification URLs use too.
+from retention.notifysettings import REDACTED
 
 
 def render_config(loaded: LoadedConfig) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,10 @@ import click
 from retention import __version__
 from retention.cli import cli
 from retention.cli.common import load
-from retention.cli.ending import Metrics, metrics_options
+from retention.cli.ending import Metrics, log_run_finished, metrics_options
 from retention.cli.output import emit, format_option
 from retention.errors import EXIT_FAILURES, EXIT_OK, exit_meaning
+from retention.plan.restore import SETTLED
 
 # Items listed in the text summary; the report and undo.json have them all.
 LISTED = 10
@@ -79,30 +79,37 @@ def undo(
             )
         code = EXIT_FAILURES if result.failed else EXIT_OK
         info = RunInfo(result.run_id, "undo", started, datetime.now(UTC), code, __version__)
-        result.reports = render_undo_reports(result.run_dir, info, config.reports.formats)
+        result.reports = render_undo_reports(
+            result.run_dir, result.document, info, config.reports.formats
+        )
         document = _document(result, code)
         if output == "json":
             emit(document)
         else:
             _print_summary(result, code)
-        _log_finished(document, started)
+        log_run_finished(
+            "undo",
+            result.run_id,
+            code,
+            started,
+            runDir=document["runDir"],
+            undoOf=document["undoOf"],
+            counts=document["counts"],
+        )
         metrics.write(code, None, outcomes=result.counts)
     return code
 
 
 def _document(result: Any, code: int) -> dict[str, Any]:
+    """undo --format json: undo.json's facts, with the exit code, run folder and reports."""
+    facts = ("runId", "undoOf", "dryRun", "counts", "unreadableLines", "items")
     return {
         "command": "undo",
         "exitCode": code,
         "meaning": exit_meaning(code),
-        "runId": result.run_id,
         "runDir": str(result.run_dir),
-        "undoOf": str(result.undo_of),
-        "dryRun": result.dry_run,
-        "counts": result.counts,
-        "unreadableLines": result.unreadable,
+        **{key: result.document[key] for key in facts},
         "reports": [str(path) for path in result.reports],
-        "items": [item.document() for item in result.items],
     }
 
 
@@ -119,7 +126,7 @@ def _print_summary(result: Any, code: int) -> None:
         click.echo(f"  {what} {back} of {len(result.items)} snapshots that run shortened")
     if counts.get("unchanged"):
         click.echo(f"  already as before the run: {counts['unchanged']}")
-    left = [i for i in result.items if i.outcome not in ("restored", "would-restore", "unchanged")]
+    left = [i for i in result.items if i.outcome not in SETTLED]
     if left:
         click.echo(f"  left alone {len(left)}:")
         for item in left[:LISTED]:
@@ -131,24 +138,3 @@ def _print_summary(result: Any, code: int) -> None:
         click.echo(f"  {result.unreadable} journal lines could not be read and were not undone")
     for path in result.reports:
         click.echo(f"  report: {path}")
-
-
-def _log_finished(document: dict[str, Any], started: datetime) -> None:
-    """The run-finished event, as run and apply log it (INFO: text mode shows it with
-    --debug only)."""
-    from retention.logs import RUN_LOGGER
-
-    fields = {
-        "event": "run-finished",
-        "mode": "undo",
-        **{k: document[k] for k in ("runId", "exitCode", "meaning", "runDir", "undoOf")},
-        "counts": document["counts"],
-        "durationSeconds": round((datetime.now(UTC) - started).total_seconds(), 3),
-    }
-    logging.getLogger(RUN_LOGGER).info(
-        "undo %s finished: exit %d, %s",
-        document["runId"],
-        document["exitCode"],
-        document["meaning"],
-        extra={"fields": fields},
-    )

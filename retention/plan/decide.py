@@ -217,7 +217,16 @@ def hold_records(
 ) -> list[HoldRecordView]:
     """Every hold record of ``policies``, in force at ``now`` or not, with the state of its
     snapshot among ``decisions`` (None when the cluster has no snapshot of that id)."""
-    states = {d.snapshot.id: d.state for d in decisions}
+    records = [
+        (loaded, index, record)
+        for loaded in sorted(policies, key=lambda p: p.name)
+        if loaded.policy.protect is not None
+        for index, record in loaded.policy.protect.records
+    ]
+    if not records:  # the usual cluster: no pass over its decisions
+        return []
+    wanted = {record.id for _, _, record in records}
+    states = {d.snapshot.id: d.state for d in decisions if d.snapshot.id in wanted}
     return [
         HoldRecordView(
             loaded.name,
@@ -227,9 +236,7 @@ def hold_records(
             hold.in_force(now),
             states.get(record.id),
         )
-        for loaded in sorted(policies, key=lambda p: p.name)
-        if loaded.policy.protect is not None
-        for index, record in loaded.policy.protect.records
+        for loaded, index, record in records
         for hold in (record.to_engine(),)
     ]
 

@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from retention.api.models import SnapshotPatch
+from retention.api.models import SnapshotPatch, SnapshotState
+from retention.api.walked import WalkedSnapshot
 from retention.timestamps import format_timestamp, parse_timestamp
 
 Verdict = Literal["restore", "unchanged", "stale", "gone", "expired", "lapsed"]
+# Outcomes that leave the snapshot as the operator wants it; any other needs a look.
+SETTLED = frozenset({"restored", "would-restore", "unchanged"})
 # Why each verdict other than restore leaves the snapshot alone, for the report and the CLI.
 LEFT_ALONE = {
     "unchanged": "already as before the run",
@@ -37,6 +40,17 @@ class State:
 
     do_not_delete: bool
     expires: datetime | None
+
+    @classmethod
+    def of(cls, snapshot: WalkedSnapshot | SnapshotState) -> State:
+        """A snapshot's state as the API answered it (an expiry beside doNotDelete is moot)."""
+        protected = snapshot.do_not_delete
+        return cls(protected, None if protected else snapshot.expires)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> State:
+        """The state ``document()`` wrote (undo.json, results.jsonl)."""
+        return cls(bool(document["doNotDelete"]), _when(document.get("expires")))
 
     def text(self) -> str:
         """The state as a person reads it."""
@@ -93,8 +107,8 @@ def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
     for line in lines:
         if line.get("outcome") != "applied" or not line.get("destructive"):
             continue
-        observed, sent = line["observed"], line.get("body") or {}
-        before = State(bool(observed["doNotDelete"]), _when(observed.get("expires")))
+        before = State.from_document(line["observed"])
+        sent = line.get("body") or {}
         sid = str(line["snapshotId"])
         first = found.get(sid)
         start = first.before if first is not None else before

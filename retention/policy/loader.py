@@ -145,10 +145,9 @@ class _Found:
 
 
 def _load_file(path: Path, data: bytes, loaded: list[_Found], problems: list[str]) -> None:
-    document, found = yamldoc.parse(data, EXPECTED)
+    document, found = yamldoc.parse(data, EXPECTED, (dict, list))
     if document is not None:
-        wrong = document.expect((dict, list), EXPECTED)
-        found += [wrong] if wrong else _validate(path, data, document, loaded)
+        found += _validate(path, data, document, loaded)
     problems += [problem.at(str(path)) for problem in yamldoc.in_file_order(found)]
 
 

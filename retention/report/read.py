@@ -10,7 +10,6 @@ stream starts, are kept.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, time, timedelta
 from itertools import chain, islice
@@ -20,7 +19,7 @@ from typing import Any
 from retention.plan.model import describe
 from retention.plan.planfile import Change, DecisionRecord, decisions_path
 from retention.plan.planwrite import jsonable
-from retention.planfiles import read_decisions, read_head, read_list
+from retention.planfiles import json_lines, read_decisions, read_head, read_list
 from retention.report.holds import HoldRow
 from retention.report.model import (
     Calendar,
@@ -40,26 +39,12 @@ _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
 _DAY = 86400.0
 
 
-def _json_lines(path: Path) -> Iterator[dict[str, Any] | None]:
-    """The objects of a JSON-lines file; None for a line that is not one (cut short by a kill)."""
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError:
-                yield None
-                continue
-            yield value if isinstance(value, dict) else None
-
-
 def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
     """The outcomes journalled in results.jsonl, or None when the file does not exist."""
     if not path.exists():
         return None
     outcomes = Outcomes()
-    for record in _json_lines(path):
+    for record in json_lines(path):
         if record is None or "outcome" not in record:
             outcomes.unreadable += 1
             continue

@@ -9,7 +9,7 @@ template has to remember a filter.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -146,25 +146,39 @@ def render_reports(
     Raises FileNotFoundError when run_dir has no plan.json, and ValueError for an unknown
     format (before reading anything).
     """
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        raise ValueError(f"unknown report format {unknown[0]!r}: use html or markdown")
+    _check_formats(formats)  # before reading anything
     data = collect(run_dir, run, max_timelines=MAX_TIMELINES, max_listed=MAX_LISTED)
+    return write_reports(run_dir, formats, REPORT_TEMPLATES, data=data, run=run, plan=data.plan)
+
+
+REPORT_TEMPLATES = {"html": "report.html.j2", "markdown": "report.md.j2"}
+
+
+def write_reports(
+    run_dir: Path, formats: Sequence[str], templates: Mapping[str, str], **context: Any
+) -> list[Path]:
+    """Render each format's template (``templates`` by format) with ``context`` into its
+    file in ``run_dir``; return the paths. Each is written beside and renamed, so a reader
+    never sees half a report."""
+    _check_formats(formats)
     written: list[Path] = []
     for fmt in dict.fromkeys(formats):
-        if fmt == "html":
-            template = html_environment().get_template("report.html.j2")
-        else:
-            template = markdown_environment().get_template("report.md.j2")
+        env = html_environment() if fmt == "html" else markdown_environment()
+        template = env.get_template(templates[fmt])
         path = run_dir / FORMATS[fmt]
-        # Written beside and renamed: a reader never sees half a report.
         partial = path.with_name(path.name + ".partial")
         try:
             with partial.open("w", encoding="utf-8") as out:
-                for chunk in template.generate(data=data, run=run, plan=data.plan):
+                for chunk in template.generate(**context):
                     out.write(chunk)
             partial.replace(path)
         finally:
             partial.unlink(missing_ok=True)
         written.append(path)
     return written
+
+
+def _check_formats(formats: Sequence[str]) -> None:
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown report format {unknown[0]!r}: use html or markdown")

@@ -1,26 +1,29 @@
-"""report.html and report.md of an undo, from its undo.json: what was put back, and what
-was left alone and why. The same two escaping environments as the run's reports."""
+"""report.html and report.md of an undo, from its undo.json document: what was put back,
+and what was left alone and why. Written as the run's reports are (render.write_reports)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from retention.report import render
+from retention.plan.restore import SETTLED, State
 from retention.report.model import RunInfo
+from retention.report.render import write_reports
 
 # Outcomes in the order the report lists them: what needs a look first.
 ORDER = ("failed", "stale", "gone", "expired", "lapsed", "restored", "would-restore", "unchanged")
+UNDO_TEMPLATES = {"html": "undo.html.j2", "markdown": "undo.md.j2"}
 
 
 def render_undo_reports(
-    run_dir: Path, run: RunInfo, formats: Sequence[str] = ("html", "markdown")
+    run_dir: Path,
+    document: Mapping[str, Any],
+    run: RunInfo,
+    formats: Sequence[str] = ("html", "markdown"),
 ) -> list[Path]:
-    """Write report.html and/or report.md of the undo in ``run_dir``; return the paths."""
-    document: dict[str, Any] = orjson.loads((run_dir / "undo.json").read_bytes())
+    """Write report.html and/or report.md of the undo in ``run_dir`` from its undo.json
+    ``document``; return the paths."""
     items = [
         {
             **item,
@@ -32,27 +35,11 @@ def render_undo_reports(
             document["items"], key=lambda i: (ORDER.index(i["outcome"]), i["clusterName"])
         )
     ]
-    written: list[Path] = []
-    for fmt in dict.fromkeys(formats):
-        env = render.html_environment() if fmt == "html" else render.markdown_environment()
-        template = env.get_template(f"undo.{'html' if fmt == 'html' else 'md'}.j2")
-        path = run_dir / render.FORMATS[fmt]
-        partial = path.with_name(path.name + ".partial")
-        try:
-            partial.write_text(
-                template.render(undo=document, items=items, run=run), encoding="utf-8"
-            )
-            partial.replace(path)
-        finally:
-            partial.unlink(missing_ok=True)
-        written.append(path)
-    return written
+    return write_reports(
+        run_dir, formats, UNDO_TEMPLATES, undo=document, items=items, run=run, settled=SETTLED
+    )
 
 
-def state_text(state: dict[str, Any] | None) -> str:
-    """A snapshot state of undo.json in words."""
-    if state is None:
-        return "gone"
-    if state["doNotDelete"]:
-        return "protected (doNotDelete)"
-    return f"expires {state['expires']}" if state["expires"] else "no expiry"
+def state_text(state: Mapping[str, Any] | None) -> str:
+    """A snapshot state of undo.json in words ("gone" when there is none)."""
+    return "gone" if state is None else State.from_document(state).text()

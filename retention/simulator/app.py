@@ -43,8 +43,8 @@ from retention.simulator.bodies import (
     error_body,
     group_json,
     host_json,
-    href,
     page_body,
+    self_links,
 )
 from retention.simulator.digest import DigestAuthority, Verdict
 from retention.simulator.faults import FaultInjector
@@ -345,12 +345,11 @@ class SimulatorApp:
             if same and alert.get("status") == "OPEN":
                 return
         alert_id = f"audit-{cluster.id}-{len(project.alerts)}"
-        alert_href = href(self.base_url, "groups", project.id, "alerts", alert_id)
         project.alerts[alert_id] = {
             "id": alert_id, "groupId": project.id, "alertConfigId": "audit-config",
             "eventTypeName": event, "status": "OPEN", "created": format_timestamp(now),
             "updated": format_timestamp(now), "clusterId": cluster.id, "clusterName": cluster.name,
-            "links": [{"href": alert_href, "rel": "self"}],
+            "links": self_links(self.base_url, "groups", project.id, "alerts", alert_id),
         }  # fmt: skip
 
     def _drift(self, cluster: SimCluster, now: datetime) -> None:

@@ -75,14 +75,14 @@ def group_json(project: SimProject, base_url: str) -> str:
         "replicaSetCount": sum(1 for c in project.clusters.values() if not c.sharded),
         "shardCount": sum(len(c.shard_names) for c in sharded),
         "tags": [],
-        "links": [{"href": href(base_url, "groups", project.id), "rel": "self"}],
+        "links": self_links(base_url, "groups", project.id),
     }
     return json.dumps(body)
 
 
 def agents_json(project: SimProject, base_url: str) -> str:
     """The project's agent links (endpoint 9): its monitoring, backup and automation agents."""
-    group = f"{base_url}/groups/{quote(project.id, safe='')}"
+    group = href(base_url, "groups", project.id)
     links = [
         {"href": f"{group}/agents", "rel": "self"},
         {"href": group, "rel": f"{REL_NAMESPACE}/group"},
@@ -108,8 +108,7 @@ def link(base_url: str, call: Call, page_num: int, per_page: int, rel: str) -> d
     """A paging link: the call's own query with another page."""
     query = {k: v for k, v in call.query.items() if k not in ("pageNum", "itemsPerPage")}
     query.update(pageNum=str(page_num), itemsPerPage=str(per_page))
-    path = "/".join(quote(s, safe="") for s in call.segments)
-    return {"href": f"{base_url}/{path}?{urlencode(query)}", "rel": rel}
+    return {"href": f"{href(base_url, *call.segments)}?{urlencode(query)}", "rel": rel}
 
 
 def href(base_url: str, *segments: str) -> str:

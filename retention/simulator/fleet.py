@@ -42,8 +42,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+from retention.simulator.bodies import self_links
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 from retention.timestamps import format_timestamp, to_utc
 
@@ -194,8 +194,8 @@ class FleetBuilder:
         return self.stable_id("host", project.id, hostname, str(port))
 
     def link(self, *segments: str) -> dict[str, str]:
-        path = "/".join(quote(s, safe="") for s in segments)
-        return {"href": f"{self.base_url}/{path}", "rel": "self"}
+        """The self link of a resource below the base URL."""
+        return self_links(self.base_url, *segments)[0]
 
     def ago(self, seconds: int) -> str:
         return format_timestamp(self.now - timedelta(seconds=seconds))

@@ -222,17 +222,14 @@ def _parse_file(path: Path, now: datetime) -> _FleetFile:
         raise FleetFileError(str(path), [f"{path}: cannot read: {exc.strerror or exc}"]) from None
     # JSON is YAML, so one parser reads both and gives lines to the problems of either.
     document, found = yamldoc.parse(data, "a mapping with projects")
-    wrong = document.expect((dict,), "a mapping with projects") if document else None
     spec = None
-    if document is not None and wrong is None:
+    if document is not None:
         spec, invalid = yamldoc.validate(
             _FleetFile, document.value, document.lines, context={"now": now}
         )
         found += invalid + [
-            yamldoc.Problem(document.lines.find(loc), yamldoc.field_path(loc), message)
-            for loc, message in _rule_errors(document.value)
+            document.lines.problem(loc, message) for loc, message in _rule_errors(document.value)
         ]
-    found += [wrong] if wrong else []
     if spec is None or found:
         problems = [problem.at(str(path)) for problem in yamldoc.in_file_order(found)]
         raise FleetFileError(str(path), problems)
