@@ -21,6 +21,8 @@ LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 def to_utc(value: datetime) -> datetime:
     """Return ``value`` as an aware UTC datetime (a naive value is taken to be UTC already)."""
+    if value.tzinfo is UTC:  # what a walk decodes "Z" into: nothing to convert
+        return value
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import msgspec
 from hypothesis import strategies as st
 
 from retention.plan.model import ClusterPlan, SnapshotView
@@ -115,5 +116,5 @@ def apply(snapshots: list[SnapshotView], plan: ClusterPlan, now: datetime) -> li
             expires = datetime.fromisoformat(body["expires"].replace("Z", "+00:00"))
         if dnd:
             expires = None
-        out.append(replace(s, do_not_delete=dnd, expires=expires))
+        out.append(msgspec.structs.replace(s, do_not_delete=dnd, expires=expires))
     return out

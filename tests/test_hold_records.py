@@ -6,10 +6,10 @@ summary and validate show the record's reason, ticket and end."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from retention import cli
@@ -243,7 +243,7 @@ def test_a_record_protects_to_the_last_second_of_its_day_and_not_after() -> None
 
 def test_plain_ids_decide_exactly_as_before_whatever_the_time() -> None:
     """plain0, a plain id, is protected with the reason it always had, now and in ten years."""
-    without_expiry = [replace(s, expires=None) for s in SNAPSHOTS]
+    without_expiry = [msgspec.structs.replace(s, expires=None) for s in SNAPSHOTS]
     for now in (NOW, NOW + 3650 * DAY):
         record = decision(plan_at(now, without_expiry), "plain0")
 

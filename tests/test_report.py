@@ -11,12 +11,12 @@ import hashlib
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from retention.api.models import SnapshotPatch
@@ -673,7 +673,7 @@ def test_each_cluster_says_how_much_storage_its_changes_give_back(tmp_path: Path
     """The clusters table has a Given back column: the sizes of the snapshots the cluster's
     sent destructive changes expire (held ones are not given back)."""
     sized = SnapshotView("s1", NOW - timedelta(hours=30), True, False, NOW + timedelta(days=20))
-    sized = replace(sized, storage_bytes=3 << 30)
+    sized = msgspec.structs.replace(sized, storage_bytes=3 << 30)
     patch = SnapshotPatch.expire_at(NOW + timedelta(hours=22))
     change = Decision(
         sized, "unkept", "shorten", [note("no-rule", "no keep rule matches")], [],

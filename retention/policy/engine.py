@@ -33,15 +33,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 
+import msgspec
+
 from retention.policy import rules
 from retention.policy.cron import ticks as cron_ticks
 from retention.policy.duration import RetentionDuration
 from retention.policy.rules import Rule
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(msgspec.Struct, frozen=True, gc=False):
     """What the engine sees of a snapshot: an id, when it was taken, and (for restic) tags."""
+
+    # Structs rather than frozen dataclasses (Item, Match): an evaluation makes one per
+    # snapshot and match, and a struct is built about ten times as fast (issue 16).
 
     id: str
     time: datetime
@@ -194,8 +198,7 @@ class KeepSpec:
         return value
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(msgspec.Struct, frozen=True):
     """One rule that kept an item: its name, the reason text, and its parameter."""
 
     rule: str
@@ -346,29 +349,69 @@ def evaluate(
     tags = [(wanted, rules.TAGS.reason.format(tags=", ".join(wanted))) for wanted in spec.tags]
     within = rules.WITHIN.reason.format(within=spec.within)
     by_id = protecting(spec.ids, now)
+    # The rules that can still keep something. A count used up, a window or ``within`` the
+    # walk has passed (items come newest first), never keeps again: once none is left,
+    # the rest of the walk is ids alone. Most of a long history is decided that way.
+    live_counts = [rule for rule in counts if rule.count != 0]
+    live_everies = [rule for rule in everies if rule.count != 0]
     for nr, item in enumerate(ordered):
+        if windows:
+            windows = [rule for rule in windows if item.time > rule.cut]
+        if within_cut is not None and not item.time > within_cut:
+            within_cut = None
+        if not (tags or live_counts or windows or live_everies or within_cut):
+            _by_id_alone(ordered[nr:], by_id, evaluation)
+            break
         oldest = nr == oldest_nr
         local = Local(item.time, zone)
         # restic's order of reasons: tags, within, the counts, the windows; then ours.
         matches = [Match(rules.TAGS.name, text) for wanted, text in tags if has_tags(item, wanted)]
-        if within_cut is not None and item.time > within_cut:
+        if within_cut is not None:
             matches.append(Match(rules.WITHIN.name, within, within=spec.within))
-        found = (
-            *(rule.visit(nr, local, oldest) for rule in counts),
-            *(rule.visit(item, local, oldest) for rule in windows),
-            *(rule.visit(local, oldest) for rule in everies),
-        )
-        matches.extend(match for match in found if match is not None)
+        _visit(matches, (nr, item, local, oldest), live_counts, windows, live_everies)
         if (entry := by_id.get(item.id)) is not None:
             matches.append(id_match(entry))
         if matches:
+            live_counts = [rule for rule in live_counts if rule.count != 0]
+            live_everies = [rule for rule in live_everies if rule.count != 0]
             evaluation.keep.append(item)
-            counters = {rule.rule.name: rule.count for rule in counts if rule.count}
-            counters.update((e.text, e.count) for e in everies if e.count)
+            counters = {rule.rule.name: rule.count for rule in live_counts}
+            counters.update((e.text, e.count) for e in live_everies)
             evaluation.reasons[item.id] = KeepReason(tuple(matches), counters)
         else:
             evaluation.remove.append(item)
     return evaluation
+
+
+def _visit(
+    matches: list[Match],
+    at: tuple[int, Item, Local, bool],
+    counts: list[CountState],
+    windows: list[WindowState],
+    everies: list[EveryState],
+) -> None:
+    """Add the matches of the rule states that keep the item ``at`` (its position, the
+    item, its local time, whether it is the oldest), in restic's order."""
+    nr, item, local, oldest = at
+    for rule in counts:
+        if (match := rule.visit(nr, local, oldest)) is not None:
+            matches.append(match)
+    for window in windows:
+        if (match := window.visit(item, local, oldest)) is not None:
+            matches.append(match)
+    for every in everies:
+        if (match := every.visit(local, oldest)) is not None:
+            matches.append(match)
+
+
+def _by_id_alone(rest: list[Item], by_id: dict[str, IdEntry], evaluation: Evaluation) -> None:
+    """The end of a walk no rule but ``ids`` can keep from: every counter is spent."""
+    for item in rest:
+        if (entry := by_id.get(item.id)) is not None:
+            evaluation.keep.append(item)
+            evaluation.reasons[item.id] = KeepReason((id_match(entry),), {})
+        else:
+            evaluation.remove.append(item)
 
 
 def newest_first(items: Sequence[Item]) -> list[Item]:
