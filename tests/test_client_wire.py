@@ -174,3 +174,46 @@ def test_tls_failure_is_a_tls_error(base_url: str) -> None:
 
     assert info.value.exit_code == EXIT_UNREACHABLE
     assert "does not answer TLS" in str(info.value)
+
+
+PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY",
+                   "all_proxy", "NO_PROXY", "no_proxy")  # fmt: skip
+BEHIND_PROXY = "http://ops.example.invalid:8080/api/public/v1.0"
+
+
+@pytest.fixture
+def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None of the proxy variables set, whatever the machine running the tests has."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("no_proxy_variables")
+def test_http_proxy_in_the_environment_carries_every_request(
+    state: WireState, base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP_PROXY set when the client is made sends its requests through the proxy (the
+    client reads the variables once, not on each request, but still honours them)."""
+    proxy = base_url.removesuffix("/api/public/v1.0")
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    with make_client(BEHIND_PROXY) as api:
+        first = api.get_snapshot("p1", "c1", "s1")
+        second = api.get_snapshot("p1", "c1", "s1")
+
+    assert (first.id, second.id) == ("s1", "s1")
+    wanted = f"{BEHIND_PROXY}/groups/p1/clusters/c1/snapshots/s1"
+    assert [path for _, path, status in state.log if status == 200] == [wanted, wanted]
+
+
+@pytest.mark.usefixtures("no_proxy_variables")
+def test_no_proxy_naming_the_host_sends_requests_direct(
+    state: WireState, base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NO_PROXY naming the API's host bypasses HTTP_PROXY: the request goes to the host
+    itself (here a name that does not resolve) and the proxy sees nothing."""
+    monkeypatch.setenv("HTTP_PROXY", base_url.removesuffix("/api/public/v1.0"))
+    monkeypatch.setenv("NO_PROXY", "ops.example.invalid")
+    with make_client(BEHIND_PROXY) as api, pytest.raises(ConnectError):
+        api.get_snapshot("p1", "c1", "s1")
+
+    assert state.log == []

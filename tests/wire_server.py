@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
 
@@ -111,7 +112,9 @@ class _Handler(JsonHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
-        verdict = state.checker.verify(self.command, self.path, self.headers.get("Authorization"))
+        # A request through a proxy names the whole URL; its digest signs the path alone.
+        signed = urlsplit(self.path)._replace(scheme="", netloc="").geturl()
+        verdict = state.checker.verify(self.command, signed, self.headers.get("Authorization"))
         if verdict != "ok":
             challenge = state.checker.challenge(stale=verdict == "stale")
             state.log.append((self.command, self.path, 401))
