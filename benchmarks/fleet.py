@@ -31,6 +31,8 @@ import requests
 from requests.auth import HTTPDigestAuth
 from simproc import admin, on_sessions, start_simulator
 
+from retention.deciding import available_cpus
+
 KEY = "fleet-bench-secret"
 POLICY = """\
 name: bench
@@ -46,15 +48,19 @@ def counters(base_url: str) -> dict[str, Any]:
     return got
 
 
-def ours(base_url: str, projects: list[str], folder: Path) -> tuple[float, float, float]:
+def ours(
+    base_url: str, projects: list[str], folder: Path, workers: int | None
+) -> tuple[float, float, float]:
     """`retention plan` as an operator runs it: (seconds, peak RSS MiB, CPU seconds of the
     retention process itself, from its rusage: comparable across runs, unlike wall time)."""
     (folder / "policies").mkdir(exist_ok=True)
     (folder / "policies" / "bench.yaml").write_text(POLICY)
     targets = "".join(f'  - project: "{p}"\n' for p in projects)
     config = folder / "retention.yaml"
+    pool = f"  workers: {workers}\n" if workers else ""  # else the tool's default: the CPUs
     config.write_text(
-        f"api:\n  base_url: {base_url}\n  concurrency: 8\ntargets:\n{targets}policies: policies/\n"
+        f"api:\n  base_url: {base_url}\n  concurrency: 8\n{pool}targets:\n{targets}"
+        "policies: policies/\n"
     )
     env = {**os.environ, "RETENTION_PUBLIC_KEY": "sim-public-key", "RETENTION_PRIVATE_KEY": KEY}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -115,6 +121,7 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=2000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--workers", type=int, help="api.workers (default: the CPUs available)")
     args = parser.parse_args()
     proc, base_url = start_simulator(
         f"bench:{args.clusters}", KEY, "--latency-ms", str(args.latency_ms)
@@ -127,11 +134,12 @@ def main() -> None:
             snapshots = sum(
                 c["snapshots"] for p in admin(base_url, "fleet")["projects"] for c in p["clusters"]
             )
-            seconds, rss, cpu = ours(base_url, projects, Path(tmp))
+            seconds, rss, cpu = ours(base_url, projects, Path(tmp), args.workers)
             seen = counters(base_url)
             rows["ours"] = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss, 1),
                             "cpu_seconds": round(cpu, 2), "snapshots": snapshots,
                             "cpu_us_per_snapshot": round(cpu / snapshots * 1e6, 1),
+                            "workers": args.workers or available_cpus(),
                             "requests": seen["requests"], "challenges": seen["challenges"],
                             "by_endpoint": seen["byEndpoint"]}  # fmt: skip
         admin(base_url, "reset", {})
@@ -162,7 +170,8 @@ def main() -> None:
     mine = rows["ours"]
     print(
         f"  ours:     {mine['seconds']:>8} s  {mine['requests']} requests, "
-        f"{mine['challenges']} challenges, peak RSS {mine['peak_rss_mib']} MiB"
+        f"{mine['challenges']} challenges, peak RSS {mine['peak_rss_mib']} MiB, "
+        f"{mine['workers']} workers"
     )
     print(
         f"  client CPU: {mine['cpu_seconds']} s for {mine['snapshots']:,} snapshots = "

@@ -44,6 +44,7 @@ from retention.credentials import (
     MISSING_KEYS,
     read_credentials,
 )
+from retention.deciding import available_cpus
 from retention.errors import ConfigError
 from retention.inventory import ProjectTargets
 from retention.notifysettings import NotifySettings
@@ -88,6 +89,18 @@ class ApiSettings(_Settings):
     verify_tls: bool = True
     ca_bundle: Path | None = Field(None, description="PEM file of trusted CAs")
     envelope: bool = Field(False, description="Ask for envelope=true (proxies hiding statuses)")
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        strict=True,
+        description="Processes deciding clusters while the walk goes on (null: the CPUs available)",
+    )
+
+    def planning_workers(self) -> int:
+        """The processes a plan decides on: ``workers``, else the CPUs this process may use
+        (its affinity and the container's CPU limit): 1 on a one-CPU pod."""
+        return self.workers if self.workers is not None else available_cpus()
 
     @field_validator("base_url")
     @classmethod

@@ -87,6 +87,7 @@ def run_job(
     on_walk: Callable[[Walk], None] | None = None,
     on_apply: Callable[[int], None] | None = None,
     shard: Shard | None = None,
+    workers: int = 1,
 ) -> JobResult:
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``.
 
@@ -106,6 +107,7 @@ def run_job(
         plan_path=run_dir / "plan.json",
         on_walk=on_walk,
         shard=shard,
+        workers=workers,
     )
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:

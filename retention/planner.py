@@ -1,22 +1,22 @@
 """Planning as a job: discover targets, walk them, decide, and write plan.json with
 decisions.jsonl beside it. The imperative shell around the pure retention.plan.
 
-Clusters are decided one at a time as their walks finish (in a fixed order), and each
-cluster's decisions go straight to decisions.jsonl, so memory holds a few clusters at a
-time whatever the size of the fleet.
+Clusters are decided as their walks finish, here or on worker processes
+(retention.deciding), and written in a fixed order: each cluster's decisions go straight
+to decisions.jsonl, so memory holds a few clusters at a time whatever the size of the fleet.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention.api import OpsManagerClient
+from retention.deciding import POOL_FROM, Deciders, Shared
 from retention.inventory import ProjectTargets, Survey, Walk, survey_all, walk_all
-from retention.plan.decide import decide
 from retention.plan.horizon import lease
 from retention.plan.model import Target
 from retention.plan.planfile import PlanHead, decisions_path
@@ -62,10 +62,12 @@ def make_plan(
     on_walk: Callable[[Walk], None] | None = None,
     shard: Shard | None = None,
     what_if: bool = False,
+    workers: int = 1,
 ) -> PlanResult:
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
     the plan to ``plan_path`` and its decisions beside it (planfile.decisions_path).
     ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan.
+    ``workers``: processes that decide clusters while the walk goes on (retention.deciding).
 
     Three steps: survey the projects (alerts, discovery), walk and decide each target into
     the builder (decisions.jsonl streams out as it goes), then write plan.json whole.
@@ -94,6 +96,7 @@ def make_plan(
                 now=now,
                 lease_for=lease_for,
                 concurrency=concurrency,
+                workers=workers,
                 on_walk=on_walk,
             )
             builder.service_version = client.service_version
@@ -153,26 +156,31 @@ def _walk_and_decide(
     now: datetime,
     lease_for: timedelta,
     concurrency: int,
+    workers: int,
     on_walk: Callable[[Walk], None] | None,
 ) -> list[str]:
     """Decide every target as its walk comes in; the walk errors (each is also in its
     cluster's entry)."""
     walk_errors: list[str] = []
-    # One walk across every project, so no project's start waits for the last one's end.
-    for walk in walk_all(client, found.targets, concurrency=concurrency, on_done=on_walk):
-        t = walk.target
-        if walk.error:
-            walk_errors.append(f"{t.kind} {t.cluster_id}: {walk.error}")
-        plan = decide(
-            t,
-            walk.snapshots,
-            policies.matching(t.project_id, t.name, t.kind),
-            found.surveys[t.project_id].alerts,
-            now=now,
-            lease_for=lease_for,
-            walk_error=walk.error or found.unread.get(t.project_id),
-        )
-        builder.add(plan)
+
+    def walks() -> Iterator[Walk]:
+        # One walk across every project, so no project's start waits for the last one's end.
+        for walk in walk_all(client, found.targets, concurrency=concurrency, on_done=on_walk):
+            if walk.error:
+                walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
+            yield walk
+
+    shared = Shared(
+        policies,
+        {p: s.alerts for p, s in found.surveys.items()},
+        found.unread,
+        now,
+        lease_for,
+    )
+    pool = workers if len(found.targets) >= POOL_FROM else 1
+    with Deciders(shared, pool) as deciders:
+        for cluster in deciders.decide_all(walks()):
+            builder.add_encoded(cluster)
     return walk_errors
 
 

@@ -385,7 +385,7 @@ reports:
         "retention.yaml:3: api.concurrency: must be between 1 and 64",
         "retention.yaml:4: api.timeout_seconds: must be greater than 0",
         "retention.yaml:5: api.colour: unknown field (allowed: base_url, ca_bundle, concurrency,"
-        " envelope, max_requests_per_second, timeout_seconds, verify_tls)",
+        " envelope, max_requests_per_second, timeout_seconds, verify_tls, workers)",
         "retention.yaml:6: api.verify_tls: must be true or false",
         f"retention.yaml:7: api.private_key: {SECRET_HINT}",
         "retention.yaml:10: targets[1].project: required",

@@ -108,6 +108,7 @@ def plan(
             plan_path=plan_path,
             shard=selected,
             what_if=at is not None,
+            workers=config.api.planning_workers(),
         )
     code = exit_code_for(failed=bool(result.errors), held=result.held)
     if output == "json":

@@ -81,6 +81,7 @@ def run_command(
                         on_walk=progress.walk,
                         on_apply=progress.apply,
                         shard=selected,
+                        workers=config.api.planning_workers(),
                     )
                 finally:
                     progress.close()

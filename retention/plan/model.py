@@ -268,12 +268,3 @@ class ClusterPlan:
     release_protection: bool = False
     # The hold records of the cluster's policies (every one, found here or not).
     hold_records: list[HoldRecordView] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        """Snapshots by state and by action (held and advisory ones counted apart)."""
-        out: dict[str, int] = {"snapshots": len(self.decisions)}
-        for d in self.decisions:
-            out[f"state:{d.state}"] = out.get(f"state:{d.state}", 0) + 1
-            if (key := d.listed_as) is not None:
-                out[f"action:{key}"] = out.get(f"action:{key}", 0) + 1
-        return dict(sorted(out.items()))

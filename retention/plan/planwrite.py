@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -83,11 +83,29 @@ def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[byte
 
 
 def _write_list(out: IO[bytes], lines: Iterable[bytes]) -> None:
+    # A block of whole lines becomes list entries with one replace (JSON lines hold no raw
+    # newline): a write per entry cost 2.7 us a change on a 140,000-change plan.
     first = True
-    for line in lines:
-        out.write((b"[\n    " if first else b",\n    ") + line.rstrip(b"\n"))
+    for block in _whole_lines(lines):
+        out.write((b"[\n    " if first else b",\n    ") + block[:-1].replace(b"\n", b",\n    "))
         first = False
     out.write(b"[]" if first else b"\n  ]")
+
+
+def _whole_lines(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """Blocks of whole newline-terminated lines: a spool file's in blocks of a mebibyte,
+    any other iterable's as it gives them."""
+    read = getattr(lines, "read", None)
+    chunks: Iterable[bytes] = iter(lambda: read(WRITE_BUFFER), b"") if read else lines
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        rest = data[cut:]
+    if rest:
+        yield rest + b"\n"
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -166,6 +184,8 @@ class EncodedCluster:
     decisions: bytes  # lines of decisions.jsonl
     lists: dict[str, bytes]  # lines of changes, held and advisory, by snapshot id
     summary: ClusterEntry  # the cluster's entry in plan.json's clusters, with its counts
+    # The hold records of the cluster's policies, by (policy, place in protect.ids).
+    hold_records: list[tuple[tuple[str, int], HoldRecordEntry]] = field(default_factory=list)
 
 
 def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
@@ -176,12 +196,19 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     # 0.1 us to copy each into a buffer and let it go.
     decisions = bytearray()
     entries: dict[str, list[Change]] = {name: [] for name in LISTS}
+    # Snapshots by state and by action (held and advisory ones counted apart), in the pass
+    # that encodes them.
+    counts: dict[str, int] = {"snapshots": len(plan.decisions)}
     for d in plan.decisions:
         record = decision_record(plan, d)
         decisions += encode_line(record)
+        state = "state:" + d.state
+        counts[state] = counts.get(state, 0) + 1
         if (listed := d.listed_as) is not None:
             into = listed if listed in ("held", "advisory") else "changes"
             entries[into].append(change_record(record, plan.grace_seconds))
+            action = "action:" + listed
+            counts[action] = counts.get(action, 0) + 1
     lists: dict[str, bytes] = {}
     for name, items in entries.items():
         lines = bytearray()
@@ -209,7 +236,7 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
             for h in plan.holds
         ],
         "errors": plan.errors,
-        "counts": plan.counts(),
+        "counts": dict(sorted(counts.items())),
         "graceSeconds": plan.grace_seconds,
         "releaseProtection": plan.release_protection,
         "bytesGivenBack": _bytes(entries["changes"]),
@@ -224,7 +251,8 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         ),
     }
     key = (t.project_id, t.kind, t.cluster_id)
-    return EncodedCluster(key, bytes(decisions), lists, summary)
+    holds = [((r.policy, r.index), hold_record_entry(plan, r)) for r in plan.hold_records]
+    return EncodedCluster(key, bytes(decisions), lists, summary, holds)
 
 
 def hold_record_entry(plan: ClusterPlan, record: HoldRecordView) -> HoldRecordEntry:
@@ -286,7 +314,10 @@ class PlanBuilder:
 
     def add(self, plan: ClusterPlan) -> None:
         """Take one cluster's plan: write its decisions, spool its changes, keep its summary."""
-        cluster = encode_cluster(plan)
+        self.add_encoded(encode_cluster(plan))
+
+    def add_encoded(self, cluster: EncodedCluster) -> None:
+        """Take one cluster's plan as encode_cluster made it (maybe in another process)."""
         if self._last is not None and cluster.key <= self._last:
             raise ValueError(
                 f"clusters must be added in plan order; {cluster.key} came after {self._last}"
@@ -303,12 +334,11 @@ class PlanBuilder:
             elif kind == "action":
                 self.by_action[name] += count
         self.clusters.append(cluster.summary)
-        for record in plan.hold_records:
-            place = (record.policy, record.index)
+        for place, entry in cluster.hold_records:
             seen = self.hold_records.get(place)
             # Every cluster of the policy lists the record: the one that has its snapshot wins.
-            if seen is None or (seen["state"] is None and record.state is not None):
-                self.hold_records[place] = hold_record_entry(plan, record)
+            if seen is None or (seen["state"] is None and entry["state"] is not None):
+                self.hold_records[place] = entry
 
     def close(self) -> None:
         """Drop the spool files (write() closes them; an aborted plan needs this)."""

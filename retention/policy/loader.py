@@ -74,6 +74,10 @@ class PolicySet:
     def __repr__(self) -> str:
         return f"PolicySet({[p.name for p in self._policies]!r})"
 
+    def __reduce__(self) -> tuple[type[PolicySet], tuple[tuple[LoadedPolicy, ...]]]:
+        # Planning workers get the policies pickled; a mapping proxy does not pickle.
+        return (PolicySet, (self._policies,))
+
     def matching(self, project_id: str, name: str, kind: str) -> list[LoadedPolicy]:
         """Every policy whose selector matches the target, sorted by name."""
         return [p for p in self._policies if p.policy.match.matches(project_id, name, kind)]

@@ -1,0 +1,197 @@
+"""Deciding on worker processes (retention.deciding): the same plan byte for byte as one
+process, results in cluster order, a dead worker named, and the CPUs a pod may use."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from retention.config import ApiSettings
+from retention.deciding import POOL_FROM, Deciders, Shared, available_cpus
+from retention.errors import RetentionError
+from retention.inventory import ProjectTargets, Walk
+from retention.plan.model import SnapshotView, Target
+from retention.planner import make_plan
+from retention.policy.loader import PolicySet, parse_policies
+from retention.simulator.server import Simulator, SimulatorConfig
+from tests.conftest import PUBLIC_KEY
+from tests.simfleet import KEY, client_for
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+POLICY = """\
+name: gfs
+keep: {last: 4, daily: 7, weekly: 4, monthly: 6}
+protect:
+  ids:
+    - {id: HOLD, reason: legal hold, ticket: LEGAL-7, until: "2027-01-31"}
+safety: {min_keep: 2, max_expire_fraction: 1.0}
+"""
+
+
+def policies(hold: str = "none") -> PolicySet:
+    """The test policy, its hold record on snapshot ``hold``."""
+    data = POLICY.replace("HOLD", hold).encode()
+    return PolicySet(parse_policies([(Path("gfs.yaml"), data)]))
+
+
+def walks(count: int, per: int = 40) -> list[Walk]:
+    """``count`` clusters of ``per`` six-hourly snapshots, ids in the plan's order."""
+    out = []
+    for n in range(count):
+        target = Target("p1", f"c{n:04d}", f"rs-{n:04d}")
+        snapshots = [
+            SnapshotView(
+                f"c{n:04d}s{i:03d}",
+                NOW - timedelta(hours=6 * i + n % 5),
+                complete=i != 0,
+                do_not_delete=i % 17 == 3,
+                expires=NOW + timedelta(days=i % 9 - 2),
+                consistent=i % 23 != 7,
+                storage_bytes=i * 1000 or None,
+            )
+            for i in range(per)
+        ]
+        out.append(Walk(target, snapshots, error="timed out" if n == 3 else None))
+    return out
+
+
+def shared(hold: str = "none") -> Shared:
+    """What the clusters of the tests share."""
+    return Shared(policies(hold), {}, {}, NOW, timedelta(days=1))
+
+
+def test_a_pool_decides_every_cluster_as_one_process_does_in_the_same_order() -> None:
+    """Two worker processes give the encoded clusters one process gives, equal and in the
+    order the walks came in, a walk error and a hold record included."""
+    fleet = walks(30)
+    with Deciders(shared("c0007s005"), 1) as alone:
+        expected = list(alone.decide_all(fleet))
+    with Deciders(shared("c0007s005"), 2) as pool:
+        got = list(pool.decide_all(iter(fleet)))
+
+    assert [c.key for c in got] == [("p1", "cluster", f"c{n:04d}") for n in range(30)]
+    assert got == expected
+    assert got[3].summary["errors"] == ["timed out"]
+    assert [entry["state"] for _, entry in got[7].hold_records] == ["protected"]
+
+
+def test_a_worker_that_dies_is_named_not_a_traceback() -> None:
+    """A worker killed mid-plan (the OOM killer) ends the plan with a RetentionError that
+    says so and how to decide in one process instead."""
+    fleet = walks(40)
+
+    def killing() -> Iterator[Walk]:
+        for n, walk in enumerate(fleet):
+            if n == 10:
+                for pid in list(deciders._pool._processes):  # type: ignore[union-attr]
+                    os.kill(pid, signal.SIGKILL)
+            yield walk
+
+    with Deciders(shared(), 2) as deciders, pytest.raises(RetentionError) as info:
+        list(deciders.decide_all(killing()))
+
+    assert "planning worker process ended without an answer" in str(info.value)
+    assert "api.workers: 1" in str(info.value)
+
+
+def test_policies_travel_to_a_worker_intact() -> None:
+    """A PolicySet pickles (its read-only mapping of names does not by itself) and comes
+    back with the same policies, names and sources."""
+    loaded = policies("s1")
+
+    back = pickle.loads(pickle.dumps(loaded))  # noqa: S301 - our own bytes, just made
+
+    assert [p.name for p in back] == ["gfs"]
+    assert back.by_name["gfs"].sha256 == loaded.by_name["gfs"].sha256
+    assert back.by_name["gfs"].policy == loaded.by_name["gfs"].policy
+
+
+@pytest.fixture(scope="module")
+def bench_sim() -> Iterator[Simulator]:
+    """The bench fleet's shape at 60 clusters (18,000 snapshots), clock frozen at NOW."""
+    config = SimulatorConfig(
+        fleet=f"bench:{POOL_FROM + 10}",
+        public_key=PUBLIC_KEY,
+        private_key=KEY,
+        now=NOW,
+        frozen=True,
+    )
+    with Simulator(config) as sim:
+        yield sim
+
+
+def plan_files(sim: Simulator, folder: Path, workers: int) -> tuple[bytes, bytes]:
+    """plan.json and decisions.jsonl of a plan of the whole fleet made at NOW."""
+    projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
+    with client_for(sim) as api:
+        made = make_plan(
+            api, policies(), projects, now=NOW, created_at=NOW, schedule="0 3 * * *",
+            concurrency=4, plan_path=folder / "plan.json", workers=workers,
+        )  # fmt: skip
+    return made.plan_path.read_bytes(), made.decisions_path.read_bytes()
+
+
+def test_a_plan_decided_on_two_workers_is_byte_identical(
+    bench_sim: Simulator, tmp_path: Path
+) -> None:
+    """A plan of a fleet large enough for the pool writes plan.json and decisions.jsonl byte
+    for byte as a plan decided in one process, every snapshot in decisions.jsonl."""
+    alone = plan_files(bench_sim, tmp_path / "one", workers=1)
+    pooled = plan_files(bench_sim, tmp_path / "two", workers=2)
+
+    assert pooled == alone
+    snapshots = sum(
+        c["snapshots"] for p in bench_sim.admin("fleet")["projects"] for c in p["clusters"]
+    )
+    assert pooled[1].count(b"\n") == snapshots > 15_000
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    """A file of a fake cgroup tree."""
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+AFFINITY = len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"cpu.max": "100000 100000\n"}, 1),
+        ({"cpu.max": "50000 100000\n"}, 1),  # half a CPU: still one worker
+        ({"cpu.max": "max 100000\n"}, AFFINITY),
+        ({"cpu.max": "6400000 100000\n"}, AFFINITY),  # a limit above the CPUs there are
+        ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, AFFINITY),
+        ({"cpu.max": "garbage\n"}, AFFINITY),
+        ({}, AFFINITY),
+    ],
+)
+def test_available_cpus_honours_the_container_limit(
+    tmp_path: Path, files: dict[str, str], expected: int
+) -> None:
+    """The CPUs a plan uses: those the process may run on, capped by the cgroup's CPU limit
+    (v2 cpu.max or v1 cfs quota) rounded up; no limit or an unreadable one caps nothing."""
+    for name, text in files.items():
+        write(tmp_path, name, text)
+
+    assert available_cpus(tmp_path) == expected
+
+
+def test_api_workers_defaults_to_the_cpus_and_must_be_positive() -> None:
+    """api.workers unset means the CPUs available; set, it is taken as it is; 0 is refused."""
+    base = {"base_url": "https://om.example.com/api/public/v1.0"}
+
+    assert ApiSettings.model_validate(base).planning_workers() == available_cpus()
+    assert ApiSettings.model_validate({**base, "workers": 3}).planning_workers() == 3
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        ApiSettings.model_validate({**base, "workers": 0})
