@@ -112,9 +112,13 @@ class _Context:
     # PATCH bodies are immutable and most of a cluster's share one expiry (now + grace):
     # building each anew was a third of decide()'s time.
     patches: dict[datetime, SnapshotPatch]
+    grace_when: datetime
+    grace_patch: SnapshotPatch
 
     def expire_at(self, when: datetime) -> SnapshotPatch:
         """The body that sets ``expires`` to ``when`` (one value object per expiry)."""
+        if when is self.grace_when:  # most of a cluster's: skips hashing a datetime
+            return self.grace_patch
         patch = self.patches.get(when)
         if patch is None:
             patch = self.patches[when] = SnapshotPatch.expire_at(when)
@@ -156,7 +160,8 @@ def decide(
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())
     plan.release_protection = merged.release_protection
     verdicts = _evaluate(counted_items(ordered, now), policies, now)
-    ctx = _Context(merged, now, lease_for, plan.policies, {})
+    until = merged.grace_until
+    ctx = _Context(merged, now, lease_for, plan.policies, {}, until, SnapshotPatch.expire_at(until))
     for snapshot in ordered:
         plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
     _min_keep(plan, ctx)
@@ -290,7 +295,11 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
             return _held_manually(s, v, ctx, [])
         text = "possibly inconsistent or missing shards; inconsistent: expire"
         return _unkept(s, ctx, [note("inconsistent", text)])
-    policies = sorted(v.policies.get(s.id, set()))
+    if s.id not in v.policies:  # no rule kept or protected it: most of a long history
+        if s.do_not_delete:
+            return _held_manually(s, v, ctx, [])
+        return _unkept(s, ctx, [_NO_RULE])
+    policies = sorted(v.policies[s.id])
     if s.id in v.protected:
         reasons = v.protected[s.id] + v.kept.get(s.id, [])
         if s.do_not_delete:
