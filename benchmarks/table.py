@@ -1,5 +1,6 @@
-"""The table of `make bench`: one Markdown table from benchmarks/results/*.json (written by
-the benchmarks it ran), in the shape of the README's performance section.
+"""The tables of `make bench`, from benchmarks/results/*.json (written by the benchmarks it
+ran), in the shape of the README's performance section: first the goals of issue 16 with
+their status, then every measurement behind them.
 
     .venv/bin/python benchmarks/table.py
 """
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
+# "Flat" peak memory: the largest fleet's peak at most this much above the smallest's.
+FLAT = 1.2
 
 
 def load(name: str) -> dict[str, Any] | None:
@@ -19,66 +22,144 @@ def load(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """(measurement, result, goal) for every benchmark that has results."""
-    out: list[tuple[str, str, str]] = []
+def status(met: bool | None) -> str:
+    """A goal's status in words."""
+    return "not measured" if met is None else "met" if met else "NOT MET"
+
+
+def goals() -> list[tuple[str, str, str, str]]:
+    """(goal, measured, target, status) for the four goals, from the latest results."""
+    fleet, memory, apply = load("fleet"), load("plan_memory"), load("apply")
+    out: list[tuple[str, str, str, str]] = []
+    if fleet:
+        ratio = fleet["ours_over_bound"]
+        out.append(("plan: ours / raw-fetch bound", f"{ratio}", "<= 1.3", status(ratio <= 1.3)))
+        speedup = fleet.get("baseline_over_ours")
+        out.append(
+            (
+                "plan: naive baseline / ours",
+                f"{speedup}" if speedup is not None else "(baseline skipped)",
+                ">= 20",
+                status(None if speedup is None else speedup >= 20),
+            )
+        )
+        cpu = fleet["ours"]["cpu_us_per_snapshot"]
+        out.append(
+            (
+                "plan: client CPU per snapshot (walk, parse, decide, write)",
+                f"{cpu} us",
+                "<= 5 us",
+                status(cpu <= 5),
+            )
+        )
+    else:
+        out += [("plan (benchmarks/fleet.py)", "", "", status(None))]
+    if memory and len(memory["runs"]) > 1:
+        runs = sorted(memory["runs"], key=lambda r: r["clusters"])
+        low, high = runs[0], runs[-1]
+        growth = high["peak_rss_mib"] / low["peak_rss_mib"]
+        out.append(
+            (
+                f"plan: peak RSS from {low['clusters']:,} to {high['clusters']:,} clusters",
+                f"{low['peak_rss_mib']} -> {high['peak_rss_mib']} MiB (x{growth:.2f})",
+                f"flat (<= x{FLAT})",
+                status(growth <= FLAT),
+            )
+        )
+    else:
+        out.append(("plan: peak RSS flat (benchmarks/plan_memory.py)", "", "", status(None)))
+    if apply:
+        ratio = apply["ours_over_bound"]
+        patches = apply["bound"]["patches"]
+        out.append(
+            (
+                f"apply: {patches:,} PATCHes, ours / bound",
+                f"{ratio}",
+                "<= 1.3",
+                status(ratio <= 1.3),
+            )
+        )
+    else:
+        out.append(("apply (benchmarks/apply.py)", "", "", status(None)))
+    return out
+
+
+def rows() -> list[tuple[str, str]]:
+    """(measurement, result) for every benchmark that has results."""
+    out: list[tuple[str, str]] = []
     if core := load("core"):
         out.append(
             (
-                f"pure core: {core['snapshots']:,} snapshots, {core['clusters']:,} clusters",
+                f"pure core: decide() over {core['snapshots']:,} snapshots, "
+                f"{core['clusters']:,} clusters, one core",
                 f"{core['snapshots_per_second']:,} snapshots/s",
-                f">= {core['goal_snapshots_per_second']:,}/s",
             )
         )
+    if parse := load("parse"):
+        for case in parse["cases"]:
+            if "walk_decoder_ms" in case:
+                out.append(
+                    (
+                        f"parse: a page of {parse['items_per_page']} snapshots, {case['page']}, "
+                        "walk decoder vs pydantic validate_json",
+                        f"{case['walk_decoder_ms']} ms vs {case['validate_json_ms']} ms",
+                    )
+                )
     if fleet := load("fleet"):
         ours, bound = fleet["ours"], fleet["bound"]
         head = f"plan: {fleet['clusters']:,} clusters at {fleet['latency_ms']:g} ms"
+        workers = f", {ours['workers']} workers" if "workers" in ours else ""
         out.append(
             (
-                f"{head}, ours",
+                f"{head}, ours{workers}",
                 f"{ours['seconds']} s, {ours['requests']:,} requests, "
                 f"{ours['challenges']} challenges, peak RSS {ours['peak_rss_mib']} MiB",
-                "",
             )
         )
-        out.append(
-            (f"{head}, raw-fetch bound", f"{bound['seconds']} s, {bound['pages']:,} pages", "")
-        )
-        out.append(("plan: ours / bound", f"{fleet['ours_over_bound']}", "<= 1.3"))
+        if "cpu_seconds" in ours:
+            out.append(
+                (
+                    f"{head}, client CPU (its own and its workers')",
+                    f"{ours['cpu_seconds']} s for {ours['snapshots']:,} snapshots",
+                )
+            )
+        out.append((f"{head}, raw-fetch bound", f"{bound['seconds']} s, {bound['pages']:,} pages"))
         if "baseline" in fleet:
             base = fleet["baseline"]
-            out.append(
-                (f"{head}, naive baseline", f"{base['seconds']} s, {base['pages']:,} pages", "")
-            )
-            out.append(("plan: baseline / ours", f"{fleet['baseline_over_ours']}", ""))
+            out.append((f"{head}, naive baseline", f"{base['seconds']} s, {base['pages']:,} pages"))
     if apply := load("apply"):
         ours, bound = apply["ours"], apply["bound"]
         head = f"apply: {bound['patches']:,} PATCHes at {apply['latency_ms']:g} ms"
-        out.append((f"{head}, ours", f"{ours['seconds']} s, {ours['requests']:,} requests", ""))
-        out.append((f"{head}, raw bound", f"{bound['seconds']} s", ""))
-        out.append(("apply: ours / bound", f"{apply['ours_over_bound']}", ""))
+        out.append((f"{head}, ours", f"{ours['seconds']} s, {ours['requests']:,} requests"))
+        out.append((f"{head}, raw bound", f"{bound['seconds']} s"))
     if memory := load("plan_memory"):
         for run in memory["runs"]:
             out.append(
                 (
                     f"plan peak RSS, {run['clusters']:,} clusters",
-                    f"{run['peak_rss_mib']} MiB ({run['snapshots']:,} snapshots)",
-                    "",
+                    f"{run['peak_rss_mib']} MiB ({run['snapshots']:,} snapshots, "
+                    f"{run['seconds']} s)",
                 )
             )
     return out
 
 
 def main() -> None:
-    """Print the table and the machine the figures come from."""
+    """Print both tables and the machines the figures come from."""
     table = rows()
     if not table:
         raise SystemExit("no results yet: run make bench")
-    print("| measurement | result | goal |")
-    print("|---|---|---|")
-    for measurement, result, goal in table:
-        print(f"| {measurement} | {result} | {goal} |")
-    machines = {r["machine"] for n in ("core", "fleet", "apply") if (r := load(n))}
+    print("| goal | measured | target | status |")
+    print("|---|---|---|---|")
+    for goal, measured, target, state in goals():
+        print(f"| {goal} | {measured} | {target} | {state} |")
+    print()
+    print("| measurement | result |")
+    print("|---|---|")
+    for measurement, result in table:
+        print(f"| {measurement} | {result} |")
+    names = ("core", "parse", "fleet", "apply", "plan_memory")
+    machines = {r["machine"] for n in names if (r := load(n))}
     print("\nmachine: " + "; ".join(sorted(machines)))
 
 
