@@ -12,6 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import jsonschema
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,7 +29,14 @@ from retention.plan.planfile import (
     generated_schema,
     plan_json_schema,
 )
-from retention.plan.planwrite import PlanBuilder, decision_record, encode_line, write_plan
+from retention.plan.planwrite import (
+    PlanBuilder,
+    _member,
+    _write_member,
+    decision_record,
+    encode_line,
+    write_plan,
+)
 from retention.planfiles import read_decisions, read_head, read_list
 from retention.policy.engine import KeepSpec
 from retention.timestamps import format_timestamp
@@ -300,3 +308,26 @@ def test_the_plan_says_what_it_gives_back_and_from_when() -> None:
 def test_sizes_read_as_people_write_them(count: int, text: str) -> None:
     """Byte counts in binary units, one decimal."""
     assert size(count) == text
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text() | st.datetimes(timezones=st.just(UTC)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(st.lists(_JSON, max_size=4))
+def test_a_list_member_streamed_entry_by_entry_has_the_bytes_of_one_encoding(
+    entries: list[Any],
+) -> None:
+    """plan.json's list members of the head (``clusters``, which grows with the fleet) are
+    written an entry at a time in exactly the bytes encoding the whole list gives."""
+    streamed = io.BytesIO()
+    _write_member(streamed, "clusters", entries)
+
+    assert streamed.getvalue() == _member("clusters", entries)
+    if entries:
+        assert json.loads(b"{" + streamed.getvalue() + b"}")["clusters"] == json.loads(
+            orjson.dumps(entries, option=orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS)
+        )

@@ -63,6 +63,20 @@ def _member(key: str, value: Any) -> bytes:
     return b"  " + orjson.dumps(key) + b": " + text.replace(b"\n", b"\n  ")
 
 
+def _write_member(out: IO[bytes], key: str, value: Any) -> None:
+    """A member of the head as _member lays it out; a non-empty list entry by entry, in the
+    same bytes: ``clusters`` grows with the fleet (a megabyte per thousand clusters), and
+    encoding it whole held three copies of it at once."""
+    if not isinstance(value, list) or not value:
+        out.write(_member(key, value))
+        return
+    out.write(b"  " + orjson.dumps(key) + b": [\n")
+    for n, item in enumerate(value):
+        text = orjson.dumps(item, option=_OPTIONS | orjson.OPT_INDENT_2)
+        out.write((b",\n    " if n else b"    ") + text.replace(b"\n", b"\n    "))
+    out.write(b"\n  ]")
+
+
 def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[bytes]]) -> None:
     """Write a plan file: the head's members, and each list from its encoded lines (as
     encode_line makes them), one entry a line."""
@@ -78,7 +92,7 @@ def write_plan(out: IO[bytes], head: PlanHead, lists: Mapping[str, Iterable[byte
             out.write(b"  " + orjson.dumps(key) + b": ")
             _write_list(out, lists.get(key, ()))
         else:
-            out.write(_member(key, members[key]))
+            _write_member(out, key, members[key])
     out.write(b"\n}\n")
 
 
