@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -93,6 +94,7 @@ class Deciders:
             self._pool = ProcessPoolExecutor(
                 workers, mp_context=get_context("spawn"), initializer=_start, initargs=(shared,)
             )
+            _spawn_deaf_to_ctrl_c(self._pool, workers)
 
     def __enter__(self) -> Deciders:
         return self
@@ -122,6 +124,25 @@ class Deciders:
                 "memory): no plan was written. Give the job more memory, or set "
                 "api.workers: 1 to decide in one process"
             ) from None
+
+
+def _spawn_deaf_to_ctrl_c(pool: ProcessPoolExecutor, workers: int) -> None:
+    """Start the pool's workers now, with SIGINT ignored from their first instruction: a
+    process started while it is ignored keeps ignoring it, so a Ctrl-C while they import
+    prints no traceback of theirs. (A pool spawns a worker for a task no idle worker
+    takes, so ``workers`` tasks at once spawn them all.)"""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for _ in range(workers):
+            pool.submit(_ready)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _ready() -> None:
+    """Nothing: the task that makes the pool spawn its workers."""
 
 
 # The worker's share of the plan, set once by _start when the pool spawns it.

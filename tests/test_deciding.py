@@ -195,3 +195,23 @@ def test_api_workers_defaults_to_the_cpus_and_must_be_positive() -> None:
     assert ApiSettings.model_validate({**base, "workers": 3}).planning_workers() == 3
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ApiSettings.model_validate({**base, "workers": 0})
+
+
+def ignored_signals(pid: int) -> int:
+    """The mask of signals process ``pid`` ignores (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no SigIgn line for {pid}")
+
+
+def test_workers_ignore_ctrl_c_from_their_start() -> None:
+    """Every worker ignores SIGINT (Ctrl-C goes to the main process, which stops the pool)
+    from the moment it starts, while this process still answers it."""
+    with Deciders(shared(), 2) as deciders:
+        pids = list(deciders._pool._processes)  # type: ignore[union-attr]
+        masks = [ignored_signals(pid) for pid in pids]
+
+    assert len(pids) == 2
+    assert all(mask & (1 << (signal.SIGINT - 1)) for mask in masks)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
