@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import os
 import signal
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -127,18 +126,18 @@ class Deciders:
 
 
 def _spawn_deaf_to_ctrl_c(pool: ProcessPoolExecutor, workers: int) -> None:
-    """Start the pool's workers now, with SIGINT ignored from their first instruction: a
-    process started while it is ignored keeps ignoring it, so a Ctrl-C while they import
-    prints no traceback of theirs. (A pool spawns a worker for a task no idle worker
-    takes, so ``workers`` tasks at once spawn them all.)"""
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    """Start the pool's workers now with SIGINT blocked from their first instruction (a
+    child inherits the signal mask of the thread that starts it), so a Ctrl-C while they
+    import prints no traceback of theirs; their initializer then ignores it for good.
+    Blocked, not ignored, here: a Ctrl-C meanwhile stays pending for this process instead
+    of being lost. (A pool spawns a worker for a task no idle worker takes, so ``workers``
+    tasks at once spawn them all.)"""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         for _ in range(workers):
             pool.submit(_ready)
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _ready() -> None:

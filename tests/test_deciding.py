@@ -197,21 +197,25 @@ def test_api_workers_defaults_to_the_cpus_and_must_be_positive() -> None:
         ApiSettings.model_validate({**base, "workers": 0})
 
 
-def ignored_signals(pid: int) -> int:
-    """The mask of signals process ``pid`` ignores (Linux /proc)."""
+def signal_mask(pid: int, kind: str) -> int:
+    """The mask of signals process ``pid`` ignores ("SigIgn") or blocks ("SigBlk")."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("SigIgn:"):
+        if line.startswith(f"{kind}:"):
             return int(line.split()[1], 16)
-    raise AssertionError(f"no SigIgn line for {pid}")
+    raise AssertionError(f"no {kind} line for {pid}")
 
 
 def test_workers_ignore_ctrl_c_from_their_start() -> None:
     """Every worker ignores SIGINT (Ctrl-C goes to the main process, which stops the pool)
     from the moment it starts, while this process still answers it."""
+    sigint = 1 << (signal.SIGINT - 1)
     with Deciders(shared(), 2) as deciders:
         pids = list(deciders._pool._processes)  # type: ignore[union-attr]
-        masks = [ignored_signals(pid) for pid in pids]
+        # Blocked from the start, then ignored once the worker has run its initializer.
+        first = [signal_mask(pid, "SigBlk") | signal_mask(pid, "SigIgn") for pid in pids]
+        deciders._pool.submit(int).result()  # type: ignore[union-attr]
 
     assert len(pids) == 2
-    assert all(mask & (1 << (signal.SIGINT - 1)) for mask in masks)
+    assert all(mask & sigint for mask in first)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}
