@@ -1,6 +1,6 @@
 """``python -m retention``: the same command line as the ``retention`` script."""
 
-from retention.cli import run
+from retention.entry import run
 
 if __name__ == "__main__":
     run()

@@ -39,6 +39,7 @@ EXIT_USAGE = 2
 EXIT_HELD = 3
 EXIT_LOCKED = 4
 EXIT_UNREACHABLE = 5
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 EXIT_MEANINGS: dict[int, str] = {
     EXIT_OK: "done",

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from retention.errors import EXIT_MEANINGS
+from retention.errors import EXIT_INTERRUPTED, EXIT_MEANINGS
 from retention.timestamps import format_timestamp
 
 LOG_FORMAT_ENV = "RETENTION_LOG_FORMAT"
@@ -31,7 +31,6 @@ RUN_LOGGER = "retention.run"
 # urllib3 logs a WARNING with the repr of its Retry object before each retry of a broken
 # connection; retention.api.transport logs its own line instead.
 URLLIB3_POOL_LOGGER = "urllib3.connectionpool"
-EXIT_INTERRUPTED = 130
 _CLEAR_LINE = "\r\x1b[K"  # back to the start of the line, and erase it
 
 

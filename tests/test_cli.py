@@ -7,12 +7,13 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import click
 import pytest
 
-from retention import __version__, cli
+from retention import __version__, cli, entry
 from retention.errors import AuthenticationError, ConfigError, ResponseInfo
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -196,11 +197,11 @@ def test_walking_commands_restart_with_two_malloc_arenas(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(os, "execv", fake_execv)
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    cli.reexec_with_arena_limit(["--help"])
-    cli.reexec_with_arena_limit(["validate"])
+    entry.reexec_with_arena_limit(["--help"])
+    entry.reexec_with_arena_limit(["validate"])
     assert execs == []
 
-    cli.reexec_with_arena_limit(["--config", "r.yaml", "plan", "--at", "2027-01-01T00:00:00Z"])
+    entry.reexec_with_arena_limit(["--config", "r.yaml", "plan", "--at", "2027-01-01T00:00:00Z"])
 
     assert execs == [
         [
@@ -215,5 +216,26 @@ def test_walking_commands_restart_with_two_malloc_arenas(monkeypatch: pytest.Mon
         ]
     ]
     assert os.environ["MALLOC_ARENA_MAX"] == "2"
-    cli.reexec_with_arena_limit(["run"])  # already set now: no second exec
+    entry.reexec_with_arena_limit(["run"])  # already set now: no second exec
     assert len(execs) == 1
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_word_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C while Python is still loading the command line (a second on a busy
+    machine) exits 130 with "interrupted", not an import traceback."""
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "retention.cli", Loading("retention.cli"))
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    monkeypatch.setattr(sys, "argv", ["retention", "plan"])
+
+    with pytest.raises(SystemExit) as info:
+        entry.run()
+
+    assert info.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 import click
 
 from retention import __version__, logs
-from retention.errors import EXIT_FAILURES, EXIT_USAGE, ApiError, ConfigError, RetentionError
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    ApiError,
+    ConfigError,
+    RetentionError,
+)
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -111,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = cli.main(args=argv, prog_name="retention", standalone_mode=False)
     except click.exceptions.Abort:
         # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
-        return say("interrupted", logs.EXIT_INTERRUPTED, "KeyboardInterrupt")
+        return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
         if as_json:
@@ -126,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report(exc, as_json=as_json)
         return exc.exit_code
     except KeyboardInterrupt:
-        return say("interrupted", logs.EXIT_INTERRUPTED, "KeyboardInterrupt")
+        return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         if as_json:
             logs.fatal(
@@ -148,37 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
-WALKING_COMMANDS = frozenset({"plan", "run", "apply", "demo"})
-
-
-def reexec_with_arena_limit(argv: Sequence[str]) -> None:
-    """Start again with MALLOC_ARENA_MAX=2 for the commands that walk a fleet (glibc only).
-
-    glibc gives each busy thread a malloc arena of its own and never hands fragmented
-    ones back: with eight walk threads parsing half-megabyte pages, a 2,000-cluster plan
-    peaked at 296 MiB of RSS while its live data stayed under 10 MiB; with two arenas it
-    peaks at 59 MiB (benchmarks/plan_memory.py). glibc reads the limit at start-up (a
-    mallopt call from Python came too late to hold), hence the one exec. A value already
-    set, by a container image say, is respected.
-    """
-    if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
-        return
-    if not WALKING_COMMANDS.intersection(argv):
-        return
-    os.environ["MALLOC_ARENA_MAX"] = "2"
-    os.execv(sys.executable, [sys.executable, "-m", "retention", *argv])  # noqa: S606
-
-
-def run() -> None:
-    """Console-script entry point."""
-    reexec_with_arena_limit(sys.argv[1:])
-    sys.exit(main())
-
-
 # Imported for their side effect: each registers its commands on the group above.
 from retention.cli import planning, running, simulating, starting, undoing  # noqa: E402
 
-__all__ = ["cli", "main", "planning", "run", "running", "simulating", "starting", "undoing"]
+__all__ = ["cli", "main", "planning", "running", "simulating", "starting", "undoing"]
 
 
 # Global options after the command too (`retention plan --config FILE`): every command gets

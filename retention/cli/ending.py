@@ -16,8 +16,13 @@ import click
 
 from retention import __version__
 from retention.cli.output import emit
-from retention.errors import EXIT_FAILURES, RetentionError, exit_code_for, exit_meaning
-from retention.logs import EXIT_INTERRUPTED
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_INTERRUPTED,
+    RetentionError,
+    exit_code_for,
+    exit_meaning,
+)
 
 if TYPE_CHECKING:
     from retention.notify import Delivery
