@@ -311,7 +311,11 @@ def test_sizes_read_as_people_write_them(count: int, text: str) -> None:
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text() | st.datetimes(timezones=st.just(UTC)),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)  # what JSON numbers in a plan can be
+    | st.text()
+    | st.datetimes(timezones=st.just(UTC)),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
     max_leaves=12,
 )
