@@ -21,6 +21,7 @@ Ctrl-C reaches this process, which stops the pool.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import signal
@@ -44,6 +45,8 @@ from retention.policy.loader import PolicySet
 
 if TYPE_CHECKING:
     from retention.inventory import Walk
+
+log = logging.getLogger("retention.planner")
 
 # Below this many clusters a plan decides in this process whatever ``workers`` says:
 # starting a worker costs about half a second of CPU (imports), what deciding some 25,000
@@ -90,10 +93,19 @@ class Deciders:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         if workers > 1:
-            self._pool = ProcessPoolExecutor(
-                workers, mp_context=get_context("spawn"), initializer=_start, initargs=(shared,)
-            )
-            _spawn_deaf_to_ctrl_c(self._pool, workers)
+            try:
+                self._pool = ProcessPoolExecutor(
+                    workers, mp_context=get_context("spawn"), initializer=_start, initargs=(shared,)
+                )
+                _spawn_deaf_to_ctrl_c(self._pool, workers)
+            except (OSError, NotImplementedError) as exc:
+                # A sandbox without /dev/shm (no semaphores) or a process limit: the plan
+                # is the same from one process, only slower.
+                log.warning("cannot start planning workers (%s): deciding in one process", exc)
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+                self.workers = 1
 
     def __enter__(self) -> Deciders:
         return self

@@ -220,3 +220,28 @@ def test_workers_ignore_ctrl_c_from_their_start() -> None:
     assert all(mask & sigint for mask in first)
     assert signal.getsignal(signal.SIGINT) is handler
     assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}
+
+
+def test_workers_that_cannot_start_leave_the_plan_to_one_process(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where worker processes cannot start (no /dev/shm for their semaphores, a process
+    limit), the clusters are decided in this process, with the same results and one
+    warning that says why."""
+    fleet = walks(8)
+    with Deciders(shared(), 1) as alone:
+        expected = list(alone.decide_all(fleet))
+
+    def no_semaphores(*args: object, **kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr("retention.deciding.ProcessPoolExecutor", no_semaphores)
+    with Deciders(shared(), 2) as deciders:
+        got = list(deciders.decide_all(fleet))
+
+    assert got == expected
+    assert deciders.workers == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "cannot start planning workers ([Errno 38] Function not implemented): "
+        "deciding in one process"
+    ]
