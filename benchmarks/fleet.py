@@ -29,7 +29,7 @@ from typing import Any
 
 import requests
 from requests.auth import HTTPDigestAuth
-from simproc import admin, on_sessions, start_simulator
+from simproc import admin, cpu_seconds, on_sessions, start_simulator
 
 from retention.deciding import available_cpus
 
@@ -134,17 +134,22 @@ def main() -> None:
             snapshots = sum(
                 c["snapshots"] for p in admin(base_url, "fleet")["projects"] for c in p["clusters"]
             )
+            sim_before = cpu_seconds(proc.pid)
             seconds, rss, cpu = ours(base_url, projects, Path(tmp), args.workers)
+            sim_cpu = cpu_seconds(proc.pid) - sim_before
             seen = counters(base_url)
             rows["ours"] = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss, 1),
                             "cpu_seconds": round(cpu, 2), "snapshots": snapshots,
                             "cpu_us_per_snapshot": round(cpu / snapshots * 1e6, 1),
                             "workers": args.workers or available_cpus(),
+                            "simulator_cpu_seconds": round(sim_cpu, 2),
                             "requests": seen["requests"], "challenges": seen["challenges"],
                             "by_endpoint": seen["byEndpoint"]}  # fmt: skip
         admin(base_url, "reset", {})
         urls = page_urls(base_url, 500)
+        sim_before = cpu_seconds(proc.pid)
         rows["bound"] = {"seconds": round(bound(urls, 8), 2), "pages": len(urls)}
+        rows["bound"]["simulator_cpu_seconds"] = round(cpu_seconds(proc.pid) - sim_before, 2)
         if not args.skip_baseline:
             naive = page_urls(base_url, 100)
             rows["baseline"] = {"seconds": round(baseline(naive), 2), "pages": len(naive)}
@@ -179,7 +184,11 @@ def main() -> None:
     )
     for endpoint, count in sorted(mine["by_endpoint"].items()):
         print(f"            {count:>8}  {endpoint}")
-    print(f"  bound:    {rows['bound']['seconds']:>8} s  {rows['bound']['pages']} pages")
+    print(
+        f"  bound:    {rows['bound']['seconds']:>8} s  {rows['bound']['pages']} pages"
+        f" (simulator CPU {rows['bound']['simulator_cpu_seconds']} s; during ours "
+        f"{mine['simulator_cpu_seconds']} s)"
+    )
     if "baseline" in rows:
         print(f"  baseline: {rows['baseline']['seconds']:>8} s  {rows['baseline']['pages']} pages")
         print(f"  baseline / ours: {result['baseline_over_ours']}")

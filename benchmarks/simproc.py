@@ -4,6 +4,7 @@ one Python's GIL, or the figures measure the contention."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import subprocess
@@ -12,6 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import requests
@@ -76,3 +78,10 @@ def on_sessions(
     for thread in threads:
         thread.join()
     return time.perf_counter() - started
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU a running process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat
+    return ticks / os.sysconf("SC_CLK_TCK")

@@ -124,6 +124,14 @@ def rows() -> list[tuple[str, str]]:
                 )
             )
         out.append((f"{head}, raw-fetch bound", f"{bound['seconds']} s, {bound['pages']:,} pages"))
+        if "simulator_cpu_seconds" in bound:
+            out.append(
+                (
+                    f"{head}, the simulator's own CPU (one process, one GIL)",
+                    f"{bound['simulator_cpu_seconds']} s serving the bound, "
+                    f"{ours['simulator_cpu_seconds']} s serving ours",
+                )
+            )
         if "baseline" in fleet:
             base = fleet["baseline"]
             out.append((f"{head}, naive baseline", f"{base['seconds']} s, {base['pages']:,} pages"))
