@@ -79,6 +79,11 @@ class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# The most planning workers a plan starts unless api.workers says more: eight keep up with
+# the walk's default eight connections, at about 40 MiB each.
+DEFAULT_WORKERS_MAX = 8
+
+
 class ApiSettings(_Settings):
     """How to reach the API: its root URL, timeouts, concurrency and TLS."""
 
@@ -99,8 +104,11 @@ class ApiSettings(_Settings):
 
     def planning_workers(self) -> int:
         """The processes a plan decides on: ``workers``, else the CPUs this process may use
-        (its affinity and the container's CPU limit): 1 on a one-CPU pod."""
-        return self.workers if self.workers is not None else available_cpus()
+        (its affinity and the container's CPU limit), at most DEFAULT_WORKERS_MAX: 1 on a
+        one-CPU pod, and not a hundred interpreters on an unlimited big host."""
+        if self.workers is not None:
+            return self.workers
+        return min(available_cpus(), DEFAULT_WORKERS_MAX)
 
     @field_validator("base_url")
     @classmethod

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from multiprocessing import get_context
@@ -92,20 +93,38 @@ class Deciders:
         self.shared = shared
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
+        self._started: list[Future[None]] = []
         if workers > 1:
-            try:
-                self._pool = ProcessPoolExecutor(
-                    workers, mp_context=get_context("spawn"), initializer=_start, initargs=(shared,)
-                )
-                _spawn_deaf_to_ctrl_c(self._pool, workers)
-            except (OSError, NotImplementedError) as exc:
-                # A sandbox without /dev/shm (no semaphores) or a process limit: the plan
-                # is the same from one process, only slower.
-                log.warning("cannot start planning workers (%s): deciding in one process", exc)
-                if self._pool is not None:
-                    self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
-                self.workers = 1
+            self._start_pool(workers)
+
+    def _start_pool(self, workers: int) -> None:
+        try:
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=get_context("spawn"),
+                initializer=_start,
+                initargs=(self.shared,),
+            )
+            # A pool spawns a worker for a task no idle worker takes: one task each.
+            with _sigint_blocked():
+                self._started = [self._pool.submit(_ready) for _ in range(workers)]
+        except (OSError, NotImplementedError) as exc:
+            # A sandbox without /dev/shm (no semaphores) or a process limit: the plan is
+            # the same from one process, only slower.
+            self._one_process(f"cannot start planning workers ({exc})")
+        except BaseException:
+            self._stop()
+            raise
+
+    def _one_process(self, why: str) -> None:
+        log.warning("%s: deciding in one process", why)
+        self._stop()
+        self.workers = 1
+
+    def _stop(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = None
 
     def __enter__(self) -> Deciders:
         return self
@@ -116,38 +135,56 @@ class Deciders:
 
     def decide_all(self, walks: Iterable[Walk]) -> Iterator[EncodedCluster]:
         """Each walk's cluster decided and encoded, in the order of ``walks``."""
-        if self._pool is None:
-            for walk in walks:
-                yield self.shared.decide(walk.target, walk.snapshots, walk.error)
-            return
-        pending: deque[Future[EncodedCluster]] = deque()
+        walks = iter(walks)
+        if self._pool is not None:
+            yield from self._on_pool(walks)
+        for walk in walks:  # all of them, or what the pool left when it could not start
+            yield self.shared.decide(walk.target, walk.snapshots, walk.error)
+
+    def _on_pool(self, walks: Iterator[Walk]) -> Iterator[EncodedCluster]:
+        assert self._pool is not None  # noqa: S101 - decide_all asks first
+        pending: deque[tuple[Walk, Future[EncodedCluster]]] = deque()
+        in_hand: Walk | None = None  # the walk being sent, until it is pending
         try:
             for walk in walks:
+                in_hand = walk
                 blob = _ENCODER.encode(walk.snapshots)
-                pending.append(self._pool.submit(_decide, walk.target, blob, walk.error))
+                # Blocked for each task too: a task can make the pool spawn a worker.
+                with _sigint_blocked():
+                    future = self._pool.submit(_decide, walk.target, blob, walk.error)
+                pending.append((walk, future))
+                in_hand = None
                 if len(pending) >= 2 * self.workers:
-                    yield pending.popleft().result()
+                    done = pending[0][1].result()
+                    pending.popleft()  # only once answered: a broken pool leaves it here
+                    yield done
             while pending:
-                yield pending.popleft().result()
+                done = pending[0][1].result()
+                pending.popleft()
+                yield done
         except BrokenProcessPool:
-            raise RetentionError(
-                "a planning worker process ended without an answer (killed, perhaps for "
-                "memory): no plan was written. Give the job more memory, or set "
-                "api.workers: 1 to decide in one process"
-            ) from None
+            if any(f.done() and not f.cancelled() and f.exception() is None for f in self._started):
+                raise RetentionError(
+                    "a planning worker process ended without an answer (killed by a signal, "
+                    "perhaps by the out-of-memory killer): no plan was written. Give the job "
+                    "more memory, or set api.workers: 1 to decide in one process"
+                ) from None
+            # No worker ever came up (it could not import or start): decide the clusters
+            # in hand, then the rest, here.
+            self._one_process("planning workers did not start")
+            for walk in [w for w, _ in pending] + ([in_hand] if in_hand else []):
+                yield self.shared.decide(walk.target, walk.snapshots, walk.error)
 
 
-def _spawn_deaf_to_ctrl_c(pool: ProcessPoolExecutor, workers: int) -> None:
-    """Start the pool's workers now with SIGINT blocked from their first instruction (a
-    child inherits the signal mask of the thread that starts it), so a Ctrl-C while they
-    import prints no traceback of theirs; their initializer then ignores it for good.
-    Blocked, not ignored, here: a Ctrl-C meanwhile stays pending for this process instead
-    of being lost. (A pool spawns a worker for a task no idle worker takes, so ``workers``
-    tasks at once spawn them all.)"""
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread: a worker spawned meanwhile starts with it blocked
+    (the mask is inherited), so a Ctrl-C while it imports prints no traceback of its own;
+    its initializer then ignores it for good. Blocked, not ignored: a Ctrl-C meanwhile
+    stays pending for this process instead of being lost."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        for _ in range(workers):
-            pool.submit(_ready)
+        yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 

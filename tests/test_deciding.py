@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -160,7 +161,7 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-AFFINITY = len(os.sched_getaffinity(0))
+AFFINITY = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 @pytest.mark.parametrize(
@@ -191,7 +192,7 @@ def test_api_workers_defaults_to_the_cpus_and_must_be_positive() -> None:
     """api.workers unset means the CPUs available; set, it is taken as it is; 0 is refused."""
     base = {"base_url": "https://om.example.com/api/public/v1.0"}
 
-    assert ApiSettings.model_validate(base).planning_workers() == available_cpus()
+    assert ApiSettings.model_validate(base).planning_workers() == min(available_cpus(), 8)
     assert ApiSettings.model_validate({**base, "workers": 3}).planning_workers() == 3
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ApiSettings.model_validate({**base, "workers": 0})
@@ -205,6 +206,17 @@ def signal_mask(pid: int, kind: str) -> int:
     raise AssertionError(f"no {kind} line for {pid}")
 
 
+def ignoring_sigint(pid: int, seconds: float = 60) -> bool:
+    """True once process ``pid`` ignores SIGINT; False if it still does not after
+    ``seconds`` (a worker ignores it when its initializer has run)."""
+    deadline = time.monotonic() + seconds
+    while not signal_mask(pid, "SigIgn") & (1 << (signal.SIGINT - 1)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_workers_ignore_ctrl_c_from_their_start() -> None:
     """Every worker ignores SIGINT (Ctrl-C goes to the main process, which stops the pool)
     from the moment it starts, while this process keeps its own handler, unblocked."""
@@ -212,12 +224,14 @@ def test_workers_ignore_ctrl_c_from_their_start() -> None:
     handler = signal.getsignal(signal.SIGINT)  # not always Python's: a shell may ignore it
     with Deciders(shared(), 2) as deciders:
         pids = list(deciders._pool._processes)  # type: ignore[union-attr]
-        # Blocked from the start, then ignored once the worker has run its initializer.
-        first = [signal_mask(pid, "SigBlk") | signal_mask(pid, "SigIgn") for pid in pids]
-        deciders._pool.submit(int).result()  # type: ignore[union-attr]
+        # Blocked from the start...
+        blocked = [signal_mask(pid, "SigBlk") for pid in pids]
+        # ...and ignored once the worker has run its initializer.
+        ignored = [ignoring_sigint(pid) for pid in pids]
 
     assert len(pids) == 2
-    assert all(mask & sigint for mask in first)
+    assert all(mask & sigint for mask in blocked)
+    assert ignored == [True, True]
     assert signal.getsignal(signal.SIGINT) is handler
     assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}
 
@@ -245,3 +259,52 @@ def test_workers_that_cannot_start_leave_the_plan_to_one_process(
         "cannot start planning workers ([Errno 38] Function not implemented): "
         "deciding in one process"
     ]
+
+
+def fail_to_load() -> object:
+    """Raises in the worker that unpickles it: a worker that cannot start."""
+    raise RuntimeError("this worker cannot load its share of the plan")
+
+
+class Unloadable:
+    """Pickles here, cannot be unpickled in a worker."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return (fail_to_load, ())
+
+
+def test_workers_that_never_come_up_leave_the_plan_to_one_process(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Workers that die before their first answer (they cannot load: an embedding caller,
+    a broken install) are no killed plan: the clusters in hand and the rest are decided
+    in this process, equal to a one-process plan, with one warning."""
+    fleet = walks(12)
+    with Deciders(shared(), 1) as alone:
+        expected = list(alone.decide_all(fleet))
+    broken = Shared(policies(), {"elsewhere": [Unloadable()]}, {}, NOW, timedelta(days=1))  # type: ignore[list-item]
+
+    with Deciders(broken, 2) as deciders:
+        got = list(deciders.decide_all(fleet))
+
+    assert got == expected
+    assert deciders.workers == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "planning workers did not start: deciding in one process"
+    ]
+
+
+def test_an_error_inside_a_worker_is_the_error_one_process_raises() -> None:
+    """A bug that raises while deciding a cluster raises the same exception from the pool
+    as in one process (the CLI then reports it as an internal error)."""
+    bad = Walk(
+        Target("p1", "c0000", "rs-0000"),
+        [SnapshotView("x", datetime(2026, 1, 1), True, False, None)],
+    )
+
+    with Deciders(shared(), 1) as alone, pytest.raises(TypeError) as here:
+        list(alone.decide_all([bad]))
+    with Deciders(shared(), 2) as pool, pytest.raises(TypeError) as there:
+        list(pool.decide_all([bad]))
+
+    assert str(there.value) == str(here.value)

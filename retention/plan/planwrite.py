@@ -108,9 +108,13 @@ def _write_list(out: IO[bytes], lines: Iterable[bytes]) -> None:
 
 def _whole_lines(lines: Iterable[bytes]) -> Iterator[bytes]:
     """Blocks of whole newline-terminated lines: a spool file's in blocks of a mebibyte,
-    any other iterable's as it gives them."""
+    any other iterable's a line at a time (a line without its newline gets one)."""
     read = getattr(lines, "read", None)
-    chunks: Iterable[bytes] = iter(lambda: read(WRITE_BUFFER), b"") if read else lines
+    chunks: Iterable[bytes] = (
+        iter(lambda: read(WRITE_BUFFER), b"")
+        if read
+        else (line if line.endswith(b"\n") else line + b"\n" for line in lines)
+    )
     rest = b""
     for chunk in chunks:
         data = rest + chunk if rest else chunk
