@@ -121,17 +121,16 @@ class Deciders:
         self._stop()
         self.workers = 1
 
-    def _stop(self) -> None:
+    def _stop(self, *, wait: bool = False) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=wait, cancel_futures=True)
         self._pool = None
 
     def __enter__(self) -> Deciders:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._stop(wait=True)
 
     def decide_all(self, walks: Iterable[Walk]) -> Iterator[EncodedCluster]:
         """Each walk's cluster decided and encoded, in the order of ``walks``."""

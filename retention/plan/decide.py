@@ -112,12 +112,11 @@ class _Context:
     # PATCH bodies are immutable and most of a cluster's share one expiry (now + grace):
     # building each anew was a third of decide()'s time.
     patches: dict[datetime, SnapshotPatch]
-    grace_when: datetime
-    grace_patch: SnapshotPatch
+    grace_patch: SnapshotPatch  # the body for merged.grace_until
 
     def expire_at(self, when: datetime) -> SnapshotPatch:
         """The body that sets ``expires`` to ``when`` (one value object per expiry)."""
-        if when is self.grace_when:  # most of a cluster's: skips hashing a datetime
+        if when is self.merged.grace_until:  # most of a cluster's: no datetime to hash
             return self.grace_patch
         patch = self.patches.get(when)
         if patch is None:
@@ -160,8 +159,9 @@ def decide(
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())
     plan.release_protection = merged.release_protection
     verdicts = _evaluate(counted_items(ordered, now), policies, now)
-    until = merged.grace_until
-    ctx = _Context(merged, now, lease_for, plan.policies, {}, until, SnapshotPatch.expire_at(until))
+    ctx = _Context(
+        merged, now, lease_for, plan.policies, {}, SnapshotPatch.expire_at(merged.grace_until)
+    )
     for snapshot in ordered:
         plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
     _min_keep(plan, ctx)
