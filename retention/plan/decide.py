@@ -384,8 +384,14 @@ def _say_ended(plan: ClusterPlan, v: _Verdicts) -> None:
 
 
 def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
-    """Keep the newest unkept, counted snapshots until min_keep survive (or all there are)."""
-    survivors = sum(d.state in ("kept", "protected", "manual-hold") for d in plan.decisions)
+    """Keep the newest unkept, counted snapshots until min_keep survive (or all there are).
+
+    A survivor is complete and consistent: a possibly inconsistent snapshot under a hold
+    survives, but no one can restore the cluster from it, so it does not count."""
+    survivors = sum(
+        d.state in ("kept", "protected", "manual-hold") and d.snapshot.consistent
+        for d in plan.decisions
+    )
     missing = ctx.merged.min_keep - survivors
     for i, d in enumerate(plan.decisions):
         if missing <= 0:
