@@ -20,11 +20,15 @@ def ordered(work: Callable[[T], R], items: Iterable[T], *, workers: int, name: s
     """``work(item)`` for each item on ``workers`` threads (named ``name``), in item order.
 
     ``items`` is consumed lazily, a window ahead of the results taken. An exception of
-    ``work`` is raised where its result would have been yielded.
+    ``work`` is raised where its result would have been yielded. When the stream ends
+    early (an exception, a consumer that stops reading), the items not yet started are
+    cancelled and only those already running are waited for: a stop must not wait for
+    a whole window of clusters to be worked through.
     """
     workers = max(1, workers)
     window = 2 * workers
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+    try:
         pending: deque[Future[R]] = deque()
         for item in items:
             pending.append(pool.submit(work, item))
@@ -32,3 +36,5 @@ def ordered(work: Callable[[T], R], items: Iterable[T], *, workers: int, name: s
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
