@@ -70,12 +70,62 @@ def make_plan(
     ``workers``: processes that decide clusters while the walk goes on (retention.deciding).
 
     Three steps: survey the projects (alerts, discovery), walk and decide each target into
-    the builder (decisions.jsonl streams out as it goes), then write plan.json whole.
+    the builder (decisions.jsonl streams out as it goes), then write plan.json whole. Both
+    files are written under partial names and renamed when the plan is whole: a plan that
+    stops half way (an error, a stop: StopRequestedError) leaves neither, and an earlier
+    plan at ``plan_path`` stays as it was.
     """
     lease_for = lease(schedule, now)
     decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
-    with decisions_to.open("wb", buffering=WRITE_BUFFER) as decisions_out:
+    decisions_partial = _partial(decisions_to)
+    try:
+        head, found, walk_errors = _plan_into(
+            client,
+            policies,
+            projects,
+            decisions_partial,
+            plan_path,
+            now=now,
+            created_at=created_at,
+            lease_for=lease_for,
+            concurrency=concurrency,
+            on_walk=on_walk,
+            shard=shard,
+            what_if=what_if,
+            workers=workers,
+        )
+    except BaseException:
+        decisions_partial.unlink(missing_ok=True)
+        _partial(plan_path).unlink(missing_ok=True)
+        raise
+    decisions_partial.replace(decisions_to)
+    _partial(plan_path).replace(plan_path)
+    return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
+
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` is written until it is whole."""
+    return path.with_name(path.name + ".partial")
+
+
+def _plan_into(
+    client: OpsManagerClient,
+    policies: PolicySet,
+    projects: Sequence[ProjectTargets],
+    decisions_partial: Path,
+    plan_path: Path,
+    *,
+    now: datetime,
+    created_at: datetime,
+    lease_for: timedelta,
+    concurrency: int,
+    on_walk: Callable[[Walk], None] | None,
+    shard: Shard | None,
+    what_if: bool,
+    workers: int,
+) -> tuple[PlanHead, _Found, list[str]]:
+    with decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
             evaluated_at=now,
             created_at=created_at,
@@ -103,7 +153,7 @@ def make_plan(
             head = _write_whole(plan_path, builder, found)
         finally:
             builder.close()
-    return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
+    return head, found, walk_errors
 
 
 @dataclass
@@ -185,12 +235,10 @@ def _walk_and_decide(
 
 
 def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> PlanHead:
-    """plan.json through a partial file renamed into place: readers never see half a plan."""
-    partial = plan_path.with_name(plan_path.name + ".partial")
-    with partial.open("wb", buffering=WRITE_BUFFER) as out:
-        head = builder.write(out, found.errors, found.warnings, found.notices)
-    partial.replace(plan_path)
-    return head
+    """plan.json into its partial file (make_plan renames it): readers never see half a
+    plan."""
+    with _partial(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
+        return builder.write(out, found.errors, found.warnings, found.notices)
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:
