@@ -6,6 +6,7 @@
     ├── ConfigError                     exit 2  bad retention.yaml or environment (nothing was sent)
     ├── PolicyError                     exit 2  bad policy files (nothing was sent)
     ├── LockHeldError                   exit 4  another run holds the lock
+    ├── StopRequestedError              130/143 SIGINT or SIGTERM asked the command to stop
     └── ApiError                        exit 1  something went wrong talking to the API
         ├── TransportError              exit 5  no HTTP answer at all
         │   ├── ConnectError                    refused, DNS, reset before any answer
@@ -40,6 +41,7 @@ EXIT_HELD = 3
 EXIT_LOCKED = 4
 EXIT_UNREACHABLE = 5
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): Kubernetes' deadline, eviction, job deletion
 
 EXIT_MEANINGS: dict[int, str] = {
     EXIT_OK: "done",
@@ -48,6 +50,9 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_HELD: "held by a safety gate: destructive changes need a human",
     EXIT_LOCKED: "locked: another run holds the lock",
     EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
+    EXIT_INTERRUPTED: "interrupted (SIGINT): stopped before the end; the run folder says "
+    "what was sent",
+    EXIT_TERMINATED: "stopped by SIGTERM before the end; the run folder says what was sent",
 }
 
 
@@ -58,8 +63,15 @@ def exit_meaning(code: int | None) -> str:
     return EXIT_MEANINGS.get(code, "unknown exit code")
 
 
-def exit_code_for(*, failed: bool, held: bool) -> int:
-    """A job's exit code: failures (1) before holds (3) before done (0)."""
+# The exit code of a command a signal stopped, by the signal's name.
+SIGNAL_EXITS = {"SIGINT": EXIT_INTERRUPTED, "SIGTERM": EXIT_TERMINATED}
+
+
+def exit_code_for(*, failed: bool, held: bool, stopped_by: str | None = None) -> int:
+    """A job's exit code: a stop (130, 143) before failures (1) before holds (3) before
+    done (0)."""
+    if stopped_by is not None:
+        return SIGNAL_EXITS.get(stopped_by, EXIT_INTERRUPTED)
     if failed:
         return EXIT_FAILURES
     return EXIT_HELD if held else EXIT_OK
@@ -136,6 +148,28 @@ class LockHeldError(RetentionError):
     """Another run holds the lock file."""
 
     exit_code = EXIT_LOCKED
+
+
+class StopRequestedError(RetentionError):
+    """SIGINT or SIGTERM asked the command to stop: raised instead of starting a request
+    (``before`` says which), never in the middle of one."""
+
+    def __init__(
+        self,
+        signal_name: str,
+        exit_code: int,
+        before: str,
+        *,
+        in_doubt: bool = False,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(message or f"{signal_name}: stopped before {before}")
+        self.signal_name = signal_name
+        self.exit_code = exit_code
+        self.before = before
+        # True when an earlier try of the same request reached the service (a stop during
+        # the wait to retry it): whether the service acted on it is not known.
+        self.in_doubt = in_doubt
 
 
 class ApiError(RetentionError):

@@ -10,12 +10,15 @@ For each cluster (concurrently, ``api.concurrency`` at a time):
    would break an invariant. A destructive expiry goes out as max(planned, now + grace).
 3. Send protect and extend first, releases next, shorten and delete last; a cluster the
    plan holds gets no destructive change, whatever its ``changes`` list says.
-4. Append every outcome to ``results.jsonl`` and flush it before the next PATCH.
+4. Journal ahead: before each PATCH its intent (snapshot, observed state, body) is appended
+   to ``results.jsonl`` and flushed; its outcome follows when the answer comes.
 
 An error in one cluster's worker is that cluster's alone: its unfinished changes are
-journalled as failed, and the other workers go on. Killed at any point, running again
-converges: a PATCH that was sent but not journalled shows up in step 2 as a state that no
-longer matches ``observed``, so it is skipped, never repeated.
+journalled as failed, and the other workers go on. A stop (SIGINT, SIGTERM: ``Stop``) is
+checked before every PATCH: the PATCHes on the wire finish and are journalled, and every
+change not sent is journalled ``not-sent``. Killed at any point, running again converges: a
+PATCH that was sent but not journalled shows up in step 2 as a state that no longer matches
+``observed``, so it is skipped, never repeated; and its intent line lets ``undo`` check it.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from typing import IO, Any, Literal
 from retention.api import OpsManagerClient
 from retention.api.models import SnapshotState
 from retention.api.walked import WalkedSnapshot
-from retention.errors import ApiError, InconsistentListError, NotFoundError
+from retention.errors import ApiError, InconsistentListError, NotFoundError, StopRequestedError
 from retention.plan.guard import check_send
 from retention.plan.model import SEND_ORDER, SnapshotView
 from retention.plan.planfile import Change, ClusterEntry
 from retention.plan.planwrite import encode_line
+from retention.stopping import Stop
 from retention.window import ordered
 
 log = logging.getLogger("retention.executor")
@@ -44,7 +48,7 @@ log = logging.getLogger("retention.executor")
 # Up to this many changes a cluster is re-read with GETs; above it, with one list walk.
 GET_THRESHOLD = 10
 
-OutcomeName = Literal["applied", "stale", "failed", "held", "refused"]
+OutcomeName = Literal["applied", "stale", "failed", "held", "refused", "not-sent"]
 
 
 @dataclass(frozen=True)
@@ -60,11 +64,15 @@ class Outcome:
 
 
 class Journal:
-    """results.jsonl: one line per outcome, flushed before the next PATCH.
+    """results.jsonl: an intent line before each PATCH and an outcome line after it (or
+    instead of it, for a change not sent), each flushed at once.
 
-    Flushed, not fsynced: a killed process keeps what it flushed (the operating system has
-    it), and the rarer machine crash that loses a line is caught by compare-and-swap on the
-    next apply. An fsync per PATCH cost ~40 ms each on an ordinary disk.
+    An intent line has ``"intent": true`` and no ``outcome``: the body about to be sent and
+    the state it was checked against. A process killed between the two leaves the intent
+    alone, and ``undo`` treats that snapshot as possibly changed. Flushed, not fsynced: a
+    killed process keeps what it flushed (the operating system has it), and the rarer
+    machine crash that loses a line is caught by compare-and-swap on the next apply. An
+    fsync per PATCH cost ~40 ms each on an ordinary disk.
     """
 
     def __init__(self, path: Path, now: Callable[[], datetime]) -> None:
@@ -73,10 +81,25 @@ class Journal:
         self._lock = threading.Lock()
         self._out: IO[bytes] = path.open("ab")
 
+    def intent(self, change: Change, body: Mapping[str, Any], *, approved: bool) -> None:
+        """Append the intent to send ``body`` for ``change``, before it is sent."""
+        self._write({**self._identity(change), "intent": True, "body": body, "approved": approved})
+
     def record(self, outcome: Outcome) -> None:
         """Append an outcome and push it to disk."""
-        c = outcome.change
-        line = {
+        self._write(
+            {
+                **self._identity(outcome.change),
+                "body": outcome.sent,
+                "outcome": outcome.outcome,
+                "approved": outcome.approved,
+                "status": outcome.status,
+                "error": outcome.error,
+            }
+        )
+
+    def _identity(self, c: Change) -> dict[str, Any]:
+        return {
             "at": self._now(),
             "projectId": c["projectId"],
             "clusterId": c["clusterId"],
@@ -86,12 +109,9 @@ class Journal:
             "destructive": c["destructive"],
             "observed": c["observed"],
             "planned": c["body"],
-            "body": outcome.sent,
-            "outcome": outcome.outcome,
-            "approved": outcome.approved,
-            "status": outcome.status,
-            "error": outcome.error,
         }
+
+    def _write(self, line: Mapping[str, Any]) -> None:
         encoded = encode_line(line)
         with self._lock:
             self._out.write(encoded)
@@ -110,6 +130,7 @@ class ApplyResult:
     failures: list[Outcome] = field(default_factory=list)
     approved: int = 0  # held changes an --approve let through, applied
     changed_clusters: set[tuple[str, str, str]] = field(default_factory=set)
+    interrupted: str | None = None  # the signal that stopped the apply (SIGINT, SIGTERM)
 
     def add(self, outcome: Outcome) -> None:
         """Count one outcome."""
@@ -133,13 +154,17 @@ def apply_plan(
     concurrency: int,
     on_outcome: Callable[[Outcome], None] | None = None,
     approved: frozenset[tuple[str, str]] = frozenset(),
+    stop: Stop | None = None,
 ) -> ApplyResult:
     """Apply a plan's changes (in plan order, grouped by cluster); see the module docstring.
 
     ``clusters`` are the plan's clusters by (project, cluster id): their holds, kind and
     release_protection. ``changes`` may be a stream: clusters are taken one after another
     with at most a few in flight, so memory holds a few clusters' changes, never the plan's.
+    After ``stop`` is requested no PATCH starts: every change left is journalled
+    ``not-sent``, and the result's ``interrupted`` names the signal.
     """
+    stop = stop or Stop()
     result = ApplyResult()
     lock = threading.Lock()
 
@@ -160,21 +185,43 @@ def apply_plan(
                 outcome = replace(outcome, approved=True)
             report(outcome)
 
+        def intent(change: Change, body: Mapping[str, Any]) -> None:
+            journal.intent(change, body, approved=let_through and change["destructive"])
+
         try:
             cluster = clusters.get(key)
-            _apply_cluster(client, items, cluster, now=now, report=once, approved=let_through)
+            _apply_cluster(
+                client,
+                items,
+                cluster,
+                now=now,
+                report=once,
+                intent=intent,
+                stop=stop,
+                approved=let_through,
+            )
+        except StopRequestedError as exc:
+            for change in items:
+                if change["snapshotId"] not in reported:
+                    once(_not_sent(change, exc.signal_name))
         except Exception as exc:
             log.exception("applying cluster %s failed", key[1])
             for change in items:
                 if change["snapshotId"] not in reported:
                     error = f"internal error while applying: {type(exc).__name__}: {exc}"
-                    report(Outcome(change, "failed", None, error))
+                    once(Outcome(change, "failed", None, error))
 
     clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
     work = ((key, list(items)) for key, items in clusters_of)
     for _ in ordered(lambda pair: run(*pair), work, workers=concurrency, name="apply"):
         pass
+    if stop.requested:
+        result.interrupted = stop.name
     return result
+
+
+def _not_sent(change: Change, signal_name: str) -> Outcome:
+    return Outcome(change, "not-sent", error=f"not sent: the apply was stopped ({signal_name})")
 
 
 def _apply_cluster(
@@ -184,6 +231,8 @@ def _apply_cluster(
     *,
     now: Callable[[], datetime],
     report: Callable[[Outcome], None],
+    intent: Callable[[Change, Mapping[str, Any]], None],
+    stop: Stop,
     approved: bool = False,
 ) -> None:
     todo = sorted(changes, key=lambda c: (SEND_ORDER[c["action"]], c["snapshotId"]))
@@ -193,6 +242,7 @@ def _apply_cluster(
         todo = [c for c in todo if not c["destructive"]]
     if not todo:
         return
+    stop.check("re-reading the cluster")
     try:
         current = _current_state(client, todo)
     except ApiError as exc:
@@ -208,7 +258,7 @@ def _apply_cluster(
             continue
         found = current.get(sid)
         view = SnapshotView.of(found) if found is not None else None
-        outcome = _apply_one(client, change, view, cluster, now())
+        outcome = _apply_one(client, change, view, cluster, now(), intent=intent, stop=stop)
         if outcome.sent is not None:
             changed.add(sid)
         report(outcome)
@@ -241,16 +291,28 @@ def _apply_one(
     current: SnapshotView | None,
     cluster: ClusterEntry | None,
     now: datetime,
+    *,
+    intent: Callable[[Change, Mapping[str, Any]], None],
+    stop: Stop,
 ) -> Outcome:
     verdict = check_send(change, current, cluster=cluster, now=now)
     if verdict.body is None:
         outcome: OutcomeName = "refused" if verdict.outcome == "refused" else "stale"
         return Outcome(change, outcome, error=verdict.reason)
+    if stop.requested:
+        return _not_sent(change, stop.name)
     sent = verdict.body.members()
+    intent(change, sent)
     try:
         client.patch_snapshot(
             change["projectId"], change["clusterId"], change["snapshotId"], verdict.body
         )
+    except StopRequestedError as exc:
+        if not exc.in_doubt:
+            return _not_sent(change, exc.signal_name)
+        # A try reached the service before the stop ended the wait for the next one.
+        error = f"stopped ({exc.signal_name}) while retrying: {exc}; the service may have it"
+        return Outcome(change, "failed", None, error, sent)
     except ApiError as exc:
         return Outcome(change, "failed", exc.status, str(exc), sent)
     return Outcome(change, "applied", 200, sent=sent)

@@ -127,6 +127,11 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
             ),
             ("failed", "The API answered with an error, or not at all (exit 1)."),
             ("held", "A safety gate holds it: not sent."),
+            (
+                "not-sent",
+                "The run was stopped (Ctrl-C, SIGTERM) before this change was sent: run "
+                "again to send it.",
+            ),
         ),
     ),
     (
@@ -151,12 +156,23 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "Its expiry from before that run has passed too: putting it back would let "
                 "the service delete it at once (exit 1).",
             ),
+            (
+                "not-sent",
+                "The undo was stopped (Ctrl-C, SIGTERM) before this snapshot was put back: "
+                "run the same undo again.",
+            ),
         ),
     ),
     (
         "Other words",
         "",
         (
+            (
+                "in doubt",
+                "A PATCH journalled as about to be sent with no outcome after it: the run "
+                "was killed while it was on the wire. Undo puts it back only if the service "
+                "shows what it would have written.",
+            ),
             (
                 "destructive",
                 "A change that lets the service delete a snapshot sooner: shorten, delete, "

@@ -3,6 +3,11 @@
 Each run writes ``reports/<UTC time>-<run id>/`` with plan.json, decisions.jsonl,
 results.jsonl, report.html and report.md, under the reports folder's lock. The CLI maps a
 ``JobResult`` to an exit code; nothing here prints.
+
+A run stopped by a signal (``Stop``) says so in its folder: ``interrupted.json`` names the
+signal, when, and the step it stopped in. Stopped while planning, the folder has that file
+only (no half plan); stopped while applying, it also has the plan, the journal (whose
+``not-sent`` lines are the changes left) and the reports.
 """
 
 from __future__ import annotations
@@ -19,21 +24,25 @@ from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError, PlanFileError, UsageError
+from retention.errors import ApiError, PlanFileError, StopRequestedError, UsageError
 from retention.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.inventory import ProjectTargets, Walk
 from retention.plan.guard import Approval, EntryCheck, plan_refusal
 from retention.plan.guard import approve as approval_of
 from retention.plan.planfile import Change, PlanHead, clusters_by_key, decisions_path
+from retention.plan.planwrite import encode_line
 from retention.planfiles import read_head, read_list
 from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.sharding import Shard
+from retention.stopping import Stop
 from retention.timestamps import format_timestamp
 
 log = logging.getLogger("retention.jobs")
 
 AUDIT_ALERTS = frozenset({"SNAPSHOT_EXPIRY_UPDATED_AUDIT", "CLUSTERSHOT_EXPIRY_UPDATED_AUDIT"})
+INTERRUPTED_FILE = "interrupted.json"
+INTERRUPTED_FORMAT = "retention-interrupted/v1"
 
 
 def new_run_dir(reports: Path, now: datetime) -> tuple[str, Path]:
@@ -53,6 +62,11 @@ class JobResult:
     reports: list[Path] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
     approval: Approval | None = None
+
+    @property
+    def interrupted(self) -> str | None:
+        """The signal that stopped the apply (SIGINT, SIGTERM), or None."""
+        return self.applied.interrupted if self.applied is not None else None
 
     @property
     def failed(self) -> bool:
@@ -88,27 +102,41 @@ def run_job(
     on_apply: Callable[[int], None] | None = None,
     shard: Shard | None = None,
     workers: int = 1,
+    stop: Stop | None = None,
 ) -> JobResult:
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``.
 
     ``on_walk`` hears of each walked cluster, ``on_apply`` of the number of changes before
-    they are sent, ``on_outcome`` of each outcome (for progress on a terminal).
+    they are sent, ``on_outcome`` of each outcome (for progress on a terminal). A ``stop``
+    while planning raises StopRequestedError once the folder says so (nothing was sent);
+    while applying, the result's ``interrupted`` names the signal.
     """
+    stop = stop or Stop()
     started = now()
     run_id, run_dir = new_run_dir(reports, started)
-    planned = make_plan(
-        client,
-        policies,
-        projects,
-        now=started,
-        created_at=started,
-        schedule=schedule,
-        concurrency=concurrency,
-        plan_path=run_dir / "plan.json",
-        on_walk=on_walk,
-        shard=shard,
-        workers=workers,
-    )
+    try:
+        planned = make_plan(
+            client,
+            policies,
+            projects,
+            now=started,
+            created_at=started,
+            schedule=schedule,
+            concurrency=concurrency,
+            plan_path=run_dir / "plan.json",
+            on_walk=on_walk,
+            shard=shard,
+            workers=workers,
+        )
+    except StopRequestedError as exc:
+        where = mark_interrupted(run_dir, "dry-run" if dry_run else "run", exc, started, now())
+        raise StopRequestedError(
+            exc.signal_name,
+            exc.exit_code,
+            "the plan was whole",
+            message=f"stopped by {exc.signal_name} while planning: no plan was written and "
+            f"nothing was sent ({where})",
+        ) from None
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:
         # The entries just written pass the checks a saved plan's do before anything is sent.
@@ -122,8 +150,11 @@ def run_job(
             concurrency=concurrency,
             now=now,
             on_outcome=on_outcome,
+            stop=stop,
         )
-        if acknowledge_audit_alerts and result.applied.changed_clusters:
+        if result.interrupted:
+            mark_interrupted(run_dir, "run", stop.error("the end"), started, now(), result=result)
+        elif acknowledge_audit_alerts and result.applied.changed_clusters:
             result.acknowledged = acknowledge_own_audit_alerts(
                 client, result.applied, started, run_id, now()
             )
@@ -148,6 +179,7 @@ def apply_saved(
     on_apply: Callable[[int], None] | None = None,
     approve: Sequence[str] = (),
     approve_all: bool = False,
+    stop: Stop | None = None,
 ) -> JobResult:
     """Apply exactly the saved plan at ``plan_path``, any file name, in a new run folder
     under ``reports`` (a copy of the plan and its decisions, the journal, the reports).
@@ -186,7 +218,10 @@ def apply_saved(
         now=now,
         on_outcome=on_outcome,
         approved=approval.clusters,
+        stop=stop,
     )
+    if result.interrupted and stop is not None:
+        mark_interrupted(run_dir, "apply", stop.error("the end"), started, now(), result=result)
     return result
 
 
@@ -239,6 +274,7 @@ def _apply(
     now: Callable[[], datetime],
     on_outcome: Callable[[Outcome], None] | None,
     approved: frozenset[tuple[str, str]] = frozenset(),
+    stop: Stop | None = None,
 ) -> ApplyResult:
     journal = Journal(plan_path.with_name("results.jsonl"), now)
     try:
@@ -251,9 +287,40 @@ def _apply(
             concurrency=concurrency,
             on_outcome=on_outcome,
             approved=approved,
+            stop=stop,
         )
     finally:
         journal.close()
+
+
+def mark_interrupted(
+    run_dir: Path,
+    mode: str,
+    error: StopRequestedError,
+    started: datetime,
+    stopped: datetime,
+    *,
+    result: JobResult | None = None,
+) -> Path:
+    """Write ``interrupted.json`` into ``run_dir``: which signal stopped which command when,
+    in which step, and (once applying began) the outcomes journalled so far."""
+    applied = result.applied if result is not None else None
+    document = {
+        "format": INTERRUPTED_FORMAT,
+        "mode": mode,
+        "signal": error.signal_name,
+        "exitCode": error.exit_code,
+        "startedAt": format_timestamp(started),
+        "stoppedAt": format_timestamp(stopped),
+        "step": "apply" if applied is not None else "plan",
+        "sent": applied is not None
+        and any(applied.counts.get(kind, 0) for kind in ("applied", "failed")),
+        "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
+    }
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / INTERRUPTED_FILE
+    path.write_bytes(encode_line(document))
+    return path
 
 
 def acknowledge_own_audit_alerts(

@@ -35,7 +35,13 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
-from retention.errors import EXIT_FAILURES, EXIT_UNREACHABLE, exit_meaning
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_UNREACHABLE,
+    exit_meaning,
+)
 from retention.notifysettings import NotifyWhen, redacted_url, scheme_of
 from retention.report.render import markdown_text
 
@@ -48,8 +54,9 @@ from apprise.manager_plugins import NotificationManager  # noqa: E402
 
 log = logging.getLogger("retention.notify")
 
-# The exit codes of a failure notice: finished with failures, or the API unreachable.
-FAILURE_EXITS = frozenset({EXIT_FAILURES, EXIT_UNREACHABLE})
+# The exit codes of a failure notice: finished with failures, the API unreachable, or
+# stopped by a signal (Ctrl-C, SIGTERM) before the end.
+FAILURE_EXITS = frozenset({EXIT_FAILURES, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED})
 # Loggers that would write a notification URL, or a part of it, while apprise works.
 _QUIET = ("apprise", "urllib3.connectionpool")
 EXAMPLE_URL = "json://alerts.example.net/retention"
@@ -137,7 +144,7 @@ class Delivery:
 def reasons(*, code: int, changed: bool, held: bool) -> set[NotifyWhen]:
     """The kinds of ending a run had: ``changed`` (changes applied, or for a dry run
     planned), ``held`` (a gate held changes no --approve let through), ``code`` its exit
-    code (1 and 5 are failures)."""
+    code (1, 5, 130 and 143 are failures)."""
     found: set[NotifyWhen] = set()
     if changed:
         found.add("changes")
@@ -195,7 +202,8 @@ def run_notice(
 
 
 def error_notice(*, mode: str, code: int, error: str) -> Notice:
-    """The notice of a run that stopped on an error (exit 1 or 5) before it could finish."""
+    """The notice of a run that stopped on an error (exit 1 or 5) or a signal (130, 143)
+    before it could finish."""
     title = f"retention {mode}: exit {code}, {exit_meaning(code)}"
     body = (
         f"**retention {mode} stopped: exit {code}, {exit_meaning(code)}.**\n\n"

@@ -5,14 +5,22 @@ undoes, and every item with its verdict), ``results.jsonl`` (one line per snapsh
 before the next PATCH, as apply's journal), and report.html / report.md. It is refused for
 an undo's folder (an undo of an undo would redo the bad run: run the policy again instead)
 and for a run made against another service. The CLI holds the run lock around it.
+
+Its journal is written ahead, as apply's: an intent line (``"intent": true`` and the bodies
+about to be sent) before a snapshot's PATCHes, its item after. After a stop no restore
+starts and the items left are ``not-sent``; a restore of two PATCHes (protect, then
+unprotect: the API's only way to drop an expiry) that has sent its first finishes its
+second, since a snapshot left protected would look changed by someone else to the next undo.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +29,7 @@ from typing import IO, Any
 import orjson
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError, NotFoundError, UsageError
+from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
 from retention.jobs import new_run_dir
 from retention.plan.planwrite import encode_line
 from retention.plan.restore import (
@@ -33,6 +41,7 @@ from retention.plan.restore import (
     verdict,
 )
 from retention.planfiles import json_lines, read_head
+from retention.stopping import Stop
 from retention.timestamps import format_timestamp
 from retention.window import ordered
 
@@ -69,6 +78,7 @@ class Item:
             "reason": self.reason,
             "sent": self.sent,
             "status": self.status,
+            "inDoubt": r.in_doubt,
         }
 
 
@@ -85,11 +95,17 @@ class UndoResult:
     unreadable: int = 0  # journal lines that were cut short or are not JSON
     reports: list[Path] = field(default_factory=list)
     document: dict[str, Any] = field(default_factory=dict)  # undo.json, once it is written
+    interrupted: str | None = None  # the signal that stopped the undo (SIGINT, SIGTERM)
 
     @property
     def counts(self) -> dict[str, int]:
         """Items by outcome."""
         return dict(sorted(Counter(item.outcome for item in self.items).items()))
+
+    @property
+    def in_doubt(self) -> int:
+        """Snapshots whose PATCH the run's journal could not say was applied or not."""
+        return sum(1 for item in self.items if item.restoration.in_doubt)
 
     @property
     def failed(self) -> bool:
@@ -134,13 +150,16 @@ def undo_run(
     dry_run: bool,
     concurrency: int,
     now: Callable[[], datetime],
+    stop: Stop | None = None,
 ) -> UndoResult:
     """Put back what the run in ``run_dir`` shortened, in a new run folder under ``reports``.
 
     Raises UsageError before any request for a folder that is no run to undo; an API that
     cannot be reached (ApiError.stops_everything) is raised; any other API error is the
-    item's ``failed`` outcome.
+    item's ``failed`` outcome. After ``stop`` is requested no restore starts: the items
+    left are ``not-sent`` and the result's ``interrupted`` names the signal.
     """
+    stop = stop or Stop()
     check_run_dir(run_dir, client.base_url)
     lines, bad = read_journal(run_dir)
     started = now()
@@ -151,26 +170,43 @@ def undo_run(
     if bad:
         journal = run_dir / "results.jsonl"
         log.warning("%s: %d journal lines could not be read and are not undone", journal, bad)
+    writing = threading.Lock()  # intents come from the workers, items from this thread
     with (folder / "results.jsonl").open("ab") as out:
-        work = restorations(lines)
+
+        def intent(r: Restoration, bodies: list[dict[str, Any]]) -> None:
+            with writing:
+                _intent(out, r, bodies, now())
+
         for item in ordered(
-            lambda r: _undo_one(client, r, dry_run=dry_run, now=now),
-            work,
+            lambda r: _undo_one(client, r, dry_run=dry_run, now=now, stop=stop, intent=intent),
+            restorations(lines),
             workers=concurrency,
             name="undo",
         ):
-            _journal(out, item, now())
+            with writing:
+                _journal(out, item, now())
             result.items.append(item)
+    if stop.requested:
+        result.interrupted = stop.name
     result.document = undo_document(result)
     _write_undo_file(result.run_dir / UNDO_FILE, result.document)
     return result
 
 
 def _undo_one(
-    client: OpsManagerClient, r: Restoration, *, dry_run: bool, now: Callable[[], datetime]
+    client: OpsManagerClient,
+    r: Restoration,
+    *,
+    dry_run: bool,
+    now: Callable[[], datetime],
+    stop: Stop,
+    intent: Callable[[Restoration, list[dict[str, Any]]], None],
 ) -> Item:
     try:
+        stop.check("reading the snapshot")
         current = _state(client, r)
+    except StopRequestedError as exc:
+        return Item(r, "not-sent", f"not put back: the undo was stopped ({exc.signal_name})")
     except ApiError as exc:
         if exc.stops_everything:
             raise
@@ -180,11 +216,41 @@ def _undo_one(
         return Item(r, found, LEFT_ALONE[found], current)
     if dry_run:
         return Item(r, "would-restore", f"would put back: {r.before.text()}", current)
-    item = Item(r, "restored", f"put back: {r.before.text()}", current)
-    for patch in r.steps():
+    return _restore(
+        client, Item(r, "restored", f"put back: {r.before.text()}", current), stop, intent
+    )
+
+
+def _restore(
+    client: OpsManagerClient,
+    item: Item,
+    stop: Stop,
+    intent: Callable[[Restoration, list[dict[str, Any]]], None],
+) -> Item:
+    """Send the PATCHes that put ``item`` back, journalled ahead; the item as it ends."""
+    r = item.restoration
+    steps = r.steps()
+    try:
+        stop.check("putting the snapshot back")
+    except StopRequestedError as exc:
+        item.outcome, item.reason = (
+            "not-sent",
+            f"not put back: the undo was stopped ({exc.signal_name})",
+        )
+        return item
+    intent(r, [patch.body() for patch in steps])
+    for patch in steps:
         body = patch.body()
         try:
-            answer = client.patch_snapshot(r.project_id, r.cluster_id, r.snapshot_id, patch)
+            # The first PATCH is sent: the second finishes the change even after a stop.
+            with stop.shield() if item.sent else nullcontext():
+                answer = client.patch_snapshot(r.project_id, r.cluster_id, r.snapshot_id, patch)
+        except StopRequestedError as exc:
+            item.outcome, item.reason = "not-sent", f"not put back: {exc}"
+            if exc.in_doubt:
+                item.outcome = "failed"
+                item.reason = f"PATCH {body}: {exc}; the service may have applied it"
+            return item
         except ApiError as exc:
             if exc.stops_everything:
                 raise
@@ -209,6 +275,23 @@ def _journal(out: IO[bytes], item: Item, at: datetime) -> None:
     out.flush()
 
 
+def _intent(out: IO[bytes], r: Restoration, bodies: list[dict[str, Any]], at: datetime) -> None:
+    """The write-ahead line of a restore: what is about to be sent, flushed before it is."""
+    line = {
+        "at": format_timestamp(at),
+        "intent": True,
+        "projectId": r.project_id,
+        "clusterId": r.cluster_id,
+        "clusterName": r.cluster_name,
+        "snapshotId": r.snapshot_id,
+        "before": r.before.document(),
+        "written": r.written.document(),
+        "steps": bodies,
+    }
+    out.write(encode_line(line))
+    out.flush()
+
+
 def _write_undo_file(path: Path, document: dict[str, Any]) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
@@ -225,5 +308,7 @@ def undo_document(result: UndoResult) -> dict[str, Any]:
         "dryRun": result.dry_run,
         "counts": result.counts,
         "unreadableLines": result.unreadable,
+        "inDoubt": result.in_doubt,
+        "interrupted": result.interrupted,
         "items": [item.document() for item in result.items],
     }

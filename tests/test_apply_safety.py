@@ -22,6 +22,7 @@ from retention.planfiles import read_head, read_list
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet
 from tests.conftest import PUBLIC_KEY
+from tests.journal import intent_lines, outcome_lines
 from tests.simfleet import KEY, SMALL, P, client_for, small_fleet
 
 # The simulator runs on this machine's clock (frozen at start), as the real service would:
@@ -127,8 +128,9 @@ def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
         "results.jsonl",
     ]
     assert (run_dir / "plan.json").read_bytes() == (folder / "mine.json").read_bytes()
-    results = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    results = outcome_lines(run_dir / "results.jsonl")
     assert len([r for r in results if r["outcome"] == "applied"]) == len(patches(sim)) > 0
+    assert len(intent_lines(run_dir / "results.jsonl")) == len(patches(sim))
     assert f"Run folder: {run_dir}" in out
 
 
@@ -210,7 +212,7 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
         )
         journal.close()
 
-    lines = [json.loads(x) for x in (folder / "results.jsonl").read_text().splitlines()]
+    lines = outcome_lines(folder / "results.jsonl")
     small = [c for c in changes if c["clusterId"] == SMALL and not c["destructive"]]
     others = [c for c in changes if c["clusterId"] != SMALL]
     assert small
@@ -237,10 +239,7 @@ def test_a_held_clusters_release_of_a_kept_snapshot_is_one_change_everywhere(
     assert retention("apply", "plan.json") == 3
 
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
-    results = {
-        json.loads(x)["snapshotId"]: json.loads(x)
-        for x in (run_dir / "results.jsonl").read_text().splitlines()
-    }
+    results = {x["snapshotId"]: x for x in outcome_lines(run_dir / "results.jsonl")}
     assert (changes["held"]["action"], changes["held"]["destructive"]) == ("release", False)
     assert results["held"]["outcome"] == "applied"
     assert (held["noexpiry"]["action"], held["noexpiry"]["destructive"]) == ("shorten", True)
@@ -277,7 +276,7 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
 
     out = capsys.readouterr().out
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
-    results = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    results = outcome_lines(run_dir / "results.jsonl")
     approved = [r for r in results if r["approved"]]
     sent = {p["snapshotId"]: p for p in patches(sim)}
     assert code == 3  # prod-small stays held

@@ -15,6 +15,7 @@ import pytest
 
 from retention import __version__, cli, entry
 from retention.errors import AuthenticationError, ConfigError, ResponseInfo
+from tests.journal import intent_lines, outcome_lines
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -84,12 +85,14 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
     names = sorted(p.name for p in run_dir.iterdir())
     document = json.loads((run_dir / "plan.json").read_text())
-    results = (run_dir / "results.jsonl").read_text().splitlines()
+    results = outcome_lines(run_dir / "results.jsonl")
     assert code == 0
     assert names == ["decisions.jsonl", "plan.json", "report.html", "report.md", "results.jsonl"]
     assert document["summary"]["clusters"] == 13  # 10 clusters and 3 legacy config servers
     assert len(results) == len(document["changes"]) > 0
-    assert all(json.loads(line)["outcome"] == "applied" for line in results)
+    assert all(line["outcome"] == "applied" for line in results)
+    # Each PATCH was journalled ahead: its intent line stands before its outcome.
+    assert len(intent_lines(run_dir / "results.jsonl")) == len(results)
     assert "hold prod-billing: OPEN alert" in out
     # Each hold names the line of the policy setting behind it.
     fraction = f"more than max_expire_fraction 0.5 [set at {policies}/production.yaml:24]"

@@ -145,6 +145,20 @@ def test_cronjob_never_overlaps_and_bounds_each_run() -> None:
 
 
 @WORKLOADS
+def test_the_grace_period_leaves_room_for_a_graceful_stop(kind: str) -> None:
+    """On SIGTERM a run lets the PATCHes on the wire finish (api.timeout_seconds at most),
+    then writes reports, metrics and the notice: the pod's grace period holds that with
+    room to spare before the kubelet's SIGKILL, and the deadline is far beyond it."""
+    timeout = _retention_yaml()["api"]["timeout_seconds"]
+    pod = _pod_spec(_one(kind))
+
+    assert pod["terminationGracePeriodSeconds"] >= 2 * timeout + 30
+    assert (
+        _job_spec(_one(kind))["activeDeadlineSeconds"] > 10 * pod["terminationGracePeriodSeconds"]
+    )
+
+
+@WORKLOADS
 def test_runs_that_cannot_succeed_again_are_not_retried(kind: str) -> None:
     """Exit codes 2, 3 and 4 fail the Job (or the shard) at once; evictions are not counted."""
     rules = _job_spec(_one(kind))["podFailurePolicy"]["rules"]

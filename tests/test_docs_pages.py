@@ -77,7 +77,14 @@ def model_keys() -> set[str]:
 
 
 def results_keys(tmp_path: Path) -> set[str]:
-    """The keys of a results.jsonl line, as the executor's journal writes one."""
+    """The keys of results.jsonl lines, as the executor's journal writes them: those of an
+    intent line and of an outcome line."""
+    intent, outcome = journal_keys(tmp_path)
+    return intent | outcome
+
+
+def journal_keys(tmp_path: Path) -> tuple[set[str], set[str]]:
+    """The keys of an intent line and those of an outcome line of results.jsonl."""
     change: planfile.Change = {
         "projectId": "5e2211c17a3e5a48f5497de3",
         "clusterId": "5e4e593f70dfbf1e2f6e1d30",
@@ -96,10 +103,11 @@ def results_keys(tmp_path: Path) -> set[str]:
     }
     path = tmp_path / "results.jsonl"
     journal = Journal(path, lambda: datetime(2026, 11, 21, tzinfo=UTC))
+    journal.intent(change, {"expires": "2026-11-22T00:00:00Z"}, approved=False)
     journal.record(Outcome(change, "applied", 200, sent={"expires": "2026-11-22T00:00:00Z"}))
     journal.close()
-    line: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
-    return set(line)
+    intent, outcome = (set(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines())
+    return intent, outcome
 
 
 # ---- reading the pages ---------------------------------------------------------------------
@@ -315,7 +323,7 @@ def test_the_json_examples_of_plan_file_md_are_records_of_the_model(tmp_path: Pa
     kinds: list[str] = []
     for example in examples:
         if "outcome" in example:
-            assert set(example) == results_keys(tmp_path)
+            assert set(example) == journal_keys(tmp_path)[1]
             kinds.append("result")
         elif "state" in example:
             planfile.DECISION.validate_python(example)

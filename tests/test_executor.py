@@ -22,6 +22,7 @@ from retention.planner import make_plan
 from retention.policy.loader import PolicySet
 from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator
+from tests.journal import outcome_lines
 from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
 
 POLICY = """\
@@ -142,7 +143,7 @@ def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_pa
     assert result.counts["stale"] == 1
     assert result.counts["applied"] == len(changes) - 1
     assert api.get_snapshot(P, victim["clusterId"], victim["snapshotId"]).do_not_delete is True
-    lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    lines = outcome_lines(tmp_path / "run" / "results.jsonl")
     [stale] = [x for x in lines if x["outcome"] == "stale"]
     assert stale["snapshotId"] == victim["snapshotId"]
     assert "state changed since the plan" in stale["error"]

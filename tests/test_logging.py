@@ -35,6 +35,7 @@ from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import list_page, snapshot
+from tests.journal import outcome_lines
 from tests.simfleet import KEY, P, small_fleet
 from tests.wire_server import Fault, WireState, closed_port, serve
 
@@ -346,7 +347,7 @@ def test_failed_changes_of_an_apply_are_json_events_before_the_run_finished(
     failed = [r for r in records if r.get("event") == "change-failed"]
     [finished] = [r for r in records if r.get("event") == "run-finished"]
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
-    results = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    results = outcome_lines(run_dir / "results.jsonl")
     failed_ids = [x["snapshotId"] for x in results if x["outcome"] == "failed"]
     assert code == 1
     assert len(failed) == min(10, len(failed_ids)) > 0

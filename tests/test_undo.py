@@ -18,6 +18,7 @@ from retention.jobs import JobResult, run_job
 from retention.policyfiles import load_policies
 from retention.simulator.server import Simulator
 from retention.undo import UndoResult, undo_run
+from tests.journal import intent_lines, outcome_lines
 from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for
 
 # Keeps one snapshot a cluster and lifts every doNotDelete: what a typo in production does.
@@ -224,11 +225,14 @@ def test_an_undo_is_a_run_with_its_own_folder_journal_and_undo_file(
     assert document["format"] == "retention-undo/v1"
     assert document["undoOf"] == str(run.run_dir)
     assert len(document["items"]) == len(result.items)
-    journal = (result.run_dir / "results.jsonl").read_bytes().splitlines()
+    journal = outcome_lines(result.run_dir / "results.jsonl")
     assert len(journal) == len(result.items)
-    line = orjson.loads(journal[0])
+    line = journal[0]
     assert line["outcome"] == "restored"
     assert line["before"] != line["written"]
+    # Its PATCHes were journalled ahead, the two steps of a restore in one intent.
+    steps = {x["snapshotId"]: x["steps"] for x in intent_lines(result.run_dir / "results.jsonl")}
+    assert steps == {x["snapshotId"]: x["sent"] for x in journal if x["outcome"] == "restored"}
 
 
 def test_an_undo_of_an_undo_is_refused_before_any_request(

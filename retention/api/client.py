@@ -77,6 +77,7 @@ from retention.errors import (
     RequestTimeoutError,
     TLSError,
 )
+from retention.stopping import Stop
 
 log = logging.getLogger("retention.api")
 
@@ -99,6 +100,7 @@ class OpsManagerClient:
         pool_size: int = 8,
         items_per_page: int = MAX_ITEMS_PER_PAGE,
         max_requests_per_second: float = 0.0,
+        stop: Stop | None = None,
     ) -> None:
         if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:
             raise ValueError(f"items_per_page must be 1..{MAX_ITEMS_PER_PAGE}")
@@ -119,8 +121,15 @@ class OpsManagerClient:
             # Said once, above: not again by urllib3 for every request, as raw text.
             warnings.filterwarnings("ignore", category=InsecureRequestWarning)
         self.stats = ApiStats()
+        # Checked before every request: after a stop (SIGINT, SIGTERM) none starts.
+        self.stop = stop
         self._session = build_session(
-            credentials, retry=self.retry, tls=self.tls, pool_size=pool_size, stats=self.stats
+            credentials,
+            retry=self.retry,
+            tls=self.tls,
+            pool_size=pool_size,
+            stats=self.stats,
+            stop=stop,
         )
         # requests reads the proxy variables (HTTPS_PROXY, NO_PROXY...) and the CA-bundle
         # ones from the environment on every request: half a millisecond a page, a tenth of
@@ -298,6 +307,8 @@ class OpsManagerClient:
             query["envelope"] = "true"
         request = RequestInfo(endpoint.method, url)
         for attempt in range(STALE_RETRIES + 1):
+            if self.stop is not None:
+                self.stop.check(name)
             self._limiter.wait()
             self.stats.count_request()
             try:

@@ -36,6 +36,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from retention import __version__
+from retention.stopping import Stop
 
 log = logging.getLogger("retention.api")
 
@@ -182,8 +183,11 @@ class RetryPolicy:
             base += random.random() * self.jitter  # noqa: S311 - jitter, not cryptography
         return float(min(self.backoff_max, max(0.0, base)))
 
-    def urllib3_retry(self, stats: ApiStats | None = None) -> BoundedRetry:
-        """The urllib3 Retry object that carries this policy (and counts into ``stats``)."""
+    def urllib3_retry(
+        self, stats: ApiStats | None = None, stop: Stop | None = None
+    ) -> BoundedRetry:
+        """The urllib3 Retry object that carries this policy (and counts into ``stats``);
+        its waits end early, with StopRequestedError, when ``stop`` is requested."""
         return BoundedRetry(
             total=self.retries,
             connect=self.retries,
@@ -201,6 +205,7 @@ class RetryPolicy:
             raise_on_status=False,
             policy=self,
             stats=stats,
+            stop=stop,
         )
 
 
@@ -232,10 +237,12 @@ class BoundedRetry(Retry):
         started: float | None = None,
         planned_wait: float | None = None,
         stats: ApiStats | None = None,
+        stop: Stop | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.stats = stats
+        self.stop = stop
         self.policy = policy or RetryPolicy()
         self.started = started
         self.planned_wait = planned_wait
@@ -243,6 +250,7 @@ class BoundedRetry(Retry):
     def new(self, **kw: Any) -> Self:
         kw.setdefault("policy", self.policy)
         kw.setdefault("stats", self.stats)
+        kw.setdefault("stop", self.stop)
         kw.setdefault("started", self.started)
         kw.setdefault("planned_wait", None)
         return super().new(**kw)
@@ -314,12 +322,16 @@ class BoundedRetry(Retry):
             return None
 
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
-        # The wait was decided (and checked against the budget) in increment().
-        if self.planned_wait is not None:
-            if self.planned_wait > 0:
-                time.sleep(self.planned_wait)
-            return
-        super().sleep(response)
+        # The wait was decided (and checked against the budget) in increment(). A stop ends
+        # it: the next try would be a new request, and none starts after a stop.
+        wait = self.planned_wait
+        if wait is None:
+            wait = self._server_wait(response) or self.get_backoff_time()
+        if self.stop is None or self.stop.shielded:
+            if wait > 0:
+                time.sleep(wait)
+        elif self.stop.sleep(wait):
+            raise self.stop.error(f"retrying {_request_name(None, None)}", in_doubt=True)
 
 
 class DigestAuth(HTTPDigestAuth):
@@ -379,6 +391,7 @@ def build_session(
     tls: TLSConfig,
     pool_size: int,
     stats: ApiStats | None = None,
+    stop: Stop | None = None,
 ) -> requests.Session:
     """A Session with digest auth, bounded retries, a pool of ``pool_size`` and TLS settings.
 
@@ -388,7 +401,7 @@ def build_session(
     session = requests.Session()
     session.auth = DigestAuth(credentials.public_key, credentials.private_key.get_secret_value())
     adapter = HTTPAdapter(
-        max_retries=retry.urllib3_retry(stats),
+        max_retries=retry.urllib3_retry(stats, stop),
         pool_connections=pool_size,
         pool_maxsize=pool_size,
     )

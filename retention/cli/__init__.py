@@ -28,6 +28,7 @@ from retention.errors import (
     ApiError,
     ConfigError,
     RetentionError,
+    StopRequestedError,
 )
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -90,7 +91,8 @@ def _report(error: RetentionError, *, as_json: bool = False) -> None:
             status=api.status if api is not None else None,
         )
         return
-    click.echo(f"error: {error}", err=True)
+    # A stop is what the person asked for, not an error: its own words, no "error:".
+    click.echo(str(error) if isinstance(error, StopRequestedError) else f"error: {error}", err=True)
     if isinstance(error, ConfigError):
         for problem in error.problems:
             click.echo(f"  - {problem}", err=True)

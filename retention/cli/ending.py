@@ -45,7 +45,7 @@ def finish(
     from retention.report import RunInfo, render_reports
 
     log = logging.getLogger(RUN_LOGGER)
-    code = exit_code_for(failed=result.failed, held=result.held)
+    code = exit_code_for(failed=result.failed, held=result.held, stopped_by=result.interrupted)
     info = RunInfo(result.run_id, mode, started, datetime.now(UTC), code, __version__)
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:
         formats = [*formats, "markdown"]  # a notice is report.md's summary
@@ -128,6 +128,13 @@ def _print_summary(result: Any, code: int, notices: list[Delivery]) -> None:
         click.echo(f"Applied: {counts or 'nothing to apply'}.")
     else:
         click.echo("Dry run: nothing was sent to the API.")
+    if result.interrupted:
+        not_sent = result.applied.counts.get("not-sent", 0) if result.applied else 0
+        click.echo(
+            f"Stopped by {result.interrupted} before the end: {not_sent} changes were not "
+            f"sent (journalled not-sent in results.jsonl). Run again to finish, or put back "
+            f"what this run shortened: retention undo {result.run_dir}"
+        )
     approval = result.approval
     if approval is not None and approval.names:
         sent = result.applied.approved if result.applied else 0
@@ -160,6 +167,7 @@ def _run_document(result: Any, mode: str, code: int, notices: list[Delivery]) ->
         "reports": [str(path) for path in result.reports],
         "summary": result.document["summary"],
         "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
+        "interrupted": result.interrupted,
         "failures": [
             {
                 **{k: f.change[k] for k in ("snapshotId", "clusterId", "clusterName", "action")},

@@ -75,9 +75,11 @@ def plan(
     """
     from retention.cli.summary import summary_lines
     from retention.config import require_writable
-    from retention.jobs import new_run_dir
+    from retention.errors import StopRequestedError
+    from retention.jobs import mark_interrupted, new_run_dir
     from retention.planner import make_plan
     from retention.policyfiles import load_policies
+    from retention.stopping import Stop, on_signals
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
@@ -88,28 +90,46 @@ def plan(
     policies = load_policies(config.policies)
     now = parse_at(at)
     created = datetime.now(UTC)
-    if out is not None and not to_stdout:
-        plan_path = Path(out)
+    in_run_folder = out is None or to_stdout
+    if not in_run_folder:
+        plan_path = Path(out or "")
         require_writable(plan_path.parent, "--out")
     else:
         base = Path(report_dir) if report_dir else config.reports.dir
         require_writable(base, "--report-dir" if report_dir else "reports.dir")
         plan_path = new_run_dir(base, created)[1] / "plan.json"
     projects = config.project_targets()
-    with loaded.build_client() as client:
-        result = make_plan(
-            client,
-            policies,
-            projects,
-            now=now,
-            created_at=created,
-            schedule=config.schedule,
-            concurrency=config.api.concurrency,
-            plan_path=plan_path,
-            shard=selected,
-            what_if=at is not None,
-            workers=config.api.planning_workers(),
-        )
+    stop = Stop()
+    with on_signals(stop), loaded.build_client(stop=stop) as client:
+        try:
+            result = make_plan(
+                client,
+                policies,
+                projects,
+                now=now,
+                created_at=created,
+                schedule=config.schedule,
+                concurrency=config.api.concurrency,
+                plan_path=plan_path,
+                shard=selected,
+                what_if=at is not None,
+                workers=config.api.planning_workers(),
+            )
+        except StopRequestedError as exc:
+            # A plan's own folder says it was stopped; a file named by --out is left as
+            # it was (make_plan writes nothing in its place).
+            where = (
+                mark_interrupted(plan_path.parent, "plan", exc, created, datetime.now(UTC))
+                if in_run_folder
+                else f"{plan_path} was not written"
+            )
+            raise StopRequestedError(
+                exc.signal_name,
+                exc.exit_code,
+                "the plan was whole",
+                message=f"stopped by {exc.signal_name} while planning: no plan was written "
+                f"({where})",
+            ) from None
     code = exit_code_for(failed=bool(result.errors), held=result.held)
     if output == "json":
         emit(

@@ -52,10 +52,12 @@ def run_command(
     from retention.jobs import run_job
     from retention.lock import run_lock
     from retention.policyfiles import load_policies
+    from retention.stopping import Stop, on_signals
 
     selected = shard_from(shard, shard_count)
     started = datetime.now(UTC)
-    with Metrics(started, selected, metrics_file, pushgateway) as metrics:
+    stop = Stop()
+    with on_signals(stop), Metrics(started, selected, metrics_file, pushgateway) as metrics:
         loaded = load(ctx)
         config = loaded.config
         mode = "dry-run" if dry_run else "run"
@@ -65,7 +67,7 @@ def run_command(
         require_writable(config.reports.dir, "reports.dir")
         progress = Progress(quiet or json_logs(ctx))
         with run_lock(config.reports.dir, lock_name(selected)):
-            with loaded.build_client() as client:
+            with loaded.build_client(stop=stop) as client:
                 metrics.client = client
                 try:
                     result = run_job(
@@ -82,6 +84,7 @@ def run_command(
                         on_apply=progress.apply,
                         shard=selected,
                         workers=config.api.planning_workers(),
+                        stop=stop,
                     )
                 finally:
                     progress.close()
@@ -155,6 +158,7 @@ def apply_command(
     from retention.jobs import apply_saved
     from retention.lock import run_lock
     from retention.policy.duration import RetentionDuration
+    from retention.stopping import Stop, on_signals
 
     # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
     if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
@@ -166,7 +170,8 @@ def apply_command(
         raise click.BadParameter("must be more than 0, e.g. 6h", param_hint="--max-age")
     now = datetime.now(UTC)
     path = Path(plan_path)
-    with Metrics(now, None, metrics_file, pushgateway) as metrics:
+    stop = Stop()
+    with on_signals(stop), Metrics(now, None, metrics_file, pushgateway) as metrics:
         if path.is_dir():
             if not (path / "plan.json").is_file():
                 raise UsageError(f"{path} is a folder without a plan.json: give the plan file")
@@ -179,7 +184,7 @@ def apply_command(
         require_writable(config.reports.dir, "reports.dir")
         progress = Progress(quiet or json_logs(ctx))
         with run_lock(config.reports.dir):
-            with loaded.build_client() as client:
+            with loaded.build_client(stop=stop) as client:
                 metrics.client = client
                 try:
                     result = apply_saved(
@@ -192,6 +197,7 @@ def apply_command(
                         on_apply=progress.apply,
                         approve=approve,
                         approve_all=approve_all,
+                        stop=stop,
                     )
                 finally:
                     progress.close()

@@ -13,7 +13,7 @@ from retention.cli import cli
 from retention.cli.common import load
 from retention.cli.ending import Metrics, log_run_finished, metrics_options
 from retention.cli.output import emit, format_option
-from retention.errors import EXIT_FAILURES, EXIT_OK, exit_meaning
+from retention.errors import exit_code_for, exit_meaning
 from retention.plan.restore import SETTLED
 
 # Items listed in the text summary; the report and undo.json have them all.
@@ -60,14 +60,16 @@ def undo(
     from retention.lock import run_lock
     from retention.report.model import RunInfo
     from retention.report.undo import render_undo_reports
+    from retention.stopping import Stop, on_signals
     from retention.undo import undo_run
 
     started = datetime.now(UTC)
-    with Metrics(started, None, metrics_file, pushgateway) as metrics:
+    stop = Stop()
+    with on_signals(stop), Metrics(started, None, metrics_file, pushgateway) as metrics:
         loaded = load(ctx)
         config = loaded.config
         require_writable(config.reports.dir, "reports.dir")
-        with run_lock(config.reports.dir), loaded.build_client() as client:
+        with run_lock(config.reports.dir), loaded.build_client(stop=stop) as client:
             metrics.client = client
             result = undo_run(
                 client,
@@ -76,8 +78,9 @@ def undo(
                 dry_run=dry_run,
                 concurrency=config.api.concurrency,
                 now=lambda: datetime.now(UTC),
+                stop=stop,
             )
-        code = EXIT_FAILURES if result.failed else EXIT_OK
+        code = exit_code_for(failed=result.failed, held=False, stopped_by=result.interrupted)
         info = RunInfo(result.run_id, "undo", started, datetime.now(UTC), code, __version__)
         result.reports = render_undo_reports(
             result.run_dir, result.document, info, config.reports.formats
@@ -102,7 +105,16 @@ def undo(
 
 def _document(result: Any, code: int) -> dict[str, Any]:
     """undo --format json: undo.json's facts, with the exit code, run folder and reports."""
-    facts = ("runId", "undoOf", "dryRun", "counts", "unreadableLines", "items")
+    facts = (
+        "runId",
+        "undoOf",
+        "dryRun",
+        "counts",
+        "unreadableLines",
+        "inDoubt",
+        "interrupted",
+        "items",
+    )
     return {
         "command": "undo",
         "exitCode": code,
@@ -134,6 +146,16 @@ def _print_summary(result: Any, code: int) -> None:
             click.echo(f"    {item.outcome} {r.snapshot_id} ({r.cluster_name}): {item.reason}")
         if len(left) > LISTED:
             click.echo(f"    and {len(left) - LISTED} more: see the report")
+    if result.in_doubt:
+        click.echo(
+            f"  {result.in_doubt} of them were in doubt (the run was stopped while their "
+            "PATCH was on the wire): each was put back only if the service shows what it wrote"
+        )
+    if result.interrupted:
+        click.echo(
+            f"  stopped by {result.interrupted}: {counts.get('not-sent', 0)} not put back; "
+            "run the same undo again to finish"
+        )
     if result.unreadable:
         click.echo(f"  {result.unreadable} journal lines could not be read and were not undone")
     for path in result.reports:

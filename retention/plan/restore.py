@@ -7,6 +7,12 @@ state: the old expiry; or no expiry, through ``doNotDelete: true`` (which the AP
 dropping the expiry) then ``doNotDelete: false``; or the protection the run lifted. Anything
 else is left alone and said: gone, changed since, already back, or past an expiry the API
 no longer edits. Inside the grace window a bad run is fully reversible.
+
+The journal is written ahead: an intent line before each PATCH, its outcome after. A PATCH
+whose intent has no outcome (the run was killed while it was on the wire), or whose outcome
+is a failure without any answer from the service, may or may not have been applied: it is
+``in_doubt``, and gets the same check, so it is put back exactly when the snapshot shows
+what that PATCH would have written.
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ class Restoration:
     action: str
     before: State
     written: State
+    in_doubt: bool = False  # the journal cannot say whether the service applied it
 
     def steps(self) -> list[SnapshotPatch]:
         """The PATCHes that take a snapshot from ``written`` back to ``before``."""
@@ -100,28 +107,44 @@ def state_after(before: State, body: Mapping[str, Any]) -> State:
 
 
 def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
-    """The destructive changes a journal says the API applied, in journal order, one per
-    snapshot (the first observed state and the last written one, if an apply journalled a
-    snapshot twice)."""
+    """The destructive changes a journal says the API applied, or may have applied (see
+    the module docstring), one per snapshot (the first observed state and the last written
+    one, if an apply journalled a snapshot twice): in the order of their outcome lines,
+    then the intents that have none."""
     found: dict[str, Restoration] = {}
+    waiting: dict[str, Mapping[str, Any]] = {}  # intents not yet followed by an outcome
     for line in lines:
-        if line.get("outcome") != "applied" or not line.get("destructive"):
+        if not line.get("destructive"):
             continue
-        before = State.from_document(line["observed"])
-        sent = line.get("body") or {}
         sid = str(line["snapshotId"])
-        first = found.get(sid)
-        start = first.before if first is not None else before
-        found[sid] = Restoration(
-            str(line["projectId"]),
-            str(line["clusterId"]),
-            str(line.get("clusterName") or line["clusterId"]),
-            sid,
-            str(line.get("action", "")),
-            start,
-            state_after(before, sent),
-        )
+        if line.get("intent"):
+            waiting[sid] = line
+            continue
+        intent = waiting.pop(sid, None)
+        outcome = line.get("outcome")
+        if outcome == "applied":
+            _found(found, line, in_doubt=False)
+        elif intent is not None and outcome == "failed" and line.get("status") is None:
+            _found(found, intent, in_doubt=True)
+    for intent in waiting.values():
+        _found(found, intent, in_doubt=True)
     return list(found.values())
+
+
+def _found(found: dict[str, Restoration], line: Mapping[str, Any], *, in_doubt: bool) -> None:
+    before = State.from_document(line["observed"])
+    sid = str(line["snapshotId"])
+    first = found.get(sid)
+    found[sid] = Restoration(
+        str(line["projectId"]),
+        str(line["clusterId"]),
+        str(line.get("clusterName") or line["clusterId"]),
+        sid,
+        str(line.get("action", "")),
+        first.before if first is not None else before,
+        state_after(before, line.get("body") or {}),
+        in_doubt=in_doubt and (first is None or first.in_doubt),
+    )
 
 
 def verdict(item: Restoration, current: State | None, now: datetime) -> Verdict:

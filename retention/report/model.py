@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from retention.errors import exit_meaning
+from retention.errors import SIGNAL_EXITS, exit_meaning
 from retention.plan.model import CHANGE_ACTIONS
 from retention.report.holds import HoldRow
 from retention.timestamps import format_timestamp
@@ -23,7 +23,7 @@ ACTIONS = CHANGE_ACTIONS
 # Counted apart from the actions: destructive changes a safety gate held, and config-server
 # decisions that have no PATCH endpoint.
 NOT_SENT = ("held", "advisory")
-OUTCOMES = ("applied", "stale", "refused", "failed", "held")
+OUTCOMES = ("applied", "stale", "refused", "failed", "held", "not-sent")
 
 __all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "exit_meaning"]
 
@@ -43,6 +43,11 @@ class RunInfo:
     def dry_run(self) -> bool:
         """True for the modes that never send a PATCH."""
         return self.mode in ("dry-run", "plan")
+
+    @property
+    def stopped_by(self) -> str | None:
+        """The signal that stopped the run before the end (SIGINT, SIGTERM), or None."""
+        return next((name for name, code in SIGNAL_EXITS.items() if code == self.exit_code), None)
 
 
 def _member(member: dict[str, Any]) -> str:
@@ -233,6 +238,9 @@ class Outcomes:
     # snapshots keep the expiry they had, which the calendar needs to know.
     not_applied: set[tuple[str, str]] = field(default_factory=set)
     unreadable: int = 0
+    # Intent lines with no outcome after them: the run was killed while those PATCHes
+    # were on the wire, so whether the service applied them is not known.
+    in_doubt: int = 0
 
     @property
     def total(self) -> int:

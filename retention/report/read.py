@@ -44,13 +44,18 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
     if not path.exists():
         return None
     outcomes = Outcomes()
+    waiting: set[tuple[str, str]] = set()  # intents not yet followed by their outcome
     for record in json_lines(path):
+        if record is not None and record.get("intent"):
+            waiting.add((str(record.get("clusterId")), str(record.get("snapshotId"))))
+            continue
         if record is None or "outcome" not in record:
             outcomes.unreadable += 1
             continue
         outcome = str(record["outcome"])
         outcomes.counts[outcome] += 1
         snapshot = (str(record.get("clusterId")), str(record.get("snapshotId")))
+        waiting.discard(snapshot)
         # A resumed run journals a PATCH again: the last outcome is the one that stands.
         if outcome == "applied":
             outcomes.not_applied.discard(snapshot)
@@ -63,6 +68,7 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
             outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
             if len(outcomes.failures) < max_listed:
                 outcomes.failures.append(record)
+    outcomes.in_doubt = len(waiting)
     return outcomes
 
 

@@ -12,7 +12,17 @@ from retention.report.model import RunInfo
 from retention.report.render import write_reports
 
 # Outcomes in the order the report lists them: what needs a look first.
-ORDER = ("failed", "stale", "gone", "expired", "lapsed", "restored", "would-restore", "unchanged")
+ORDER = (
+    "failed",
+    "not-sent",
+    "stale",
+    "gone",
+    "expired",
+    "lapsed",
+    "restored",
+    "would-restore",
+    "unchanged",
+)
 UNDO_TEMPLATES = {"html": "undo.html.j2", "markdown": "undo.md.j2"}
 
 

@@ -1,0 +1,358 @@
+"""Stops of real `retention` processes against the simulator with latency: SIGINT and SIGTERM
+stop an apply within seconds with at most api.concurrency PATCHes after the signal, a
+journal that accounts for every PATCH the service received, reports and metrics; a second
+Ctrl-C exits at once; a stop while planning leaves a folder that says so; and after kill -9
+at any point, undo puts back every snapshot the service saw shortened.
+
+The simulator runs in this process on the real clock and the product in child processes,
+which read the same clock: the fleet is built from now, so these tests pass on any date.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from retention import cli
+from retention.simulator.server import Simulator, SimulatorConfig
+from retention.timestamps import format_timestamp
+from tests.conftest import PUBLIC_KEY, make_client
+from tests.journal import intent_lines, outcome_lines
+
+KEY = "stop-test-secret"
+SNAPSHOT_LIST = "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots"
+CONCURRENCY = 2
+POLICY = """\
+name: short
+keep: {last: 3, daily: 3}
+safety: {min_keep: 2, max_expire_fraction: 1.0}
+"""
+# SIGINT is reset to its default before the exec: a test run started in the background by
+# a non-interactive shell (CI) hands its children SIGINT ignored, and retention, like
+# Python, leaves an ignored SIGINT ignored.
+WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'retention', *sys.argv[1:]])"
+)
+
+
+def fleet(clusters: int, days: int) -> str:
+    """A fleet file: one project of ``clusters`` clusters with ``days`` of 6-hourly history."""
+    rows = "\n".join(
+        f"      - {{name: prod-{n:02d}, generate: {{six_hourly_days: {days}}}}}"
+        for n in range(clusters)
+    )
+    return (
+        'projects:\n  - id: "5e2211c17a3e5a48f5497de3"\n    name: stop-test\n'
+        f"    clusters:\n{rows}\n"
+    )
+
+
+@dataclass
+class Setup:
+    """A simulator, a configuration pointing at it, and the folder they live in."""
+
+    sim: Simulator
+    folder: Path
+    config: Path
+
+    @property
+    def reports(self) -> Path:
+        """The reports folder of the configuration."""
+        return self.folder / "reports"
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """`retention --config CONFIG ARGS` as a process of its own, with SIGINT default."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RETENTION_")} | {
+            "RETENTION_PUBLIC_KEY": PUBLIC_KEY,
+            "RETENTION_PRIVATE_KEY": KEY,
+        }
+        return subprocess.Popen(
+            [sys.executable, "-c", WITH_SIGINT, "--config", str(self.config), *args],
+            cwd=self.folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def patches(self) -> list[dict[str, Any]]:
+        """The PATCHes the service received and applied, in order."""
+        log: list[dict[str, Any]] = self.sim.admin("patches")["patches"]
+        return [p for p in log if p["status"] == 200]
+
+    def run_folders(self) -> list[Path]:
+        """The run folders under the reports folder, oldest first."""
+        if not self.reports.is_dir():
+            return []
+        return sorted(d for d in self.reports.iterdir() if d.is_dir())
+
+
+@contextmanager
+def served(
+    tmp_path: Path, *, latency_ms: float, clusters: int = 4, days: int = 30
+) -> Iterator[Setup]:
+    """A simulator with latency on the real clock, and a configuration for it."""
+    (tmp_path / "fleet.yaml").write_text(fleet(clusters, days))
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "short.yaml").write_text(POLICY)
+    config = SimulatorConfig(
+        fleet=str(tmp_path / "fleet.yaml"),
+        latency_ms=latency_ms,
+        public_key=PUBLIC_KEY,
+        private_key=KEY,
+    )
+    with Simulator(config) as sim:
+        project = sim.admin("fleet")["projects"][0]["id"]
+        path = tmp_path / "retention.yaml"
+        path.write_text(
+            f"api:\n  base_url: {sim.base_url}\n  concurrency: {CONCURRENCY}\n"
+            f'targets:\n  - project: "{project}"\npolicies: policies/\n'
+            'schedule: "0 3 * * *"\nreports:\n  dir: reports/\n'
+        )
+        yield Setup(sim, tmp_path, path)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Poll until ``condition`` holds; fail naming ``what`` when it does not in time."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def plan(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A plan of the fleet, made in this process; its path."""
+    monkeypatch.chdir(setup.folder)
+    monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
+    monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
+    assert cli.main(["--config", str(setup.config), "plan", "--out", "plan.json"]) == 0
+    return setup.folder / "plan.json"
+
+
+def destructive_count(plan_path: Path) -> int:
+    """The number of shorten and delete changes of a plan."""
+    changes = json.loads(plan_path.read_text())["changes"]
+    return sum(1 for c in changes if c["destructive"])
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "name"),
+    [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")],
+)
+def test_a_signal_stops_an_apply_and_the_journal_says_exactly_what_was_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int, code: int, name: str
+) -> None:
+    """A signal after 20 PATCHes: at most api.concurrency more reach the service, the
+    process exits 130 (SIGINT) or 143 (SIGTERM) within 5 seconds, every PATCH the service
+    applied has its intent and its applied outcome in results.jsonl, every change left is
+    journalled not-sent, and the reports, interrupted.json and the metrics say so."""
+    with served(tmp_path, latency_ms=50) as setup:
+        plan_path = plan(setup, monkeypatch)
+        total = len(json.loads(plan_path.read_text())["changes"])
+        metrics = setup.folder / "apply.prom"
+        proc = setup.start("apply", "plan.json", "--metrics-file", str(metrics))
+        wait_for(lambda: len(setup.patches()) >= 20, "20 PATCHes")
+
+        at_signal = len(setup.patches())
+        proc.send_signal(signum)
+        signalled = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - signalled
+        service = setup.patches()
+        [run_dir] = setup.run_folders()
+
+    journal = run_dir / "results.jsonl"
+    outcomes = Counter(line["outcome"] for line in outcome_lines(journal))
+    sent = Counter(p["snapshotId"] for p in service)
+    assert proc.returncode == code, err
+    assert took < 5, f"the stop took {took:.1f}s"
+    assert len(service) - at_signal <= CONCURRENCY
+    assert total > len(service) + 100  # the stop left most of the plan unsent
+    assert Counter(x["snapshotId"] for x in intent_lines(journal)) == sent
+    applied = [x for x in outcome_lines(journal) if x["outcome"] == "applied"]
+    assert Counter(x["snapshotId"] for x in applied) == sent
+    assert sum(outcomes.values()) == total
+    assert outcomes["not-sent"] == total - len(service) > 0
+    assert f"{name}: stopping" in err
+    assert f"Exit {code}" in out
+    assert f"Stopped by {name} before the end" in out
+    interrupted = json.loads((run_dir / "interrupted.json").read_text())
+    assert (interrupted["signal"], interrupted["step"], interrupted["exitCode"]) == (
+        name,
+        "apply",
+        code,
+    )
+    assert interrupted["outcomes"] == dict(sorted(outcomes.items()))
+    report_md = (run_dir / "report.md").read_text()
+    assert f"**Stopped by {name} before the end:** {outcomes['not-sent']} changes not sent" in (
+        report_md
+    )
+    assert 'id="stopped"' in (run_dir / "report.html").read_text()
+    assert f"retention_last_run_exit_code {code}.0" in metrics.read_text()
+    assert "retention_last_success_timestamp_seconds " not in metrics.read_text()
+
+
+def test_a_second_ctrl_c_exits_at_once_and_undo_settles_what_was_in_doubt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While the PATCHes on the wire take seconds to answer, a second Ctrl-C ends the
+    process at once: the journal holds their intents with no outcome, and `undo` puts
+    back each of them that the service applied, saying they were in doubt."""
+    with served(tmp_path, latency_ms=20) as setup:
+        plan(setup, monkeypatch)
+        proc = setup.start("apply", "plan.json")
+        wait_for(lambda: len(setup.patches()) >= 5, "5 PATCHes")
+        setup.sim.admin("faults", {"spec": "slow=1.0,slow_ms=8000"})
+        # The service logs a PATCH when it applies it, then holds the answer for 8 s.
+        slow_from = len(setup.patches())
+        wait_for(lambda: len(setup.patches()) > slow_from, "a slow PATCH on the wire")
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=5)  # the slow PATCHes would take 8 s
+        service = setup.patches()
+        [run_dir] = setup.run_folders()
+        setup.sim.admin("faults", {"spec": ""})
+        journal = run_dir / "results.jsonl"
+        answered = {x["snapshotId"] for x in outcome_lines(journal)}
+        waiting = [x for x in intent_lines(journal) if x["snapshotId"] not in answered]
+        capsys.readouterr()
+
+        undone = cli.main(["--config", str(setup.config), "undo", str(run_dir), "--format", "json"])
+        document = json.loads(capsys.readouterr().out)
+        after = setup.patches()[len(service) :]
+
+    assert proc.returncode == 130, err
+    assert "SIGINT again: exiting at once" in err
+    assert 1 <= len(waiting) <= CONCURRENCY
+    assert {x["snapshotId"] for x in waiting} <= {p["snapshotId"] for p in service}
+    assert not (run_dir / "report.md").exists()  # it did not wait to write one
+    assert undone == 0
+    assert document["inDoubt"] == len(waiting)
+    in_doubt = {i["snapshotId"]: i for i in document["items"] if i["inDoubt"]}
+    assert set(in_doubt) == {x["snapshotId"] for x in waiting}
+    assert {i["outcome"] for i in in_doubt.values()} == {"restored"}
+    put_back = {p["snapshotId"] for p in after}
+    assert set(in_doubt) <= put_back
+
+
+def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM during a run's walk: exit 143, no PATCH, and a run folder holding only
+    interrupted.json (step plan), not a half decisions.jsonl that looks like a plan."""
+    with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
+        proc = setup.start("run")
+
+        def walking() -> bool:
+            by_endpoint: dict[str, int] = setup.sim.admin("counters")["byEndpoint"]
+            return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) > 0
+
+        wait_for(walking, "the walk to start")
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+        service = setup.patches()
+        folders = setup.run_folders()
+
+    assert proc.returncode == 143, err
+    assert service == []
+    [run_dir] = folders
+    assert sorted(p.name for p in run_dir.iterdir()) == ["interrupted.json"]
+    interrupted = json.loads((run_dir / "interrupted.json").read_text())
+    assert (interrupted["signal"], interrupted["step"], interrupted["sent"]) == (
+        "SIGTERM",
+        "plan",
+        False,
+    )
+    assert "stopped by SIGTERM while planning: no plan was written and nothing was sent" in err
+    assert "Traceback" not in err
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(after=st.integers(min_value=1, max_value=80), extra_ms=st.integers(0, 60))
+def test_after_kill_9_at_any_point_undo_puts_back_every_snapshot_the_service_shortened(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    after: int,
+    extra_ms: int,
+) -> None:
+    """kill -9 once the service has seen ``after`` PATCHes (plus up to a latency, so some
+    kills land while PATCHes are on the wire): every PATCH the service received has its
+    intent in the journal, and undo leaves every snapshot the service saw shortened with
+    the state it had before the apply."""
+    tmp_path = tmp_path_factory.mktemp("kill")
+    with served(tmp_path, latency_ms=40) as setup:
+        plan(setup, monkeypatch)
+        proc = setup.start("apply", "plan.json")
+        wait_for(lambda: len(setup.patches()) >= after or proc.poll() is not None, "PATCHes")
+        time.sleep(extra_ms / 1000)
+        proc.kill()
+        proc.communicate(timeout=30)
+        service = setup.patches()
+        [run_dir] = setup.run_folders()
+        intents = Counter(x["snapshotId"] for x in intent_lines(run_dir / "results.jsonl"))
+        capsys.readouterr()
+
+        code = cli.main(["--config", str(setup.config), "undo", str(run_dir), "--format", "json"])
+        document = json.loads(capsys.readouterr().out)
+        shortened = {
+            p["snapshotId"]: p["before"]
+            for p in reversed(service)
+            if p["before"] != p["after"] and _shortens(p["before"], p["after"])
+        }
+        now = _states(setup)
+
+    assert Counter(p["snapshotId"] for p in service) <= intents
+    assert code == 0, document
+    assert shortened
+    assert {sid: now[sid] for sid in shortened} == {
+        sid: _state(before) for sid, before in shortened.items()
+    }
+
+
+def _shortens(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """True when a PATCH let the service delete the snapshot sooner than before."""
+    if before.get("doNotDelete") and not after.get("doNotDelete"):
+        return True
+    old, new = before.get("expires"), after.get("expires")
+    return new is not None and (old is None or new < old)
+
+
+def _state(document: dict[str, Any]) -> tuple[bool, str | None]:
+    protected = bool(document.get("doNotDelete"))
+    return protected, None if protected else document.get("expires")
+
+
+def _states(setup: Setup) -> dict[str, tuple[bool, str | None]]:
+    """Every snapshot's (doNotDelete, expires) as the service holds it now."""
+    found: dict[str, tuple[bool, str | None]] = {}
+    with make_client(setup.sim.base_url, private_key=KEY) as api:
+        for project in setup.sim.admin("fleet")["projects"]:
+            for cluster in project["clusters"]:
+                for s in api.list_snapshots(project["id"], cluster["id"]):
+                    expires = format_timestamp(s.expires) if s.expires else None
+                    found[s.id] = (s.do_not_delete, None if s.do_not_delete else expires)
+    return found

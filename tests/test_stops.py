@@ -1,0 +1,317 @@
+"""The stop, piece by piece: the flag and its signal handlers, the client that starts no
+request after it (and ends a wait to retry), an apply that journals what it did not send, a
+plan that leaves no half files, and undo's reading of a journal written ahead."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retention.api import RetryPolicy, SnapshotPatch
+from retention.errors import StopRequestedError
+from retention.executor import Journal, apply_plan
+from retention.inventory import ProjectTargets
+from retention.plan.planfile import clusters_by_key
+from retention.plan.planwrite import encode_line
+from retention.plan.restore import restorations
+from retention.planfiles import read_list
+from retention.planner import make_plan
+from retention.policy.loader import PolicySet
+from retention.policyfiles import load_policies
+from retention.report.read import read_results
+from retention.simulator.server import Simulator
+from retention.stopping import Stop, on_signals
+from retention.undo import undo_run
+from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.digest import DigestChecker
+from tests.fakeapi import snapshot
+from tests.journal import intent_lines, outcome_lines
+from tests.simfleet import NOW, SMALL, P, client_for
+from tests.wire_server import Fault, WireState, serve
+
+POLICY = """\
+name: everything
+keep: {last: 3, daily: 7}
+protect: {yearly: 1}
+safety: {min_keep: 2, max_expire_fraction: 1.0}
+"""
+
+
+def policies_file(tmp_path: Path) -> PolicySet:
+    """One policy for every cluster, from a file in ``tmp_path/policies``."""
+    folder = tmp_path / "policies"
+    folder.mkdir(exist_ok=True)
+    (folder / "everything.yaml").write_text(POLICY)
+    return load_policies(folder)
+
+
+def write_journal(path: Path, lines: list[dict[str, Any]]) -> None:
+    """A results.jsonl holding ``lines``, as the executor encodes them."""
+    path.write_bytes(b"".join(encode_line(x) for x in lines))
+
+
+@pytest.fixture
+def restore_handlers() -> Iterator[None]:
+    """Put SIGINT's and SIGTERM's handlers back as they were, whatever the test did."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for number, handler in before.items():
+        signal.signal(number, handler)
+
+
+@pytest.mark.usefixtures("restore_handlers")
+def test_the_first_signal_requests_the_stop_and_the_second_exits_at_once() -> None:
+    """SIGTERM sets the stop (and remembers which signal), a second signal calls the exit
+    with 143 instead of waiting, and the handlers in place before come back after."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    exits: list[int] = []
+    stop = Stop()
+
+    with on_signals(stop, exit_now=exits.append):
+        os.kill(os.getpid(), signal.SIGTERM)
+        first = (stop.requested, stop.name, stop.exit_code, list(exits))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    assert first == (True, "SIGTERM", 143, [])
+    assert exits == [143]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.usefixtures("restore_handlers")
+def test_a_sigint_the_process_was_started_with_ignored_stays_ignored() -> None:
+    """A background job's ignored SIGINT is left ignored (as Python leaves it); SIGTERM is
+    still handled."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = Stop()
+
+    with on_signals(stop):
+        os.kill(os.getpid(), signal.SIGINT)
+        after_sigint = stop.requested
+        handled = signal.getsignal(signal.SIGTERM)
+
+    assert after_sigint is False
+    assert callable(handled)
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_shield_lets_one_thread_go_on_after_a_stop() -> None:
+    """Inside shield() a stop does not raise on that thread, and it does again after."""
+    stop = Stop()
+    stop.request(signal.SIGINT)
+
+    with stop.shield():
+        stop.check("the second step")
+    with pytest.raises(StopRequestedError) as info:
+        stop.check("the next change")
+
+    assert (info.value.exit_code, info.value.in_doubt) == (130, False)
+    assert str(info.value) == "SIGINT: stopped before the next change"
+
+
+def test_the_client_starts_no_request_after_a_stop(sim: Simulator) -> None:
+    """After a stop the client raises StopRequestedError naming the endpoint, and the
+    service sees no request."""
+    stop = Stop()
+    with client_for(sim, stop=stop) as api:
+        api.get_snapshot(P, SMALL, "fresh")
+        before = sim.admin("counters")["requests"]
+        stop.request(signal.SIGTERM)
+        with pytest.raises(StopRequestedError) as info:
+            api.get_snapshot(P, SMALL, "fresh")
+
+    assert sim.admin("counters")["requests"] == before
+    assert "GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}" in str(
+        info.value
+    )
+    assert info.value.exit_code == 143
+
+
+def test_a_stop_ends_the_wait_to_retry_and_says_a_try_went_out() -> None:
+    """A 503 asks for a 20-second wait; a stop during it ends the wait with a
+    StopRequestedError in doubt (the first try reached the service), and no second try."""
+    state = WireState(checker=DigestChecker(PUBLIC_KEY, PRIVATE_KEY), body=snapshot("s1"))
+    state.faults = [Fault("status", 503, {"Retry-After": "20"})]
+    patient = RetryPolicy(retries=3, backoff_factor=0.0, jitter=0.0, max_total_seconds=60)
+    stop = Stop()
+    timer = threading.Timer(0.3, stop.request)
+    with serve(state) as url, make_client(url, stop=stop, retry=patient) as api:
+        timer.start()
+        with pytest.raises(StopRequestedError) as info:
+            api.get_snapshot("p1", "c1", "s1")
+    timer.cancel()
+
+    assert info.value.in_doubt is True
+    assert [entry[2] for entry in state.log] == [401, 503]
+
+
+def test_a_stopped_apply_journals_every_change_it_did_not_send(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """A stop after the fifth outcome: each PATCH the service received has its intent and
+    its applied outcome, every other change is journalled not-sent, none is lost, and the
+    result names the signal."""
+    with client_for(sim) as api:
+        planned = make_plan(
+            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+            schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+        )  # fmt: skip
+    changes = list(read_list(planned.plan_path, "changes"))
+    stop = Stop()
+    seen: list[str] = []
+
+    def count(outcome: Any) -> None:
+        seen.append(outcome.outcome)
+        if len(seen) == 5:
+            stop.request(signal.SIGINT)
+
+    journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
+    with client_for(sim, stop=stop) as api:
+        result = apply_plan(
+            api, changes, clusters_by_key(planned.document), journal, now=lambda: NOW,
+            concurrency=2, on_outcome=count, stop=stop,
+        )  # fmt: skip
+    journal.close()
+
+    path = tmp_path / "run" / "results.jsonl"
+    service = [p["snapshotId"] for p in sim.admin("patches")["patches"]]
+    applied = [x["snapshotId"] for x in outcome_lines(path) if x["outcome"] == "applied"]
+    assert result.interrupted == "SIGINT"
+    assert sorted(x["snapshotId"] for x in intent_lines(path)) == sorted(service)
+    assert sorted(applied) == sorted(service)
+    assert 5 <= len(service) <= 5 + 2  # at most api.concurrency after the stop
+    assert len(outcome_lines(path)) == len(changes)
+    assert result.counts["not-sent"] == len(changes) - len(service) > 0
+    assert all(
+        x["error"] == "not sent: the apply was stopped (SIGINT)"
+        for x in outcome_lines(path)
+        if x["outcome"] == "not-sent"
+    )
+
+
+def test_a_stopped_plan_leaves_no_file_and_an_earlier_plan_as_it_was(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """A plan stopped during its walk raises StopRequestedError and writes neither
+    plan.json nor decisions.jsonl (nor their partial files); a plan already at that path,
+    and its decisions, are left untouched."""
+    out = tmp_path / "plan.json"
+    out.write_text("earlier plan\n")
+    (tmp_path / "plan.decisions.jsonl").write_text("earlier decisions\n")
+    stop = Stop()
+    stop.request(signal.SIGINT)
+
+    with client_for(sim, stop=stop) as api, pytest.raises(StopRequestedError):
+        make_plan(
+            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+            schedule=None, concurrency=2, plan_path=out,
+        )  # fmt: skip
+
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "policies") == [
+        "plan.decisions.jsonl",
+        "plan.json",
+    ]
+    assert out.read_text() == "earlier plan\n"
+    assert (tmp_path / "plan.decisions.jsonl").read_text() == "earlier decisions\n"
+
+
+def line(sid: str, **fields: Any) -> dict[str, Any]:
+    """A destructive journal line of snapshot ``sid``: a shorten from no expiry."""
+    return {
+        "projectId": P,
+        "clusterId": SMALL,
+        "clusterName": "prod-small",
+        "snapshotId": sid,
+        "action": "shorten",
+        "destructive": True,
+        "observed": {"doNotDelete": False, "expires": None},
+        "body": {"expires": "2026-11-22T12:00:00Z"},
+        **fields,
+    }
+
+
+def test_an_intent_without_an_outcome_is_in_doubt_and_an_answered_failure_is_not() -> None:
+    """Undo's reading of a journal: applied is restored; an intent with no outcome, or
+    whose outcome is a failure with no answer, is in doubt; a failure the service answered
+    (HTTP 400) and a change not sent are left out."""
+    journal = [
+        line("applied", intent=True), line("applied", outcome="applied", status=200),
+        line("killed", intent=True),
+        line("no-answer", intent=True), line("no-answer", outcome="failed", status=None),
+        line("answered", intent=True), line("answered", outcome="failed", status=400),
+        line("unsent", outcome="not-sent"),
+    ]  # fmt: skip
+
+    found = {r.snapshot_id: r.in_doubt for r in restorations(journal)}
+
+    assert found == {"applied": False, "no-answer": True, "killed": True}
+
+
+def test_the_report_counts_intents_left_without_an_outcome(tmp_path: Path) -> None:
+    """A journal cut by a kill: the report's reading says how many PATCHes are in doubt,
+    and counts no intent line as unreadable or as an outcome."""
+    path = tmp_path / "results.jsonl"
+    write_journal(
+        path,
+        [
+            line("a", intent=True), line("a", outcome="applied", status=200),
+            line("b", intent=True),
+            line("c", intent=True),
+        ],
+    )  # fmt: skip
+
+    outcomes = read_results(path, max_listed=10)
+
+    assert outcomes is not None
+    assert (outcomes.in_doubt, outcomes.unreadable, dict(outcomes.counts)) == (
+        2,
+        0,
+        {"applied": 1},
+    )
+
+
+def test_undo_puts_back_an_in_doubt_change_the_service_applied_and_leaves_one_it_did_not(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """Two intents without outcomes (a kill -9 while both were on the wire): the one the
+    service applied (its state is what the body wrote) is restored; the one it never got
+    (still as observed) is unchanged; both are counted in doubt, and the undo journals its
+    own intent before its two PATCHes."""
+    run_dir = tmp_path / "reports" / "20261121T120000Z-killed00"
+    written = {"expires": "2026-11-22T00:00:00Z"}
+    with client_for(sim) as api:
+        make_plan(
+            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+            schedule=None, concurrency=2, plan_path=run_dir / "plan.json",
+        )  # fmt: skip
+        api.patch_snapshot(P, SMALL, "noexpiry", SnapshotPatch.expire_at(NOW + timedelta(hours=12)))
+        fresh = {"doNotDelete": False, "expires": "2026-11-23T12:00:00Z"}  # NOW + 2 days
+        write_journal(
+            run_dir / "results.jsonl",
+            [
+                line("noexpiry", intent=True, body=written),
+                line("fresh", intent=True, observed=fresh, body=written),
+            ],
+        )
+
+        result = undo_run(
+            api, run_dir, reports=tmp_path / "reports", dry_run=False, concurrency=2,
+            now=lambda: NOW,
+        )  # fmt: skip
+        after = api.get_snapshot(P, SMALL, "noexpiry")
+
+    outcomes = {i.restoration.snapshot_id: i.outcome for i in result.items}
+    assert outcomes == {"noexpiry": "restored", "fresh": "unchanged"}
+    assert result.in_doubt == 2
+    assert (after.do_not_delete, after.expires) == (False, None)
+    [intent] = intent_lines(result.run_dir / "results.jsonl")
+    assert (intent["snapshotId"], intent["steps"]) == (
+        "noexpiry",
+        [{"doNotDelete": True}, {"doNotDelete": False}],
+    )
