@@ -17,6 +17,13 @@ can inherit a lock one of them held. (A fork server would start them faster, but
 workers are not children of this process, so their CPU would escape its rusage, which is
 how benchmarks/fleet.py measures a plan.) They ignore SIGINT:
 Ctrl-C reaches this process, which stops the pool.
+
+No wait on the pool is unbounded. A worker killed while it writes an answer larger than
+the pipe holds (the out-of-memory killer, mid-write) leaves CPython's result reader thread
+in recv() for bytes that never come: the pool never learns of the death and its futures
+never end. So answers are awaited in short polls, between which the workers' sentinels
+are checked; a dead worker, or no answer within ``ANSWER_WITHIN``, ends the plan, and the
+pool is taken down without waiting for its thread (``_abandon``).
 """
 
 from __future__ import annotations
@@ -25,16 +32,19 @@ import logging
 import math
 import os
 import signal
+import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from multiprocessing import get_context
+from multiprocessing import connection, get_context
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -53,6 +63,18 @@ log = logging.getLogger("retention.planner")
 # starting a worker costs about half a second of CPU (imports), what deciding some 25,000
 # snapshots costs, and small plans (most tests, most audits) would only wait for it.
 POOL_FROM = 50
+
+# How often a wait for an answer stops to see whether every worker still lives: a dead one
+# is noticed within this. Free when all is well: a wait ends as soon as its answer is in.
+POLL = 0.5
+# The longest a plan waits for one cluster's answer before it gives up on the pool. A worker
+# decides and encodes some 100,000 snapshots a second and a cluster has hundreds (a million
+# would take 10 s); ten minutes leave room for a pod throttled to a sliver of a CPU and a
+# worker's start, and still end a stuck plan with our message long before the CronJob's
+# activeDeadlineSeconds (two hours) kills it holding the lock.
+ANSWER_WITHIN = 600.0
+# Taking a pool down: how long to wait for its killed workers and then for its thread.
+_REAP_WITHIN = 10.0
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(list[SnapshotView])
@@ -94,6 +116,8 @@ class Deciders:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[None]] = []
+        # Sent to the pool, not yet answered: leaving with any, nothing waits for the pool.
+        self._pending: deque[tuple[Walk, Future[EncodedCluster]]] = deque()
         if workers > 1:
             self._start_pool(workers)
 
@@ -122,15 +146,21 @@ class Deciders:
         self.workers = 1
 
     def _stop(self, *, wait: bool = False) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=True)
-        self._pool = None
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if wait:
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            _abandon(pool)
 
     def __enter__(self) -> Deciders:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop(wait=True)
+        # An idle pool stops cleanly. One with answers outstanding (the plan failed or was
+        # interrupted meanwhile) could keep us waiting on a worker that died mid-answer.
+        self._stop(wait=not self._pending)
 
     def decide_all(self, walks: Iterable[Walk]) -> Iterator[EncodedCluster]:
         """Each walk's cluster decided and encoded, in the order of ``walks``."""
@@ -142,7 +172,7 @@ class Deciders:
 
     def _on_pool(self, walks: Iterator[Walk]) -> Iterator[EncodedCluster]:
         assert self._pool is not None  # noqa: S101 - decide_all asks first
-        pending: deque[tuple[Walk, Future[EncodedCluster]]] = deque()
+        pending = self._pending
         in_hand: Walk | None = None  # the walk being sent, until it is pending
         try:
             for walk in walks:
@@ -154,15 +184,17 @@ class Deciders:
                 pending.append((walk, future))
                 in_hand = None
                 if len(pending) >= 2 * self.workers:
-                    done = pending[0][1].result()
+                    done = self._answer(*pending[0])
                     pending.popleft()  # only once answered: a broken pool leaves it here
                     yield done
             while pending:
-                done = pending[0][1].result()
+                done = self._answer(*pending[0])
                 pending.popleft()
                 yield done
         except BrokenProcessPool:
             if any(f.done() and not f.cancelled() and f.exception() is None for f in self._started):
+                self._stop()
+                pending.clear()
                 raise RetentionError(
                     "a planning worker process ended without an answer (killed by a signal, "
                     "perhaps by the out-of-memory killer): no plan was written. Give the job "
@@ -173,6 +205,79 @@ class Deciders:
             self._one_process("planning workers did not start")
             for walk in [w for w, _ in pending] + ([in_hand] if in_hand else []):
                 yield self.shared.decide(walk.target, walk.snapshots, walk.error)
+            pending.clear()
+
+    def _answer(self, walk: Walk, future: Future[EncodedCluster]) -> EncodedCluster:
+        """The future's answer, awaited in polls that look at the workers between them:
+        BrokenProcessPool once one has ended (what the pool raises when it notices by
+        itself), a RetentionError when none has come within ``ANSWER_WITHIN``."""
+        assert self._pool is not None  # noqa: S101 - only _on_pool asks, with a pool
+        give_up = time.monotonic() + ANSWER_WITHIN
+        while not futures_wait([future], timeout=POLL).done:
+            if _ended(self._pool):
+                raise BrokenProcessPool("a planning worker ended")
+            if time.monotonic() > give_up:
+                self._stop()
+                self._pending.clear()
+                t = walk.target
+                raise RetentionError(
+                    f"no planning worker answered for {t.kind} {t.cluster_id} of project "
+                    f"{t.project_id} within {ANSWER_WITHIN:.0f} s: no plan was written. Set "
+                    "api.workers: 1 to decide in one process"
+                )
+        return future.result()
+
+
+def _ended(pool: ProcessPoolExecutor) -> bool:
+    """Whether a worker of the pool has ended: its sentinel is ready. A worker only ends
+    when the pool stops, so while answers are awaited any end is a death. Sentinels, not
+    exit codes: they are read without reaping, which the pool's own thread does."""
+    processes = pool._processes or {}
+    return bool(connection.wait([p.sentinel for p in list(processes.values())], timeout=0))
+
+
+def _all_ended(sentinels: list[int], within: float) -> bool:
+    """Whether every process of ``sentinels`` ends within ``within`` seconds. Sentinels,
+    not join(): the pool's thread may be reaping them meanwhile, and a join racing it can
+    return while the process is still taken for alive."""
+    left = set(sentinels)
+    give_up = time.monotonic() + within
+    while left and (remaining := give_up - time.monotonic()) > 0:
+        left.difference_update(connection.wait(list(left), timeout=remaining))
+    return not left
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """Take the pool down without waiting on it: its thread may be stuck reading a
+    half-written answer, and CPython joins that thread (with no timeout) at interpreter
+    exit, so it must be freed, not left.
+
+    The workers are killed: nothing of theirs is needed, and a live one may wait forever
+    on the result pipe's lock its dead peer held (SIGKILL, not SIGTERM: it ends a stopped
+    worker too, and a worker has nothing to clean up). Once they are gone this process holds
+    the pipe's only write end; closing it gives the reader end-of-file, and the pool's
+    thread takes the pool down as for any broken pool and ends. ``ProcessPoolExecutor``
+    has no public way to do any of this, hence its private attributes, read with getattr
+    so that another CPython's lack of one only skips its step."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    results: Any = getattr(pool, "_result_queue", None)
+    manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.kill()
+    if not _all_ended([worker.sentinel for worker in workers], _REAP_WITHIN):
+        log.warning("planning workers did not end when killed; the pool is left as it is")
+        return
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
+    if manager is not None:
+        manager.join(_REAP_WITHIN)
+        if manager.is_alive():
+            log.warning("the planning pool's thread did not end; exit may wait for it")
+            return
+    if results is not None:
+        results.close()  # the read end too, now that no thread reads it
 
 
 @contextmanager

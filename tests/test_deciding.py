@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -22,7 +25,10 @@ from retention.planner import make_plan
 from retention.policy.loader import PolicySet, parse_policies
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY
+from tests.dyingworker import DiesWriting
 from tests.simfleet import KEY, client_for
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 POLICY = """\
@@ -99,6 +105,90 @@ def test_a_worker_that_dies_is_named_not_a_traceback() -> None:
 
     assert "planning worker process ended without an answer" in str(info.value)
     assert "api.workers: 1" in str(info.value)
+
+
+def test_a_worker_killed_while_writing_its_answer_fails_the_plan() -> None:
+    """A worker SIGKILLed halfway through writing its answer (the pool's result reader then
+    waits for bytes that never come) fails the plan with the RetentionError that names
+    api.workers: 1, and leaves no worker and no pool thread running."""
+    dying = DiesWriting(policies(), {}, {}, NOW, timedelta(days=1), victim="c0005")
+
+    with Deciders(dying, 2) as deciders:
+        assert deciders._pool is not None
+        workers = list(deciders._pool._processes.values())
+        manager: threading.Thread = deciders._pool._executor_manager_thread  # type: ignore[assignment]
+        with pytest.raises(RetentionError) as info:
+            list(deciders.decide_all(walks(20)))
+
+    assert "planning worker process ended without an answer" in str(info.value)
+    assert "api.workers: 1" in str(info.value)
+    assert len(workers) == 2
+    assert [w.is_alive() for w in workers] == [False, False]
+    assert not manager.is_alive()
+
+
+def test_a_worker_that_answers_nothing_fails_the_plan_at_the_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers that live but answer nothing (stopped, stuck) fail the plan once
+    ANSWER_WITHIN has passed, with a RetentionError that names the cluster waited for and
+    api.workers: 1, and are gone afterwards."""
+    monkeypatch.setattr("retention.deciding.ANSWER_WITHIN", 1.0)
+    monkeypatch.setattr("retention.deciding.POLL", 0.1)
+
+    with Deciders(shared(), 2) as deciders:
+        assert deciders._pool is not None
+        workers = list(deciders._pool._processes.values())
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+        with pytest.raises(RetentionError) as info:
+            list(deciders.decide_all(walks(20)))
+
+    assert str(info.value).startswith(
+        "no planning worker answered for cluster c0000 of project p1 within 1 s"
+    )
+    assert "api.workers: 1" in str(info.value)
+    assert [w.is_alive() for w in workers] == [False, False]
+
+
+STUCK_PLAN = """
+from datetime import timedelta
+from retention.deciding import Deciders
+from retention.errors import RetentionError
+from tests.dyingworker import DiesWriting
+from tests.test_deciding import NOW, policies, walks
+
+dying = DiesWriting(policies(), {}, {}, NOW, timedelta(days=1), victim="c0005")
+try:
+    with Deciders(dying, 2) as deciders:
+        list(deciders.decide_all(walks(20)))
+except RetentionError as exc:
+    print(exc)
+"""
+
+
+def test_a_process_whose_worker_died_mid_answer_still_exits() -> None:
+    """A process whose worker died halfway through writing its answer gets the
+    RetentionError and then exits: nothing of the pool (CPython joins its thread at exit)
+    holds the interpreter up."""
+    # A session of its own, so that a hang (the old code) leaves no worker behind.
+    child = subprocess.Popen(
+        [sys.executable, "-c", STUCK_PLAN],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail("the process did not exit within 120 s")
+
+    assert (child.returncode, err) == (0, "")
+    assert "planning worker process ended without an answer" in out
 
 
 def test_policies_travel_to_a_worker_intact() -> None:
