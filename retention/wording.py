@@ -1,9 +1,19 @@
 """Phrases the terminal, the report and doctor share: a byte count, a list of unmanaged
-clusters."""
+clusters, text from the service made safe to show."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+# C0, DEL and C1: what can move a terminal's cursor, recolour it or hide text in a report.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``, ``\\n``), so
+    names and ids from the service cannot act on the terminal or the page that shows them."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def size(count: int) -> str:
