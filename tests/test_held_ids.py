@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from retention.api import OpsManagerClient
+from retention.cli.summary import summary_lines
 from retention.inventory import ProjectTargets
 from retention.plan.decide import decide
 from retention.plan.model import SnapshotView, Target
 from retention.plan.planfile import CHANGE, DECISION
-from retention.plan.planwrite import decision_record, encode_cluster
+from retention.plan.planwrite import PlanBuilder, decision_record, encode_cluster
 from retention.planfiles import read_head, read_list
 from retention.planner import make_plan
 from retention.policy.engine import KeepSpec
@@ -143,3 +144,22 @@ def test_discovery_holds_the_odd_cluster_without_a_request_and_plans_the_rest(
     assert head["summary"]["clustersHeld"] == 1
     walked = {seen.path for seen in fake.seen if seen.path.endswith("/snapshots")}
     assert walked == {"/api/public/v1.0/groups/p1/clusters/c1/snapshots"}
+
+
+def test_the_terminal_summary_names_the_held_id_with_its_control_characters_escaped() -> None:
+    """A cluster held for an id with an escape sequence and no name of its own appears in
+    the summary's table and hold line, written with \\x1b, never the raw character."""
+    odd = "c\x1b]0;pwned\x07"
+    builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
+    try:
+        builder.add(decide(Target("p1", odd, odd), [], [POLICY], [], now=NOW, lease_for=DAY))
+        head = builder.head()
+    finally:
+        builder.close()
+
+    lines = summary_lines(head)
+
+    assert not [line for line in lines if "\x1b" in line or "\x07" in line]
+    [hold] = [line for line in lines if line.startswith("  hold ")]
+    assert hold.startswith("  hold c\\x1b]0;pwned\\x07: cluster id 'c\\x1b]0;pwned\\x07' cannot")
+    assert any(line.startswith("  c\\x1b]0;pwned\\x07  cluster") for line in lines)

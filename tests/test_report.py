@@ -347,6 +347,26 @@ def test_hostile_names_and_reasons_are_escaped(tmp_path: Path) -> None:
     assert "<script>" not in markdown
 
 
+def test_control_characters_of_a_held_id_are_escaped_in_both_reports(tmp_path: Path) -> None:
+    """A cluster held for an id with an escape sequence shows in report.html and report.md
+    with the character written as \\x1b: no raw control character reaches either file."""
+    odd = "5e4e\x1b[2J/.."
+    plan = ClusterPlan(
+        Target(PROJECT, odd, odd),
+        holds=[Hold("id", f"cluster id {odd!r} cannot be carried by a plan")],
+        policies=["prod"],
+    )
+    folder = write_run(tmp_path / "run", [plan, three_tomorrow()])
+    page, markdown = render(folder)
+    raw = (folder / "report.html").read_text(encoding="utf-8")
+
+    assert "5e4e\\x1b[2J/.." in page.text_of("holds")
+    assert "5e4e\\x1b[2J/.." in page.text_of("clusters")
+    assert "\x1b" not in raw
+    assert "\x1b" not in markdown
+    assert "| 5e4e\\\\x1b\\[2J/.. | id: cluster id '5e4e\\\\x1b\\[2J/..' cannot" in markdown
+
+
 def test_timelines_count_every_snapshot_and_every_new_expiry_once(tmp_path: Path) -> None:
     """Each changed cluster of the steady-state scenario gets a timeline whose columns count
     each snapshot once (taken) and each sent change's new expiry once (on the axis, or at
