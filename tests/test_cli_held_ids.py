@@ -83,12 +83,14 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
 ) -> None:
     """retention run plans and applies both ordinary clusters, never touches the odd one,
     exits 3, and names the odd id in its summary's hold and warning lines, report.md and
-    plan.json, which validates against the schema."""
+    plan.json, which validates against the schema. A cluster with one odd snapshot id is
+    walked, and held instead of refused: nothing of it is shortened."""
     now = datetime.now(UTC)
     fleet = [
         cluster("5e4e593f70dfbf1e2f6e1d50", "prod-a", ["a0", "a1", "a2"], now),
         cluster(ODD, "alerts-prod", ["o0", "o1"], now),
         cluster("5e4e593f70dfbf1e2f6e1d52", "prod-c", ["c0", "c1"], now),
+        cluster("5e4e593f70dfbf1e2f6e1d53", "prod-d", ["d0", "d/1", "d2"], now),
     ]
     with serving(fleet, now) as sim:
         configure(folder, sim.base_url)
@@ -105,7 +107,7 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
         ("5e4e593f70dfbf1e2f6e1d52", "c1"),
     }
     walks = counters["byEndpoint"]["GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots"]
-    assert walks == 2  # one walk for each ordinary cluster, none for the odd one
+    assert walks == 3  # one walk for each cluster but the odd one
     held_line = f"  hold alerts-prod: cluster id {ODD!r} cannot be carried by a plan (it holds '/'"
     assert any(line.startswith(held_line) for line in out.splitlines())
     assert f"  warning project {P}: cluster id {ODD!r} cannot be carried" in out
@@ -115,6 +117,11 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
     held = {c["clusterId"]: c["holds"] for c in plan["clusters"]}
     assert [h["kind"] for h in held[ODD]] == ["id"]
     assert held["5e4e593f70dfbf1e2f6e1d50"] == held["5e4e593f70dfbf1e2f6e1d52"] == []
+    assert [h["kind"] for h in held["5e4e593f70dfbf1e2f6e1d53"]] == ["id"]
+    assert [(c["snapshotId"], c["action"]) for c in plan["held"]] == [("d2", "shorten")]
+    decided = [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
+    [odd_snapshot] = [d for d in decided if d["snapshotId"] == "d/1"]
+    assert (odd_snapshot["action"], odd_snapshot["body"]) == ("none", None)
     assert [w for w in plan["warnings"] if repr(ODD) in w] == [
         f"project {P}: cluster id {ODD!r} cannot be carried by a plan (it holds '/', which "
         "servers and proxies may decode from its percent-encoding and take as a path "
