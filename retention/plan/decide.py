@@ -443,8 +443,8 @@ def _uncarried(plan: ClusterPlan) -> None:
 def _hold(
     plan: ClusterPlan, merged: Merged, alerts: Sequence[AlertView], walk_error: str | None
 ) -> None:
-    """Hold every destructive change of the cluster when a gate says so (an id hold, which
-    _uncarried adds whatever there is to hold, included)."""
+    """Hold every destructive change of the cluster when a gate says so, or an id hold
+    (added by _uncarried, with or without destructive changes) is already there."""
     destructive = [d for d in plan.decisions if d.destructive]
     if not destructive:
         return

@@ -228,7 +228,7 @@ def _text(value: datetime | None) -> str | None:
 
 # Only this gate can be approved by a person: it says "more than usual would expire",
 # which a person may well intend. An alert or a failed walk says the facts are in doubt,
-# and an id hold that the plan cannot name what it would change.
+# and an id hold that the plan cannot safely name what it would change.
 APPROVABLE = frozenset({"max_expire_fraction"})
 # What ends a hold that cannot be approved.
 _UNTIL = {

@@ -11,8 +11,7 @@ encoded, never refused: an unusual id is still an id.
 
 The rule is written twice, on purpose: ``ID_PATTERN`` (with the length bounds and
 ``FORBIDDEN_PATTERN``) is what the JSON Schema and pydantic check, ``id_problem`` says in
-words what is wrong. Tests hold the
-two in agreement, and jsonschema with them.
+words what is wrong. Tests hold the two in agreement, and jsonschema with them.
 """
 
 from __future__ import annotations
