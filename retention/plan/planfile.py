@@ -116,7 +116,7 @@ class HoldEntry(TypedDict):
     kind: Literal["alert", "max_expire_fraction", "walk", "id"]
     reason: str
     alertId: str | None
-    # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk.
+    # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk and id.
     # Optional: plans written before it was added still read.
     setting: NotRequired[str | None]
 

@@ -104,9 +104,10 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
 
 def html_text(value: Any) -> Any:
     """A value for the HTML report (its ``finalize``, before autoescape): a string with its
-    control characters escaped; markup a filter or macro made is left as it is."""
+    control characters escaped (white space aside); markup a filter or macro made is left
+    as it is."""
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
-        return printable(value)
+        return printable(value, html=True)
     return value
 
 
