@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from croniter import croniter
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -49,6 +50,7 @@ from retention.errors import ConfigError
 from retention.inventory import ProjectTargets
 from retention.notifysettings import NotifySettings
 from retention.plan.horizon import lease
+from retention.plan.ids import id_problem
 
 log = logging.getLogger("retention.config")
 
@@ -65,6 +67,18 @@ _SECRET_WORDS = ("key", "password", "passwd", "secret", "token", "credential")
 
 Loc = tuple[str | int, ...]
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+def _usable_id(value: str) -> str:
+    # The plan's rule (retention.plan.ids), checked where the id is written: a project id
+    # a plan cannot carry would make every plan of this file one apply refuses.
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(f"cannot be used as an id: {problem}")
+    return value
+
+
+TargetId = Annotated[NonEmpty, AfterValidator(_usable_id)]
 
 
 def _resolve(value: Path, info: ValidationInfo) -> Path:
@@ -138,9 +152,9 @@ class ApiSettings(_Settings):
 class TargetSettings(_Settings):
     """One project; clusters and config servers are discovered when not listed (None)."""
 
-    project: NonEmpty
-    clusters: list[NonEmpty] | None = Field(None, description="null: discover every cluster")
-    config_servers: list[NonEmpty] | None = Field(None, description="null: discover them")
+    project: TargetId
+    clusters: list[TargetId] | None = Field(None, description="null: discover every cluster")
+    config_servers: list[TargetId] | None = Field(None, description="null: discover them")
 
 
 class ReportsSettings(_Settings):

@@ -251,8 +251,9 @@ def _project(
         checks.append(Check(f"{name}: discovery", "pass", detail))
         for warning in found.warnings:
             checks.append(Check(f"{name}: discovery", "warn", warning, "check the clusters list"))
-        if clusters:
-            first = clusters[0]
+        walkable = [t for t in clusters if t.id_problem() is None]  # the others are warned of
+        if walkable:
+            first = walkable[0]
             listing = client.list_snapshots(first.project_id, first.cluster_id, "all")
             list(islice(iter(listing), 1))  # reads one page, no more
             checks.append(Check(f"{name}: snapshots", "pass", f"one page of {first.name} read"))

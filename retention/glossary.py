@@ -108,6 +108,14 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "The cluster's snapshots could not all be read: no destructive change "
                 "until a complete walk.",
             ),
+            (
+                "id",
+                "The service gave the cluster, or one of its snapshots, an id a plan cannot "
+                "carry as one path segment (empty, over 128 characters, `.` or `..`, or "
+                "holding `/`, `\\` or a control character): such a cluster is not walked, "
+                "such a snapshot never changed, the cluster's destructive changes wait, and "
+                "no approval lifts the hold.",
+            ),
         ),
     ),
     (

@@ -69,7 +69,8 @@ def discover(client: OpsManagerClient, wanted: ProjectTargets) -> Discovery:
     clusterName, whose snapshots are theirs; a row of a type we do not know is walked, and
     warned about. A member whose sharded cluster is missing from the list is not walked
     (its snapshots are that cluster's) and is warned about. Config servers come from the
-    hosts list.
+    hosts list. A target whose id a plan cannot carry (retention.plan.ids), listed or
+    found, stays a target, to be held rather than walked, and is warned about.
     """
     project = wanted.project_id
     found = Discovery()
@@ -87,6 +88,10 @@ def discover(client: OpsManagerClient, wanted: ProjectTargets) -> Discovery:
                 name = host.hostname or host.id
                 found.targets.append(Target(project, host.id, name, "config-server"))
     found.targets.sort(key=lambda t: (t.kind, t.cluster_id))
+    for target in found.targets:
+        if (unfit := target.id_problem()) is not None:
+            named = f" (named {target.name!r})" if target.name != target.cluster_id else ""
+            found.warnings.append(f"project {project}: {unfit}; held{named}")
     return found
 
 
@@ -204,7 +209,12 @@ def open_alerts(client: OpsManagerClient, project_id: str) -> list[AlertView]:
 
 
 def walk(client: OpsManagerClient, target: Target, *, retries: int = 2) -> Walk:
-    """Every snapshot of one target; an inconsistent walk is retried ``retries`` times."""
+    """Every snapshot of one target; an inconsistent walk is retried ``retries`` times. A
+    target whose id a plan cannot carry is not walked (no request: the id could name another
+    resource once a server decodes it) and comes back empty, without an error: the planner
+    holds it."""
+    if target.id_problem() is not None:
+        return Walk(target)
     attempt = 0
     while True:
         try:

@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from retention.errors import PlanFileError
+from retention.plan.ids import id_problem
 from retention.plan.planfile import (
     CHANGE,
     DECISION,
@@ -30,6 +31,7 @@ from retention.plan.planfile import (
     ListName,
     PlanHead,
 )
+from retention.wording import printable
 
 # ---- reading ---------------------------------------------------------------------------
 
@@ -38,7 +40,12 @@ def _problem(where: str, exc: ValidationError) -> PlanFileError:
     first = exc.errors()[0]
     place = ".".join(str(part) for part in first["loc"]) or "(the entry)"
     more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    return PlanFileError(where, f"{place}: {first['msg']}{more}")
+    message = first["msg"]
+    value = first.get("input")
+    if place.endswith("Id") and isinstance(value, str) and (why := id_problem(value)):
+        # The rule in words, not its regular expression.
+        message = f"{value!r} is not an id a plan can carry: {why}"
+    return PlanFileError(where, f"{place}: {message}{more}")
 
 
 def _head_lines(path: Path) -> bytes | None:
@@ -95,8 +102,9 @@ def read_list(path: Path, name: ListName) -> Iterator[Change]:
             yield CHANGE.validate_python(raw)
         except ValidationError as exc:
             snapshot = raw.get("snapshotId") if isinstance(raw, dict) else None
-            where = f"{path}: {name}[{n}]" + (f" (snapshot {snapshot})" if snapshot else "")
-            raise _problem(where, exc) from None
+            # An id that failed validation may hold control characters: escaped for people.
+            named = f" (snapshot {printable(str(snapshot))})" if snapshot else ""
+            raise _problem(f"{path}: {name}[{n}]{named}", exc) from None
 
 
 def _raw_entries(path: Path, name: str) -> Iterator[Any]:

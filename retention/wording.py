@@ -1,9 +1,24 @@
 """Phrases the terminal, the report and doctor share: a byte count, a list of unmanaged
-clusters."""
+clusters, text from the service made safe to show."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+# C0, DEL and C1: what can move a terminal's cursor, recolour it or hide text in a report.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# The same but tab, line feed and carriage return, which HTML takes as plain white space
+# (an SVG tooltip breaks its lines on "\n").
+_CONTROL_IN_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, *, html: bool = False) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``, ``\\n``), so
+    names and ids from the service cannot act on the terminal or the page that shows them.
+    ``html``: tab and line breaks stay, as the white space they are there."""
+    pattern = _CONTROL_IN_HTML if html else _CONTROL
+    return pattern.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def size(count: int) -> str:

@@ -174,7 +174,7 @@ def test_a_malformed_entry_refuses_the_whole_plan_before_any_request(
     err = capsys.readouterr().err
     last = len(document["changes"]) - 1
     assert code == 2
-    assert f"changes[{last}] (snapshot ..): snapshotId: String should match pattern" in err
+    assert f"changes[{last}] (snapshot ..): snapshotId: '..' is not an id a plan can carry" in err
     assert sim.admin("counters")["requests"] == requests_before
     assert patches(sim) == []
 

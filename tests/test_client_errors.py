@@ -161,11 +161,13 @@ def test_502_html_from_a_proxy_quotes_the_page(fake: FakeApi, client: OpsManager
 @pytest.mark.parametrize(
     ("project", "cluster", "snap", "expected_path"),
     [
-        ("../admin", "c1", "s1", "/groups/..%2Fadmin/clusters/c1/snapshots/s1"),
+        ("..admin", "c1", "s1", "/groups/..admin/clusters/c1/snapshots/s1"),
         ("p1", "a?b=c", "s1", "/groups/p1/clusters/a%3Fb%3Dc/snapshots/s1"),
         ("p1", "c1", "x#frag", "/groups/p1/clusters/c1/snapshots/x%23frag"),
-        ("p 1", "c/1", "s 1", "/groups/p%201/clusters/c%2F1/snapshots/s%201"),
+        ("p 1", "c;1", "s 1", "/groups/p%201/clusters/c%3B1/snapshots/s%201"),
         ("p1", "c1", "%2e%2e", "/groups/p1/clusters/c1/snapshots/%252e%252e"),
+        ("p1", "c1", "%2F", "/groups/p1/clusters/c1/snapshots/%252F"),
+        ("p1", "...", "s1", "/groups/p1/clusters/.../snapshots/s1"),
     ],
 )
 def test_hostile_ids_are_percent_encoded(
@@ -185,11 +187,12 @@ def test_hostile_ids_are_percent_encoded(
     assert fake.calls(200)[0].query == {}
 
 
-@pytest.mark.parametrize("bad_id", ["..", ".", ""])
+@pytest.mark.parametrize("bad_id", ["..", ".", "", "../admin", "c/1", "a\\b", "x\x00", "y\x85"])
 def test_ids_that_cannot_be_a_segment_are_refused_before_sending(
     fake: FakeApi, client: OpsManagerClient, bad_id: str
 ) -> None:
-    """Dot-only and empty ids raise RefusedRequestError, with no status, and send nothing."""
+    """Dot segments, empty ids, separators and control characters raise RefusedRequestError,
+    with no status, and send nothing."""
     with pytest.raises(RefusedRequestError, match="id") as raised:
         client.get_snapshot("p1", bad_id, "s1")
 

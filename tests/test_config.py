@@ -432,6 +432,35 @@ def test_a_project_listed_twice_is_refused(tmp_path: Path) -> None:
     ]
 
 
+def test_target_ids_follow_the_plan_rule_and_unusual_ones_are_kept(tmp_path: Path) -> None:
+    """A project, cluster or config-server id a plan could not carry is a problem naming its
+    field and why; ids that are only unusual are kept as written."""
+    text = f"""\
+api:
+  base_url: {BASE_URL}
+targets:
+  - project: "5e22/../admin"
+  - project: "{PROJECT}"
+    clusters: ["..", "a b", "x:y@z"]
+    config_servers: ["cfg\\u0007", "ü50%"]
+"""
+    assert problems_of(write(tmp_path / "bad", text)) == [
+        "retention.yaml:4: targets[0].project: cannot be used as an id: it holds '/', which "
+        "servers and proxies may decode from its percent-encoding and take as a path "
+        "separator, or refuse",
+        "retention.yaml:6: targets[1].clusters[0]: cannot be used as an id: it is a dot "
+        "segment, which servers resolve as a step in the path",
+        "retention.yaml:7: targets[1].config_servers[0]: cannot be used as an id: it holds "
+        "the control character U+0007",
+    ]
+    good = (
+        text.replace('"5e22/../admin"', '"p1"').replace('"..", ', "").replace('"cfg\\u0007", ', "")
+    )
+    loaded = load_config(write(tmp_path / "good", good), env=ENV)
+    assert loaded.config.targets[1].clusters == ["a b", "x:y@z"]
+    assert loaded.config.targets[1].config_servers == ["ü50%"]
+
+
 def test_targets_must_not_be_empty(tmp_path: Path) -> None:
     """A configuration without any target is refused."""
     text = f"api:\n  base_url: {BASE_URL}\ntargets: []\n"

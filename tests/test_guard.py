@@ -396,3 +396,29 @@ def test_approve_all_takes_the_fraction_holds_and_names_the_others() -> None:
 
     assert approval.clusters == {("p1", "c1")}
     assert [s.split(" (")[0] for s in approval.skipped] == ["billing", "users"]
+
+
+ID_HOLD = {
+    "kind": "id",
+    "reason": "cluster id '5e4e/../\\x1b' cannot be carried by a plan (it holds '/', ...)",
+    "alertId": None,
+    "setting": None,
+}
+
+
+def test_an_id_hold_is_never_approved_and_says_why() -> None:
+    """--approve of a cluster held for its id is refused, saying no approval makes the id
+    safe; --approve-all passes it over with the control character of its id escaped."""
+    odd = cluster("5e4e/../\x1b", name="5e4e/../\x1b", holds=[ID_HOLD])
+    plan = head(odd, cluster("c1", name="orders", holds=[FRACTION]))
+
+    with pytest.raises(ValueError, match="--approve 5e4e") as raised:
+        approve(plan, ["5e4e/../\x1b"], everything=False)
+    every = approve(plan, [], everything=True)
+
+    assert "held by id: cluster id" in str(raised.value)
+    assert "no approval makes an id safe to put in a path" in str(raised.value)
+    assert every.clusters == {("p1", "c1")}
+    [skipped] = every.skipped
+    assert skipped.startswith("5e4e/../\\x1b (5e4e/../\\x1b): held by id")
+    assert "\x1b" not in skipped

@@ -123,7 +123,11 @@ def test_a_malformed_entry_is_refused_naming_the_entry_and_field(tmp_path: Path)
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(document, indent=2))
 
-    with pytest.raises(PlanFileError, match=r"held\[1\] \(snapshot \.\.\): snapshotId: String"):
+    with pytest.raises(
+        PlanFileError,
+        match=r"held\[1\] \(snapshot \.\.\): snapshotId: '\.\.' is not an id a plan can "
+        "carry: it is a dot segment",
+    ):
         list(read_list(path, "held"))
 
 

@@ -18,12 +18,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from markupsafe import Markup
 
 from retention.api.models import SnapshotPatch
 from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
 from retention.plan.planwrite import PlanBuilder, PolicyDigest
 from retention.report import RunInfo, render_reports
 from retention.report.read import change_rows
+from retention.report.render import html_text
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PROJECT = "5e2211c17a3e5a48f5497de3"
@@ -345,6 +347,35 @@ def test_hostile_names_and_reasons_are_escaped(tmp_path: Path) -> None:
     assert "<img" not in raw
     assert r"\<img src=x onerror=alert(1)\>" in markdown
     assert "<script>" not in markdown
+
+
+def test_control_characters_of_a_held_id_are_escaped_in_both_reports(tmp_path: Path) -> None:
+    """A cluster held for an id with an escape sequence shows in report.html and report.md
+    with the character written as \\x1b: no raw control character reaches either file."""
+    odd = "5e4e\x1b[2J/.."
+    plan = ClusterPlan(
+        Target(PROJECT, odd, odd),
+        holds=[Hold("id", f"cluster id {odd!r} cannot be carried by a plan")],
+        policies=["prod"],
+    )
+    folder = write_run(tmp_path / "run", [plan, three_tomorrow()])
+    page, markdown = render(folder)
+    raw = (folder / "report.html").read_text(encoding="utf-8")
+
+    assert "5e4e\\x1b[2J/.." in page.text_of("holds")
+    assert "5e4e\\x1b[2J/.." in page.text_of("clusters")
+    assert "\x1b" not in raw
+    assert "\x1b" not in markdown
+    assert "| 5e4e\\\\x1b\\[2J/.. | id: cluster id '5e4e\\\\x1b\\[2J/..' cannot" in markdown
+
+
+def test_html_keeps_white_space_and_markup_while_escaping_control_characters() -> None:
+    """report.html's finalize escapes ESC and NUL but leaves line breaks and tabs (an SVG
+    tooltip's lines) and markup a filter made as they are."""
+    assert html_text("s1 label\ns2 label\t\x1b\x00") == "s1 label\ns2 label\t\\x1b\\x00"
+    made = Markup("<b>\x07</b>")
+    assert html_text(made) is made
+    assert html_text(3) == 3
 
 
 def test_timelines_count_every_snapshot_and_every_new_expiry_once(tmp_path: Path) -> None:

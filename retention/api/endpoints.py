@@ -11,6 +11,8 @@ import re
 from typing import NamedTuple
 from urllib.parse import quote
 
+from retention.plan.ids import carries, id_problem
+
 _PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
 
 
@@ -45,13 +47,12 @@ GET_PROJECT = Endpoint("GET", "/groups/{PROJECT-ID}")
 def encode_segment(value: str) -> str:
     """Percent-encode one path segment built from data; ids are data, not path syntax.
 
-    A segment of only dots cannot be sent safely (requests decodes ``%2E`` back into ``.``,
-    and servers resolve ``..``), so it is refused; no real id looks like that.
+    An id a plan cannot carry (retention.plan.ids: empty, too long, a dot segment, a slash
+    or backslash, a control character) is refused, whoever asks: encoding cannot keep it
+    one segment on every server and proxy. Any other character is encoded.
     """
-    if not value:
-        raise ValueError("an empty id cannot be part of a path")
-    if value.strip(".") == "":
-        raise ValueError(f"{value!r} is not a valid id (a path segment of only dots)")
+    if not carries(value):
+        raise ValueError(f"the id {value!r} cannot be part of a path: {id_problem(value)}")
     return quote(value, safe="")
 
 

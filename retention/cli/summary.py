@@ -11,7 +11,7 @@ from typing import Any
 
 from retention.plan.model import CHANGE_ACTIONS
 from retention.timestamps import format_timestamp
-from retention.wording import size, unmanaged_text
+from retention.wording import printable, size, unmanaged_text
 
 ACTIONS = CHANGE_ACTIONS
 
@@ -57,7 +57,8 @@ def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> lis
     unchanged = len(document["clusters"]) - len(changed)
     lines.append(f"  {unchanged} clusters without changes")
     lines.append("")
-    return lines + _totals(document)
+    # Names and ids come from the service: none of their characters may act on a terminal.
+    return [printable(line) for line in lines + _totals(document)]
 
 
 def _totals(document: Mapping[str, Any]) -> list[str]:

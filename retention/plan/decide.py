@@ -20,6 +20,10 @@ release_protection lifts it), and its reasons say the hold ended.
 Then the safety gates: min_keep turns the newest unkept snapshots back into kept ones;
 max_expire_fraction, matching OPEN alerts and a failed walk hold every destructive change of
 the cluster (protect and extend still go ahead). Config-server decisions are advisory.
+
+Ids a plan cannot carry (retention.plan.ids) are held too: a target with such an id is
+not walked and gets only its hold; a snapshot with one gets no change, and holds the
+destructive changes of its cluster.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Literal
 
 from retention.api.models import SnapshotPatch
 from retention.plan.horizon import horizon, required_and_written
+from retention.plan.ids import carries, id_problem
 from retention.plan.model import (
     AlertView,
     ClusterPlan,
@@ -151,6 +156,10 @@ def decide(
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
     if walk_error:
         plan.errors.append(walk_error)
+    if (unfit := target.id_problem()) is not None:
+        # Held even when no policy matches it: an id like this is worth a person's look.
+        plan.holds.append(Hold("id", unfit))
+        return plan
     if not policies:
         unmatched = note("unmatched", "no policy matches this cluster")
         plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
@@ -167,6 +176,7 @@ def decide(
     _min_keep(plan, ctx)
     _say_ended(plan, verdicts)
     plan.hold_records = hold_records(policies, plan.decisions, now)
+    _uncarried(plan)
     _hold(plan, merged, alerts, walk_error)
     if target.kind == "config-server":
         for decision in plan.decisions:
@@ -408,10 +418,39 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
         missing -= 1
 
 
+def _uncarried(plan: ClusterPlan) -> None:
+    """Snapshots whose ids a plan cannot carry get no change (the rules still count them),
+    and hold the cluster: a kept one may need an extension that cannot be sent, so what the
+    rules leave to expire beside it waits for a person."""
+    odd = [d for d in plan.decisions if not carries(d.snapshot.id)]
+    if not odd:  # every real cluster: one regular-expression match a snapshot
+        return
+    named: list[str] = []
+    for d in odd:
+        why = id_problem(d.snapshot.id)
+        d.reasons = [
+            *d.reasons,
+            note("id", f"its id cannot be carried by a plan ({why}): never changed"),
+        ]
+        d.action, d.patch, d.expires_after = "none", None, d.snapshot.expires
+        if len(named) < 3:
+            named.append(f"{d.snapshot.id!r}: {why}")
+    more = f"; and {len(odd) - 3} more" if len(odd) > 3 else ""
+    count = f"{len(odd)} snapshot id{'s' if len(odd) != 1 else ''}"
+    plan.holds.append(
+        Hold(
+            "id",
+            f"{count} cannot be carried by a plan ({'; '.join(named)}{more}): never "
+            "changed, and the cluster's destructive changes are held",
+        )
+    )
+
+
 def _hold(
     plan: ClusterPlan, merged: Merged, alerts: Sequence[AlertView], walk_error: str | None
 ) -> None:
-    """Hold every destructive change of the cluster when a gate says so."""
+    """Hold every destructive change of the cluster when a gate says so, or an id hold
+    (added by _uncarried, with or without destructive changes) is already there."""
     destructive = [d for d in plan.decisions if d.destructive]
     if not destructive:
         return
@@ -434,8 +473,8 @@ def _hold(
                 setting=merged.fraction_setting(),
             )
         )
-    if holds:
-        plan.holds.extend(holds)
-        text = "; ".join(h.reason for h in holds)
+    plan.holds.extend(holds)
+    if plan.holds:
+        text = "; ".join(h.reason for h in plan.holds)
         for decision in destructive:
             decision.held = text

@@ -25,6 +25,7 @@ from retention.api.models import SnapshotPatch
 from retention.plan.model import SnapshotView, is_destructive
 from retention.plan.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
 from retention.timestamps import add_seconds, format_timestamp
+from retention.wording import printable
 
 # A plan is evaluated at the time it is made; more apart than this, it was made with --at
 # (or edited) and answers a question about another time.
@@ -226,8 +227,18 @@ def _text(value: datetime | None) -> str | None:
 
 
 # Only this gate can be approved by a person: it says "more than usual would expire",
-# which a person may well intend. An alert or a failed walk says the facts are in doubt.
+# which a person may well intend. An alert or a failed walk says the facts are in doubt,
+# and an id hold that the plan cannot safely name what it would change.
 APPROVABLE = frozenset({"max_expire_fraction"})
+# What ends a hold that cannot be approved.
+_UNTIL = {
+    "alert": "resolve the alert and plan again",
+    "walk": "plan again once the cluster can be walked",
+    "id": (
+        "no approval makes an id safe to put in a path, so nothing with such an id is "
+        "walked or changed; take it up with the service's administrators"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -254,7 +265,7 @@ def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Appro
             if (why := _not_approvable(c)) is None:
                 chosen[(c["projectId"], c["clusterId"])] = c
             else:
-                skipped.append(f"{c['name']} ({c['clusterId']}): {why}")
+                skipped.append(printable(f"{c['name']} ({c['clusterId']}): {why}"))
     for name in wanted:
         found = [c for c in head["clusters"] if name in (c["clusterId"], c["name"])]
         if not found:
@@ -278,7 +289,6 @@ def _not_approvable(cluster: ClusterEntry) -> str | None:
     if not others:
         return None
     reasons = "; ".join(f"{h['kind']}: {h['reason']}" for h in others)
-    return (
-        f"held by {reasons}. Only a max_expire_fraction hold can be approved: resolve the "
-        "alert (or the walk's error) and plan again"
-    )
+    kinds = dict.fromkeys(h["kind"] for h in others)
+    until = "; ".join(_UNTIL.get(kind, "plan again") for kind in kinds)
+    return f"held by {reasons}. Only a max_expire_fraction hold can be approved: {until}"

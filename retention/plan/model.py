@@ -17,6 +17,7 @@ from typing_extensions import TypedDict
 
 from retention.api.models import SnapshotPatch, SnapshotState
 from retention.api.walked import WalkedSnapshot
+from retention.plan.ids import id_problem
 from retention.policy.engine import IdHold
 from retention.timestamps import AwareUtcDatetime, format_timestamp
 
@@ -171,6 +172,18 @@ class Target:
     type_name: str | None = None
     members: tuple[Member, ...] = ()
 
+    def id_problem(self) -> str | None:
+        """Why a plan cannot carry this target's id (retention.plan.ids), in a sentence that
+        names the id; None when it can. Such a target is not walked and is held."""
+        problem = id_problem(self.cluster_id)
+        if problem is None:
+            return None
+        what = "cluster" if self.kind == "cluster" else "config server"
+        return (
+            f"{what} id {self.cluster_id!r} cannot be carried by a plan ({problem}): "
+            "not walked, nothing of it is changed"
+        )
+
 
 @dataclass(frozen=True)
 class AlertView:
@@ -199,10 +212,10 @@ class AlertView:
 class Hold:
     """Why a cluster's destructive changes are held for a human."""
 
-    kind: Literal["alert", "max_expire_fraction", "walk"]
+    kind: Literal["alert", "max_expire_fraction", "walk", "id"]
     reason: str
     alert_id: str | None = None
-    setting: str | None = None  # where the setting that holds is written (None for walk)
+    setting: str | None = None  # where the setting that holds is written (None: walk, id)
 
 
 class Decision(msgspec.Struct):

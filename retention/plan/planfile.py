@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
+from retention.plan.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
 from retention.plan.model import ChangeAction, Reason, SnapshotView
 from retention.timestamps import AwareUtcDatetime
 
@@ -27,11 +28,16 @@ FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
 LISTS = ("changes", "held", "advisory")
 ListName = Literal["changes", "held", "advisory"]
 
-# Ids become path segments of PATCH URLs: percent-encoding keeps them one segment, but "."
-# and ".." would still walk the path. Real ids are hex; this shape refuses anything else
-# that could mean something to a URL or a shell.
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
-Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+# An id apply may put in a path: what retention.plan.ids carries (its docstring says why).
+Id = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN),
+    Field(json_schema_extra={"not": {"pattern": FORBIDDEN_PATTERN}}),
+]
+# An id the plan names but never puts in a path: a cluster or config server held because
+# its id is not an Id (discovery does not walk it), a member of a sharded cluster, a
+# snapshot in decisions.jsonl. The planner writes what the service said.
+AnyId = str
 Timestamp = AwareUtcDatetime
 Kind = Literal["cluster", "config-server"]
 
@@ -86,7 +92,7 @@ class DecisionRecord(TypedDict):
     clusterId: Id
     clusterName: str
     kind: Kind
-    snapshotId: Id
+    snapshotId: AnyId
     created: Timestamp
     storageBytes: Annotated[int, Field(ge=0)] | None
     complete: bool
@@ -107,10 +113,10 @@ class DecisionRecord(TypedDict):
 class HoldEntry(TypedDict):
     """Why a cluster's destructive changes are held."""
 
-    kind: Literal["alert", "max_expire_fraction", "walk"]
+    kind: Literal["alert", "max_expire_fraction", "walk", "id"]
     reason: str
     alertId: str | None
-    # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk.
+    # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk and id.
     # Optional: plans written before it was added still read.
     setting: NotRequired[str | None]
 
@@ -119,7 +125,7 @@ class HoldEntry(TypedDict):
 class MemberEntry(TypedDict):
     """A shard or config-server replica set of a sharded cluster: listed, not walked."""
 
-    clusterId: Id
+    clusterId: AnyId
     typeName: str | None
     shardName: str | None
     replicaSetName: str | None
@@ -130,7 +136,7 @@ class ClusterEntry(TypedDict):
     """A cluster (or config server) of the plan: its policies, holds, errors and counts."""
 
     projectId: Id
-    clusterId: Id
+    clusterId: AnyId
     name: str
     kind: Kind
     # The clusters list's typeName (None for listed ids and config servers), and the rows

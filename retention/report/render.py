@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from retention.glossary import GLOSSARY
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.timestamps import format_timestamp
-from retention.wording import size
+from retention.wording import printable, size
 
 FORMATS = {"html": "report.html", "markdown": "report.md"}
 # Timelines drawn in full; the other changed clusters are only in the clusters table.
@@ -40,7 +41,7 @@ def markdown_text(value: Any) -> str:
         return ""
     if isinstance(value, bool | int | float):
         return str(value)
-    text = " ".join(str(value).splitlines())
+    text = printable(" ".join(str(value).splitlines()))
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
@@ -101,6 +102,15 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     return env
 
 
+def html_text(value: Any) -> Any:
+    """A value for the HTML report (its ``finalize``, before autoescape): a string with its
+    control characters escaped (white space aside); markup a filter or macro made is left
+    as it is."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return printable(value, html=True)
+    return value
+
+
 @cache
 def html_environment() -> jinja2.Environment:
     """The HTML templates' environment: everything autoescaped."""
@@ -110,6 +120,7 @@ def html_environment() -> jinja2.Environment:
             autoescape=jinja2.select_autoescape(
                 enabled_extensions=("html.j2",), default_for_string=True, default=True
             ),
+            finalize=html_text,
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,

@@ -1,0 +1,144 @@
+"""The ids a plan can carry (retention.plan.ids): the rule in words, its regular expression,
+the plan file's model and the shipped JSON Schema all say the same, and the client encodes
+every id the rule carries into exactly one path segment."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
+
+import jsonschema
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from retention.api.endpoints import PATCH_SNAPSHOT, build_path
+from retention.plan.ids import MAX_ID_LENGTH, carries, id_problem
+from retention.plan.planfile import CHANGE, plan_json_schema
+
+CARRIED = [
+    "5e4e593f70dfbf1e2f6e1d30",
+    "a b",
+    "x:y@z",
+    "ü",
+    "50%",
+    "%2F",
+    "%2e%2e",
+    "a+b=c&d",
+    "?#[]",
+    "...",
+    ".a",
+    "..a",
+    "a.",
+    "名前🗄️",
+    " ",
+    "x" * MAX_ID_LENGTH,
+]
+HELD = {
+    "": "it is empty",
+    ".": "it is a dot segment",
+    "..": "it is a dot segment",
+    "5e4e/../../../alerts": "it holds '/'",
+    "a\\b": "it holds '\\\\'",
+    "x" * (MAX_ID_LENGTH + 1): f"it is {MAX_ID_LENGTH + 1} characters long",
+    "tab\there": "U+0009",
+    "line\n": "U+000A",
+    "nul\x00": "U+0000",
+    "esc\x1b[31m": "U+001B",
+    "del\x7f": "U+007F",
+    "c1\x85": "U+0085",
+    "c1\x9f": "U+009F",
+}
+
+# Ids drawn from characters near every edge of the rule, and any text at all.
+EDGES = "./\\ a%:\t\n\x00\x1f\x7f\x80\x9f\xa0ü\u2028🗄"
+IDS = st.one_of(
+    st.text(alphabet=EDGES, max_size=6),
+    st.text(max_size=20),
+    st.text(alphabet="a.", min_size=MAX_ID_LENGTH - 2, max_size=MAX_ID_LENGTH + 2),
+)
+
+
+def _id_schema() -> dict[str, Any]:
+    """The shipped schema's definition of a change's snapshot id."""
+    schema: dict[str, Any] = plan_json_schema()["$defs"]["Change"]["properties"]["snapshotId"]
+    return schema
+
+
+SCHEMA = jsonschema.Draft202012Validator(_id_schema())
+
+
+def _model_accepts(value: str) -> bool:
+    """Whether the plan file's model takes ``value`` as a change's snapshot id."""
+    try:
+        CHANGE.validate_python({"snapshotId": value})
+    except ValidationError as exc:
+        return not any(e["loc"] == ("snapshotId",) for e in exc.errors())
+    return True
+
+
+@pytest.mark.parametrize("value", CARRIED)
+def test_unusual_ids_are_carried(value: str) -> None:
+    """Spaces, URL punctuation, percent signs, dots beside other characters and unicode are
+    carried: no problem, in words or by the pattern."""
+    assert id_problem(value) is None
+    assert carries(value)
+
+
+@pytest.mark.parametrize(("value", "why"), HELD.items())
+def test_ids_that_cannot_be_one_segment_are_held_with_the_reason(value: str, why: str) -> None:
+    """Empty, too long, dot segments, separators and C0, DEL and C1 characters each fail the
+    rule, and the words say which."""
+    problem = id_problem(value)
+
+    assert problem is not None
+    assert why in problem
+    assert not carries(value)
+
+
+@pytest.mark.parametrize("value", [*CARRIED, *HELD])
+def test_the_rule_the_model_and_the_schema_agree_on_the_examples(value: str) -> None:
+    """The plan file's model and the shipped schema accept exactly the ids the rule carries."""
+    carried = id_problem(value) is None
+
+    assert carries(value) is carried
+    assert _model_accepts(value) is carried
+    assert SCHEMA.is_valid(value) is carried
+
+
+@given(IDS)
+@example("abc\n")  # Python's "$" matches before a final newline; the schema still refuses
+def test_the_rule_the_model_and_the_schema_agree_on_any_text(value: str) -> None:
+    """For any text, the words, the pattern, the model and the schema give one answer."""
+    carried = id_problem(value) is None
+
+    assert carries(value) is carried
+    assert _model_accepts(value) is carried
+    assert SCHEMA.is_valid(value) is carried
+
+
+@given(st.text(min_size=1, max_size=40).filter(carries))
+@example("a b")
+@example("x:y@z")
+@example("ü")
+@example("50%")
+@example("...")
+def test_every_carried_id_becomes_exactly_one_path_segment(value: str) -> None:
+    """build_path puts a carried id into one segment that decodes back to it, and the
+    template's other segments stay where they were."""
+    path = build_path(PATCH_SNAPSHOT, ("p1", value, "s1"))
+    segments = path.split("/")
+
+    assert segments[:3] == ["", "groups", "p1"]
+    assert segments[3] == "clusters"
+    assert unquote(segments[4]) == value
+    assert segments[5:] == ["snapshots", "s1"]
+    assert segments[4] not in (".", "..")
+
+
+@pytest.mark.parametrize("value", list(HELD))
+def test_build_path_refuses_every_id_the_rule_does_not_carry(value: str) -> None:
+    """The client never puts in a path an id a plan could not carry."""
+    with pytest.raises(ValueError, match="cannot be part of a path"):
+        build_path(PATCH_SNAPSHOT, ("p1", "c1", value))
