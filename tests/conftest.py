@@ -83,7 +83,12 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     in the environment and no other retention setting."""
     from tests.simfleet import KEY  # noqa: PLC0415 - simfleet imports this module
 
-    for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
+    for name in (
+        "RETENTION_CONFIG",
+        "RETENTION_BASE_URL",
+        "RETENTION_PRIVATE_KEY_FILE",
+        "RETENTION_NOTIFY_URLS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
