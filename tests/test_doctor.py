@@ -37,12 +37,7 @@ def live(
 @pytest.fixture(autouse=True)
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """The simulator's keys in the environment."""
-    for name in (
-        "RETENTION_CONFIG",
-        "RETENTION_BASE_URL",
-        "RETENTION_PRIVATE_KEY_FILE",
-        "RETENTION_NOTIFY_URLS",
-    ):
+    for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
