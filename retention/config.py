@@ -5,7 +5,9 @@ paths in it resolve against the file's folder, because cron and Kubernetes start
 elsewhere. ``RETENTION_BASE_URL`` overrides ``api.base_url``. The API key pair comes only from
 the environment (``RETENTION_PUBLIC_KEY``, ``RETENTION_PRIVATE_KEY`` or
 ``RETENTION_PRIVATE_KEY_FILE``) and the private key lives in a ``SecretStr``; a secret found in
-the file is refused without echoing it. Every problem is collected and raised at once as one
+the file is refused without echoing it. Notification URLs may come from
+``RETENTION_NOTIFY_URLS`` or ``notify.urls_file`` instead of ``notify.urls``
+(retention.notifyurls). Every problem is collected and raised at once as one
 ``ConfigError`` (exit 2, nothing sent), each naming the file (or the environment), the line
 when known, and the dotted field.
 """
@@ -49,6 +51,7 @@ from retention.deciding import available_cpus
 from retention.errors import ConfigError
 from retention.inventory import ProjectTargets
 from retention.notifysettings import NotifySettings
+from retention.notifyurls import ENV_NOTIFY_URLS, GivenUrls, env_urls, resolve_notify
 from retention.plan.horizon import lease
 from retention.plan.ids import id_problem
 
@@ -186,7 +189,9 @@ class RetentionConfig(_Settings):
     schedule: str | None = Field(None, description="Cron expression of the job's runs")
     reports: ReportsSettings = Field(default_factory=ReportsSettings)
     alerts: AlertsSettings = Field(default_factory=AlertsSettings)
-    notify: NotifySettings | None = Field(None, description="null: no notices")
+    notify: NotifySettings | None = Field(
+        None, description=f"null: no notices, unless {ENV_NOTIFY_URLS} is set"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -195,6 +200,15 @@ class RetentionConfig(_Settings):
         if isinstance(data, dict):
             return {"reports": {}, "alerts": {}, **data}
         return data
+
+    @field_validator("notify")
+    @classmethod
+    def _resolve_urls_file(
+        cls, value: NotifySettings | None, info: ValidationInfo
+    ) -> NotifySettings | None:
+        if value is None or value.urls_file is None:
+            return value
+        return value.model_copy(update={"urls_file": _resolve(value.urls_file, info)})
 
     @field_validator("targets")
     @classmethod
@@ -271,7 +285,13 @@ def load_config(
     warnings: list[str] = []
     sources = {"config": how}
     log.debug("reading configuration %s (%s)", config_path, how)
-    config = _read_config(config_path, how, env, problems, sources)
+    # Checked whatever the file holds, so that every problem is told at once.
+    env_problems: list[str] = []
+    from_env = env_urls(env, env_problems)
+    config = _read_config(
+        config_path, how, env, problems, sources, warnings=warnings, from_env=from_env
+    )
+    problems += env_problems
     credentials = read_credentials(env, require_credentials, problems, warnings, sources)
     if problems or config is None:
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
@@ -349,7 +369,14 @@ def _choose_path(path: str | Path | None, env: Mapping[str, str]) -> tuple[Path,
 
 
 def _read_config(
-    path: Path, how: str, env: Mapping[str, str], problems: list[str], sources: dict[str, str]
+    path: Path,
+    how: str,
+    env: Mapping[str, str],
+    problems: list[str],
+    sources: dict[str, str],
+    *,
+    warnings: list[str],
+    from_env: GivenUrls | None,
 ) -> RetentionConfig | None:
     name = path.name
     if not path.exists():
@@ -391,9 +418,24 @@ def _read_config(
     problems += [problem.at(name) for problem in yamldoc.in_file_order(found)]
     if config is None or secrets or found:
         return None
+    notify_sources: dict[str, str] = {}
+    notify = resolve_notify(
+        config.notify,
+        from_env=from_env,
+        env_set=bool(env.get(ENV_NOTIFY_URLS, "").strip()),
+        at=lambda loc, message: document.lines.problem(loc, message).at(name),
+        problems=problems,
+        warnings=warnings,
+        sources=notify_sources,
+    )
+    if notify is None and (config.notify is not None or from_env is not None):
+        return None  # a problem was found
+    if notify is not config.notify:
+        config = config.model_copy(update={"notify": notify})
     sources.update(
         (key, "file" if given else "default") for _, key, given in yaml_lines(config) if key
     )
+    sources.update(notify_sources)
     if env_url:
         sources["api.base_url"] = f"env {ENV_BASE_URL}"
     return config

@@ -73,18 +73,24 @@ def _read_key_file(path: Path, problems: list[str], warnings: list[str]) -> str 
     key = text.strip() if text is not None else None
     if key == "":
         problems.append(f"{where}: {path} is empty")
-    elif key:
-        try:
-            info = path.stat()
-        except OSError:
-            return key
-        if info.st_mode & 0o077 and not _own_group_read_only(info):
-            warnings.append(
-                f"{ENV_PRIVATE_KEY_FILE}: {path} is open to group or others "
-                f"({stat.filemode(info.st_mode)}): chmod 600 {path} (Kubernetes: defaultMode: "
-                "0400 on the Secret volume)"
-            )
+    elif key and (mode := open_to_others(path)) is not None:
+        warnings.append(
+            f"{ENV_PRIVATE_KEY_FILE}: {path} is open to group or others ({mode}): "
+            f"chmod 600 {path} (Kubernetes: defaultMode: 0400 on the Secret volume)"
+        )
     return key or None
+
+
+def open_to_others(path: Path) -> str | None:
+    """The mode of a secret's file (``-rw-r--r--``) when users other than its owner may
+    read it, else None (also when it cannot be looked at)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if info.st_mode & 0o077 and not _own_group_read_only(info):
+        return stat.filemode(info.st_mode)
+    return None
 
 
 def _own_group_read_only(info: os.stat_result) -> bool:

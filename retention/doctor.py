@@ -1,10 +1,11 @@
 """``retention doctor``: the preflight an operator runs before scheduling the job.
 
 One check per line, each passed, warning or failed, with a remedy when it is not passed:
-configuration and policies; the API reachable with TLS verified; the credentials accepted;
-the service version; the clock skew from the Date header (expiry decisions depend on the
-clock); and per target project the backup agents' link, discovery, one snapshot page and
-the alerts. Returns results; the CLI prints them and picks the exit code.
+configuration and policies; where the notices go (redacted, nothing sent to them); the API
+reachable with TLS verified; the credentials accepted; the service version; the clock skew
+from the Date header (expiry decisions depend on the clock); and per target project the
+backup agents' link, discovery, one snapshot page and the alerts. Returns results; the CLI
+prints them and picks the exit code.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from retention.errors import (
     TransportError,
 )
 from retention.inventory import ProjectTargets, discover
+from retention.notifyurls import ENV_NOTIFY_URLS
 from retention.plan.model import Target
 from retention.policy.loader import PolicySet
 from retention.policyfiles import load_policies
@@ -79,6 +81,7 @@ def run_doctor(config_path: str | Path | None) -> Report:
     )
     for warning in loaded.warnings:
         checks.append(Check("configuration", "warn", warning))
+    checks.append(_notices(loaded))
     try:
         policies = load_policies(loaded.config.policies)
     except ConfigError as exc:
@@ -107,6 +110,21 @@ def run_doctor(config_path: str | Path | None) -> Report:
         if targets is not None:
             _coverage(policies, targets, checks)
     return Report(checks)
+
+
+def _notices(loaded: LoadedConfig) -> Check:
+    """Where the notices go: each URL redacted, with its place, and where they came from.
+    Nothing is sent: a test notice would reach a channel people read."""
+    notify = loaded.config.notify
+    if notify is None:
+        return Check(
+            "notices", "pass", f"off (no notify: in {loaded.path.name}, {ENV_NOTIFY_URLS} not set)"
+        )
+    shown = "; ".join(f"{url} ({place})" for place, url in notify.destinations())
+    source = loaded.sources.get("notify.urls", "file")
+    source = loaded.path.name if source == "file" else source
+    detail = f"on {', '.join(notify.on)}, from {source}: {shown}"
+    return Check("notices", "pass", detail)
 
 
 def _connection(client: OpsManagerClient, loaded: LoadedConfig, checks: list[Check]) -> bool:

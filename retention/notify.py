@@ -128,8 +128,9 @@ class Notice:
 
 @dataclass(frozen=True)
 class Delivery:
-    """What became of the notice to one URL (the URL redacted, ``setting`` its place in
-    retention.yaml, since two URLs of one service look alike redacted)."""
+    """What became of the notice to one URL (the URL redacted, ``setting`` where it was
+    given: ``notify.urls[1]``, ``RETENTION_NOTIFY_URLS[0]`` or ``FILE:LINE`` of
+    ``notify.urls_file``, since two URLs of one service look alike redacted)."""
 
     setting: str
     url: str
@@ -212,12 +213,14 @@ def error_notice(*, mode: str, code: int, error: str) -> Notice:
     return Notice(title, body, "failure")
 
 
-def send(urls: Sequence[SecretStr], notice: Notice) -> list[Delivery]:
-    """Send ``notice`` to each URL, one Apprise object per URL; never raises. A URL that
-    fails is logged as one warning (redacted) and reported in its Delivery."""
+def send(destinations: Sequence[tuple[str, SecretStr]], notice: Notice) -> list[Delivery]:
+    """Send ``notice`` to each URL, one Apprise object per URL; never raises. Each URL comes
+    with its place (``notify.urls[0]``, ``RETENTION_NOTIFY_URLS[1]``, ``FILE:LINE``). A URL
+    that fails is logged as one warning (redacted, with its place) and reported in its
+    Delivery."""
     deliveries = []
-    for index, secret in enumerate(urls):
-        setting, url = f"notify.urls[{index}]", redacted_url(secret.get_secret_value())
+    for setting, secret in destinations:
+        url = redacted_url(secret.get_secret_value())
         error = _send_one(secret.get_secret_value(), notice)
         deliveries.append(Delivery(setting, url, error is None, error))
         fields = {"url": url, "setting": setting}

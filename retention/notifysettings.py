@@ -2,12 +2,14 @@
 
 An Apprise URL carries its credentials (a webhook token, a password) in its host, path or
 parameters, so it is kept as a secret and shown only as ``SCHEME://**********`` in every
-output. retention.notify does the sending.
+output. The URLs may also come from ``RETENTION_NOTIFY_URLS`` or ``notify.urls_file`` (a
+mounted Secret): retention.notifyurls reads those. retention.notify does the sending.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -15,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     field_serializer,
     model_validator,
@@ -68,10 +71,17 @@ class NotifySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)  # as every section of the file
 
-    urls: list[Annotated[NotifyUrl, AfterValidator(_usable_url)]] = Field(
+    urls: list[Annotated[NotifyUrl, AfterValidator(_usable_url)]] | None = Field(
+        None,
         min_length=1,
         description="Apprise URLs, e.g. slack://T000/B000/XXXX or json://host/path; "
-        "shown only as SCHEME://**********",
+        "shown only as SCHEME://**********. Replaced by urls_file or RETENTION_NOTIFY_URLS "
+        "when either is given",
+    )
+    urls_file: Path | None = Field(
+        None,
+        description="A file of Apprise URLs, one a line (# comments), e.g. a mounted "
+        "Secret; relative to this file. Replaces urls; RETENTION_NOTIFY_URLS replaces it",
     )
     on: list[NotifyWhen] = Field(
         list(NOTIFY_ON),
@@ -79,6 +89,26 @@ class NotifySettings(BaseModel):
         description="When to send: changes (applied; planned in a dry run), holds (a safety "
         "gate held changes), failure (exit 1 or 5)",
     )
+
+    # Where each URL of ``urls`` was given, when not in retention.yaml (notify.urls[N]):
+    # RETENTION_NOTIFY_URLS[N] or FILE:LINE. Set by with_urls.
+    _places: tuple[str, ...] = PrivateAttr(default=())
+
+    def with_urls(self, urls: list[NotifyUrl], places: list[str]) -> NotifySettings:
+        """These settings with ``urls`` instead, each given at its place in ``places``
+        (``RETENTION_NOTIFY_URLS[0]``, ``/run/secrets/notify-urls:3``)."""
+        if len(urls) != len(places) or not urls:
+            raise ValueError("one place for each URL, and at least one URL")
+        settings = self.model_copy(update={"urls": list(urls)})
+        settings._places = tuple(places)
+        return settings
+
+    def destinations(self) -> list[tuple[str, NotifyUrl]]:
+        """Each URL with where it was given (``notify.urls[1]``): two URLs of one service
+        look alike redacted, so a delivery or a warning names its place."""
+        urls = self.urls or []
+        places = self._places or tuple(f"notify.urls[{index}]" for index in range(len(urls)))
+        return list(zip(places, urls, strict=True))
 
     @model_validator(mode="before")
     @classmethod
@@ -89,5 +119,5 @@ class NotifySettings(BaseModel):
         return data
 
     @field_serializer("urls", when_used="json")
-    def _redacted(self, urls: list[NotifyUrl]) -> list[str]:
-        return [str(url) for url in urls]
+    def _redacted(self, urls: list[NotifyUrl] | None) -> list[str] | None:
+        return None if urls is None else [str(url) for url in urls]

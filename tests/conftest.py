@@ -77,6 +77,13 @@ def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(RetryPolicy, "backoff", lambda _self, _attempt: 0.0)
 
 
+@pytest.fixture(autouse=True)
+def no_notify_urls_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sends notices to the URLs a developer's shell exports: RETENTION_NOTIFY_URLS
+    alone turns notices on, for this process and the retention processes tests start."""
+    monkeypatch.delenv("RETENTION_NOTIFY_URLS", raising=False)
+
+
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A user's working folder: the current directory, the simulator's keys (tests/simfleet)

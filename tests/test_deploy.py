@@ -250,6 +250,74 @@ def test_no_secret_value_in_the_environment(kind: str) -> None:
             assert value.startswith("/"), name
 
 
+def _commented_notify() -> str:
+    """The commented notify: block of the ConfigMap's retention.yaml, uncommented."""
+    lines = _one("ConfigMap", "retention-config")["data"]["retention.yaml"].splitlines()
+    start = lines.index("# notify:")
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("#"):
+            break
+        block.append(line.removeprefix("# "))
+    return "\n".join(block) + "\n"
+
+
+@WORKLOADS
+def test_notification_urls_are_an_optional_file_from_the_secret(kind: str) -> None:
+    """The Secret's notify-urls is mounted read-only as a 0400 file where the ConfigMap's
+    notify block looks for it, from a volume marked optional (a Secret without that key
+    still starts the pod), and never through the environment."""
+    doc = _one(kind)
+    secret = _one("Secret")
+    urls_file = PurePosixPath(yaml.safe_load(_commented_notify())["notify"]["urls_file"])
+    mount = _mounts(doc)[str(urls_file.parent)]
+
+    assert mount["readOnly"] is True
+    assert _volume(doc, mount["name"])["secret"] == {
+        "secretName": secret["metadata"]["name"],
+        "items": [{"key": "notify-urls", "path": urls_file.name}],
+        "defaultMode": 0o400,
+        "optional": True,
+    }
+    assert "RETENTION_NOTIFY_URLS" not in _env(doc)
+    assert "notify-urls" in secret["stringData"]
+
+
+def test_the_configmap_carries_no_notification_url_and_its_notify_block_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ConfigMap's retention.yaml has no notify: (URLs hold tokens); uncommented, its
+    notify block reads the Secret's example notify-urls laid out as the pod mounts it,
+    passes `retention validate`, and config show holds none of the URLs' secrets."""
+    for name in [n for n in os.environ if n.startswith("RETENTION_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("RETENTION_PUBLIC_KEY", "pub")
+    monkeypatch.setenv("RETENTION_PRIVATE_KEY", "priv")
+    text = _one("ConfigMap", "retention-config")["data"]["retention.yaml"]
+    urls = _one("Secret")["stringData"]["notify-urls"]
+    mounted = tmp_path / "secrets" / "notify-urls"
+    mounted.parent.mkdir()
+    mounted.write_text(urls, encoding="utf-8")
+    mounted.chmod(0o400)
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "p.yaml").write_text("name: p\nkeep: {last: 3}\n")
+    notify = _commented_notify().replace("/var/run/secrets/retention-notify", str(mounted.parent))
+    config = tmp_path / "retention.yaml"
+    config.write_text(text + notify, encoding="utf-8")
+
+    validated = cli.main(["--config", str(config), "validate"])
+    shown = cli.main(["--config", str(config), "config", "show"])
+
+    out = capsys.readouterr().out
+    assert "notify" not in _retention_yaml()
+    assert "://" not in text.replace(_retention_yaml()["api"]["base_url"], "")
+    assert (validated, shown) == (0, 0)
+    assert 'urls: ["slack://**********", "jsons://**********"]' in out
+    assert f"# notify.urls_file ({mounted})" in out
+    assert "XXXX" not in out
+    assert "EXAMPLE-NOT-A-REAL-TOKEN" not in out
+
+
 def test_secret_example_is_clearly_fake() -> None:
     """The Secret example holds placeholders only and says to create the real one with kubectl."""
     text = (KUBERNETES / "secret.example.yaml").read_text(encoding="utf-8")

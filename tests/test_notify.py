@@ -342,7 +342,7 @@ def test_a_notice_apprise_raises_on_is_one_failed_delivery(
     monkeypatch.setattr(apprise.Apprise, "notify", explode)
     notice = notify.Notice("title", "body", "info")
 
-    deliveries = notify.send([SecretStr(f"json://127.0.0.1:9/{TOKEN}")], notice)
+    deliveries = notify.send([("notify.urls[0]", SecretStr(f"json://127.0.0.1:9/{TOKEN}"))], notice)
 
     assert deliveries == [
         notify.Delivery("notify.urls[0]", REDACTED, False, "apprise failed: RuntimeError")
@@ -365,6 +365,7 @@ def test_notify_on_defaults_to_every_kind_and_a_url_shows_only_its_scheme(
     settings = loaded.config.notify
     shown = [" ".join(line.split()) for line in render_config(loaded).splitlines()]
     assert settings is not None
+    assert settings.urls is not None
     assert settings.on == ["changes", "holds", "failure"]
     assert (str(settings.urls[0]), repr(settings.urls[0])) == (
         "slack://**********",
@@ -392,5 +393,5 @@ def test_the_example_notify_block_loads_once_uncommented(tmp_path: Path) -> None
     data = yaml.safe_load((tmp_path / "notify.yaml").read_text())
     settings = NotifySettings.model_validate(data["notify"])
 
-    assert [str(url) for url in settings.urls] == ["slack://**********", REDACTED]
+    assert [str(url) for _, url in settings.destinations()] == ["slack://**********", REDACTED]
     assert settings.on == ["changes", "holds", "failure"]

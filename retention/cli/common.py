@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 import click
 
 from retention.errors import UsageError
-from retention.lock import shard_lock_name
 from retention.sharding import Shard, choose_shard
 
 __all__ = ["UsageError"]
@@ -78,8 +77,3 @@ def shard_options(command: F) -> F:
 def shard_from(shard: str | None, shard_count: int | None) -> Shard | None:
     """The shard the options ask for, or None for the whole fleet."""
     return choose_shard(shard, shard_count, os.environ.get("JOB_COMPLETION_INDEX"))
-
-
-def lock_name(shard: Shard | None) -> str | None:
-    """The lock file of one shard (shards run side by side), or None for the whole fleet."""
-    return None if shard is None else shard_lock_name(shard.index, shard.count)

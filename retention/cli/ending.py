@@ -227,7 +227,7 @@ class Notifier:
             report_md=report_md,
             run_dir=result.run_dir,
         )
-        self.deliveries = send(self.settings.urls, notice)
+        self.deliveries = send(self.settings.destinations(), notice)
         return self.deliveries
 
     def after_error(self, code: int, error: BaseException) -> None:
@@ -249,7 +249,7 @@ class Notifier:
             else f"internal error: {type(error).__name__} (a bug in retention)"
         )
         notice = error_notice(mode=self.mode, code=code, error=message)
-        self.deliveries = send(self.settings.urls, notice)
+        self.deliveries = send(self.settings.destinations(), notice)
 
 
 class Progress:

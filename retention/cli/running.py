@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from retention.cli import cli
-from retention.cli.common import examples, json_logs, load, lock_name, shard_from, shard_options
+from retention.cli.common import examples, json_logs, load, shard_from, shard_options
 from retention.cli.ending import Metrics, Progress, finish, metrics_options
 from retention.cli.output import format_option
 from retention.errors import UsageError
@@ -66,7 +66,7 @@ def run_command(
         projects = config.project_targets()
         require_writable(config.reports.dir, "reports.dir")
         progress = Progress(quiet or json_logs(ctx))
-        with run_lock(config.reports.dir, lock_name(selected)):
+        with run_lock(config.reports.dir, selected):
             with loaded.build_client(stop=stop) as client:
                 metrics.client = client
                 try:
