@@ -76,7 +76,7 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
     gauge(
         "retention_last_run_exit_code",
         "Exit code of the last run: 0 done, 1 failures, 2 bad input, 3 held, 4 locked, "
-        "5 API unreachable.",
+        "5 API unreachable, 130 stopped by SIGINT, 143 stopped by SIGTERM.",
         m.exit_code,
     )
     success = m.finished.timestamp() if m.succeeded else previous_success

@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from retention.api import Credentials, OpsManagerClient, RetryPolicy
 from tests.digest import DigestChecker
 from tests.fakeapi import BASE_URL, FakeApi
+from tests.notices import Receiver, receiving
 
 if TYPE_CHECKING:
     from retention.simulator.server import Simulator
@@ -75,6 +76,13 @@ def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without waiting, for tests of what a command says once retries are spent
     (the waits themselves are tested in tests/test_transport.py): saves 15 s a test."""
     monkeypatch.setattr(RetryPolicy, "backoff", lambda _self, _attempt: 0.0)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A running JSON webhook receiver for notices (tests/notices.py)."""
+    with receiving() as got:
+        yield got
 
 
 @pytest.fixture(autouse=True)

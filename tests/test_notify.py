@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,49 +21,13 @@ from retention.config import load_config
 from retention.errors import ConfigError
 from retention.notifysettings import NotifySettings
 from retention.simulator.server import Simulator
+from tests.notices import TOKEN, Receiver
 from tests.simfleet import P
 from tests.wire_server import closed_port
 
-# Distinctive, so a leak into any output is found by a plain substring search.
-TOKEN = "ntfy-5b2e9d-DO-NOT-LEAK-c41a"
 REDACTED = "json://**********"
 EXAMPLE = Path(__file__).resolve().parent.parent / "retention.example.yaml"
 POLICY = "name: p\nkeep: {{last: 3, daily: 3}}\nsafety: {{max_expire_fraction: {fraction}}}\n"
-
-
-class Receiver:
-    """A JSON webhook on 127.0.0.1: every notice POSTed to it, with the path it came to."""
-
-    def __init__(self) -> None:
-        self.notices: list[dict[str, Any]] = []
-        self.paths: list[str] = []
-        received = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                received.notices.append(json.loads(self.rfile.read(length)))
-                received.paths.append(self.path)
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"json://127.0.0.1:{self.server.server_address[1]}/hooks/{TOKEN}"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """A running JSON webhook receiver."""
-    got = Receiver()
-    thread = threading.Thread(target=got.server.serve_forever, daemon=True)
-    thread.start()
-    yield got
-    got.server.shutdown()
-    got.server.server_close()
-    thread.join()
 
 
 def dead_url() -> str:

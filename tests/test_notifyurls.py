@@ -16,11 +16,10 @@ from retention.errors import EXIT_USAGE, ConfigError
 from retention.notifysettings import NotifySettings, NotifyUrl
 from retention.notifyurls import Entry, split_urls
 from retention.simulator.server import Simulator
+from tests.notices import TOKEN, Receiver
 from tests.simfleet import P
-from tests.test_notify import REDACTED, TOKEN, Receiver, dead_url, receiver, write_config
+from tests.test_notify import REDACTED, dead_url, write_config
 from tests.wire_server import closed_port
-
-__all__ = ["receiver"]  # the fixture, used by name
 
 KEYS = {"RETENTION_PUBLIC_KEY": "p", "RETENTION_PRIVATE_KEY": "k"}
 BASE = "https://om.test/api/public/v1.0"

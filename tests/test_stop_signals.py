@@ -32,6 +32,7 @@ from retention.simulator.server import Simulator, SimulatorConfig
 from retention.timestamps import format_timestamp
 from tests.conftest import PUBLIC_KEY, make_client
 from tests.journal import intent_lines, outcome_lines
+from tests.notices import Receiver
 
 KEY = "stop-test-secret"
 SNAPSHOT_LIST = "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots"
@@ -104,9 +105,15 @@ class Setup:
 
 @contextmanager
 def served(
-    tmp_path: Path, *, latency_ms: float, clusters: int = 4, days: int = 30
+    tmp_path: Path,
+    *,
+    latency_ms: float,
+    clusters: int = 4,
+    days: int = 30,
+    notify: str | None = None,
 ) -> Iterator[Setup]:
-    """A simulator with latency on the real clock, and a configuration for it."""
+    """A simulator with latency on the real clock, and a configuration for it (sending
+    failure notices to ``notify`` when given)."""
     (tmp_path / "fleet.yaml").write_text(fleet(clusters, days))
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "short.yaml").write_text(POLICY)
@@ -123,6 +130,7 @@ def served(
             f"api:\n  base_url: {sim.base_url}\n  concurrency: {CONCURRENCY}\n"
             f'targets:\n  - project: "{project}"\npolicies: policies/\n'
             'schedule: "0 3 * * *"\nreports:\n  dir: reports/\n'
+            + (f'notify:\n  urls: ["{notify}"]\n  on: [failure]\n' if notify else "")
         )
         yield Setup(sim, tmp_path, path)
 
@@ -156,13 +164,19 @@ def destructive_count(plan_path: Path) -> int:
     [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")],
 )
 def test_a_signal_stops_an_apply_and_the_journal_says_exactly_what_was_sent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int, code: int, name: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    receiver: Receiver,
+    signum: int,
+    code: int,
+    name: str,
 ) -> None:
     """A signal after 20 PATCHes: at most api.concurrency more reach the service, the
     process exits 130 (SIGINT) or 143 (SIGTERM) within 5 seconds, every PATCH the service
     applied has its intent and its applied outcome in results.jsonl, every change left is
-    journalled not-sent, and the reports, interrupted.json and the metrics say so."""
-    with served(tmp_path, latency_ms=50) as setup:
+    journalled not-sent, and the reports, interrupted.json, the metrics and the failure
+    notice say so."""
+    with served(tmp_path, latency_ms=50, notify=receiver.url) as setup:
         plan_path = plan(setup, monkeypatch)
         total = len(json.loads(plan_path.read_text())["changes"])
         metrics = setup.folder / "apply.prom"
@@ -206,6 +220,10 @@ def test_a_signal_stops_an_apply_and_the_journal_says_exactly_what_was_sent(
     assert 'id="stopped"' in (run_dir / "report.html").read_text()
     assert f"retention_last_run_exit_code {code}.0" in metrics.read_text()
     assert "retention_last_success_timestamp_seconds " not in metrics.read_text()
+    [notice] = receiver.notices
+    assert notice["type"] == "failure"
+    assert f"exit {code}" in notice["title"]
+    assert f"Stopped by {name} before the end" in notice["message"]
 
 
 def test_a_second_ctrl_c_exits_at_once_and_undo_settles_what_was_in_doubt(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from retention.api import RetryPolicy, SnapshotPatch
+from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
 from retention.errors import StopRequestedError
 from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
@@ -28,12 +28,13 @@ from retention.policyfiles import load_policies
 from retention.report.read import read_results
 from retention.simulator.server import Simulator
 from retention.stopping import Stop, on_signals
+from retention.timestamps import format_timestamp, parse_timestamp
 from retention.undo import undo_run
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import snapshot
 from tests.journal import intent_lines, outcome_lines
-from tests.simfleet import NOW, SMALL, P, client_for
+from tests.simfleet import BIG, NOW, SMALL, P, client_for
 from tests.wire_server import Fault, WireState, serve
 
 POLICY = """\
@@ -315,3 +316,63 @@ def test_undo_puts_back_an_in_doubt_change_the_service_applied_and_leaves_one_it
         "noexpiry",
         [{"doNotDelete": True}, {"doNotDelete": False}],
     )
+
+
+def test_a_stopped_undo_finishes_the_restore_it_began_and_starts_no_other(
+    sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop right after the first PATCH of a two-step restore (protect, then unprotect:
+    the only way to drop an expiry): its second PATCH still goes, so the snapshot is back
+    to no expiry rather than left protected; the other restores are not-sent, and the
+    undo says which signal stopped it."""
+    run_dir = tmp_path / "reports" / "20261121T120000Z-applied0"
+    shortened = {"expires": "2026-11-22T12:00:00Z"}
+    stop = Stop()
+    with client_for(sim, stop=stop) as api:
+        make_plan(
+            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+            schedule=None, concurrency=2, plan_path=run_dir / "plan.json",
+        )  # fmt: skip
+        lines = [line("noexpiry", outcome="applied", status=200, body=shortened)]
+        for sid in ("big0000", "big0001", "big0002"):
+            before = api.get_snapshot(P, BIG, sid).expires
+            assert before is not None  # the fleet's big snapshots all expire
+            observed = {"doNotDelete": False, "expires": format_timestamp(before)}
+            lines.append(
+                line(sid, clusterId=BIG, outcome="applied", observed=observed, body=shortened)
+            )
+        for entry in lines:
+            expires = parse_timestamp(shortened["expires"])
+            api.patch_snapshot(
+                P, entry["clusterId"], entry["snapshotId"], SnapshotPatch.expire_at(expires)
+            )
+        write_journal(run_dir / "results.jsonl", lines)
+        sent: list[tuple[str, dict[str, Any]]] = []
+        real = OpsManagerClient.patch_snapshot
+
+        def stopping(self: OpsManagerClient, *args: Any) -> Any:
+            answer = real(self, *args)
+            sent.append((args[2], args[3].body()))
+            stop.request(signal.SIGINT)
+            return answer
+
+        monkeypatch.setattr(OpsManagerClient, "patch_snapshot", stopping)
+        result = undo_run(
+            api, run_dir, reports=tmp_path / "reports", dry_run=False, concurrency=1,
+            now=lambda: NOW, stop=stop,
+        )  # fmt: skip
+        monkeypatch.undo()
+    with client_for(sim) as api:
+        after = api.get_snapshot(P, SMALL, "noexpiry")
+
+    outcomes = {i.restoration.snapshot_id: i.outcome for i in result.items}
+    assert sent == [("noexpiry", {"doNotDelete": True}), ("noexpiry", {"doNotDelete": False})]
+    assert (after.do_not_delete, after.expires) == (False, None)
+    assert outcomes == {
+        "noexpiry": "restored",
+        "big0000": "not-sent",
+        "big0001": "not-sent",
+        "big0002": "not-sent",
+    }
+    assert result.interrupted == "SIGINT"
+    assert result.document["interrupted"] == "SIGINT"
