@@ -1,10 +1,17 @@
-"""A small, exact fleet for simulator tests, built from the store classes (no generator)."""
+"""A small, exact fleet for simulator tests, built from the store classes (no generator),
+and the one clock the simulator and the product share in a test: running() serves the
+fleet with the simulator's clock frozen at NOW and the product's clock at the same NOW."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import freezegun.api
+import orjson
+from freezegun import freeze_time
 
 from retention.api import OpsManagerClient
 from retention.simulator.server import Simulator, SimulatorConfig
@@ -105,8 +112,39 @@ def alert(
 
 
 @contextmanager
+def product_clock(at: datetime = NOW) -> Iterator[None]:
+    """The product's wall clock (datetime.now, time.time, time.monotonic) set to ``at`` and
+    running on in real time from there, for code called in this process; the simulator
+    (retention.simulator, which may serve from a thread here) keeps its own clock.
+
+    freezegun's datetimes are a subclass, which orjson refuses to encode: while the clock is
+    set, orjson.dumps writes one as the plain datetime it stands for, and refuses anything
+    else it cannot encode as before.
+    """
+    dumps, plain = orjson.dumps, freezegun.api.real_datetime
+
+    def dumps_unfaked(value: Any, default: Any = None, option: int | None = None) -> bytes:
+        def unfaked(obj: object) -> Any:
+            if isinstance(obj, plain) and type(obj) is not plain:
+                return plain(*obj.timetuple()[:6], obj.microsecond, obj.tzinfo, fold=obj.fold)
+            if default is not None:
+                return default(obj)
+            raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+        return dumps(value, default=unfaked, option=option)
+
+    with freeze_time(at, tick=True, ignore=["retention.simulator"]):
+        orjson.dumps = dumps_unfaked
+        try:
+            yield
+        finally:
+            orjson.dumps = dumps
+
+
+@contextmanager
 def running(**options: object) -> Iterator[Simulator]:
-    """A simulator on a free port serving small_fleet() with the clock frozen at NOW."""
+    """A simulator on a free port serving small_fleet() with its clock frozen at NOW, and
+    the product's clock in this process at the same NOW (product_clock)."""
     config = SimulatorConfig(
         public_key=credentials().public_key,
         private_key=KEY,
@@ -114,7 +152,7 @@ def running(**options: object) -> Iterator[Simulator]:
         frozen=True,
         **options,  # type: ignore[arg-type]
     )
-    with Simulator(config, fleet_factory=lambda _now: small_fleet()) as sim:
+    with Simulator(config, fleet_factory=small_fleet) as sim, product_clock(NOW):
         yield sim
 
 
