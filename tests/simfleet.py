@@ -4,7 +4,7 @@ fleet with the simulator's clock frozen at NOW and the product's clock at the sa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -142,9 +142,12 @@ def product_clock(at: datetime = NOW) -> Iterator[None]:
 
 
 @contextmanager
-def running(**options: object) -> Iterator[Simulator]:
-    """A simulator on a free port serving small_fleet() with its clock frozen at NOW, and
-    the product's clock in this process at the same NOW (product_clock)."""
+def running(
+    fleet_factory: Callable[[datetime], Fleet] = small_fleet, **options: object
+) -> Iterator[Simulator]:
+    """A simulator on a free port serving ``fleet_factory(NOW)`` (the small fleet) with its
+    clock frozen at NOW, and the product's clock in this process at the same NOW
+    (product_clock); ``options`` are the simulator's (SimulatorConfig)."""
     config = SimulatorConfig(
         public_key=credentials().public_key,
         private_key=KEY,
@@ -152,7 +155,7 @@ def running(**options: object) -> Iterator[Simulator]:
         frozen=True,
         **options,  # type: ignore[arg-type]
     )
-    with Simulator(config, fleet_factory=small_fleet) as sim, product_clock(NOW):
+    with Simulator(config, fleet_factory=fleet_factory) as sim, product_clock(NOW):
         yield sim
 
 
