@@ -114,8 +114,9 @@ def alert(
 @contextmanager
 def product_clock(at: datetime = NOW) -> Iterator[None]:
     """The product's wall clock (datetime.now, time.time, time.monotonic) set to ``at`` and
-    running on in real time from there, for code called in this process; the simulator
-    (retention.simulator, which may serve from a thread here) keeps its own clock.
+    running on in real time from there, for code called in this process, pool threads
+    included (tests/conftest.py configures freezegun); the simulator (retention.simulator,
+    which may serve from a thread here) keeps its own clock.
 
     freezegun's datetimes are a subclass, which orjson refuses to encode: while the clock is
     set, orjson.dumps writes one as the plain datetime it stands for, and refuses anything
