@@ -16,6 +16,7 @@ from freezegun import freeze_time
 from retention.api import OpsManagerClient
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
+from retention.timestamps import format_timestamp
 from tests.conftest import FAST_RETRY, credentials
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -29,7 +30,8 @@ KEY = "sim-secret-key"
 
 
 def small_fleet(now: datetime = NOW) -> Fleet:
-    """One project: a big cluster, a small one with every state, a sharded one, a config server."""
+    """One project: a big cluster, a small one with every state, a sharded one, a config
+    server; every time in it is taken from ``now``."""
     project = SimProject(P, "test-project")
     big = SimCluster(BIG, P, "prod-big", replica_set_name="rs-big")
     for i in range(1234):
@@ -67,7 +69,7 @@ def small_fleet(now: datetime = NOW) -> Fleet:
                     "clusterName": "prod-sharded",
                     "shardName": "sh0",
                     "replicaSetName": "sh0",
-                    "lastHeartbeat": "2026-11-21T05:00:00Z",
+                    "lastHeartbeat": format_timestamp(now - timedelta(hours=7)),
                     "links": [],
                 }
             ],
@@ -82,13 +84,17 @@ def small_fleet(now: datetime = NOW) -> Fleet:
     for cluster in (big, small, sharded, shard0):
         project.clusters[cluster.id] = cluster
     project.hosts = {cfg.id: cfg, replica.id: replica}
+
+    def ago(hours: int) -> str:
+        return format_timestamp(now - timedelta(hours=hours))
+
     project.alerts = {
-        "a-open": alert("a-open", "BAD_CLUSTERSHOTS", "OPEN", "2026-11-21T10:00:00Z",
+        "a-open": alert("a-open", "BAD_CLUSTERSHOTS", "OPEN", ago(2),
                         clusterId=SMALL, clusterName="prod-small"),
-        "a-closed": alert("a-closed", "OPLOG_BEHIND", "CLOSED", "2026-11-20T10:00:00Z",
-                          replicaSetName="rs-big", resolved="2026-11-20T11:00:00Z"),
+        "a-closed": alert("a-closed", "OPLOG_BEHIND", "CLOSED", ago(26),
+                          replicaSetName="rs-big", resolved=ago(25)),
         "a-tracking": alert("a-tracking", "OUTSIDE_METRIC_THRESHOLD", "TRACKING",
-                            "2026-11-21T11:00:00Z", metricName="CONNECTIONS",
+                            ago(1), metricName="CONNECTIONS",
                             currentValue={"number": 812.0, "units": "RAW"}),
     }  # fmt: skip
     return Fleet({P: project})
