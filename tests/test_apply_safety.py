@@ -19,7 +19,7 @@ from retention.executor import Journal, apply_plan
 from retention.plan.planfile import clusters_by_key
 from retention.planfiles import read_head, read_list
 from retention.simulator.server import Simulator
-from tests.simfleet import NOW, SMALL, P, client_for, running, small_fleet
+from tests.simfleet import NOW, SMALL, P, client_for, product_clock, running, small_fleet
 
 # The sim fixture (tests/simfleet.running) freezes the simulator's clock at NOW and sets
 # the product's clock to the same NOW: apply checks plans against the product's clock.
@@ -80,6 +80,29 @@ def test_a_what_if_plan_is_refused_and_nothing_is_sent(
     assert "Run `retention plan` (without --at) and apply that" in err
     assert patches(sim) == []
     assert not [d for d in (folder / "reports").glob("*") if d.is_dir()]
+
+
+def test_a_plan_older_than_max_age_by_the_shared_clock_is_refused(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the product's clock moved on two hours from the plan, apply --max-age 1h
+    refuses it (exit 2, its age named) and sends nothing; half an hour on, it applies."""
+    configure(folder, sim.base_url)
+    assert retention("plan", "--out", "plan.json") == 3  # the open alert holds prod-small
+    capsys.readouterr()
+
+    with product_clock(NOW + timedelta(hours=2)):
+        stale = retention("apply", "plan.json", "--max-age", "1h")
+    err = capsys.readouterr().err
+    sent_when_stale = patches(sim)
+    with product_clock(NOW + timedelta(minutes=30)):
+        fresh = retention("apply", "plan.json", "--max-age", "1h")
+
+    assert stale == 2
+    assert "the plan is 2.0h old, more than --max-age 1.0h" in err
+    assert sent_when_stale == []
+    assert fresh == 3
+    assert patches(sim)
 
 
 def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
