@@ -150,7 +150,7 @@ def product_clock(at: datetime = NOW) -> Iterator[None]:
 
 @contextmanager
 def running(
-    fleet_factory: Callable[[datetime], Fleet] = small_fleet, **options: object
+    fleet_factory: Callable[[datetime], Fleet] = small_fleet, /, **options: object
 ) -> Iterator[Simulator]:
     """A simulator on a free port serving ``fleet_factory(NOW)`` (the small fleet) with its
     clock frozen at NOW, and the product's clock in this process at the same NOW
