@@ -68,7 +68,8 @@ def fake(checker: DigestChecker) -> Iterator[FakeApi]:
 
 @pytest.fixture
 def sim() -> Iterator[Simulator]:
-    """The small test fleet (tests/simfleet.py) on a running simulator, clock frozen at NOW."""
+    """The small test fleet (tests/simfleet.py) on a running simulator, its clock frozen at
+    NOW and the product's clock in this process at the same NOW."""
     from tests.simfleet import running  # noqa: PLC0415 - simfleet imports this module
 
     with running() as simulator:
