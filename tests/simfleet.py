@@ -1,14 +1,22 @@
-"""A small, exact fleet for simulator tests, built from the store classes (no generator)."""
+"""A small, exact fleet for simulator tests, built from the store classes (no generator),
+and the one clock the simulator and the product share in a test: running() serves the
+fleet with the simulator's clock frozen at NOW and the product's clock at the same NOW."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import freezegun.api
+import orjson
+from freezegun import freeze_time
 
 from retention.api import OpsManagerClient
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
+from retention.timestamps import format_timestamp
 from tests.conftest import FAST_RETRY, credentials
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -22,7 +30,8 @@ KEY = "sim-secret-key"
 
 
 def small_fleet(now: datetime = NOW) -> Fleet:
-    """One project: a big cluster, a small one with every state, a sharded one, a config server."""
+    """One project: a big cluster, a small one with every state, a sharded one, a config
+    server; every time in it is taken from ``now``."""
     project = SimProject(P, "test-project")
     big = SimCluster(BIG, P, "prod-big", replica_set_name="rs-big")
     for i in range(1234):
@@ -60,7 +69,7 @@ def small_fleet(now: datetime = NOW) -> Fleet:
                     "clusterName": "prod-sharded",
                     "shardName": "sh0",
                     "replicaSetName": "sh0",
-                    "lastHeartbeat": "2026-11-21T05:00:00Z",
+                    "lastHeartbeat": format_timestamp(now - timedelta(hours=7)),
                     "links": [],
                 }
             ],
@@ -75,13 +84,17 @@ def small_fleet(now: datetime = NOW) -> Fleet:
     for cluster in (big, small, sharded, shard0):
         project.clusters[cluster.id] = cluster
     project.hosts = {cfg.id: cfg, replica.id: replica}
+
+    def ago(hours: int) -> str:
+        return format_timestamp(now - timedelta(hours=hours))
+
     project.alerts = {
-        "a-open": alert("a-open", "BAD_CLUSTERSHOTS", "OPEN", "2026-11-21T10:00:00Z",
+        "a-open": alert("a-open", "BAD_CLUSTERSHOTS", "OPEN", ago(2),
                         clusterId=SMALL, clusterName="prod-small"),
-        "a-closed": alert("a-closed", "OPLOG_BEHIND", "CLOSED", "2026-11-20T10:00:00Z",
-                          replicaSetName="rs-big", resolved="2026-11-20T11:00:00Z"),
+        "a-closed": alert("a-closed", "OPLOG_BEHIND", "CLOSED", ago(26),
+                          replicaSetName="rs-big", resolved=ago(25)),
         "a-tracking": alert("a-tracking", "OUTSIDE_METRIC_THRESHOLD", "TRACKING",
-                            "2026-11-21T11:00:00Z", metricName="CONNECTIONS",
+                            ago(1), metricName="CONNECTIONS",
                             currentValue={"number": 812.0, "units": "RAW"}),
     }  # fmt: skip
     return Fleet({P: project})
@@ -105,8 +118,43 @@ def alert(
 
 
 @contextmanager
-def running(**options: object) -> Iterator[Simulator]:
-    """A simulator on a free port serving small_fleet() with the clock frozen at NOW."""
+def product_clock(at: datetime = NOW) -> Iterator[None]:
+    """The product's wall clock (datetime.now, time.time, time.monotonic) set to ``at`` and
+    running on in real time from there, for code called in this process, pool threads
+    included (tests/conftest.py configures freezegun); the simulator (retention.simulator,
+    which may serve from a thread here) keeps its own clock.
+
+    freezegun's datetimes are a subclass, which orjson refuses to encode: while the clock is
+    set, orjson.dumps writes one as the plain datetime it stands for, and refuses anything
+    else it cannot encode as before.
+    """
+    dumps, plain = orjson.dumps, freezegun.api.real_datetime
+
+    def dumps_unfaked(value: Any, default: Any = None, option: int | None = None) -> bytes:
+        def unfaked(obj: object) -> Any:
+            if isinstance(obj, plain) and type(obj) is not plain:
+                return plain(*obj.timetuple()[:6], obj.microsecond, obj.tzinfo, fold=obj.fold)
+            if default is not None:
+                return default(obj)
+            raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+        return dumps(value, default=unfaked, option=option)
+
+    with freeze_time(at, tick=True, ignore=["retention.simulator"]):
+        orjson.dumps = dumps_unfaked
+        try:
+            yield
+        finally:
+            orjson.dumps = dumps
+
+
+@contextmanager
+def running(
+    fleet_factory: Callable[[datetime], Fleet] = small_fleet, /, **options: object
+) -> Iterator[Simulator]:
+    """A simulator on a free port serving ``fleet_factory(NOW)`` (the small fleet) with its
+    clock frozen at NOW, and the product's clock in this process at the same NOW
+    (product_clock); ``options`` are the simulator's (SimulatorConfig)."""
     config = SimulatorConfig(
         public_key=credentials().public_key,
         private_key=KEY,
@@ -114,7 +162,7 @@ def running(**options: object) -> Iterator[Simulator]:
         frozen=True,
         **options,  # type: ignore[arg-type]
     )
-    with Simulator(config, fleet_factory=lambda _now: small_fleet()) as sim:
+    with Simulator(config, fleet_factory=fleet_factory) as sim, product_clock(NOW):
         yield sim
 
 

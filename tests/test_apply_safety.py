@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,12 @@ from retention.api import OpsManagerClient
 from retention.executor import Journal, apply_plan
 from retention.plan.planfile import clusters_by_key
 from retention.planfiles import read_head, read_list
-from retention.simulator.server import Simulator, SimulatorConfig
-from retention.simulator.store import Fleet
-from tests.conftest import PUBLIC_KEY
+from retention.simulator.server import Simulator
 from tests.journal import intent_lines, outcome_lines
-from tests.simfleet import KEY, SMALL, P, client_for, small_fleet
+from tests.simfleet import NOW, SMALL, P, client_for, product_clock, running, small_fleet
 
-# The simulator runs on this machine's clock (frozen at start), as the real service would:
-# apply checks plans against the wall clock.
+# The sim fixture (tests/simfleet.running) freezes the simulator's clock at NOW and sets
+# the product's clock to the same NOW: apply checks plans against the product's clock.
 POLICY = """\
 name: everything
 keep:
@@ -36,25 +33,6 @@ safety:
   min_keep: 1
   max_expire_fraction: 1.0
 """
-
-
-@pytest.fixture
-def now() -> datetime:
-    """The wall clock, to the second (the simulator is frozen at it)."""
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def serve(now: datetime, fleet: Fleet | None = None) -> Simulator:
-    """The small test fleet on a simulator frozen at ``now``."""
-    config = SimulatorConfig(public_key=PUBLIC_KEY, private_key=KEY, now=now, frozen=True)
-    return Simulator(config, fleet_factory=lambda _now: fleet or small_fleet(now))
-
-
-@pytest.fixture
-def sim(now: datetime) -> Iterator[Simulator]:
-    """The small test fleet, frozen at the wall clock."""
-    with serve(now) as simulator:
-        yield simulator
 
 
 def configure(folder: Path, base_url: str, *, release: bool = False) -> None:
@@ -80,15 +58,17 @@ def patches(sim: Simulator) -> list[dict[str, Any]]:
     return [p for p in sim.admin("patches")["patches"] if p["kind"] == "snapshot"]
 
 
-@pytest.mark.parametrize("days", [-21, 30], ids=["past", "future"])
+# In the past the open alert holds prod-small's shortens (exit 3); 30 days on, every
+# snapshot of prod-small is past its expiry and the alert has nothing to hold (exit 0).
+@pytest.mark.parametrize(("days", "planned"), [(-21, 3), (30, 0)], ids=["past", "future"])
 def test_a_what_if_plan_is_refused_and_nothing_is_sent(
-    sim: Simulator, folder: Path, now: datetime, days: int, capsys: pytest.CaptureFixture[str]
+    sim: Simulator, folder: Path, days: int, planned: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A plan made with --at (past or future) is a what-if: apply refuses it with exit 2,
     says what it is and what to do instead, and sends nothing."""
     configure(folder, sim.base_url)
-    at = (now + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert retention("plan", "--at", at, "--out", "whatif.json") in (0, 3)
+    at = (NOW + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert retention("plan", "--at", at, "--out", "whatif.json") == planned
     assert read_head(folder / "whatif.json")["whatIf"] is True
     assert list(read_list(folder / "whatif.json", "changes")), "the what-if plan has changes"
     capsys.readouterr()
@@ -101,6 +81,29 @@ def test_a_what_if_plan_is_refused_and_nothing_is_sent(
     assert "Run `retention plan` (without --at) and apply that" in err
     assert patches(sim) == []
     assert not [d for d in (folder / "reports").glob("*") if d.is_dir()]
+
+
+def test_a_plan_older_than_max_age_by_the_shared_clock_is_refused(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the product's clock moved on two hours from the plan, apply --max-age 1h
+    refuses it (exit 2, its age named) and sends nothing; half an hour on, it applies."""
+    configure(folder, sim.base_url)
+    assert retention("plan", "--out", "plan.json") == 3  # the open alert holds prod-small
+    capsys.readouterr()
+
+    with product_clock(NOW + timedelta(hours=2)):
+        stale = retention("apply", "plan.json", "--max-age", "1h")
+    err = capsys.readouterr().err
+    sent_when_stale = patches(sim)
+    with product_clock(NOW + timedelta(minutes=30)):
+        fresh = retention("apply", "plan.json", "--max-age", "1h")
+
+    assert stale == 2
+    assert "the plan is 2.0h old, more than --max-age 1.0h" in err
+    assert sent_when_stale == []
+    assert fresh == 3
+    assert patches(sim)
 
 
 def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
@@ -135,13 +138,13 @@ def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
 
 
 def test_a_cluster_named_like_a_placeholder_round_trips_through_plan_and_apply(
-    now: datetime, folder: Path
+    folder: Path,
 ) -> None:
     """A cluster named "@@changes@@" (names come from the API) stays a name: the plan file
     keeps its changes list, and apply sends the cluster's changes."""
-    fleet = small_fleet(now)
+    fleet = small_fleet(NOW)
     fleet.projects[P].clusters[SMALL].name = "@@changes@@"
-    with serve(now, fleet) as sim:
+    with running(lambda _now: fleet) as sim:
         configure(folder, sim.base_url, release=True)
         assert retention("plan", "--out", "plan.json") == 3
         plan = json.loads((folder / "plan.json").read_text())
@@ -180,7 +183,7 @@ def test_a_malformed_entry_refuses_the_whole_plan_before_any_request(
 
 
 def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_line(
-    sim: Simulator, now: datetime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bug that raises while one cluster is applied fails that cluster's changes, in the
     journal; every other cluster's changes are applied."""
@@ -192,8 +195,8 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
 
     with client_for(sim) as api:
         planned = make_plan(
-            api, load_policies(tmp_path / "policies"), [ProjectTargets(P)], now=now,
-            created_at=now, schedule=None, concurrency=2, plan_path=folder / "plan.json",
+            api, load_policies(tmp_path / "policies"), [ProjectTargets(P)], now=NOW,
+            created_at=NOW, schedule=None, concurrency=2, plan_path=folder / "plan.json",
         )  # fmt: skip
         changes = list(read_list(planned.plan_path, "changes"))
         real = OpsManagerClient.patch_snapshot
@@ -206,9 +209,9 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
             return real(self, project, cluster, *rest)
 
         monkeypatch.setattr(OpsManagerClient, "patch_snapshot", broken)
-        journal = Journal(folder / "results.jsonl", lambda: now)
+        journal = Journal(folder / "results.jsonl", lambda: NOW)
         result = apply_plan(
-            api, changes, clusters_by_key(planned.document), journal, now=lambda: now, concurrency=2
+            api, changes, clusters_by_key(planned.document), journal, now=lambda: NOW, concurrency=2
         )
         journal.close()
 
@@ -249,7 +252,7 @@ def test_a_held_clusters_release_of_a_kept_snapshot_is_one_change_everywhere(
 
 
 def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
-    sim: Simulator, folder: Path, now: datetime, capsys: pytest.CaptureFixture[str]
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The first run over a long history is held by max_expire_fraction; after review,
     apply --approve CLUSTER sends that cluster's held changes (each with its full grace,
@@ -286,7 +289,7 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
     assert all(c["snapshotId"] in sent for c in big)
     assert all(
         datetime.fromisoformat(sent[c["snapshotId"]]["body"]["expires"])
-        >= now + timedelta(hours=24)
+        >= NOW + timedelta(hours=24)
         for c in big
     )
     assert not any(c["snapshotId"] in sent for c in held if c["clusterName"] == "prod-small")

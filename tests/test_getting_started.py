@@ -167,7 +167,8 @@ def test_apply_takes_a_run_folder_for_its_plan(
         f'api:\n  base_url: {sim.base_url}\ntargets:\n  - project: "{P}"\n'
     )
     (folder / "empty").mkdir()
-    assert run(capsys, "plan")[0] in (0, 3)
+    # prod-small only gets an extend, which no alert holds: nothing is held.
+    assert run(capsys, "plan")[0] == 0
     [run_dir] = (folder / "reports").iterdir()
 
     code, _, err = run(capsys, "apply", "empty")
@@ -175,7 +176,7 @@ def test_apply_takes_a_run_folder_for_its_plan(
     assert "empty is a folder without a plan.json: give the plan file" in err
 
     code, out, _ = run(capsys, "apply", str(run_dir))
-    assert code in (0, 3)
+    assert code == 0
     assert "Applied: applied " in out
     assert sim.admin("counters")["patches"] > 0
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -91,7 +90,7 @@ def test_a_plan_written_before_notices_still_reads_and_rewrites(tmp_path: Path) 
     head = read_head(path)
     out = io.BytesIO()
     write_plan(out, head, {})
-    render_reports(tmp_path, RunInfo("r1", "plan", NOW, datetime.now(UTC), 0, __version__))
+    render_reports(tmp_path, RunInfo("r1", "plan", NOW, NOW, 0, __version__))
 
     assert "notices" not in head
     assert not [line for line in summary_lines(head) if line.startswith("  note")]
