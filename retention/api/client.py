@@ -113,7 +113,12 @@ class OpsManagerClient:
         self.service_version: str | None = None
         # The server's Date header and our clock when it arrived: doctor's clock-skew check.
         self.server_date: tuple[datetime, datetime] | None = None
-        self._limiter = RateLimiter(max_requests_per_second)
+        # A stop ends a wait for the rate limit's next slot too (then the check below).
+        self._limiter = (
+            RateLimiter(max_requests_per_second, sleep=stop.sleep)
+            if stop is not None
+            else RateLimiter(max_requests_per_second)
+        )
         self._config_server_warned = False
         self._lock = threading.Lock()
         if not self.tls.verify:
@@ -307,9 +312,9 @@ class OpsManagerClient:
             query["envelope"] = "true"
         request = RequestInfo(endpoint.method, url)
         for attempt in range(STALE_RETRIES + 1):
+            self._limiter.wait()
             if self.stop is not None:
                 self.stop.check(name)
-            self._limiter.wait()
             self.stats.count_request()
             try:
                 with calling(name):
