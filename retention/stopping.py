@@ -3,12 +3,18 @@
 A person who presses Ctrl-C during an apply has just seen something wrong, and Kubernetes
 sends SIGTERM at ``activeDeadlineSeconds``, on eviction and on ``kubectl delete job``. Both
 set the command's ``Stop``; nothing raises in the middle of a request. The client checks it
-before each request (and while it waits to retry), the executor before each PATCH, the
-walk before each page. A PATCH already on the wire finishes, with its own timeout, and is
-journalled; what was not sent is journalled ``not-sent``; the reports, the metrics and the
-failure notice are written; the command exits 130 (SIGINT) or 143 (SIGTERM). A second
-signal exits at once: the journal is written ahead of every PATCH, so even then the run
-folder says what may have been sent.
+before each request (and while it waits to retry or for the rate limit), the executor
+before each PATCH, the walk before each page. A PATCH already on the wire finishes, with
+its own timeout, and is journalled; what was not sent is journalled ``not-sent``; the
+reports, the metrics and the failure notice are written; the command exits 130 (SIGINT)
+or 143 (SIGTERM). A Ctrl-C while stopping exits at once: the journal is written ahead of
+every PATCH, so even then the run folder says what may have been sent. A repeated SIGTERM
+changes nothing (supervisors repeat it; the kubelet's SIGKILL is the escalation).
+
+The handler itself only records the signal: a Python signal handler runs on the main
+thread between two bytecodes, where taking a lock (an Event's, the logging's) can deadlock
+with the very code it interrupted. A watcher thread, woken through a pipe, sets the event
+that waits end on and says what is happening.
 
 Only the command line installs the handlers (``on_signals``); the rest of the package sees
 a ``Stop`` it is handed, and tests set one by hand.
@@ -16,16 +22,16 @@ a ``Stop`` it is handed, and tests set one by hand.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from retention.errors import StopRequestedError
+from retention.errors import SIGNAL_EXITS, StopRequestedError
 
 log = logging.getLogger("retention.stop")
 
@@ -41,15 +47,20 @@ class Stop:
         self.signum: int | None = None
 
     def request(self, signum: int = signal.SIGINT) -> None:
-        """Ask everything to stop (the first signal's number is kept)."""
+        """Ask everything to stop (the first signal's number is kept). Not from a signal
+        handler: it takes the event's lock (``on_signals`` takes care of that)."""
+        self.note(signum)
+        self._event.set()
+
+    def note(self, signum: int) -> None:
+        """Record the stop without waking the waits: one assignment, safe in a handler."""
         if self.signum is None:
             self.signum = signum
-        self._event.set()
 
     @property
     def requested(self) -> bool:
         """True once a stop was asked for."""
-        return self._event.is_set()
+        return self.signum is not None
 
     @property
     def name(self) -> str:
@@ -58,8 +69,8 @@ class Stop:
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal's number, as shells report a process the signal ended."""
-        return 128 + (self.signum or signal.SIGINT)
+        """130 for SIGINT, 143 for SIGTERM: 128 + the signal's number, as shells say it."""
+        return SIGNAL_EXITS.get(self.name, 128 + (self.signum or signal.SIGINT))
 
     @property
     def shielded(self) -> bool:
@@ -67,10 +78,10 @@ class Stop:
         return bool(getattr(self._local, "shielded", False))
 
     def check(self, before: str) -> None:
-        """Raise StopRequestedError when a stop was asked for (outside ``shield()``); ``before``
-        says what would have run."""
-        if self._event.is_set() and not self.shielded:
-            raise StopRequestedError(self.name, self.exit_code, before)
+        """Raise StopRequestedError when a stop was asked for (outside ``shield()``);
+        ``before`` says what would have run."""
+        if self.requested and not self.shielded:
+            raise self.error(before)
 
     @contextmanager
     def shield(self) -> Iterator[None]:
@@ -84,21 +95,17 @@ class Stop:
 
     def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``, or less if a stop comes; True when it came."""
-        return self._event.wait(seconds)
+        return self._event.wait(seconds) or self.requested
 
     def error(self, before: str, *, in_doubt: bool = False) -> StopRequestedError:
-        """The StopRequestedError error for this stop (``in_doubt``: a try went out already)."""
+        """The StopRequestedError for this stop (``in_doubt``: a try went out already)."""
         return StopRequestedError(self.name, self.exit_code, before, in_doubt=in_doubt)
-
-
-def not_stopping() -> Stop:
-    """A Stop nobody will request: for library callers that handle no signals."""
-    return Stop()
 
 
 @contextmanager
 def on_signals(stop: Stop, *, exit_now: Callable[[int], object] = os._exit) -> Iterator[Stop]:
-    """SIGINT and SIGTERM request ``stop`` for the block; a second one exits at once.
+    """SIGINT and SIGTERM request ``stop`` for the block; a Ctrl-C while stopping exits at
+    once through ``exit_now``.
 
     A SIGINT the process was started with ignored (a job started in the background by a
     non-interactive shell, or under nohup) stays ignored, as Python itself leaves it. The
@@ -109,39 +116,61 @@ def on_signals(stop: Stop, *, exit_now: Callable[[int], object] = os._exit) -> I
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    before: dict[int, object] = {}
+    wake_read, wake_write = os.pipe()
 
     def handle(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
         if stop.requested:
-            # Written straight to the file descriptor: the logging machinery may be in the
-            # middle of a line on this very thread.
-            os.write(2, f"\n{name} again: exiting at once (exit {stop.exit_code})\n".encode())
-            exit_now(stop.exit_code)
+            if signum == signal.SIGINT:
+                # Written straight to the file descriptor: no lock, no buffer.
+                os.write(2, b"\nCtrl-C while stopping: exiting at once (exit 130)\n")
+                exit_now(SIGNAL_EXITS["SIGINT"])
             return
-        stop.request(signum)
-        key = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM or Ctrl-C"
+        stop.note(signum)
+        os.write(wake_write, bytes([signum]))
+
+    def watch() -> None:
+        woke = os.read(wake_read, 1)
+        if not woke or woke == b"\0":
+            return  # the block ended without a signal
+        stop.request(woke[0])
+        name = stop.name
+        again = "Ctrl-C" if stop.signum == signal.SIGINT else "Ctrl-C (SIGINT)"
+        text = (
+            f"\n{name}: stopping: no new request starts; what is on the wire finishes and "
+            f"is journalled ({again} again exits at once)"
+        )
         log.warning(
-            "%s: stopping: no new request starts; requests on the wire finish and are "
-            "journalled (%s again exits at once)",
+            "%s: stopping: no new request starts; requests on the wire finish and are journalled",
             name,
-            key,
-            extra={
-                "text": f"\n{name}: stopping: no new request starts; what is on the wire "
-                f"finishes and is journalled ({key} again exits at once)",
-                "fields": {"event": "stop-requested", "signal": name},
-            },
+            extra={"text": text, "fields": {"event": "stop-requested", "signal": name}},
         )
 
+    watcher = threading.Thread(target=watch, name="stop-watcher", daemon=True)
+    watcher.start()
+    before: dict[int, signal.Handlers | Callable[..., object] | int] = {}
     for signum in STOP_SIGNALS:
         current = signal.getsignal(signum)
         if signum == signal.SIGINT and current is signal.SIG_IGN:
             continue
-        before[signum] = current
+        # None: a handler not installed from Python; the default is the closest to it.
+        before[signum] = signal.SIG_DFL if current is None else current
         signal.signal(signum, handle)
     try:
         yield stop
     finally:
         for number, handler in before.items():
-            signal.signal(number, handler)  # type: ignore[arg-type] # what getsignal gave
-        sys.stderr.flush()
+            signal.signal(number, handler)
+        with contextlib.suppress(OSError):
+            os.write(wake_write, b"\0")
+        watcher.join(timeout=5)
+        os.close(wake_read)
+        os.close(wake_write)
+
+
+def early_stop(signum: int, _frame: FrameType | None) -> None:
+    """The SIGTERM handler from the first instruction (retention.entry) until a command
+    installs its own: as PID 1 of a container a process ignores a SIGTERM it has no handler
+    for, and loading the command line takes a second on a small pod. No request has been
+    made yet, so the process ends at once, 143."""
+    os.write(2, f"{signal.Signals(signum).name}: stopped before the command began\n".encode())
+    raise SystemExit(SIGNAL_EXITS["SIGTERM"])
