@@ -10,9 +10,10 @@ no longer edits. Inside the grace window a bad run is fully reversible.
 
 The journal is written ahead: an intent line before each PATCH, its outcome after. A PATCH
 whose intent has no outcome (the run was killed while it was on the wire), or whose outcome
-is a failure without any answer from the service, may or may not have been applied: it is
-``in_doubt``, and gets the same check, so it is put back exactly when the snapshot shows
-what that PATCH would have written.
+is a failure, may or may not have been applied (``in_doubt``): a failure can follow a try
+that reached the service (a read timeout, then a 503 on the retry; a proxy's 504 in front
+of a service that did the work). It gets the same compare-and-swap, so it is put back
+exactly when the snapshot shows what that PATCH would have written.
 """
 
 from __future__ import annotations
@@ -26,12 +27,16 @@ from retention.api.models import SnapshotPatch, SnapshotState
 from retention.api.walked import WalkedSnapshot
 from retention.timestamps import format_timestamp, parse_timestamp
 
-Verdict = Literal["restore", "unchanged", "stale", "gone", "expired", "lapsed"]
-# Outcomes that leave the snapshot as the operator wants it; any other needs a look.
-SETTLED = frozenset({"restored", "would-restore", "unchanged"})
+Verdict = Literal["restore", "unchanged", "protected", "stale", "gone", "expired", "lapsed"]
+# Outcomes that leave the snapshot as the operator wants it, or safer (protected); any
+# other needs a look.
+SETTLED = frozenset({"restored", "would-restore", "unchanged", "protected"})
 # Why each verdict other than restore leaves the snapshot alone, for the report and the CLI.
 LEFT_ALONE = {
     "unchanged": "already as before the run",
+    "protected": "protected (doNotDelete) with no expiry: an undo stopped between its two "
+    "PATCHes, or someone protected it since; it cannot be deleted, so it is left so. Lift "
+    "the protection (doNotDelete: false) to have it as before the run, with no expiry",
     "stale": "changed since the run by someone or something else: left alone",
     "gone": "the snapshot is gone: nothing to restore",
     "expired": "the expiry that run wrote has passed: the API edits no past expiry",
@@ -106,6 +111,13 @@ def state_after(before: State, body: Mapping[str, Any]) -> State:
     return State(False, when)
 
 
+def in_doubt(outcome: Mapping[str, Any] | None) -> bool:
+    """Whether a PATCH whose intent was journalled may have been applied although its
+    outcome line does not say so: there is none, or it is a failure. The one rule for
+    undo, the report and the summaries."""
+    return outcome is None or outcome.get("outcome") == "failed"
+
+
 def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
     """The destructive changes a journal says the API applied, or may have applied (see
     the module docstring), one per snapshot (the first observed state and the last written
@@ -121,10 +133,9 @@ def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
             waiting[sid] = line
             continue
         intent = waiting.pop(sid, None)
-        outcome = line.get("outcome")
-        if outcome == "applied":
+        if line.get("outcome") == "applied":
             _found(found, line, in_doubt=False)
-        elif intent is not None and outcome == "failed" and line.get("status") is None:
+        elif intent is not None and in_doubt(line):
             _found(found, intent, in_doubt=True)
     for intent in waiting.values():
         _found(found, intent, in_doubt=True)
@@ -147,12 +158,17 @@ def _found(found: dict[str, Restoration], line: Mapping[str, Any], *, in_doubt: 
     )
 
 
-def verdict(item: Restoration, current: State | None, now: datetime) -> Verdict:
+def verdict(  # noqa: PLR0911 - one return per verdict, in the order they are judged
+    item: Restoration, current: State | None, now: datetime
+) -> Verdict:
     """What undo does about ``item`` given the snapshot's state now (None: it is gone)."""
     if current is None:
         return "gone"
     if current == item.before:
         return "unchanged"
+    if current == State(True, None) and item.before == State(False, None):
+        # Half of the two-PATCH way back from an expiry to none: safe, and not ours to undo.
+        return "protected"
     if current != item.written:
         return "stale"
     if current.expires is not None and current.expires <= now:

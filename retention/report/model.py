@@ -238,8 +238,8 @@ class Outcomes:
     # snapshots keep the expiry they had, which the calendar needs to know.
     not_applied: set[tuple[str, str]] = field(default_factory=set)
     unreadable: int = 0
-    # Intent lines with no outcome after them: the run was killed while those PATCHes
-    # were on the wire, so whether the service applied them is not known.
+    # PATCHes sent that no answer says were applied (plan.restore.in_doubt): an intent
+    # with no outcome after it (the run was killed while it was on the wire), or failed.
     in_doubt: int = 0
 
     @property

@@ -19,6 +19,7 @@ from typing import Any
 from retention.plan.model import describe
 from retention.plan.planfile import Change, DecisionRecord, decisions_path
 from retention.plan.planwrite import jsonable
+from retention.plan.restore import in_doubt
 from retention.planfiles import json_lines, read_decisions, read_head, read_list
 from retention.report.holds import HoldRow
 from retention.report.model import (
@@ -55,7 +56,9 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
         outcome = str(record["outcome"])
         outcomes.counts[outcome] += 1
         snapshot = (str(record.get("clusterId")), str(record.get("snapshotId")))
-        waiting.discard(snapshot)
+        if snapshot in waiting:
+            waiting.discard(snapshot)
+            outcomes.in_doubt += in_doubt(record)
         # A resumed run journals a PATCH again: the last outcome is the one that stands.
         if outcome == "applied":
             outcomes.not_applied.discard(snapshot)
@@ -68,7 +71,7 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
             outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
             if len(outcomes.failures) < max_listed:
                 outcomes.failures.append(record)
-    outcomes.in_doubt = len(waiting)
+    outcomes.in_doubt += len(waiting)  # the intents no outcome followed: in doubt too
     return outcomes
 
 

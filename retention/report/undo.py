@@ -19,6 +19,7 @@ ORDER = (
     "gone",
     "expired",
     "lapsed",
+    "protected",
     "restored",
     "would-restore",
     "unchanged",
