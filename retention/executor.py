@@ -69,25 +69,29 @@ class Journal:
 
     An intent line has ``"intent": true`` and no ``outcome``: the body about to be sent and
     the state it was checked against. A process killed between the two leaves the intent
-    alone, and ``undo`` treats that snapshot as possibly changed. Flushed, not fsynced: a
-    killed process keeps what it flushed (the operating system has it), and the rarer
-    machine crash that loses a line is caught by compare-and-swap on the next apply. An
-    fsync per PATCH cost ~40 ms each on an ordinary disk.
+    alone, and ``undo`` treats that snapshot as possibly changed. Each line is one write to
+    an unbuffered file, so it is with the operating system when write() returns, whatever
+    ends the process next (os._exit included). Not fsynced: the rarer machine crash that
+    loses a line is caught by compare-and-swap on the next apply; an fsync per PATCH cost
+    ~40 ms each on an ordinary disk.
     """
 
     def __init__(self, path: Path, now: Callable[[], datetime]) -> None:
         self.path = path
         self._now = now
         self._lock = threading.Lock()
-        self._out: IO[bytes] = path.open("ab")
+        self._out: IO[bytes] = path.open("ab", buffering=0)
+        self.intents = 0  # intent lines written: PATCHes that may have gone out
 
     def intent(self, change: Change, body: Mapping[str, Any], *, approved: bool) -> None:
         """Append the intent to send ``body`` for ``change``, before it is sent."""
-        self._write({**self._identity(change), "intent": True, "body": body, "approved": approved})
+        self.write({**self._identity(change), "intent": True, "body": body, "approved": approved})
+        with self._lock:
+            self.intents += 1
 
     def record(self, outcome: Outcome) -> None:
         """Append an outcome and push it to disk."""
-        self._write(
+        self.write(
             {
                 **self._identity(outcome.change),
                 "body": outcome.sent,
@@ -111,11 +115,12 @@ class Journal:
             "planned": c["body"],
         }
 
-    def _write(self, line: Mapping[str, Any]) -> None:
-        encoded = encode_line(line)
+    def write(self, line: Mapping[str, Any]) -> None:
+        """Append one line, from any thread."""
+        rest = memoryview(encode_line(line))
         with self._lock:
-            self._out.write(encoded)
-            self._out.flush()
+            while rest:  # an unbuffered write may take part of it (a full disk, a signal)
+                rest = rest[self._out.write(rest) or 0 :]
 
     def close(self) -> None:
         """Close the file."""
@@ -131,6 +136,7 @@ class ApplyResult:
     approved: int = 0  # held changes an --approve let through, applied
     changed_clusters: set[tuple[str, str, str]] = field(default_factory=set)
     interrupted: str | None = None  # the signal that stopped the apply (SIGINT, SIGTERM)
+    sent: int = 0  # PATCHes that went out, or may have (intent lines)
 
     def add(self, outcome: Outcome) -> None:
         """Count one outcome."""
@@ -215,6 +221,7 @@ def apply_plan(
     work = ((key, list(items)) for key, items in clusters_of)
     for _ in ordered(lambda pair: run(*pair), work, workers=concurrency, name="apply"):
         pass
+    result.sent = journal.intents
     if stop.requested:
         result.interrupted = stop.name
     return result

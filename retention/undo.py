@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 from retention.api import OpsManagerClient
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
+from retention.executor import Journal
 from retention.jobs import new_run_dir
-from retention.plan.planwrite import encode_line
 from retention.plan.restore import (
     LEFT_ALONE,
     SETTLED,
@@ -168,24 +167,24 @@ def undo_run(
     where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
     result = UndoResult(run_id, folder, where, dry_run, started, unreadable=bad)
     if bad:
-        journal = run_dir / "results.jsonl"
-        log.warning("%s: %d journal lines could not be read and are not undone", journal, bad)
-    writing = threading.Lock()  # intents come from the workers, items from this thread
-    with (folder / "results.jsonl").open("ab") as out:
+        undone = run_dir / "results.jsonl"
+        log.warning("%s: %d journal lines could not be read and are not undone", undone, bad)
+    journal = Journal(folder / "results.jsonl", now)
 
-        def intent(r: Restoration, bodies: list[dict[str, Any]]) -> None:
-            with writing:
-                _intent(out, r, bodies, now())
+    def intent(r: Restoration, bodies: list[dict[str, Any]]) -> None:
+        journal.write({"at": format_timestamp(now()), **_intent(r, bodies)})
 
-        for item in ordered(
-            lambda r: _undo_one(client, r, dry_run=dry_run, now=now, stop=stop, intent=intent),
-            restorations(lines),
-            workers=concurrency,
-            name="undo",
-        ):
-            with writing:
-                _journal(out, item, now())
+    def work(r: Restoration) -> Item:
+        item = _undo_one(client, r, dry_run=dry_run, now=now, stop=stop, intent=intent)
+        # Journalled as it ends, by the worker: not after the items before it in order.
+        journal.write({"at": format_timestamp(now()), **item.document()})
+        return item
+
+    try:
+        for item in ordered(work, restorations(lines), workers=concurrency, name="undo"):
             result.items.append(item)
+    finally:
+        journal.close()
     if stop.requested:
         result.interrupted = stop.name
     result.document = undo_document(result)
@@ -270,15 +269,9 @@ def _state(client: OpsManagerClient, r: Restoration) -> State | None:
         return None
 
 
-def _journal(out: IO[bytes], item: Item, at: datetime) -> None:
-    out.write(encode_line({"at": format_timestamp(at), **item.document()}))
-    out.flush()
-
-
-def _intent(out: IO[bytes], r: Restoration, bodies: list[dict[str, Any]], at: datetime) -> None:
-    """The write-ahead line of a restore: what is about to be sent, flushed before it is."""
-    line = {
-        "at": format_timestamp(at),
+def _intent(r: Restoration, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """The write-ahead line of a restore: what is about to be sent, before it is."""
+    return {
         "intent": True,
         "projectId": r.project_id,
         "clusterId": r.cluster_id,
@@ -288,8 +281,6 @@ def _intent(out: IO[bytes], r: Restoration, bodies: list[dict[str, Any]], at: da
         "written": r.written.document(),
         "steps": bodies,
     }
-    out.write(encode_line(line))
-    out.flush()
 
 
 def _write_undo_file(path: Path, document: dict[str, Any]) -> None:
