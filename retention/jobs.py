@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from retention.api import OpsManagerClient
-from retention.errors import ApiError, PlanFileError, StopRequestedError, UsageError
+from retention.errors import (
+    ApiError,
+    PlanFileError,
+    StopRequestedError,
+    UsageError,
+    exit_code_for,
+)
 from retention.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.inventory import ProjectTargets, Walk
 from retention.plan.guard import Approval, EntryCheck, plan_refusal
@@ -129,7 +135,8 @@ def run_job(
             workers=workers,
         )
     except StopRequestedError as exc:
-        where = mark_interrupted(run_dir, "dry-run" if dry_run else "run", exc, started, now())
+        mode = "dry-run" if dry_run else "run"
+        where = mark_interrupted(run_dir, mode, exc.signal_name, started, now())
         raise StopRequestedError(
             exc.signal_name,
             exc.exit_code,
@@ -152,12 +159,14 @@ def run_job(
             on_outcome=on_outcome,
             stop=stop,
         )
-        if result.interrupted:
-            mark_interrupted(run_dir, "run", stop.error("the end"), started, now(), result=result)
-        elif acknowledge_audit_alerts and result.applied.changed_clusters:
+        if acknowledge_audit_alerts and result.applied.changed_clusters:
             result.acknowledged = acknowledge_own_audit_alerts(
                 client, result.applied, started, run_id, now()
             )
+        if stop.requested:
+            # However late it came (even while acknowledging): the person asked to stop.
+            result.applied.interrupted = stop.name
+            mark_interrupted(run_dir, "run", stop.name, started, now(), result=result)
     return result
 
 
@@ -220,8 +229,8 @@ def apply_saved(
         approved=approval.clusters,
         stop=stop,
     )
-    if result.interrupted and stop is not None:
-        mark_interrupted(run_dir, "apply", stop.error("the end"), started, now(), result=result)
+    if result.interrupted:
+        mark_interrupted(run_dir, "apply", result.interrupted, started, now(), result=result)
     return result
 
 
@@ -296,25 +305,25 @@ def _apply(
 def mark_interrupted(
     run_dir: Path,
     mode: str,
-    error: StopRequestedError,
+    signal_name: str,
     started: datetime,
     stopped: datetime,
     *,
     result: JobResult | None = None,
 ) -> Path:
     """Write ``interrupted.json`` into ``run_dir``: which signal stopped which command when,
-    in which step, and (once applying began) the outcomes journalled so far."""
+    in which step, whether a PATCH went out, and (once applying began) the outcomes
+    journalled so far."""
     applied = result.applied if result is not None else None
     document = {
         "format": INTERRUPTED_FORMAT,
         "mode": mode,
-        "signal": error.signal_name,
-        "exitCode": error.exit_code,
+        "signal": signal_name,
+        "exitCode": exit_code_for(failed=False, held=False, stopped_by=signal_name),
         "startedAt": format_timestamp(started),
         "stoppedAt": format_timestamp(stopped),
         "step": "apply" if applied is not None else "plan",
-        "sent": applied is not None
-        and any(applied.counts.get(kind, 0) for kind in ("applied", "failed")),
+        "sent": applied is not None and applied.sent > 0,
         "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
     }
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -331,9 +340,25 @@ def acknowledge_own_audit_alerts(
     now: datetime,
 ) -> list[str]:
     """Acknowledge for 24 hours the OPEN expiry-audit alerts this run's changes caused:
-    same cluster, opened after the run started. Only the two audit types, never a hold."""
+    same cluster, opened after the run started. Only the two audit types, never a hold.
+    A stop ends it: what was acknowledged until then is returned."""
     done: list[str] = []
-    clusters = applied.changed_clusters
+    try:
+        _acknowledge(client, applied.changed_clusters, started, run_id, now, done=done)
+    except StopRequestedError:
+        log.info("stopped while acknowledging audit alerts: %d acknowledged", len(done))
+    return done
+
+
+def _acknowledge(
+    client: OpsManagerClient,
+    clusters: set[tuple[str, str, str]],
+    started: datetime,
+    run_id: str,
+    now: datetime,
+    *,
+    done: list[str],
+) -> None:
     for project in sorted({p for p, _, _ in clusters}):
         ids = {c for p, c, _ in clusters if p == project}
         names = {n for p, _, n in clusters if p == project and n}
@@ -357,4 +382,3 @@ def acknowledge_own_audit_alerts(
                     done.append(alert.id)
                 except ApiError as exc:
                     log.warning("cannot acknowledge alert %s: %s", alert.id, exc)
-    return done

@@ -119,7 +119,9 @@ def plan(
             # A plan's own folder says it was stopped; a file named by --out is left as
             # it was (make_plan writes nothing in its place).
             where = (
-                mark_interrupted(plan_path.parent, "plan", exc, created, datetime.now(UTC))
+                mark_interrupted(
+                    plan_path.parent, "plan", exc.signal_name, created, datetime.now(UTC)
+                )
                 if in_run_folder
                 else f"{plan_path} was not written"
             )
