@@ -15,8 +15,10 @@ processes decides clusters side by side while this process walks and writes:
 Workers are spawned: never forked, since the walk threads are running and a forked child
 can inherit a lock one of them held. (A fork server would start them faster, but its
 workers are not children of this process, so their CPU would escape its rusage, which is
-how benchmarks/fleet.py measures a plan.) They ignore SIGINT:
-Ctrl-C reaches this process, which stops the pool.
+how benchmarks/fleet.py measures a plan.) They ignore SIGINT and SIGTERM: a Ctrl-C, or
+a SIGTERM sent to the whole process group (systemd, timeout(1), kill -- -PGID), is this
+process's stop (retention.stopping), which takes the pool down; a worker killed by it
+would read as a crash.
 
 No wait on the pool is unbounded. A worker killed while it writes an answer larger than
 the pipe holds (the out-of-memory killer, mid-write) leaves CPython's result reader thread
@@ -130,7 +132,7 @@ class Deciders:
                 initargs=(self.shared,),
             )
             # A pool spawns a worker for a task no idle worker takes: one task each.
-            with _sigint_blocked():
+            with _stop_signals_blocked():
                 self._started = [self._pool.submit(_ready) for _ in range(workers)]
         except (OSError, NotImplementedError) as exc:
             # A sandbox without /dev/shm (no semaphores) or a process limit: the plan is
@@ -179,7 +181,7 @@ class Deciders:
                 in_hand = walk
                 blob = _ENCODER.encode(walk.snapshots)
                 # Blocked for each task too: a task can make the pool spawn a worker.
-                with _sigint_blocked():
+                with _stop_signals_blocked():
                     future = self._pool.submit(_decide, walk.target, blob, walk.error)
                 pending.append((walk, future))
                 in_hand = None
@@ -281,12 +283,12 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
 
 
 @contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """SIGINT blocked in this thread: a worker spawned meanwhile starts with it blocked
-    (the mask is inherited), so a Ctrl-C while it imports prints no traceback of its own;
-    its initializer then ignores it for good. Blocked, not ignored: a Ctrl-C meanwhile
-    stays pending for this process instead of being lost."""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+def _stop_signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread: a worker spawned meanwhile starts with
+    them blocked (the mask is inherited), so a stop while it imports neither kills it nor
+    prints a traceback of its own; its initializer then ignores them for good. Blocked,
+    not ignored: a signal meanwhile stays pending for this process instead of being lost."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
@@ -305,6 +307,7 @@ def _start(shared: Shared) -> None:
     global _shared  # noqa: PLW0603 - one value per worker process, set at its start
     _shared = shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _decide(target: Target, blob: bytes, walk_error: str | None) -> EncodedCluster:

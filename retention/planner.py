@@ -16,6 +16,7 @@ from pathlib import Path
 
 from retention.api import OpsManagerClient
 from retention.deciding import POOL_FROM, Deciders, Shared
+from retention.errors import StopRequestedError
 from retention.inventory import ProjectTargets, Survey, Walk, survey_all, walk_all
 from retention.plan.horizon import lease
 from retention.plan.model import Target
@@ -23,6 +24,7 @@ from retention.plan.planfile import PlanHead, decisions_path
 from retention.plan.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.policy.loader import LoadedPolicy, PolicySet
 from retention.sharding import Shard
+from retention.stopping import Stop
 
 log = logging.getLogger("retention.planner")
 
@@ -73,8 +75,11 @@ def make_plan(
     the builder (decisions.jsonl streams out as it goes), then write plan.json whole. Both
     files are written under partial names and renamed when the plan is whole: a plan that
     stops half way (an error, a stop: StopRequestedError) leaves neither, and an earlier
-    plan at ``plan_path`` stays as it was.
+    plan at ``plan_path`` stays as it was. The client's stop (``client.stop``) is looked at
+    between clusters and before the files are renamed, and a stop wins over whatever error
+    it caused on the way (a planning worker killed by the same SIGTERM).
     """
+    stop = client.stop or Stop()
     lease_for = lease(schedule, now)
     decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,10 +99,14 @@ def make_plan(
             shard=shard,
             what_if=what_if,
             workers=workers,
+            stop=stop,
         )
-    except BaseException:
+        stop.check("the plan was renamed into place")
+    except BaseException as exc:
         decisions_partial.unlink(missing_ok=True)
         _partial(plan_path).unlink(missing_ok=True)
+        if stop.requested and not isinstance(exc, StopRequestedError):
+            raise stop.error(f"the plan was whole ({type(exc).__name__} meanwhile)") from exc
         raise
     decisions_partial.replace(decisions_to)
     _partial(plan_path).replace(plan_path)
@@ -124,6 +133,7 @@ def _plan_into(
     shard: Shard | None,
     what_if: bool,
     workers: int,
+    stop: Stop,
 ) -> tuple[PlanHead, _Found, list[str]]:
     with decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out:
         builder = PlanBuilder(
@@ -148,6 +158,7 @@ def _plan_into(
                 concurrency=concurrency,
                 workers=workers,
                 on_walk=on_walk,
+                stop=stop,
             )
             builder.service_version = client.service_version
             head = _write_whole(plan_path, builder, found)
@@ -208,9 +219,11 @@ def _walk_and_decide(
     concurrency: int,
     workers: int,
     on_walk: Callable[[Walk], None] | None,
+    stop: Stop,
 ) -> list[str]:
     """Decide every target as its walk comes in; the walk errors (each is also in its
-    cluster's entry)."""
+    cluster's entry). A stop ends it between two clusters: the walks stop at their next
+    request, and deciding what was walked would only delay the stop."""
     walk_errors: list[str] = []
 
     def walks() -> Iterator[Walk]:
@@ -230,6 +243,7 @@ def _walk_and_decide(
     pool = workers if len(found.targets) >= POOL_FROM else 1
     with Deciders(shared, pool) as deciders:
         for cluster in deciders.decide_all(walks()):
+            stop.check("deciding the next cluster")
             builder.add_encoded(cluster)
     return walk_errors
 
