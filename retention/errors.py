@@ -50,9 +50,8 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_HELD: "held by a safety gate: destructive changes need a human",
     EXIT_LOCKED: "locked: another run holds the lock",
     EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
-    EXIT_INTERRUPTED: "interrupted (SIGINT): stopped before the end; the run folder says "
-    "what was sent",
-    EXIT_TERMINATED: "stopped by SIGTERM before the end; the run folder says what was sent",
+    EXIT_INTERRUPTED: "stopped by SIGINT (Ctrl-C) before the end",
+    EXIT_TERMINATED: "stopped by SIGTERM before the end",
 }
 
 

@@ -151,6 +151,12 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
             ("would-restore", "A dry run: it would have been put back."),
             ("unchanged", "Already as before that run: nothing sent."),
             (
+                "protected",
+                "Protected with no expiry where it had no expiry before that run: an undo "
+                "stopped between its two PATCHes, or someone protected it. It cannot be "
+                "deleted; lift the protection by hand to have it as before.",
+            ),
+            (
                 "stale",
                 "Changed since that run by someone or something else: left alone (exit 1).",
             ),
@@ -177,9 +183,10 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
         (
             (
                 "in doubt",
-                "A PATCH journalled as about to be sent with no outcome after it: the run "
-                "was killed while it was on the wire. Undo puts it back only if the service "
-                "shows what it would have written.",
+                "A PATCH journalled as about to be sent, with no outcome after it (the run "
+                "was killed while it was on the wire) or a failure (a try may have reached "
+                "the service first). Undo puts it back only if the service shows what it "
+                "would have written.",
             ),
             (
                 "destructive",

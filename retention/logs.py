@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from retention.errors import EXIT_INTERRUPTED, EXIT_MEANINGS
+from retention.errors import EXIT_MEANINGS
 from retention.timestamps import format_timestamp
 
 LOG_FORMAT_ENV = "RETENTION_LOG_FORMAT"
@@ -161,7 +161,7 @@ def fatal(message: str, *, exit_code: int, stream: IO[str] | None = None, **fiel
         "message": message,
         "exitCode": exit_code,
     }
-    meaning = "interrupted" if exit_code == EXIT_INTERRUPTED else EXIT_MEANINGS.get(exit_code)
+    meaning = EXIT_MEANINGS.get(exit_code)
     if meaning is not None:
         entry["meaning"] = meaning
     for key, value in fields.items():

@@ -231,7 +231,7 @@ def test_an_interrupt_outside_a_command_is_one_json_line(
     assert cli.main(["--log-format", "json", "plan"]) == 130
     [record] = json_lines(capsys.readouterr().err)
     assert (record["message"], record["exitCode"]) == ("interrupted", 130)
-    assert record["meaning"] == "interrupted"
+    assert record["meaning"] == "stopped by SIGINT (Ctrl-C) before the end"
 
 
 def test_a_missing_configuration_is_a_json_line_from_a_real_process(tmp_path: Path) -> None:

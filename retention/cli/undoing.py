@@ -138,6 +138,11 @@ def _print_summary(result: Any, code: int) -> None:
         click.echo(f"  {what} {back} of {len(result.items)} snapshots that run shortened")
     if counts.get("unchanged"):
         click.echo(f"  already as before the run: {counts['unchanged']}")
+    if counts.get("protected"):
+        click.echo(
+            f"  left protected (doNotDelete), safe: {counts['protected']} (an undo stopped "
+            "between its two PATCHes, or someone protected them)"
+        )
     left = [i for i in result.items if i.outcome not in SETTLED]
     if left:
         click.echo(f"  left alone {len(left)}:")
@@ -148,8 +153,9 @@ def _print_summary(result: Any, code: int) -> None:
             click.echo(f"    and {len(left) - LISTED} more: see the report")
     if result.in_doubt:
         click.echo(
-            f"  {result.in_doubt} of them were in doubt (the run was stopped while their "
-            "PATCH was on the wire): each was put back only if the service shows what it wrote"
+            f"  {result.in_doubt} of them were in doubt (sent, with no answer saying the "
+            "service applied them): each was put back only if the service showed what it "
+            "would have written"
         )
     if result.interrupted:
         click.echo(
