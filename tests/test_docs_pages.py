@@ -33,6 +33,7 @@ from typing_extensions import is_typeddict
 from retention import metrics
 from retention.cli import cli
 from retention.executor import Journal, Outcome
+from retention.jobs import mark_interrupted
 from retention.plan import planfile
 
 ROOT = Path(__file__).parent.parent
@@ -40,6 +41,7 @@ PLAN_FILE = ROOT / "docs" / "plan-file.md"
 OPERATING = ROOT / "docs" / "operating.md"
 PAGES = [PLAN_FILE, OPERATING]
 RESULTS_HEADING = "## results.jsonl"
+INTERRUPTED_HEADING = "## interrupted.json"
 
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
 SPAN = re.compile(r"`([^`]+)`")
@@ -102,12 +104,32 @@ def journal_keys(tmp_path: Path) -> tuple[set[str], set[str]]:
         "expiresAfter": datetime(2026, 11, 22, tzinfo=UTC),
     }
     path = tmp_path / "results.jsonl"
+    path.unlink(missing_ok=True)  # the journal appends: one intent and one outcome
     journal = Journal(path, lambda: datetime(2026, 11, 21, tzinfo=UTC))
     journal.intent(change, {"expires": "2026-11-22T00:00:00Z"}, approved=False)
     journal.record(Outcome(change, "applied", 200, sent={"expires": "2026-11-22T00:00:00Z"}))
     journal.close()
     intent, outcome = (set(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines())
     return intent, outcome
+
+
+def interrupted_keys(tmp_path: Path) -> set[str]:
+    """The keys of interrupted.json, as jobs.mark_interrupted writes it."""
+    path = mark_interrupted(
+        tmp_path / "stopped", "run", "SIGINT", datetime(2026, 11, 21, tzinfo=UTC),
+        datetime(2026, 11, 21, 0, 1, tzinfo=UTC),
+    )  # fmt: skip
+    return set(json.loads(path.read_text(encoding="utf-8")))
+
+
+def known_keys(heading: str, tmp_path: Path) -> set[str]:
+    """The keys a field table under ``heading`` may name: the journal's under
+    results.jsonl, interrupted.json's under its heading, else the plan model's."""
+    if heading.startswith(RESULTS_HEADING):
+        return results_keys(tmp_path)
+    if heading.startswith(INTERRUPTED_HEADING):
+        return interrupted_keys(tmp_path)
+    return model_keys()
 
 
 # ---- reading the pages ---------------------------------------------------------------------
@@ -265,15 +287,15 @@ def test_every_key_in_the_field_tables_exists(tmp_path: Path) -> None:
     """A field table of docs/plan-file.md that names a key the model (or, under
     results.jsonl, the journal) does not have fails this."""
     text = PLAN_FILE.read_text(encoding="utf-8")
-    model, results = model_keys(), results_keys(tmp_path)
     tables = list(field_tables(text))
+    known = {heading: known_keys(heading, tmp_path) for heading, _ in tables}
 
     unknown = [
         f"{heading}: {name}"
         for heading, names in tables
         for name in names
         for part in parts(name)
-        if part not in (results if heading.startswith(RESULTS_HEADING) else model)
+        if part not in known[heading]
     ]
 
     assert len(tables) >= 8
@@ -296,8 +318,8 @@ def test_every_documented_results_key_is_a_key_of_the_journal(tmp_path: Path) ->
 
 def test_every_camel_case_key_in_plan_file_md_exists(tmp_path: Path) -> None:
     """A backticked camelCase key anywhere in the prose of docs/plan-file.md that neither
-    the plan model nor results.jsonl has fails this."""
-    known = model_keys() | results_keys(tmp_path)
+    the plan model, results.jsonl nor interrupted.json has fails this."""
+    known = model_keys() | results_keys(tmp_path) | interrupted_keys(tmp_path)
     spans = SPAN.findall(prose(PLAN_FILE.read_text(encoding="utf-8")))
 
     unknown = sorted(

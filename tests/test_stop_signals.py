@@ -15,13 +15,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -63,6 +64,46 @@ def fleet(clusters: int, days: int) -> str:
     )
 
 
+class Running:
+    """A retention process whose stdout and stderr are read as they come, so a test can
+    wait for a line before it acts, and still have all of both at the end."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+            for stream, lines in ((proc.stdout, self.out), (proc.stderr, self.err))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: IO[str] | None, lines: list[str]) -> None:
+        assert stream is not None
+        lines.extend(stream)
+
+    def said(self, text: str) -> bool:
+        """True once stderr has a line holding ``text``."""
+        return any(text in line for line in list(self.err))
+
+    def finish(self, timeout: float) -> tuple[str, str]:
+        """Wait for the process to end (TimeoutExpired after ``timeout``); its output."""
+        self.proc.wait(timeout=timeout)
+        for reader in self._readers:
+            reader.join(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        return "".join(self.out), "".join(self.err)
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status, once it has ended."""
+        return self.proc.returncode
+
+
 @dataclass
 class Setup:
     """A simulator, a configuration pointing at it, and the folder they live in."""
@@ -76,19 +117,23 @@ class Setup:
         """The reports folder of the configuration."""
         return self.folder / "reports"
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
-        """`retention --config CONFIG ARGS` as a process of its own, with SIGINT default."""
+    def start(self, *args: str, session: bool = False) -> Running:
+        """`retention --config CONFIG ARGS` as a process of its own, with SIGINT default
+        (``session``: in a process group of its own, to signal the group)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("RETENTION_")} | {
             "RETENTION_PUBLIC_KEY": PUBLIC_KEY,
             "RETENTION_PRIVATE_KEY": KEY,
         }
-        return subprocess.Popen(
-            [sys.executable, "-c", WITH_SIGINT, "--config", str(self.config), *args],
-            cwd=self.folder,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        return Running(
+            subprocess.Popen(
+                [sys.executable, "-c", WITH_SIGINT, "--config", str(self.config), *args],
+                cwd=self.folder,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=session,
+            )
         )
 
     def patches(self) -> list[dict[str, Any]]:
@@ -111,6 +156,7 @@ def served(
     clusters: int = 4,
     days: int = 30,
     notify: str | None = None,
+    workers: int = 1,
 ) -> Iterator[Setup]:
     """A simulator with latency on the real clock, and a configuration for it (sending
     failure notices to ``notify`` when given)."""
@@ -128,6 +174,7 @@ def served(
         path = tmp_path / "retention.yaml"
         path.write_text(
             f"api:\n  base_url: {sim.base_url}\n  concurrency: {CONCURRENCY}\n"
+            f"  workers: {workers}\n"
             f'targets:\n  - project: "{project}"\npolicies: policies/\n'
             'schedule: "0 3 * * *"\nreports:\n  dir: reports/\n'
             + (f'notify:\n  urls: ["{notify}"]\n  on: [failure]\n' if notify else "")
@@ -184,9 +231,9 @@ def test_a_signal_stops_an_apply_and_the_journal_says_exactly_what_was_sent(
         wait_for(lambda: len(setup.patches()) >= 20, "20 PATCHes")
 
         at_signal = len(setup.patches())
-        proc.send_signal(signum)
+        proc.proc.send_signal(signum)
         signalled = time.monotonic()
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.finish(timeout=60)
         took = time.monotonic() - signalled
         service = setup.patches()
         [run_dir] = setup.run_folders()
@@ -240,10 +287,10 @@ def test_a_second_ctrl_c_exits_at_once_and_undo_settles_what_was_in_doubt(
         # The service logs a PATCH when it applies it, then holds the answer for 8 s.
         slow_from = len(setup.patches())
         wait_for(lambda: len(setup.patches()) > slow_from, "a slow PATCH on the wire")
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=5)  # the slow PATCHes would take 8 s
+        proc.proc.send_signal(signal.SIGINT)
+        wait_for(lambda: proc.said("SIGINT: stopping"), "the stop to be under way")
+        proc.proc.send_signal(signal.SIGINT)
+        _out, err = proc.finish(timeout=5)  # the slow PATCHes would take 8 s
         service = setup.patches()
         [run_dir] = setup.run_folders()
         setup.sim.admin("faults", {"spec": ""})
@@ -257,7 +304,7 @@ def test_a_second_ctrl_c_exits_at_once_and_undo_settles_what_was_in_doubt(
         after = setup.patches()[len(service) :]
 
     assert proc.returncode == 130, err
-    assert "SIGINT again: exiting at once" in err
+    assert "Ctrl-C while stopping: exiting at once (exit 130)" in err
     assert 1 <= len(waiting) <= CONCURRENCY
     assert {x["snapshotId"] for x in waiting} <= {p["snapshotId"] for p in service}
     assert not (run_dir / "report.md").exists()  # it did not wait to write one
@@ -283,8 +330,8 @@ def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
             return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) > 0
 
         wait_for(walking, "the walk to start")
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=30)
+        proc.proc.send_signal(signal.SIGTERM)
+        _out, err = proc.finish(timeout=30)
         service = setup.patches()
         folders = setup.run_folders()
 
@@ -300,6 +347,30 @@ def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
     )
     assert "stopped by SIGTERM while planning: no plan was written and nothing was sent" in err
     assert "Traceback" not in err
+
+
+def test_sigterm_to_the_process_group_while_workers_plan_is_a_stop_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM sent to the whole process group (systemd, timeout(1), kill -- -PGID) while
+    planning workers decide: the workers ignore it and the run stops as for any SIGTERM,
+    exit 143 with interrupted.json, not as a crashed worker (exit 1)."""
+    with served(tmp_path, latency_ms=100, clusters=60, days=3, workers=2) as setup:
+        proc = setup.start("run", session=True)
+
+        def deciding() -> bool:
+            by_endpoint: dict[str, int] = setup.sim.admin("counters")["byEndpoint"]
+            return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) >= 4
+
+        wait_for(deciding, "the walk to be under way")
+        os.killpg(proc.proc.pid, signal.SIGTERM)
+        _out, err = proc.finish(timeout=60)
+        folders = setup.run_folders()
+
+    assert proc.returncode == 143, err
+    assert "planning worker" not in err
+    [run_dir] = folders
+    assert sorted(p.name for p in run_dir.iterdir()) == ["interrupted.json"]
 
 
 @settings(
@@ -319,19 +390,27 @@ def test_after_kill_9_at_any_point_undo_puts_back_every_snapshot_the_service_sho
 ) -> None:
     """kill -9 once the service has seen ``after`` PATCHes (plus up to a latency, so some
     kills land while PATCHes are on the wire): every PATCH the service received has its
-    intent in the journal, and undo leaves every snapshot the service saw shortened with
-    the state it had before the apply."""
+    intent in the journal, undo counts as in doubt each intent left without an outcome,
+    puts back exactly the snapshots the service saw shortened, and leaves each of them
+    with the state it had before the apply."""
     tmp_path = tmp_path_factory.mktemp("kill")
     with served(tmp_path, latency_ms=40) as setup:
         plan(setup, monkeypatch)
         proc = setup.start("apply", "plan.json")
-        wait_for(lambda: len(setup.patches()) >= after or proc.poll() is not None, "PATCHes")
+        wait_for(lambda: len(setup.patches()) >= after or proc.proc.poll() is not None, "PATCHes")
         time.sleep(extra_ms / 1000)
-        proc.kill()
-        proc.communicate(timeout=30)
+        proc.proc.kill()
+        proc.finish(timeout=30)
         service = setup.patches()
         [run_dir] = setup.run_folders()
-        intents = Counter(x["snapshotId"] for x in intent_lines(run_dir / "results.jsonl"))
+        journal = run_dir / "results.jsonl"
+        intents = Counter(x["snapshotId"] for x in intent_lines(journal))
+        answered = {x["snapshotId"]: x["outcome"] for x in outcome_lines(journal)}
+        doubtful = {
+            x["snapshotId"]
+            for x in intent_lines(journal)
+            if x["destructive"] and answered.get(x["snapshotId"]) in (None, "failed")
+        }
         capsys.readouterr()
 
         code = cli.main(["--config", str(setup.config), "undo", str(run_dir), "--format", "json"])
@@ -345,7 +424,9 @@ def test_after_kill_9_at_any_point_undo_puts_back_every_snapshot_the_service_sho
 
     assert Counter(p["snapshotId"] for p in service) <= intents
     assert code == 0, document
-    assert shortened
+    assert document["inDoubt"] == len(doubtful)
+    restored = {i["snapshotId"] for i in document["items"] if i["outcome"] == "restored"}
+    assert restored == set(shortened)
     assert {sid: now[sid] for sid in shortened} == {
         sid: _state(before) for sid, before in shortened.items()
     }

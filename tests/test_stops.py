@@ -4,6 +4,7 @@ plan that leaves no half files, and undo's reading of a journal written ahead.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -18,6 +19,7 @@ from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
 from retention.errors import StopRequestedError
 from retention.executor import Journal, apply_plan
 from retention.inventory import ProjectTargets
+from retention.jobs import run_job
 from retention.plan.planfile import clusters_by_key
 from retention.plan.planwrite import encode_line
 from retention.plan.restore import restorations
@@ -68,21 +70,45 @@ def restore_handlers() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("restore_handlers")
-def test_the_first_signal_requests_the_stop_and_the_second_exits_at_once() -> None:
-    """SIGTERM sets the stop (and remembers which signal), a second signal calls the exit
-    with 143 instead of waiting, and the handlers in place before come back after."""
+def test_sigterm_requests_the_stop_a_repeat_changes_nothing_and_ctrl_c_exits_at_once() -> None:
+    """SIGTERM sets the stop (and says which signal); a second SIGTERM (supervisors repeat
+    it) changes nothing; a Ctrl-C while stopping calls the exit with 130 instead of
+    waiting; the handlers in place before come back after."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     exits: list[int] = []
     stop = Stop()
 
     with on_signals(stop, exit_now=exits.append):
         os.kill(os.getpid(), signal.SIGTERM)
-        first = (stop.requested, stop.name, stop.exit_code, list(exits))
+        first = (stop.requested, stop.name, stop.exit_code)
+        os.kill(os.getpid(), signal.SIGTERM)
+        after_repeat = list(exits)
+        woke = stop.sleep(5)  # the watcher thread wakes every wait
         os.kill(os.getpid(), signal.SIGINT)
 
-    assert first == (True, "SIGTERM", 143, [])
-    assert exits == [143]
+    assert first == (True, "SIGTERM", 143)
+    assert after_repeat == []
+    assert woke is True
+    assert exits == [130]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.usefixtures("restore_handlers")
+def test_a_handler_python_did_not_install_comes_back_as_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """getsignal says None for a handler set outside Python: the block still installs its
+    own, and puts back the default after (signal.signal refuses None)."""
+    monkeypatch.setattr(signal, "getsignal", lambda _number: None)
+    stop = Stop()
+
+    with on_signals(stop):
+        os.kill(os.getpid(), signal.SIGTERM)
+    monkeypatch.undo()
+
+    assert stop.name == "SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL
 
 
 @pytest.mark.usefixtures("restore_handlers")
@@ -150,6 +176,22 @@ def test_a_stop_ends_the_wait_to_retry_and_says_a_try_went_out() -> None:
 
     assert info.value.in_doubt is True
     assert [entry[2] for entry in state.log] == [401, 503]
+
+
+def test_a_stop_ends_a_wait_for_the_rate_limit_before_the_request() -> None:
+    """With one request every 10 seconds, a stop while the second waits for its slot ends
+    the wait, and the request never goes out."""
+    state = WireState(checker=DigestChecker(PUBLIC_KEY, PRIVATE_KEY), body=snapshot("s1"))
+    stop = Stop()
+    timer = threading.Timer(0.3, stop.request)
+    with serve(state) as url, make_client(url, stop=stop, max_requests_per_second=0.1) as api:
+        api.get_snapshot("p1", "c1", "s1")
+        timer.start()
+        with pytest.raises(StopRequestedError):
+            api.get_snapshot("p1", "c1", "s1")
+    timer.cancel()
+
+    assert [entry[2] for entry in state.log] == [401, 200]
 
 
 def test_a_stopped_apply_journals_every_change_it_did_not_send(
@@ -237,26 +279,29 @@ def line(sid: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def test_an_intent_without_an_outcome_is_in_doubt_and_an_answered_failure_is_not() -> None:
+def test_an_intent_without_an_outcome_or_with_a_failure_is_in_doubt() -> None:
     """Undo's reading of a journal: applied is restored; an intent with no outcome, or
-    whose outcome is a failure with no answer, is in doubt; a failure the service answered
-    (HTTP 400) and a change not sent are left out."""
+    whose outcome is a failure (with no answer, or a 503 that may have followed a try the
+    service applied), is in doubt; a change not sent, and a failure with no intent before
+    it, are left out."""
     journal = [
         line("applied", intent=True), line("applied", outcome="applied", status=200),
         line("killed", intent=True),
         line("no-answer", intent=True), line("no-answer", outcome="failed", status=None),
-        line("answered", intent=True), line("answered", outcome="failed", status=400),
-        line("unsent", outcome="not-sent"),
+        line("retried", intent=True), line("retried", outcome="failed", status=503),
+        line("unsent", intent=True), line("unsent", outcome="not-sent"),
+        line("never-sent", outcome="failed", status=None),
     ]  # fmt: skip
 
     found = {r.snapshot_id: r.in_doubt for r in restorations(journal)}
 
-    assert found == {"applied": False, "no-answer": True, "killed": True}
+    assert found == {"applied": False, "no-answer": True, "retried": True, "killed": True}
 
 
 def test_the_report_counts_intents_left_without_an_outcome(tmp_path: Path) -> None:
-    """A journal cut by a kill: the report's reading says how many PATCHes are in doubt,
-    and counts no intent line as unreadable or as an outcome."""
+    """A journal cut by a kill: the report's reading counts as in doubt the intents with
+    no outcome and the one that failed (by the rule undo uses), and no intent line as
+    unreadable or as an outcome."""
     path = tmp_path / "results.jsonl"
     write_journal(
         path,
@@ -264,6 +309,7 @@ def test_the_report_counts_intents_left_without_an_outcome(tmp_path: Path) -> No
             line("a", intent=True), line("a", outcome="applied", status=200),
             line("b", intent=True),
             line("c", intent=True),
+            line("d", intent=True), line("d", outcome="failed", status=503),
         ],
     )  # fmt: skip
 
@@ -271,9 +317,9 @@ def test_the_report_counts_intents_left_without_an_outcome(tmp_path: Path) -> No
 
     assert outcomes is not None
     assert (outcomes.in_doubt, outcomes.unreadable, dict(outcomes.counts)) == (
-        2,
+        3,
         0,
-        {"applied": 1},
+        {"applied": 1, "failed": 1},
     )
 
 
@@ -376,3 +422,37 @@ def test_a_stopped_undo_finishes_the_restore_it_began_and_starts_no_other(
     }
     assert result.interrupted == "SIGINT"
     assert result.document["interrupted"] == "SIGINT"
+
+
+def test_a_stop_after_the_last_patch_skips_the_audit_alerts_and_says_the_run_stopped(
+    sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop that comes once every change is sent, as the run turns to acknowledging its
+    audit alerts: no alert is acknowledged, nothing more is sent, and the run still says
+    it was stopped (interrupted.json, the result), so its reports are written."""
+    stop = Stop()
+    real = OpsManagerClient.list_alerts
+    calls: list[str] = []
+
+    def stopping(self: OpsManagerClient, *args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        if len(calls) == 2:  # the survey's, then the acknowledgement's
+            stop.request(signal.SIGTERM)
+        return real(self, *args, **kwargs)
+
+    with client_for(sim, stop=stop) as api:
+        monkeypatch.setattr(OpsManagerClient, "list_alerts", stopping)
+        result = run_job(
+            api, policies_file(tmp_path), [ProjectTargets(P)], reports=tmp_path / "reports",
+            schedule=None, concurrency=2, dry_run=False, acknowledge_audit_alerts=True,
+            now=lambda: NOW, stop=stop,
+        )  # fmt: skip
+
+    interrupted = json.loads((result.run_dir / "interrupted.json").read_text())
+    assert result.applied is not None
+    assert result.interrupted == "SIGTERM"
+    assert result.acknowledged == []
+    assert "not-sent" not in result.applied.counts
+    assert (interrupted["step"], interrupted["sent"]) == ("apply", True)
+    assert calls == [P, P]
+    assert [p for p in sim.admin("patches")["patches"] if p["kind"] != "snapshot"] == []
