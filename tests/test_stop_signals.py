@@ -317,6 +317,54 @@ def test_a_second_ctrl_c_exits_at_once_and_undo_settles_what_was_in_doubt(
     assert set(in_doubt) <= put_back
 
 
+def test_a_signal_stops_a_run_while_it_applies_and_then_an_undo_while_it_restores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run` stopped by SIGINT while applying says so as a run (interrupted.json mode run,
+    exit 130); `undo` of that folder stopped by SIGTERM exits 143, restores nothing after
+    the signal but what was on the wire, and says so in undo.json and its report; the same
+    undo run again finishes the job."""
+    with served(tmp_path, latency_ms=50) as setup:
+        run = setup.start("run")
+        wait_for(lambda: len(setup.patches()) >= 30, "30 PATCHes")
+        run.proc.send_signal(signal.SIGINT)
+        _out, run_err = run.finish(timeout=60)
+        [run_dir] = setup.run_folders()
+        applied = len(setup.patches())
+
+        undo = setup.start("undo", str(run_dir))
+        wait_for(lambda: len(setup.patches()) >= applied + 5, "5 undo PATCHes")
+        undo.proc.send_signal(signal.SIGTERM)
+        at_signal = len(setup.patches())
+        _out, undo_err = undo.finish(timeout=60)
+        after_stop = len(setup.patches())
+        undo_dir = next(d for d in setup.run_folders() if d != run_dir)
+        monkeypatch.chdir(setup.folder)
+        monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
+        monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
+        capsys.readouterr()
+        again = cli.main(["--config", str(setup.config), "undo", str(run_dir), "--format", "json"])
+        finished = json.loads(capsys.readouterr().out)
+
+    interrupted = json.loads((run_dir / "interrupted.json").read_text())
+    document = json.loads((undo_dir / "undo.json").read_text())
+    assert run.returncode == 130, run_err
+    assert (interrupted["mode"], interrupted["step"], interrupted["signal"]) == (
+        "run",
+        "apply",
+        "SIGINT",
+    )
+    assert undo.returncode == 143, undo_err
+    # An undo's restore is one PATCH here (the old expiry back): at most one a worker.
+    assert after_stop - at_signal <= CONCURRENCY
+    assert document["interrupted"] == "SIGTERM"
+    assert document["counts"]["not-sent"] > 0
+    assert "Stopped by SIGTERM before the end" in (undo_dir / "report.md").read_text()
+    assert again == 0
+    assert finished["counts"].get("not-sent", 0) == 0
+    assert finished["counts"]["restored"] == document["counts"]["not-sent"]
+
+
 def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
     tmp_path: Path,
 ) -> None:
