@@ -429,7 +429,12 @@ def test_cron_wrapper_sets_the_environment_and_execs_retention_run(tmp_path: Pat
     )
 
     process = subprocess.Popen([str(WRAPPER)], env=env)
-    assert process.wait(timeout=30) == 3
+    try:
+        assert process.wait(timeout=30) == 3
+    finally:
+        if process.poll() is None:  # killed, not left for the next test to trip over
+            process.kill()
+            process.wait()
 
     lines = record.read_text(encoding="utf-8").splitlines()
     seen = dict(line.split("=", 1) for line in lines if "=" in line)

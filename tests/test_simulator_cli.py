@@ -73,7 +73,13 @@ def serve_and_read_fleet(*args: str) -> tuple[str, dict[str, Any]]:
         fleet = requests.get(f"{admin.group(1)}/fleet", timeout=10).json()
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Killed, not left for the next test to trip over.
+            proc.kill()
+            proc.communicate()
+            raise
     assert proc.returncode == 0
     return text, fleet
 

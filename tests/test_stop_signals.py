@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -91,12 +91,20 @@ class Running:
     def finish(self, timeout: float) -> tuple[str, str]:
         """Wait for the process to end (TimeoutExpired after ``timeout``); its output."""
         self.proc.wait(timeout=timeout)
+        self.close()
+        return "".join(self.out), "".join(self.err)
+
+    def close(self) -> None:
+        """Kill the process if it still runs, and close its pipes: a test that fails half
+        way leaves nothing running, and no open pipe, for the tests after it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
         for reader in self._readers:
             reader.join(timeout=10)
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
-        return "".join(self.out), "".join(self.err)
 
     @property
     def returncode(self) -> int | None:
@@ -111,6 +119,7 @@ class Setup:
     sim: Simulator
     folder: Path
     config: Path
+    started: list[Running] = field(default_factory=list)
 
     @property
     def reports(self) -> Path:
@@ -124,7 +133,7 @@ class Setup:
             "RETENTION_PUBLIC_KEY": PUBLIC_KEY,
             "RETENTION_PRIVATE_KEY": KEY,
         }
-        return Running(
+        running = Running(
             subprocess.Popen(
                 [sys.executable, "-c", WITH_SIGINT, "--config", str(self.config), *args],
                 cwd=self.folder,
@@ -135,6 +144,8 @@ class Setup:
                 start_new_session=session,
             )
         )
+        self.started.append(running)
+        return running
 
     def patches(self) -> list[dict[str, Any]]:
         """The PATCHes the service received and applied, in order."""
@@ -179,7 +190,12 @@ def served(
             'schedule: "0 3 * * *"\nreports:\n  dir: reports/\n'
             + (f'notify:\n  urls: ["{notify}"]\n  on: [failure]\n' if notify else "")
         )
-        yield Setup(sim, tmp_path, path)
+        setup = Setup(sim, tmp_path, path)
+        try:
+            yield setup
+        finally:
+            for running in setup.started:
+                running.close()
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
