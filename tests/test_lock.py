@@ -61,7 +61,11 @@ def holder(folder: Path, *specs: str) -> Iterator[subprocess.Popen[str]]:
             yield process
         finally:
             process.stdin.close()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()  # not left holding locks for the tests after this one
+                raise
 
 
 def test_shards_of_one_fleet_hold_their_locks_side_by_side(tmp_path: Path) -> None:
