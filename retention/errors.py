@@ -151,12 +151,12 @@ class LockHeldError(RetentionError):
 
 class StopRequestedError(RetentionError):
     """SIGINT or SIGTERM asked the command to stop: raised instead of starting a request
-    (``before`` says which), never in the middle of one."""
+    (``before`` says which), never in the middle of one. Its exit code is the signal's
+    (SIGNAL_EXITS: 130, 143)."""
 
     def __init__(
         self,
         signal_name: str,
-        exit_code: int,
         before: str,
         *,
         in_doubt: bool = False,
@@ -164,7 +164,7 @@ class StopRequestedError(RetentionError):
     ) -> None:
         super().__init__(message or f"{signal_name}: stopped before {before}")
         self.signal_name = signal_name
-        self.exit_code = exit_code
+        self.exit_code = SIGNAL_EXITS.get(signal_name, EXIT_INTERRUPTED)
         self.before = before
         # True when an earlier try of the same request reached the service (a stop during
         # the wait to retry it): whether the service acted on it is not known.

@@ -65,7 +65,7 @@ class Outcome:
 
 class Journal:
     """results.jsonl: an intent line before each PATCH and an outcome line after it (or
-    instead of it, for a change not sent), each flushed at once.
+    instead of it, for a change not sent), each handed to the operating system at once.
 
     An intent line has ``"intent": true`` and no ``outcome``: the body about to be sent and
     the state it was checked against. A process killed between the two leaves the intent

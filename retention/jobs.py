@@ -25,11 +25,11 @@ from typing import Any
 
 from retention.api import OpsManagerClient
 from retention.errors import (
+    SIGNAL_EXITS,
     ApiError,
     PlanFileError,
     StopRequestedError,
     UsageError,
-    exit_code_for,
 )
 from retention.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.inventory import ProjectTargets, Walk
@@ -137,13 +137,7 @@ def run_job(
     except StopRequestedError as exc:
         mode = "dry-run" if dry_run else "run"
         where = mark_interrupted(run_dir, mode, exc.signal_name, started, now())
-        raise StopRequestedError(
-            exc.signal_name,
-            exc.exit_code,
-            "the plan was whole",
-            message=f"stopped by {exc.signal_name} while planning: no plan was written and "
-            f"nothing was sent ({where})",
-        ) from None
+        raise planning_stopped(exc, f"nothing was sent ({where})") from None
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:
         # The entries just written pass the checks a saved plan's do before anything is sent.
@@ -302,6 +296,16 @@ def _apply(
         journal.close()
 
 
+def planning_stopped(error: StopRequestedError, what_is_left: str) -> StopRequestedError:
+    """The error that says a stop came before the plan was whole, and what is left of it."""
+    return StopRequestedError(
+        error.signal_name,
+        "the plan was whole",
+        message=f"stopped by {error.signal_name} while planning: no plan was written and "
+        f"{what_is_left}",
+    )
+
+
 def mark_interrupted(
     run_dir: Path,
     mode: str,
@@ -319,7 +323,7 @@ def mark_interrupted(
         "format": INTERRUPTED_FORMAT,
         "mode": mode,
         "signal": signal_name,
-        "exitCode": exit_code_for(failed=False, held=False, stopped_by=signal_name),
+        "exitCode": SIGNAL_EXITS[signal_name],
         "startedAt": format_timestamp(started),
         "stoppedAt": format_timestamp(stopped),
         "step": "apply" if applied is not None else "plan",

@@ -92,21 +92,18 @@ def env_urls(env: Mapping[str, str], problems: list[str]) -> GivenUrls | None:
     entries = split_urls(text)
     several_lines = len({entry.line for entry in entries}) > 1
     places = [f"{ENV_NOTIFY_URLS}[{index}]" for index in range(len(entries))]
-    found = len(problems)
     if not entries:
         problems.append(
             f"environment: {ENV_NOTIFY_URLS}: holds no URL, only comments: set it to one or "
             "more URLs (separated by spaces, commas or line breaks), or unset it"
         )
-    for place, entry in zip(places, entries, strict=True):
-        problem = _problem(entry.url)
-        if problem is not None:
-            line = f" (line {entry.line})" if several_lines else ""
-            problems.append(f"environment: {place}{line}: {problem}")
-    if len(problems) > found:
         return None
-    urls = [NotifyUrl(entry.url) for entry in entries]
-    return GivenUrls(urls, places, f"env {ENV_NOTIFY_URLS}")
+
+    def said(place: str, entry: Entry, problem: str) -> str:
+        line = f" (line {entry.line})" if several_lines else ""
+        return f"environment: {place}{line}: {problem}"
+
+    return _checked(entries, places, f"env {ENV_NOTIFY_URLS}", problems, said)
 
 
 def file_urls(path: Path, at: Where, problems: list[str], warnings: list[str]) -> GivenUrls | None:
@@ -144,21 +141,39 @@ def file_urls(path: Path, at: Where, problems: list[str], warnings: list[str]) -
         f"{path}:{entry.line}" + (f", URL {entry.place}" if per_line[entry.line] > 1 else "")
         for entry in entries
     ]
-    found = len(problems)
-    for place, entry in zip(places, entries, strict=True):
-        problem = _problem(entry.url)
-        if problem is not None:
-            problems.append(at(setting, f"{place}: {problem}"))
-    if len(problems) > found:
-        return None
-    mode = open_to_others(path)
-    if mode is not None:
+    given = _checked(
+        entries,
+        places,
+        f"{URLS_FILE} ({path})",
+        problems,
+        lambda place, _entry, problem: at(setting, f"{place}: {problem}"),
+    )
+    if given is not None and (mode := open_to_others(path)) is not None:
         warnings.append(
             f"{URLS_FILE}: {path} is open to group or others ({mode}): chmod 600 {path} "
             "(Kubernetes: defaultMode: 0400 on the Secret volume)"
         )
-    urls = [NotifyUrl(entry.url) for entry in entries]
-    return GivenUrls(urls, places, f"{URLS_FILE} ({path})")
+    return given
+
+
+def _checked(
+    entries: list[Entry],
+    places: list[str],
+    source: str,
+    problems: list[str],
+    said: Callable[[str, Entry, str], str],
+) -> GivenUrls | None:
+    """The URLs of ``entries`` at their ``places``, or None when any is unusable (each is a
+    problem, in the words ``said`` gives it)."""
+    bad = [
+        said(place, entry, problem)
+        for place, entry in zip(places, entries, strict=True)
+        if (problem := _problem(entry.url)) is not None
+    ]
+    problems += bad
+    if bad:
+        return None
+    return GivenUrls([NotifyUrl(entry.url) for entry in entries], places, source)
 
 
 def resolve_notify(

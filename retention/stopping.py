@@ -70,7 +70,7 @@ class Stop:
     @property
     def exit_code(self) -> int:
         """130 for SIGINT, 143 for SIGTERM: 128 + the signal's number, as shells say it."""
-        return SIGNAL_EXITS.get(self.name, 128 + (self.signum or signal.SIGINT))
+        return SIGNAL_EXITS[self.name]
 
     @property
     def shielded(self) -> bool:
@@ -99,7 +99,7 @@ class Stop:
 
     def error(self, before: str, *, in_doubt: bool = False) -> StopRequestedError:
         """The StopRequestedError for this stop (``in_doubt``: a try went out already)."""
-        return StopRequestedError(self.name, self.exit_code, before, in_doubt=in_doubt)
+        return StopRequestedError(self.name, before, in_doubt=in_doubt)
 
 
 @contextmanager

@@ -205,7 +205,7 @@ def _undo_one(
         stop.check("reading the snapshot")
         current = _state(client, r)
     except StopRequestedError as exc:
-        return Item(r, "not-sent", f"not put back: the undo was stopped ({exc.signal_name})")
+        return Item(r, "not-sent", _stopped(exc.signal_name))
     except ApiError as exc:
         if exc.stops_everything:
             raise
@@ -228,15 +228,10 @@ def _restore(
 ) -> Item:
     """Send the PATCHes that put ``item`` back, journalled ahead; the item as it ends."""
     r = item.restoration
-    steps = r.steps()
-    try:
-        stop.check("putting the snapshot back")
-    except StopRequestedError as exc:
-        item.outcome, item.reason = (
-            "not-sent",
-            f"not put back: the undo was stopped ({exc.signal_name})",
-        )
+    if stop.requested:
+        item.outcome, item.reason = "not-sent", _stopped(stop.name)
         return item
+    steps = r.steps()
     intent(r, [patch.body() for patch in steps])
     for patch in steps:
         body = patch.body()
@@ -245,7 +240,7 @@ def _restore(
             with stop.shield() if item.sent else nullcontext():
                 answer = client.patch_snapshot(r.project_id, r.cluster_id, r.snapshot_id, patch)
         except StopRequestedError as exc:
-            item.outcome, item.reason = "not-sent", f"not put back: {exc}"
+            item.outcome, item.reason = "not-sent", _stopped(exc.signal_name)
             if exc.in_doubt:
                 item.outcome = "failed"
                 item.reason = f"PATCH {body}: {exc}; the service may have applied it"
@@ -267,6 +262,10 @@ def _state(client: OpsManagerClient, r: Restoration) -> State | None:
         return State.of(client.get_snapshot(r.project_id, r.cluster_id, r.snapshot_id))
     except NotFoundError:
         return None
+
+
+def _stopped(signal_name: str) -> str:
+    return f"not put back: the undo was stopped ({signal_name})"
 
 
 def _intent(r: Restoration, bodies: list[dict[str, Any]]) -> dict[str, Any]:

@@ -216,12 +216,6 @@ def plan(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> Path:
     return setup.folder / "plan.json"
 
 
-def destructive_count(plan_path: Path) -> int:
-    """The number of shorten and delete changes of a plan."""
-    changes = json.loads(plan_path.read_text())["changes"]
-    return sum(1 for c in changes if c["destructive"])
-
-
 @pytest.mark.parametrize(
     ("signum", "code", "name"),
     [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")],

@@ -325,8 +325,9 @@ class BoundedRetry(Retry):
         # The wait was decided (and checked against the budget) in increment(). A stop ends
         # it: the next try would be a new request, and none starts after a stop.
         wait = self.planned_wait
-        if wait is None:
-            wait = self._server_wait(response) or self.get_backoff_time()
+        if wait is None:  # not decided by increment(): urllib3's own wait
+            super().sleep(response)
+            return
         if self.stop is None or self.stop.shielded:
             if wait > 0:
                 time.sleep(wait)

@@ -76,7 +76,7 @@ def plan(
     from retention.cli.summary import summary_lines
     from retention.config import require_writable
     from retention.errors import StopRequestedError
-    from retention.jobs import mark_interrupted, new_run_dir
+    from retention.jobs import mark_interrupted, new_run_dir, planning_stopped
     from retention.planner import make_plan
     from retention.policyfiles import load_policies
     from retention.stopping import Stop, on_signals
@@ -91,8 +91,8 @@ def plan(
     now = parse_at(at)
     created = datetime.now(UTC)
     in_run_folder = out is None or to_stdout
-    if not in_run_folder:
-        plan_path = Path(out or "")
+    if out is not None and not to_stdout:
+        plan_path = Path(out)
         require_writable(plan_path.parent, "--out")
     else:
         base = Path(report_dir) if report_dir else config.reports.dir
@@ -118,20 +118,12 @@ def plan(
         except StopRequestedError as exc:
             # A plan's own folder says it was stopped; a file named by --out is left as
             # it was (make_plan writes nothing in its place).
-            where = (
-                mark_interrupted(
-                    plan_path.parent, "plan", exc.signal_name, created, datetime.now(UTC)
-                )
-                if in_run_folder
-                else f"{plan_path} was not written"
+            if not in_run_folder:
+                raise planning_stopped(exc, f"{plan_path} is as it was") from None
+            where = mark_interrupted(
+                plan_path.parent, "plan", exc.signal_name, created, datetime.now(UTC)
             )
-            raise StopRequestedError(
-                exc.signal_name,
-                exc.exit_code,
-                "the plan was whole",
-                message=f"stopped by {exc.signal_name} while planning: no plan was written "
-                f"({where})",
-            ) from None
+            raise planning_stopped(exc, f"the run folder says so ({where})") from None
     code = exit_code_for(failed=bool(result.errors), held=result.held)
     if output == "json":
         emit(

@@ -18,7 +18,7 @@ exactly when the snapshot shows what that PATCH would have written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -111,11 +111,29 @@ def state_after(before: State, body: Mapping[str, Any]) -> State:
     return State(False, when)
 
 
-def in_doubt(outcome: Mapping[str, Any] | None) -> bool:
-    """Whether a PATCH whose intent was journalled may have been applied although its
-    outcome line does not say so: there is none, or it is a failure. The one rule for
-    undo, the report and the summaries."""
-    return outcome is None or outcome.get("outcome") == "failed"
+def in_doubt(intent: Mapping[str, Any] | None, outcome: Mapping[str, Any] | None) -> bool:
+    """Whether a PATCH may have been applied although its outcome line does not say so: it
+    was journalled as about to be sent, and no outcome followed, or a failure did. The one
+    rule for undo, the report and the summaries."""
+    return intent is not None and (outcome is None or outcome.get("outcome") == "failed")
+
+
+def paired(
+    lines: Iterable[Mapping[str, Any]],
+) -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    """A journal's lines as (intent, outcome): each outcome line with the intent line of
+    its snapshot before it (None when the change was never about to be sent), in journal
+    order; then each intent no outcome followed, with None. Lines that are neither are
+    left out."""
+    waiting: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for line in lines:
+        key = (str(line.get("clusterId")), str(line.get("snapshotId")))
+        if line.get("intent"):
+            waiting[key] = line
+        elif "outcome" in line:
+            yield waiting.pop(key, None), line
+    for intent in waiting.values():
+        yield intent, None
 
 
 def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
@@ -124,21 +142,11 @@ def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
     one, if an apply journalled a snapshot twice): in the order of their outcome lines,
     then the intents that have none."""
     found: dict[str, Restoration] = {}
-    waiting: dict[str, Mapping[str, Any]] = {}  # intents not yet followed by an outcome
-    for line in lines:
-        if not line.get("destructive"):
-            continue
-        sid = str(line["snapshotId"])
-        if line.get("intent"):
-            waiting[sid] = line
-            continue
-        intent = waiting.pop(sid, None)
-        if line.get("outcome") == "applied":
-            _found(found, line, in_doubt=False)
-        elif intent is not None and in_doubt(line):
+    for intent, outcome in paired(line for line in lines if line.get("destructive")):
+        if outcome is not None and outcome.get("outcome") == "applied":
+            _found(found, outcome, in_doubt=False)
+        elif intent is not None and in_doubt(intent, outcome):
             _found(found, intent, in_doubt=True)
-    for intent in waiting.values():
-        _found(found, intent, in_doubt=True)
     return list(found.values())
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from retention.plan.model import describe
 from retention.plan.planfile import Change, DecisionRecord, decisions_path
 from retention.plan.planwrite import jsonable
-from retention.plan.restore import in_doubt
+from retention.plan.restore import in_doubt, paired
 from retention.planfiles import json_lines, read_decisions, read_head, read_list
 from retention.report.holds import HoldRow
 from retention.report.model import (
@@ -45,20 +45,21 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
     if not path.exists():
         return None
     outcomes = Outcomes()
-    waiting: set[tuple[str, str]] = set()  # intents not yet followed by their outcome
-    for record in json_lines(path):
-        if record is not None and record.get("intent"):
-            waiting.add((str(record.get("clusterId")), str(record.get("snapshotId"))))
-            continue
-        if record is None or "outcome" not in record:
-            outcomes.unreadable += 1
+
+    def readable() -> Iterator[dict[str, Any]]:
+        for record in json_lines(path):
+            if record is not None and ("outcome" in record or record.get("intent")):
+                yield record
+            else:
+                outcomes.unreadable += 1
+
+    for intent, record in paired(readable()):
+        outcomes.in_doubt += in_doubt(intent, record)
+        if record is None:
             continue
         outcome = str(record["outcome"])
         outcomes.counts[outcome] += 1
         snapshot = (str(record.get("clusterId")), str(record.get("snapshotId")))
-        if snapshot in waiting:
-            waiting.discard(snapshot)
-            outcomes.in_doubt += in_doubt(record)
         # A resumed run journals a PATCH again: the last outcome is the one that stands.
         if outcome == "applied":
             outcomes.not_applied.discard(snapshot)
@@ -70,8 +71,7 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
             outcomes.failed_total += 1
             outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
             if len(outcomes.failures) < max_listed:
-                outcomes.failures.append(record)
-    outcomes.in_doubt += len(waiting)  # the intents no outcome followed: in doubt too
+                outcomes.failures.append(dict(record))
     return outcomes
 
 
