@@ -24,11 +24,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from retention.deciding import Deciders, Shared
+from retention.core.model import SnapshotView, Target
+from retention.core.policy.loader import PolicySet, parse_policies
 from retention.errors import RetentionError
-from retention.inventory import Walk
-from retention.plan.model import SnapshotView, Target
-from retention.policy.loader import PolicySet, parse_policies
+from retention.planning.workers import Deciders, Shared
+from retention.walk.inventory import Walk
 
 # One round runs in a child: these are its clusters (8,000 snapshots each, an answer of
 # about 4 MB, so a worker spends most of each write blocked on the full pipe).

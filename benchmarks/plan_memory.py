@@ -27,7 +27,7 @@ from pathlib import Path
 
 from simproc import start_simulator
 
-from retention.planfiles import read_head
+from retention.runfolder.planread import read_head
 
 KEY = "bench-secret"
 EXTRA_ENV: dict[str, str] = {}  # for experiments, e.g. {"MALLOC_ARENA_MAX": "8"}

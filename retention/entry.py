@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from retention.errors import EXIT_INTERRUPTED
-from retention.stopping import early_stop
+from retention.ops.stopping import early_stop
 
 WALKING_COMMANDS = frozenset({"plan", "run", "apply", "demo"})
 
@@ -40,7 +40,7 @@ def run() -> None:
     """Console-script entry point."""
     reexec_with_arena_limit(sys.argv[1:])
     # Before anything is loaded: a SIGTERM now, before any request, ends the process
-    # (retention.stopping.early_stop); the commands that send requests install their own.
+    # (retention.ops.stopping.early_stop); the commands that send requests install their own.
     signal.signal(signal.SIGTERM, early_stop)
     try:
         from retention.cli import main  # noqa: PLC0415 - loaded inside the Ctrl-C guard

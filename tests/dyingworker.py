@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from retention.deciding import Shared
-from retention.plan.model import SnapshotView, Target
-from retention.plan.planwrite import EncodedCluster
+from retention.core.model import SnapshotView, Target
+from retention.planning.workers import Shared
+from retention.runfolder.planwrite import EncodedCluster
 
 
 @dataclass(frozen=True)

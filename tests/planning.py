@@ -12,12 +12,12 @@ from typing import Any, Literal, TypeVar
 import msgspec
 from hypothesis import strategies as st
 
-from retention.plan.model import ClusterPlan, SnapshotView
-from retention.policy import rules
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import KeepSpec
-from retention.policy.loader import LoadedPolicy
-from retention.policy.model import KeepRules, Policy, ProtectRules, Safety
+from retention.core.model import ClusterPlan, SnapshotView
+from retention.core.policy import rules
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import KeepSpec
+from retention.core.policy.loader import LoadedPolicy
+from retention.core.policy.model import KeepRules, Policy, ProtectRules, Safety
 
 HOLD_TYPES = frozenset(
     {"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND", "INCONSISTENT_BACKUP_CONFIGURATION"}

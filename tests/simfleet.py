@@ -14,9 +14,9 @@ import orjson
 from freezegun import freeze_time
 
 from retention.api import OpsManagerClient
+from retention.core.timestamps import format_timestamp
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
-from retention.timestamps import format_timestamp
 from tests.conftest import FAST_RETRY, credentials
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

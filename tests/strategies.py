@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import EveryRule
 
 # Count rules: often unset, small counts that run out, and -1 (no limit).
 COUNTS = st.sampled_from([0, 0, 1, 2, 3, 5, -1])

@@ -21,18 +21,18 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from retention.api import OpsManagerClient, SnapshotPatch
+from retention.apply.executor import Journal, apply_plan
+from retention.config.policyfiles import load_policies
+from retention.core.planfile import CHANGE, Change, PlanHead, clusters_by_key
+from retention.core.timestamps import parse_timestamp
 from retention.errors import ApiError, PlanFileError
-from retention.executor import Journal, apply_plan
-from retention.inventory import ProjectTargets
-from retention.jobs import apply_saved
-from retention.plan.planfile import CHANGE, Change, PlanHead, clusters_by_key
-from retention.plan.planwrite import encode_line, write_plan
-from retention.planfiles import read_decisions, read_head, read_list
-from retention.planner import make_plan
-from retention.policyfiles import load_policies
+from retention.lifecycle.jobs import apply_saved
+from retention.planning.job import make_plan
+from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planwrite import encode_line, write_plan
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
-from retention.timestamps import parse_timestamp
+from retention.walk.inventory import ProjectTargets
 from tests.conftest import PUBLIC_KEY
 from tests.simfleet import KEY, client_for
 

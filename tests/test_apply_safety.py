@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from retention import cli
 from retention.api import OpsManagerClient
-from retention.executor import Journal, apply_plan
-from retention.plan.planfile import clusters_by_key
-from retention.planfiles import read_head, read_list
+from retention.apply.executor import Journal, apply_plan
+from retention.core.planfile import clusters_by_key
+from retention.runfolder.planread import read_head, read_list
 from retention.simulator.server import Simulator
 from tests.journal import intent_lines, outcome_lines
 from tests.simfleet import NOW, SMALL, P, client_for, product_clock, running, small_fleet
@@ -189,9 +189,9 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
     journal; every other cluster's changes are applied."""
     folder = tmp_path / "run"
     configure(tmp_path, sim.base_url)
-    from retention.inventory import ProjectTargets  # noqa: PLC0415
-    from retention.planner import make_plan  # noqa: PLC0415
-    from retention.policyfiles import load_policies  # noqa: PLC0415
+    from retention.config.policyfiles import load_policies  # noqa: PLC0415
+    from retention.planning.job import make_plan  # noqa: PLC0415
+    from retention.walk.inventory import ProjectTargets  # noqa: PLC0415
 
     with client_for(sim) as api:
         planned = make_plan(

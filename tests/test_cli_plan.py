@@ -12,11 +12,11 @@ import responses
 
 from retention import cli
 from retention.cli.summary import summary_lines
-from retention.inventory import ProjectTargets
-from retention.plan.planfile import plan_json_schema
-from retention.planner import make_plan
-from retention.policyfiles import load_policies
+from retention.config.policyfiles import load_policies
+from retention.core.planfile import plan_json_schema
+from retention.planning.job import make_plan
 from retention.simulator.server import Simulator
+from retention.walk.inventory import ProjectTargets
 from tests.conftest import PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import FakeApi, list_page, paged, snapshot

@@ -1,4 +1,5 @@
-"""Tests of retention.config: loading retention.yaml, environment overrides, secrets, rendering."""
+"""Tests of retention.config.settings: loading retention.yaml,
+environment overrides, secrets, rendering."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 
 from retention.api import OpsManagerClient
 from retention.cli.showing import render_config
-from retention.config import (
+from retention.config.settings import (
     SECRET_HINT,
     AlertsSettings,
     ApiSettings,

@@ -1,4 +1,4 @@
-"""Deciding on worker processes (retention.deciding): the same plan byte for byte as one
+"""Deciding on worker processes (retention.planning.workers): the same plan byte for byte as one
 process, results in cluster order, a dead worker named, and the CPUs a pod may use."""
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from retention.config import ApiSettings
-from retention.deciding import POOL_FROM, Deciders, Shared, available_cpus
+from retention.config.settings import ApiSettings
+from retention.core.model import SnapshotView, Target
+from retention.core.policy.loader import PolicySet, parse_policies
 from retention.errors import RetentionError
-from retention.inventory import ProjectTargets, Walk
-from retention.plan.model import SnapshotView, Target
-from retention.planner import make_plan
-from retention.policy.loader import PolicySet, parse_policies
+from retention.planning.job import make_plan
+from retention.planning.workers import POOL_FROM, Deciders, Shared, available_cpus
 from retention.simulator.server import Simulator, SimulatorConfig
+from retention.walk.inventory import ProjectTargets, Walk
 from tests.conftest import PUBLIC_KEY
 from tests.dyingworker import DiesWriting
 from tests.simfleet import KEY, client_for
@@ -133,8 +133,8 @@ def test_a_worker_that_answers_nothing_fails_the_plan_at_the_ceiling(
     """Workers that live but answer nothing (stopped, stuck) fail the plan once
     ANSWER_WITHIN has passed, with a RetentionError that names the cluster waited for and
     api.workers: 1, and are gone afterwards."""
-    monkeypatch.setattr("retention.deciding.ANSWER_WITHIN", 1.0)
-    monkeypatch.setattr("retention.deciding.POLL", 0.1)
+    monkeypatch.setattr("retention.planning.workers.ANSWER_WITHIN", 1.0)
+    monkeypatch.setattr("retention.planning.workers.POLL", 0.1)
 
     with Deciders(shared(), 2) as deciders:
         assert deciders._pool is not None
@@ -153,7 +153,7 @@ def test_a_worker_that_answers_nothing_fails_the_plan_at_the_ceiling(
 
 STUCK_PLAN = """
 from datetime import timedelta
-from retention.deciding import Deciders
+from retention.planning.workers import Deciders
 from retention.errors import RetentionError
 from tests.dyingworker import DiesWriting
 from tests.test_deciding import NOW, policies, walks
@@ -339,7 +339,7 @@ def test_workers_that_cannot_start_leave_the_plan_to_one_process(
     def no_semaphores(*args: object, **kwargs: object) -> None:
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr("retention.deciding.ProcessPoolExecutor", no_semaphores)
+    monkeypatch.setattr("retention.planning.workers.ProcessPoolExecutor", no_semaphores)
     with Deciders(shared(), 2) as deciders:
         got = list(deciders.decide_all(fleet))
 

@@ -30,11 +30,11 @@ import click
 import pytest
 from typing_extensions import is_typeddict
 
-from retention import metrics
+from retention.apply.executor import Journal, Outcome
 from retention.cli import cli
-from retention.executor import Journal, Outcome
-from retention.jobs import mark_interrupted
-from retention.plan import planfile
+from retention.core import planfile
+from retention.lifecycle.jobs import mark_interrupted
+from retention.ops import metrics
 
 ROOT = Path(__file__).parent.parent
 PLAN_FILE = ROOT / "docs" / "plan-file.md"

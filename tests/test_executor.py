@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
+from retention.apply.executor import Journal, apply_plan
+from retention.config.policyfiles import load_policies
+from retention.core.planfile import Change, ListName, clusters_by_key
+from retention.core.policy.loader import PolicySet
 from retention.errors import LockHeldError, UsageError
-from retention.executor import Journal, apply_plan
-from retention.inventory import ProjectTargets
-from retention.jobs import apply_saved, run_job
-from retention.lock import run_lock
-from retention.plan.planfile import Change, ListName, clusters_by_key
-from retention.planfiles import read_list
-from retention.planner import make_plan
-from retention.policy.loader import PolicySet
-from retention.policyfiles import load_policies
+from retention.lifecycle.jobs import apply_saved, run_job
+from retention.ops.lock import run_lock
+from retention.planning.job import make_plan
+from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator
+from retention.walk.inventory import ProjectTargets
 from tests.journal import outcome_lines
 from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
 

@@ -12,7 +12,7 @@ import pytest
 
 from retention import cli
 from retention.cli.common import examples
-from retention.config import schedule_warnings, unwritable
+from retention.config.settings import schedule_warnings, unwritable
 from retention.simulator.server import Simulator
 from tests.simfleet import P
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 from retention.api import OpsManagerClient
 from retention.cli.summary import summary_lines
-from retention.inventory import ProjectTargets
-from retention.plan.decide import decide
-from retention.plan.model import SnapshotView, Target
-from retention.plan.planfile import CHANGE, DECISION
-from retention.plan.planwrite import PlanBuilder, decision_record, encode_cluster
-from retention.planfiles import read_head, read_list
-from retention.planner import make_plan
-from retention.policy.engine import KeepSpec
-from retention.policyfiles import load_policies
+from retention.config.policyfiles import load_policies
+from retention.core.decide import decide
+from retention.core.model import SnapshotView, Target
+from retention.core.planfile import CHANGE, DECISION
+from retention.core.policy.engine import KeepSpec
+from retention.planning.job import make_plan
+from retention.runfolder.planread import read_head, read_list
+from retention.runfolder.planwrite import PlanBuilder, decision_record, encode_cluster
+from retention.walk.inventory import ProjectTargets
 from tests.fakeapi import FakeApi, list_page, paged, snapshot
 from tests.planning import loaded_policy
 

@@ -14,17 +14,17 @@ import pytest
 
 from retention import cli
 from retention.cli.summary import summary_lines
+from retention.core.decide import decide
+from retention.core.model import ClusterPlan, SnapshotView, Target, describe
+from retention.core.planfile import DECISION, DecisionRecord
+from retention.core.policy.engine import IdHold, Item, KeepSpec, evaluate
+from retention.core.policy.loader import LoadedPolicy, hold_warnings, parse_policies
+from retention.core.policy.model import policy_json_schema
+from retention.core.policy.trace import trace
 from retention.errors import PolicyError
-from retention.plan.decide import decide
-from retention.plan.model import ClusterPlan, SnapshotView, Target, describe
-from retention.plan.planfile import DECISION, DecisionRecord
-from retention.plan.planwrite import PlanBuilder, PolicyDigest, decision_record
-from retention.planfiles import read_head
-from retention.policy.engine import IdHold, Item, KeepSpec, evaluate
-from retention.policy.loader import LoadedPolicy, hold_warnings, parse_policies
-from retention.policy.model import policy_json_schema
-from retention.policy.trace import trace
 from retention.report import RunInfo, render_reports
+from retention.runfolder.planread import read_head
+from retention.runfolder.planwrite import PlanBuilder, PolicyDigest, decision_record
 from retention.simulator.server import Simulator
 from tests.simfleet import P
 

@@ -1,4 +1,4 @@
-"""The ids a plan can carry (retention.plan.ids): the rule in words, its regular expression,
+"""The ids a plan can carry (retention.core.ids): the rule in words, its regular expression,
 the plan file's model and the shipped JSON Schema all say the same, and the client encodes
 every id the rule carries into exactly one path segment."""
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from retention.api.endpoints import PATCH_SNAPSHOT, build_path
-from retention.plan.ids import MAX_ID_LENGTH, carries, id_problem
-from retention.plan.planfile import CHANGE, plan_json_schema
+from retention.core.ids import MAX_ID_LENGTH, carries, id_problem
+from retention.core.planfile import CHANGE, plan_json_schema
 
 CARRIED = [
     "5e4e593f70dfbf1e2f6e1d30",

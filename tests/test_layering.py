@@ -14,17 +14,17 @@ import retention.api
 ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 CORE = [
-    "retention.policy.loader",
-    "retention.policy.engine",
-    "retention.policy.rules",
-    "retention.policy.trace",
-    "retention.plan.decide",
-    "retention.plan.planfile",
-    "retention.plan.planwrite",
-    "retention.wording",
-    "retention.plan.guard",
-    "retention.plan.trace",
-    "retention.yamldoc",
+    "retention.core.policy.loader",
+    "retention.core.policy.engine",
+    "retention.core.policy.rules",
+    "retention.core.policy.trace",
+    "retention.core.decide",
+    "retention.core.planfile",
+    "retention.runfolder.planwrite",
+    "retention.core.wording",
+    "retention.core.guard",
+    "retention.core.explain",
+    "retention.config.yamldoc",
 ]
 
 
@@ -61,7 +61,7 @@ def test_the_layering_contracts_hold_and_catch_an_http_import_in_the_core(
     )
     shutil.copytree(ROOT / "retention", tmp_path / "retention")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    model = tmp_path / "retention" / "plan" / "model.py"
+    model = tmp_path / "retention" / "core" / "model.py"
     model.write_text(model.read_text() + "\nimport requests  # a shortcut someone took\n")
     broken = subprocess.run(
         [str(LINT_IMPORTS)],
@@ -76,4 +76,4 @@ def test_the_layering_contracts_hold_and_catch_an_http_import_in_the_core(
     assert kept.returncode == 0, kept.stdout
     assert broken.returncode == 1
     assert "speaks no HTTP and calls no shell module BROKEN" in broken.stdout
-    assert "retention.plan.model -> requests" in broken.stdout
+    assert "retention.core.model -> requests" in broken.stdout

@@ -1,4 +1,4 @@
-"""Tests of retention.lock: shards of one count run side by side, never beside a whole-fleet
+"""Tests of retention.ops.lock: shards of one count run side by side, never beside a whole-fleet
 run or an apply, and never beside shards of another count, even when both start at once.
 Other holders are real processes or, within this one, other open files (flock locks belong
 to the open file, so two opens in one process conflict as two processes would)."""
@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from retention import cli, lock
+from retention import cli
 from retention.errors import EXIT_LOCKED, LockHeldError
-from retention.lock import LOCK_NAME, SETUP_NAME, run_lock, shard_lock_name
-from retention.sharding import Shard
+from retention.ops import lock
+from retention.ops.lock import LOCK_NAME, SETUP_NAME, run_lock, shard_lock_name
+from retention.walk.sharding import Shard
 from tests.wire_server import closed_port
 
 ONE, TWO = Shard(1, 4), Shard(2, 4)
@@ -32,8 +33,8 @@ HOLDER = """
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from retention.lock import run_lock
-from retention.sharding import Shard
+from retention.ops.lock import run_lock
+from retention.walk.sharding import Shard
 
 with ExitStack() as stack:
     for spec in sys.argv[2:]:

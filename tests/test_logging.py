@@ -19,7 +19,7 @@ import click
 import pytest
 from urllib3.response import HTTPResponse
 
-from retention import cli, logs
+from retention import cli
 from retention.api import OpsManagerClient, RetryPolicy
 from retention.errors import (
     AuthenticationError,
@@ -29,7 +29,8 @@ from retention.errors import (
     ServerError,
     exit_meaning,
 )
-from retention.planfiles import read_head
+from retention.ops import logs
+from retention.runfolder.planread import read_head
 from retention.simulator.server import Simulator
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker

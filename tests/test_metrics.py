@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from retention import cli
-from retention.metrics import RunMetrics, push, write_textfile
+from retention.ops.metrics import RunMetrics, push, write_textfile
 from retention.simulator.server import Simulator
 from tests.conftest import PUBLIC_KEY
 from tests.simfleet import KEY, P, running
@@ -189,7 +189,7 @@ def test_an_internal_error_still_writes_exit_code_1(
     def broken(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("retention.jobs.run_job", broken)
+    monkeypatch.setattr("retention.lifecycle.jobs.run_job", broken)
     code = cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
 
     assert code == 1

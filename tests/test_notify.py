@@ -15,11 +15,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from retention import cli, notify
+from retention import cli
 from retention.cli.showing import render_config
-from retention.config import load_config
+from retention.config.settings import load_config
 from retention.errors import ConfigError
-from retention.notifysettings import NotifySettings
+from retention.notices import send as notify
+from retention.notices.settings import NotifySettings
 from retention.simulator.server import Simulator
 from tests.notices import TOKEN, Receiver
 from tests.simfleet import P

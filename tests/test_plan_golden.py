@@ -13,11 +13,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from retention.inventory import ProjectTargets
-from retention.plan.planfile import plan_json_schema
-from retention.planner import PlanResult, make_plan
-from retention.policyfiles import load_policies
+from retention.config.policyfiles import load_policies
+from retention.core.planfile import plan_json_schema
+from retention.planning.job import PlanResult, make_plan
 from retention.simulator.server import Simulator, SimulatorConfig
+from retention.walk.inventory import ProjectTargets
 from tests.conftest import PUBLIC_KEY, make_client
 
 SCENARIOS = Path(__file__).parent / "scenarios"

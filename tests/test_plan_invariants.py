@@ -10,12 +10,12 @@ from typing import NamedTuple
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from retention.plan.decide import Merged, decide
-from retention.plan.model import AlertView, ClusterPlan, SnapshotView, Target
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule, KeepSpec
-from retention.policy.loader import LoadedPolicy
-from retention.timestamps import LATEST
+from retention.core.decide import Merged, decide
+from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import EveryRule, KeepSpec
+from retention.core.policy.loader import LoadedPolicy
+from retention.core.timestamps import LATEST
 from tests import strategies
 from tests.planning import HOLD_TYPES, apply, loaded_policy
 from tests.planning import policies as policies_of

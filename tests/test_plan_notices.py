@@ -14,11 +14,11 @@ import pytest
 
 from retention import __version__
 from retention.cli.summary import summary_lines
-from retention.plan.planwrite import write_plan
-from retention.planfiles import read_head
-from retention.planner import CONFIG_SERVER_NOTICE
+from retention.planning.job import CONFIG_SERVER_NOTICE
 from retention.report import RunInfo, render_reports
 from retention.report.render import markdown_text
+from retention.runfolder.planread import read_head
+from retention.runfolder.planwrite import write_plan
 from tests.test_plan_golden import NOW, plan_scenario
 
 WITH_CONFIG_SERVER = "steady_state_mixed_fleet"

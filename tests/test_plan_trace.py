@@ -1,4 +1,4 @@
-"""The per-cluster trace (retention.plan.trace): the engine fed as decide feeds it, so the
+"""The per-cluster trace (retention.core.explain): the engine fed as decide feeds it, so the
 rules it shows keeping a snapshot are exactly the reasons decide recorded."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retention.plan.decide import decide
-from retention.plan.model import Reason, SnapshotView, Target
-from retention.plan.trace import SnapshotTrace, trace_snapshot
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import KeepSpec
-from retention.policy.loader import LoadedPolicy
+from retention.core.decide import decide
+from retention.core.explain import SnapshotTrace, trace_snapshot
+from retention.core.model import Reason, SnapshotView, Target
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import KeepSpec
+from retention.core.policy.loader import LoadedPolicy
 from tests import strategies
 from tests.planning import loaded_policy
 from tests.planning import policies as policies_of

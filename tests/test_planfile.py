@@ -19,17 +19,21 @@ from hypothesis import strategies as st
 
 from retention.api.models import SnapshotPatch
 from retention.cli.summary import summary_lines
-from retention.errors import PlanFileError
-from retention.plan.decide import decide
-from retention.plan.model import ClusterPlan, Decision, SnapshotView, Target, note
-from retention.plan.planfile import (
+from retention.core.decide import decide
+from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, note
+from retention.core.planfile import (
     LISTS,
     ListName,
     decisions_path,
     generated_schema,
     plan_json_schema,
 )
-from retention.plan.planwrite import (
+from retention.core.policy.engine import KeepSpec
+from retention.core.timestamps import format_timestamp
+from retention.core.wording import size
+from retention.errors import PlanFileError
+from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planwrite import (
     PlanBuilder,
     _member,
     _write_member,
@@ -37,10 +41,6 @@ from retention.plan.planwrite import (
     encode_line,
     write_plan,
 )
-from retention.planfiles import read_decisions, read_head, read_list
-from retention.policy.engine import KeepSpec
-from retention.timestamps import format_timestamp
-from retention.wording import size
 from tests.planning import loaded_policy, renamed
 
 GOLDEN = (
@@ -74,7 +74,7 @@ def written(builder: PlanBuilder, errors: list[str] | None = None) -> bytes:
 
 def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
     """plan.schema.json is generated from the typed model: regenerate it with
-    `python -m retention.plan.planfile` when the model changes."""
+    `python -m retention.core.planfile` when the model changes."""
     assert plan_json_schema() == json.loads(json.dumps(generated_schema()))
 
 

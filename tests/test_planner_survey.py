@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from retention.api import OpsManagerClient
+from retention.config.policyfiles import load_policies
 from retention.errors import PermissionDeniedError
-from retention.inventory import ProjectTargets
-from retention.planner import make_plan
-from retention.policyfiles import load_policies
+from retention.planning.job import make_plan
+from retention.walk.inventory import ProjectTargets
 from tests.fakeapi import FakeApi, list_page, paged, snapshot
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

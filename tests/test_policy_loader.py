@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from retention.config.policyfiles import load_policies
+from retention.core.policy import engine
+from retention.core.policy.loader import LoadedPolicy, PolicySet
 from retention.errors import EXIT_USAGE, ConfigError, PolicyError
-from retention.policy import engine
-from retention.policy.loader import LoadedPolicy, PolicySet
-from retention.policyfiles import load_policies
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "policies"
 

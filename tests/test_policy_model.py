@@ -12,9 +12,9 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from retention.policy import engine
-from retention.policy.duration import RetentionDuration
-from retention.policy.model import (
+from retention.core.policy import engine
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.model import (
     DEFAULT_HOLD_ON_ALERTS,
     DURATION_PATTERN,
     EMPTY_POLICY,

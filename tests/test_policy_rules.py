@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retention.plan.horizon import horizon
-from retention.policy import rules
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule, Item, KeepSpec, evaluate
-from retention.policy.model import Policy, policy_json_schema
-from retention.policy.trace import trace
+from retention.core.horizon import horizon
+from retention.core.policy import rules
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import EveryRule, Item, KeepSpec, evaluate
+from retention.core.policy.model import Policy, policy_json_schema
+from retention.core.policy.trace import trace
 
 NAMES = [
     "last", "hourly", "daily", "weekly", "monthly", "yearly",

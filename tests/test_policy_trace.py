@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import EveryRule, Item, KeepSpec, evaluate
-from retention.policy.trace import trace
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import EveryRule, Item, KeepSpec, evaluate
+from retention.core.policy.trace import trace
 from tests import strategies
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)

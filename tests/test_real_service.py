@@ -24,15 +24,15 @@ from retention.api.models import (
     Snapshot,
     SnapshotPatch,
 )
+from retention.core.decide import decide
+from retention.core.model import AlertView as HoldingAlert
+from retention.core.model import Member, SnapshotView, Target
+from retention.core.policy.engine import KeepSpec
+from retention.core.timestamps import LATEST
 from retention.errors import ApiError, AuthenticationError
-from retention.inventory import Discovery, ProjectTargets, discover
-from retention.plan.decide import decide
-from retention.plan.model import AlertView as HoldingAlert
-from retention.plan.model import Member, SnapshotView, Target
-from retention.planfiles import read_list
-from retention.policy.engine import KeepSpec
+from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator
-from retention.timestamps import LATEST
+from retention.walk.inventory import Discovery, ProjectTargets, discover
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY
 from tests.digest import DigestChecker
 from tests.fakeapi import FakeApi, json_answer, paged

@@ -21,11 +21,11 @@ import pytest
 from markupsafe import Markup
 
 from retention.api.models import SnapshotPatch
-from retention.plan.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
-from retention.plan.planwrite import PlanBuilder, PolicyDigest
+from retention.core.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
 from retention.report import RunInfo, render_reports
 from retention.report.read import change_rows
 from retention.report.render import html_text
+from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PROJECT = "5e2211c17a3e5a48f5497de3"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from retention.core.timestamps import format_timestamp
 from retention.report.model import Calendar, CalendarDay, ClusterRow, Lane
 from retention.report.svg import (
     EXPIRY_BASE,
@@ -23,7 +24,6 @@ from retention.report.svg import (
     build_timeline,
     nice_step,
 )
-from retention.timestamps import format_timestamp
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 ROW = ClusterRow("p1", "c1", "orders", "cluster", 0, {}, ["prod"], [], [])

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from retention.policy.duration import RetentionDuration
-from retention.policy.engine import Item, KeepSpec, evaluate
-from retention.timestamps import parse_timestamp
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.timestamps import parse_timestamp
 
 DATA = Path(__file__).parent / "conformance" / "restic"
 CASES: list[dict[str, Any]] = json.loads((DATA / "cases.json").read_text())

@@ -1,4 +1,4 @@
-"""Tests of retention.plan.restore: what a journal says a run changed, and how undo puts it
+"""Tests of retention.core.restore: what a journal says a run changed, and how undo puts it
 back, without a server."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from retention.api.models import SnapshotPatch
-from retention.plan.restore import Restoration, State, restorations, state_after, verdict
+from retention.core.restore import Restoration, State, restorations, state_after, verdict
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(days=300)

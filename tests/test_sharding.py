@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from retention.errors import UsageError
-from retention.sharding import Shard, choose_shard
 from retention.simulator.server import Simulator, SimulatorConfig
+from retention.walk.sharding import Shard, choose_shard
 from tests.conftest import PUBLIC_KEY
 from tests.simfleet import NOW
 
@@ -37,7 +37,7 @@ def test_every_cluster_id_has_exactly_one_shard() -> None:
 def test_the_hash_is_stable_across_processes() -> None:
     """The split does not depend on Python's salted hash(): another process agrees."""
     code = (
-        "from retention.sharding import Shard; "
+        "from retention.walk.sharding import Shard; "
         "print([Shard(0, 3).owns(f'id{i}') for i in range(20)])"
     )
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,6 +15,7 @@ import pytest
 
 import retention.simulator.fleetfile as fleetfile_module
 from retention.api.models import Alert, MissingShard
+from retention.core.timestamps import format_timestamp
 from retention.simulator.fleet import (
     BENCH,
     HOLD_ALERT_TYPES,
@@ -25,7 +26,6 @@ from retention.simulator.fleet import (
 )
 from retention.simulator.fleetfile import FleetFileError
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
-from retention.timestamps import format_timestamp
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)  # a Saturday, 12:00 UTC: a tick
 SEED = 7

@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retention import cli
+from retention.core.timestamps import format_timestamp
 from retention.simulator.server import Simulator, SimulatorConfig
-from retention.timestamps import format_timestamp
 from tests.conftest import PUBLIC_KEY, make_client
 from tests.journal import intent_lines, outcome_lines
 from tests.notices import Receiver

@@ -16,22 +16,22 @@ from typing import Any
 import pytest
 
 from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
+from retention.apply.executor import Journal, apply_plan
+from retention.config.policyfiles import load_policies
+from retention.core.planfile import clusters_by_key
+from retention.core.policy.loader import PolicySet
+from retention.core.restore import restorations
+from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.errors import StopRequestedError
-from retention.executor import Journal, apply_plan
-from retention.inventory import ProjectTargets
-from retention.jobs import run_job
-from retention.plan.planfile import clusters_by_key
-from retention.plan.planwrite import encode_line
-from retention.plan.restore import restorations
-from retention.planfiles import read_list
-from retention.planner import make_plan
-from retention.policy.loader import PolicySet
-from retention.policyfiles import load_policies
+from retention.lifecycle.jobs import run_job
+from retention.ops.stopping import Stop, on_signals
+from retention.planning.job import make_plan
 from retention.report.read import read_results
+from retention.runfolder.planread import read_list
+from retention.runfolder.planwrite import encode_line
 from retention.simulator.server import Simulator
-from retention.stopping import Stop, on_signals
-from retention.timestamps import format_timestamp, parse_timestamp
-from retention.undo import undo_run
+from retention.undo.job import undo_run
+from retention.walk.inventory import ProjectTargets
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import snapshot

@@ -1,4 +1,4 @@
-"""Tests of retention.timestamps: parsing, formatting and rounding of API timestamps."""
+"""Tests of retention.core.timestamps: parsing, formatting and rounding of API timestamps."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from retention.timestamps import (
+from retention.core.timestamps import (
     TIMESTAMP_FORMAT,
     ceil_to_second,
     format_timestamp,

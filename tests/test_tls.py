@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from retention import logs
 from retention.api import TLSConfig
 from retention.errors import EXIT_UNREACHABLE, TLSError
+from retention.ops import logs
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import snapshot

@@ -12,12 +12,12 @@ import orjson
 import pytest
 
 from retention.api import OpsManagerClient, SnapshotPatch
+from retention.config.policyfiles import load_policies
 from retention.errors import UsageError
-from retention.inventory import ProjectTargets
-from retention.jobs import JobResult, run_job
-from retention.policyfiles import load_policies
+from retention.lifecycle.jobs import JobResult, run_job
 from retention.simulator.server import Simulator
-from retention.undo import UndoResult, undo_run
+from retention.undo.job import UndoResult, undo_run
+from retention.walk.inventory import ProjectTargets
 from tests.journal import intent_lines, outcome_lines
 from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for
 

@@ -1,4 +1,4 @@
-"""Tests of retention.window: ordered results, a bounded look-ahead, errors in place."""
+"""Tests of retention.ops.window: ordered results, a bounded look-ahead, errors in place."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from retention.window import ordered
+from retention.ops.window import ordered
 
 
 def test_results_come_back_in_the_order_of_the_items_however_long_each_takes() -> None:

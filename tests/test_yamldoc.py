@@ -1,4 +1,5 @@
-"""Tests of retention.yamldoc: one parser and one wording for the configuration and policies."""
+"""Tests of retention.config.yamldoc: one parser and one wording for
+the configuration and policies."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from retention import yamldoc
-from retention.config import load_config
+from retention.config import yamldoc
+from retention.config.policyfiles import load_policies
+from retention.config.settings import load_config
 from retention.errors import ConfigError, PolicyError
-from retention.policyfiles import load_policies
 
 ENV = {"RETENTION_PUBLIC_KEY": "pub", "RETENTION_PRIVATE_KEY": "priv"}
 SECRETISH = "hunter2-Zq81-NEVER-SHOWN"

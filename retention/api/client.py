@@ -77,7 +77,7 @@ from retention.errors import (
     RequestTimeoutError,
     TLSError,
 )
-from retention.stopping import Stop
+from retention.ops.stopping import Stop
 
 log = logging.getLogger("retention.api")
 
@@ -230,7 +230,7 @@ class OpsManagerClient:
 
     def _warn_config_server_deprecated(self) -> None:
         # Nothing to act on, so no warning: a plan with config servers says it once, in
-        # its notices and the report's config-server section (retention.planner).
+        # its notices and the report's config-server section (retention.planning.job).
         with self._lock:
             if self._config_server_warned:
                 return

@@ -11,7 +11,7 @@ import re
 from typing import NamedTuple
 from urllib.parse import quote
 
-from retention.plan.ids import carries, id_problem
+from retention.core.ids import carries, id_problem
 
 _PLACEHOLDER = re.compile(r"\{([A-Z-]+)\}")
 
@@ -47,7 +47,7 @@ GET_PROJECT = Endpoint("GET", "/groups/{PROJECT-ID}")
 def encode_segment(value: str) -> str:
     """Percent-encode one path segment built from data; ids are data, not path syntax.
 
-    An id a plan cannot carry (retention.plan.ids: empty, too long, a dot segment, a slash
+    An id a plan cannot carry (retention.core.ids: empty, too long, a dot segment, a slash
     or backslash, a control character) is refused, whoever asks: encoding cannot keep it
     one segment on every server and proxy. Any other character is encoded.
     """

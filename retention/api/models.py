@@ -31,7 +31,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from retention.api.walked import total_storage
-from retention.timestamps import UtcDatetime, ceil_to_second, format_timestamp
+from retention.core.timestamps import UtcDatetime, ceil_to_second, format_timestamp
 
 
 class ApiModel(BaseModel):

@@ -36,7 +36,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from retention import __version__
-from retention.stopping import Stop
+from retention.ops.stopping import Stop
 
 log = logging.getLogger("retention.api")
 
@@ -301,7 +301,7 @@ class BoundedRetry(Retry):
         if self.stats is not None:
             self.stats.count_retry()
         # One line per retry (urllib3's own "Retrying (Retry(...))" warning is dropped by
-        # retention.logs.configure).
+        # retention.ops.logs.configure).
         log.warning(
             "retrying %s after %s, attempt %d of %d, in %.1fs",
             name,

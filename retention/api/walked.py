@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from retention.timestamps import to_utc
+from retention.core.timestamps import to_utc
 
 
 class _Created(msgspec.Struct):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import click
 
-from retention import __version__, logs
+from retention import __version__
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_INTERRUPTED,
@@ -30,6 +30,7 @@ from retention.errors import (
     RetentionError,
     StopRequestedError,
 )
+from retention.ops import logs
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

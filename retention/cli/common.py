@@ -12,18 +12,18 @@ from typing import Any, TypeVar
 import click
 
 from retention.errors import UsageError
-from retention.sharding import Shard, choose_shard
+from retention.walk.sharding import Shard, choose_shard
 
 __all__ = ["UsageError"]
 
 
 def load(ctx: click.Context, *, require_credentials: bool = True) -> Any:
-    from retention.config import load_config
+    from retention.config.settings import load_config
 
     loaded = load_config(ctx.obj["config_path"], require_credentials=require_credentials)
     log = logging.getLogger("retention.config")
     for warning in loaded.warnings:
-        # "warning: ..." as ever on a terminal; a JSON object in json mode (retention.logs).
+        # "warning: ..." as ever on a terminal; a JSON object in json mode (retention.ops.logs).
         text, fields = f"warning: {warning}", {"event": "config-warning"}
         log.warning("%s", warning, extra={"text": text, "fields": fields})
     return loaded
@@ -46,7 +46,7 @@ def examples() -> Path:
 def parse_at(value: str | None) -> datetime:
     if value is None:
         return datetime.now(UTC)
-    from retention.timestamps import parse_timestamp
+    from retention.core.timestamps import parse_timestamp
 
     try:
         return parse_timestamp(value)

@@ -25,8 +25,8 @@ from retention.errors import (
 )
 
 if TYPE_CHECKING:
-    from retention.notify import Delivery
-    from retention.notifysettings import NotifySettings
+    from retention.notices.send import Delivery
+    from retention.notices.settings import NotifySettings
 
 
 def finish(
@@ -41,7 +41,7 @@ def finish(
     """Write the reports, send the notices (when ``notifier`` has ``notify:`` settings),
     print the summary (or, ``output`` json, one JSON document), log the failed changes and
     the run-finished event, and return the exit code."""
-    from retention.logs import RUN_LOGGER
+    from retention.ops.logs import RUN_LOGGER
     from retention.report import RunInfo, render_reports
 
     log = logging.getLogger(RUN_LOGGER)
@@ -95,8 +95,8 @@ def finish(
 def log_run_finished(mode: str, run_id: str, code: int, started: datetime, **facts: Any) -> None:
     """The run-finished event of a run, apply or undo, for log collectors (json logs): on a
     terminal the summary says it all, so in text mode this INFO line shows only with --debug
-    (retention.logs.configure)."""
-    from retention.logs import RUN_LOGGER
+    (retention.ops.logs.configure)."""
+    from retention.ops.logs import RUN_LOGGER
 
     fields: dict[str, Any] = {
         "event": "run-finished",
@@ -208,8 +208,8 @@ class Notifier:
         if self.done or self.settings is None:
             return []
         self.done = True
-        from retention.jobs import change_count
-        from retention.notify import reasons, run_notice, send
+        from retention.lifecycle.jobs import change_count
+        from retention.notices.send import reasons, run_notice, send
 
         if result.applied is not None:
             changed = result.applied.counts.get("applied", 0) > 0
@@ -235,7 +235,7 @@ class Notifier:
         (``failure`` in ``notify.on``)."""
         if self.done or self.settings is None:
             return
-        from retention.notify import FAILURE_EXITS, error_notice, send
+        from retention.notices.send import FAILURE_EXITS, error_notice, send
 
         if code not in FAILURE_EXITS:
             return
@@ -334,7 +334,7 @@ class Metrics:
         ``outcomes``), when a metrics file or a Pushgateway was asked for."""
         if not (self.metrics_file or self.pushgateway):
             return
-        from retention.metrics import RunMetrics, push, write_textfile
+        from retention.ops.metrics import RunMetrics, push, write_textfile
 
         label = self.shard.label if self.shard else None
         m = RunMetrics(self.started, datetime.now(UTC), code, shard=label)

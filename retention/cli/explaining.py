@@ -18,21 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from retention.plan.model import Reason, describe
-from retention.plan.planfile import (
+from retention.core.model import Reason, describe
+from retention.core.planfile import (
     ClusterEntry,
     DecisionRecord,
     HoldRecordEntry,
     PlanHead,
     clusters_by_key,
 )
-from retention.plan.planwrite import jsonable
-from retention.plan.restore import State
-from retention.timestamps import format_timestamp
+from retention.core.restore import State
+from retention.core.timestamps import format_timestamp
+from retention.runfolder.planwrite import jsonable
 
 if TYPE_CHECKING:
-    from retention.plan.trace import PolicyTrace, SnapshotTrace, TracedRule
-    from retention.policy.loader import LoadedPolicy, PolicySet
+    from retention.core.explain import PolicyTrace, SnapshotTrace, TracedRule
+    from retention.core.policy.loader import LoadedPolicy, PolicySet
 
 # Why a snapshot's rules were not traced, when the plan says it was not counted.
 _UNCOUNTED = {
@@ -250,8 +250,8 @@ def _trace(
     policies: list[LoadedPolicy],
 ) -> SnapshotTrace:
     """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
-    from retention.plan.planfile import snapshot_view
-    from retention.plan.trace import trace_snapshot
+    from retention.core.explain import trace_snapshot
+    from retention.core.planfile import snapshot_view
 
     views = [snapshot_view(r) for r in cluster if r is not None]
     return trace_snapshot(views, policies, record["snapshotId"], now=head["evaluatedAt"])

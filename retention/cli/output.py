@@ -41,7 +41,7 @@ def format_option(command: F) -> F:
 
 def emit(document: Mapping[str, Any]) -> None:
     """Print ``document`` as indented JSON (timestamps as the plan files write them)."""
-    from retention.plan.planwrite import jsonable
+    from retention.runfolder.planwrite import jsonable
 
     text = orjson.dumps(jsonable(document), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
     click.echo(text.decode())

@@ -74,12 +74,12 @@ def plan(
       retention plan --format json | jq .plan.summary.byAction
     """
     from retention.cli.summary import summary_lines
-    from retention.config import require_writable
+    from retention.config.policyfiles import load_policies
+    from retention.config.settings import require_writable
     from retention.errors import StopRequestedError
-    from retention.jobs import mark_interrupted, new_run_dir, planning_stopped
-    from retention.planner import make_plan
-    from retention.policyfiles import load_policies
-    from retention.stopping import Stop, on_signals
+    from retention.lifecycle.jobs import mark_interrupted, new_run_dir, planning_stopped
+    from retention.ops.stopping import Stop, on_signals
+    from retention.planning.job import make_plan
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
@@ -179,8 +179,8 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --policies policies/
       retention validate --format json | jq -r '.policies[].name'
     """
-    from retention.policy.loader import hold_warnings
-    from retention.policyfiles import load_policies
+    from retention.config.policyfiles import load_policies
+    from retention.core.policy.loader import hold_warnings
 
     if policies_path is not None:
         source: Any = Path(policies_path)
@@ -264,8 +264,8 @@ def explain(
     else:
         path = Path(plan_path)
     from retention.cli.explaining import explanation, explanation_document
-    from retention.plan.planfile import decisions_path
-    from retention.planfiles import cluster_decisions, find_decision, read_head
+    from retention.core.planfile import decisions_path
+    from retention.runfolder.planread import cluster_decisions, find_decision, read_head
 
     decisions = decisions_path(path)
     if not decisions.is_file():
@@ -287,7 +287,7 @@ def _explain_policies(ctx: click.Context, config: Any, policies_path: str | None
     """The policies to trace with: --policies, else those of the configuration. Without
     either, explain still says what the plan recorded (a plan is often read elsewhere)."""
     from retention.cli.explaining import Policies
-    from retention.policyfiles import load_policies
+    from retention.config.policyfiles import load_policies
 
     if policies_path is not None:
         return Policies(load_policies(Path(policies_path)), policies_path)
@@ -313,15 +313,15 @@ def schema(kind: str) -> None:
       retention schema plan
     """
     if kind == "policy":
-        from retention.policy.model import policy_json_schema
+        from retention.core.policy.model import policy_json_schema
 
         document = policy_json_schema()
     elif kind == "config":
-        from retention.config import config_json_schema
+        from retention.config.settings import config_json_schema
 
         document = config_json_schema()
     else:
-        from retention.plan.planfile import plan_json_schema
+        from retention.core.planfile import plan_json_schema
 
         document = plan_json_schema()
     click.echo(json.dumps(document, indent=2))
@@ -374,7 +374,7 @@ def doctor(ctx: click.Context, output: str) -> int:
       retention doctor
       retention doctor --format json
     """
-    from retention.doctor import run_doctor
+    from retention.ops.doctor import run_doctor
 
     report = run_doctor(ctx.obj["config_path"])
     code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(

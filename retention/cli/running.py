@@ -48,11 +48,11 @@ def run_command(
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
       retention run --dry-run --format json | jq .summary.byAction
     """
-    from retention.config import require_writable
-    from retention.jobs import run_job
-    from retention.lock import run_lock
-    from retention.policyfiles import load_policies
-    from retention.stopping import Stop, on_signals
+    from retention.config.policyfiles import load_policies
+    from retention.config.settings import require_writable
+    from retention.lifecycle.jobs import run_job
+    from retention.ops.lock import run_lock
+    from retention.ops.stopping import Stop, on_signals
 
     selected = shard_from(shard, shard_count)
     started = datetime.now(UTC)
@@ -154,11 +154,11 @@ def apply_command(
       retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
       retention apply plan.json --metrics-file "$TEXTFILE_DIR/retention.prom"  # run's file
     """
-    from retention.config import require_writable
-    from retention.jobs import apply_saved
-    from retention.lock import run_lock
-    from retention.policy.duration import RetentionDuration
-    from retention.stopping import Stop, on_signals
+    from retention.config.settings import require_writable
+    from retention.core.policy.duration import RetentionDuration
+    from retention.lifecycle.jobs import apply_saved
+    from retention.ops.lock import run_lock
+    from retention.ops.stopping import Stop, on_signals
 
     # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
     if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
@@ -240,11 +240,11 @@ def demo(policies_path: str | None, report_dir: str, output: str) -> int:
     from pydantic import SecretStr
 
     from retention.api import Credentials, OpsManagerClient
-    from retention.config import require_writable
-    from retention.inventory import ProjectTargets
-    from retention.jobs import run_job
-    from retention.policyfiles import load_policies
+    from retention.config.policyfiles import load_policies
+    from retention.config.settings import require_writable
+    from retention.lifecycle.jobs import run_job
     from retention.simulator.server import Simulator, SimulatorConfig
+    from retention.walk.inventory import ProjectTargets
 
     chosen = Path(policies_path) if policies_path is not None else _example_policies()
     if not chosen.exists():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from retention.config import LoadedConfig, yaml_lines
+from retention.config.settings import LoadedConfig, yaml_lines
 
 # The private key is never shown, not even in part: the mask notification URLs use too.
-from retention.notifysettings import REDACTED
+from retention.notices.settings import REDACTED
 
 
 def render_config(loaded: LoadedConfig) -> str:

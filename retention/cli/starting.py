@@ -28,7 +28,7 @@ def init(folder: str, output: str) -> None:
       retention init                  # in the current folder
       retention init /etc/retention   # then: retention --config /etc/retention/retention.yaml ...
     """
-    from retention.scaffold import write_starter
+    from retention.config.scaffold import write_starter
 
     starter = write_starter(examples(), Path(folder))
     if output == "json":

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from retention.plan.model import CHANGE_ACTIONS
-from retention.timestamps import format_timestamp
-from retention.wording import printable, size, unmanaged_text
+from retention.core.model import CHANGE_ACTIONS
+from retention.core.timestamps import format_timestamp
+from retention.core.wording import printable, size, unmanaged_text
 
 ACTIONS = CHANGE_ACTIONS
 

@@ -13,8 +13,8 @@ from retention.cli import cli
 from retention.cli.common import load
 from retention.cli.ending import Metrics, log_run_finished, metrics_options
 from retention.cli.output import emit, format_option
+from retention.core.restore import SETTLED
 from retention.errors import exit_code_for, exit_meaning
-from retention.plan.restore import SETTLED
 
 # Items listed in the text summary; the report and undo.json have them all.
 LISTED = 10
@@ -56,12 +56,12 @@ def undo(
       retention undo reports/20261121T030000Z-1a2b3c4d             # I applied the wrong policy
       retention undo "$(ls -d reports/*/ | tail -1)" --format json | jq .counts
     """
-    from retention.config import require_writable
-    from retention.lock import run_lock
+    from retention.config.settings import require_writable
+    from retention.ops.lock import run_lock
+    from retention.ops.stopping import Stop, on_signals
     from retention.report.model import RunInfo
     from retention.report.undo import render_undo_reports
-    from retention.stopping import Stop, on_signals
-    from retention.undo import undo_run
+    from retention.undo.job import undo_run
 
     started = datetime.now(UTC)
     stop = Stop()

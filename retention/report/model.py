@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from retention.core.model import CHANGE_ACTIONS
+from retention.core.timestamps import format_timestamp
 from retention.errors import SIGNAL_EXITS, exit_meaning
-from retention.plan.model import CHANGE_ACTIONS
 from retention.report.holds import HoldRow
-from retention.timestamps import format_timestamp
 
 # The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
 ACTIONS = CHANGE_ACTIONS

@@ -1,6 +1,6 @@
 """Read a run folder into a ``ReportData``: plan.json, decisions.jsonl and results.jsonl.
 
-plan.json and decisions.jsonl are read through retention.plan.planfile, the module that
+plan.json and decisions.jsonl are read through retention.core.planfile, the module that
 writes them. Memory stays flat on large fleets (600k decisions): plan.json is read without
 its ``changes`` and ``held`` lists (decisions.jsonl carries the same decisions), the
 decisions are streamed once into per-cluster and per-day aggregates, and only the
@@ -16,11 +16,10 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from retention.plan.model import describe
-from retention.plan.planfile import Change, DecisionRecord, decisions_path
-from retention.plan.planwrite import jsonable
-from retention.plan.restore import in_doubt, paired
-from retention.planfiles import json_lines, read_decisions, read_head, read_list
+from retention.core.model import describe
+from retention.core.planfile import Change, DecisionRecord, decisions_path
+from retention.core.restore import in_doubt, paired
+from retention.core.timestamps import format_timestamp
 from retention.report.holds import HoldRow
 from retention.report.model import (
     Calendar,
@@ -34,7 +33,8 @@ from retention.report.model import (
     RunInfo,
 )
 from retention.report.svg import Snap, build_calendar, build_timeline, category
-from retention.timestamps import format_timestamp
+from retention.runfolder.planread import json_lines, read_decisions, read_head, read_list
+from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
 _DAY = 86400.0

@@ -18,11 +18,11 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from retention.glossary import GLOSSARY
+from retention.core.glossary import GLOSSARY
+from retention.core.timestamps import format_timestamp
+from retention.core.wording import printable, size
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
-from retention.timestamps import format_timestamp
-from retention.wording import printable, size
 
 FORMATS = {"html": "report.html", "markdown": "report.md"}
 # Timelines drawn in full; the other changed clusters are only in the clusters table.

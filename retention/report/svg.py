@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from retention.core.timestamps import parse_timestamp
 from retention.report.model import (
     Bar,
     Beyond,
@@ -30,7 +31,6 @@ from retention.report.model import (
     Tick,
     Timeline,
 )
-from retention.timestamps import parse_timestamp
 
 WIDTH = 1100
 HEIGHT = 136

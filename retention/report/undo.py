@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from retention.plan.restore import SETTLED, State
+from retention.core.restore import SETTLED, State
 from retention.report.model import RunInfo
 from retention.report.render import write_reports
 

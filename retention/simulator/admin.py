@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError
 from retention.simulator.messages import SimRequest, SimResponse
-from retention.timestamps import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
     from retention.simulator.app import SimulatorApp

@@ -35,6 +35,7 @@ from email.utils import format_datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from retention.core.timestamps import format_timestamp
 from retention.simulator.admin import handle_admin
 from retention.simulator.bodies import (
     agents_json,
@@ -71,7 +72,6 @@ from retention.simulator.store import (
     acknowledge,
     apply_snapshot_patch,
 )
-from retention.timestamps import format_timestamp
 
 BASE_PATH = "/api/public/v1.0"
 SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"

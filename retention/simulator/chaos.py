@@ -27,11 +27,11 @@ from typing import Any
 from pydantic import SecretStr
 
 from retention.api import Credentials, OpsManagerClient, RetryPolicy, Timeouts
-from retention.inventory import ProjectTargets
-from retention.jobs import run_job
-from retention.policyfiles import load_policies
+from retention.config.policyfiles import load_policies
+from retention.core.timestamps import parse_timestamp
+from retention.lifecycle.jobs import run_job
 from retention.simulator.server import Simulator, SimulatorConfig
-from retention.timestamps import parse_timestamp
+from retention.walk.inventory import ProjectTargets
 
 FAULTS = "503=0.1,429=0.05,reset=0.02,slow=0.01,stale=0.05,retry_after=0,slow_ms=300"
 # Drift creates and reaps snapshots, so a drifting fleet cannot equal the clean run's end

@@ -43,9 +43,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from retention.core.timestamps import format_timestamp, to_utc
 from retention.simulator.bodies import self_links
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
-from retention.timestamps import format_timestamp, to_utc
 
 # Links are written before the server binds its port; this is the app's default base URL.
 DEFAULT_BASE_URL = "http://127.0.0.1/api/public/v1.0"

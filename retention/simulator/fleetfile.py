@@ -52,10 +52,10 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from retention import yamldoc
+from retention.config import yamldoc
+from retention.core.timestamps import format_timestamp, parse_timestamp, to_utc
 from retention.simulator.fleet import DEFAULT_BASE_URL, FleetBuilder
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
-from retention.timestamps import format_timestamp, parse_timestamp, to_utc
 
 
 class FleetFileError(ValueError):

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from retention.timestamps import format_timestamp
+from retention.core.timestamps import format_timestamp
 
 
 def q(text: str) -> str:

@@ -1,0 +1,480 @@
+"""The decision model of DESIGN.md section 5: one cluster's snapshots, the policies that
+match it, its open alerts and ``now`` in; a decision per snapshot out. Pure: no I/O, no clock.
+
+    snapshot                                  decision                 PATCH body
+    complete: false                           skip (incomplete)        none
+    expires <= now, not protected             skip (awaiting deletion) none
+    possibly inconsistent / missing shards    not counted; unchanged unless inconsistent: expire
+    in protect, not yet protected             protect                  {"doNotDelete": true}
+    kept, expires sooner than R(s)            extend                   {"expires": W(s)}
+    kept, expires >= R(s) or none             unchanged (never shortened)
+    unkept, expires later than now+grace/none shorten / delete         {"expires": now + grace}
+    unkept, already expiring sooner           unchanged
+    protected, not in protect                 unchanged (manual hold) unless release_protection:
+                                              {"doNotDelete": false, "expires": W(s) or now+grace}
+
+A hold record of protect.ids protects while now is before its end; once it has ended, its
+snapshot is decided as if it were not listed (the doNotDelete it got stays unless
+release_protection lifts it), and its reasons say the hold ended.
+
+Then the safety gates: min_keep turns the newest unkept snapshots back into kept ones;
+max_expire_fraction, matching OPEN alerts and a failed walk hold every destructive change of
+the cluster (protect and extend still go ahead). Config-server decisions are advisory.
+
+Ids a plan cannot carry (retention.core.ids) are held too: a target with such an id is
+not walked and gets only its hold; a snapshot with one gets no change, and holds the
+destructive changes of its cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Literal
+
+from retention.api.models import SnapshotPatch
+from retention.core.horizon import horizon, required_and_written
+from retention.core.ids import carries, id_problem
+from retention.core.model import (
+    AlertView,
+    ClusterPlan,
+    Decision,
+    Hold,
+    HoldRecordView,
+    Reason,
+    SnapshotView,
+    Target,
+    ended_reason,
+    hold_note,
+    note,
+)
+from retention.core.policy.engine import Item, Match, ended, evaluate
+from retention.core.policy.loader import LoadedPolicy
+from retention.core.timestamps import ceil_to_second
+
+# Why the rules do not count a snapshot (each is also the state it is decided as).
+Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
+
+_EXPIRED = note(
+    "awaiting-deletion", "its expiry has passed; the API forbids editing it (awaiting deletion)"
+)
+_EXPIRING = note("expiring", "already expires within the grace period")
+_NO_RULE = note("no-rule", "no keep rule matches")
+
+
+@dataclass(frozen=True)
+class Merged:
+    """Several matching policies as one: the most retentive setting of each wins."""
+
+    grace_until: datetime
+    grace_is_zero: bool
+    min_keep: int
+    max_expire_fraction: float
+    hold_on_alerts: frozenset[str]
+    release_protection: bool
+    expire_inconsistent: bool
+    policies: tuple[LoadedPolicy, ...]  # sorted by name: holds say which one's setting held
+
+    @classmethod
+    def of(cls, policies: Sequence[LoadedPolicy], now: datetime) -> Merged:
+        """Largest grace and min_keep, smallest fraction, union of alert types; release
+        protection and expire inconsistent snapshots only if every policy says so."""
+        settings = [p.policy for p in policies]
+        return cls(
+            grace_until=ceil_to_second(max(p.grace.after(now, UTC) for p in settings)),
+            grace_is_zero=all(p.grace.zero for p in settings),
+            min_keep=max(p.safety.min_keep for p in settings),
+            max_expire_fraction=min(p.safety.max_expire_fraction for p in settings),
+            hold_on_alerts=frozenset().union(*(p.safety.hold_on_alerts for p in settings)),
+            release_protection=all(p.release_protection for p in settings),
+            expire_inconsistent=all(p.inconsistent == "expire" for p in settings),
+            policies=tuple(sorted(policies, key=lambda p: p.name)),
+        )
+
+    def fraction_setting(self) -> str:
+        """Where the smallest max_expire_fraction (the one that holds) is set."""
+        loaded = min(self.policies, key=lambda p: p.policy.safety.max_expire_fraction)
+        return loaded.where("safety.max_expire_fraction")
+
+    def alert_setting(self, event_type: str) -> str | None:
+        """Where the first policy that holds on ``event_type`` says so."""
+        for loaded in self.policies:
+            if event_type in loaded.policy.safety.hold_on_alerts:
+                return loaded.where("safety.hold_on_alerts")
+        return None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every decision of one cluster shares."""
+
+    merged: Merged
+    now: datetime
+    lease_for: timedelta
+    # The cluster's policies: an unkept snapshot is the verdict of all of them.
+    names: list[str]
+    # PATCH bodies are immutable and most of a cluster's share one expiry (now + grace):
+    # building each anew was a third of decide()'s time.
+    patches: dict[datetime, SnapshotPatch]
+    grace_patch: SnapshotPatch  # the body for merged.grace_until
+
+    def expire_at(self, when: datetime) -> SnapshotPatch:
+        """The body that sets ``expires`` to ``when`` (one value object per expiry)."""
+        if when is self.merged.grace_until:  # most of a cluster's: no datetime to hash
+            return self.grace_patch
+        patch = self.patches.get(when)
+        if patch is None:
+            patch = self.patches[when] = SnapshotPatch.expire_at(when)
+        return patch
+
+
+@dataclass
+class _Verdicts:
+    """What the policies said about the counted snapshots."""
+
+    kept: dict[str, list[Reason]]
+    protected: dict[str, list[Reason]]
+    horizons: dict[str, datetime | None]
+    policies: dict[str, set[str]]
+    # Hold records that have ended, by snapshot: said in the decision unless it is protected.
+    ended: dict[str, list[Reason]]
+
+
+def decide(
+    target: Target,
+    snapshots: Sequence[SnapshotView],
+    policies: Sequence[LoadedPolicy],
+    alerts: Sequence[AlertView],
+    *,
+    now: datetime,
+    lease_for: timedelta,
+    walk_error: str | None = None,
+) -> ClusterPlan:
+    """Decide every snapshot of one cluster (or config server). See the module docstring."""
+    ordered = newest_first(snapshots)
+    plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
+    if walk_error:
+        plan.errors.append(walk_error)
+    if (unfit := target.id_problem()) is not None:
+        # Held even when no policy matches it: an id like this is worth a person's look.
+        plan.holds.append(Hold("id", unfit))
+        return plan
+    if not policies:
+        unmatched = note("unmatched", "no policy matches this cluster")
+        plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
+        return plan
+    merged = Merged.of(policies, now)
+    plan.grace_seconds = int((merged.grace_until - now).total_seconds())
+    plan.release_protection = merged.release_protection
+    verdicts = _evaluate(counted_items(ordered, now), policies, now)
+    ctx = _Context(
+        merged, now, lease_for, plan.policies, {}, SnapshotPatch.expire_at(merged.grace_until)
+    )
+    for snapshot in ordered:
+        plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
+    _min_keep(plan, ctx)
+    _say_ended(plan, verdicts)
+    plan.hold_records = hold_records(policies, plan.decisions, now)
+    _uncarried(plan)
+    _hold(plan, merged, alerts, walk_error)
+    if target.kind == "config-server":
+        for decision in plan.decisions:
+            decision.advisory = decision.action != "none"
+    return plan
+
+
+def newest_first(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
+    """A cluster's snapshots in the order of its decisions: newest first, ties by id. The
+    engine's walk keeps this order for equal times, so it decides which of them a bucket
+    keeps."""
+    return sorted(snapshots, key=lambda s: (s.created, s.id), reverse=True)
+
+
+def uncounted(snapshot: SnapshotView, now: datetime) -> Uncounted | None:
+    """Why the rules do not count a snapshot, or None when they do: one still being created,
+    one awaiting deletion (the API refuses to edit it) and a possibly inconsistent one
+    neither use up a count nor fill a bucket."""
+    if not snapshot.complete:
+        return "incomplete"
+    if _awaiting(snapshot, now):
+        return "awaiting-deletion"
+    return None if snapshot.consistent else "inconsistent"
+
+
+def counted_items(ordered: Sequence[SnapshotView], now: datetime) -> list[Item]:
+    """What the engine is given of a cluster (``ordered`` as newest_first sorts it): the
+    counted snapshots, in that order."""
+    return [Item(s.id, s.created) for s in ordered if uncounted(s, now) is None]
+
+
+def rule_reason(
+    policy: str, zone: tzinfo, match: Match, created: datetime, *, keeping: bool
+) -> Reason:
+    """The reason a plan records for one rule of ``policy`` that keeps (or, ``keeping``
+    False, protects) a snapshot created at ``created``."""
+    reason = Reason(
+        policy=policy,
+        rule=match.rule,
+        counter=match.counter or None,
+        of=match.count if match.counter else None,
+        # A protect rule's snapshot gets doNotDelete: no horizon applies to it.
+        horizon=horizon(match, created, zone) if keeping else None,
+        text=match.text if keeping else f"protect: {match.text}",
+    )
+    if match.hold is not None:
+        reason["hold"] = hold_note(match.hold)
+    return reason
+
+
+def hold_records(
+    policies: Sequence[LoadedPolicy], decisions: Sequence[Decision], now: datetime
+) -> list[HoldRecordView]:
+    """Every hold record of ``policies``, in force at ``now`` or not, with the state of its
+    snapshot among ``decisions`` (None when the cluster has no snapshot of that id)."""
+    records = [
+        (loaded, index, record)
+        for loaded in sorted(policies, key=lambda p: p.name)
+        if loaded.policy.protect is not None
+        for index, record in loaded.policy.protect.records
+    ]
+    if not records:  # the usual cluster: no pass over its decisions
+        return []
+    wanted = {record.id for _, _, record in records}
+    states = {d.snapshot.id: d.state for d in decisions if d.snapshot.id in wanted}
+    return [
+        HoldRecordView(
+            loaded.name,
+            index,
+            hold,
+            loaded.where(f"protect.ids.{index}"),
+            hold.in_force(now),
+            states.get(record.id),
+        )
+        for loaded, index, record in records
+        for hold in (record.to_engine(),)
+    ]
+
+
+def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
+    return not snapshot.do_not_delete and snapshot.expires is not None and snapshot.expires <= now
+
+
+def _evaluate(items: list[Item], policies: Sequence[LoadedPolicy], now: datetime) -> _Verdicts:
+    verdicts = _Verdicts({}, {}, {}, {}, {})
+    for loaded in sorted(policies, key=lambda p: p.name):
+        policy, zone = loaded.policy, loaded.policy.zone
+        protect = policy.protect_spec()
+        for snapshot_id, hold in ended(protect.ids, now).items():
+            verdicts.ended.setdefault(snapshot_id, []).append(ended_reason(policy.name, hold))
+        rules = ((policy.keep_spec(), verdicts.kept), (protect, verdicts.protected))
+        for spec, into in rules:
+            if spec.empty:
+                continue
+            keeping = into is verdicts.kept
+            result = evaluate(items, spec, now, zone)
+            for item in result.keep:
+                found = into.setdefault(item.id, [])
+                found.extend(
+                    rule_reason(policy.name, zone, m, item.time, keeping=keeping)
+                    for m in result.reasons[item.id].matches
+                )
+                verdicts.policies.setdefault(item.id, set()).add(policy.name)
+                if keeping:
+                    # The most retentive horizon of every rule, of every policy, that keeps it.
+                    ends = [r["horizon"] for r in found]
+                    verdicts.horizons[item.id] = max((e for e in ends if e), default=None)
+    return verdicts
+
+
+def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # noqa: PLR0911
+    # One return per row of the table in the module docstring.
+    merged, now = ctx.merged, ctx.now
+    if not s.complete:
+        reason = note("incomplete", "still being created: not counted, not touched")
+        return Decision(s, "incomplete", reasons=[reason])
+    if _awaiting(s, now):
+        # The observed expiry is in every decision record; the reason need not repeat it.
+        return Decision(s, "awaiting-deletion", reasons=[_EXPIRED])
+    if not s.consistent:
+        if not merged.expire_inconsistent:
+            text = "possibly inconsistent or missing shards: not counted"
+            return Decision(s, "inconsistent", reasons=[note("inconsistent", text)])
+        if s.do_not_delete:
+            # A hold outranks inconsistent: expire; only release_protection lifts it.
+            return _held_manually(s, v, ctx, [])
+        text = "possibly inconsistent or missing shards; inconsistent: expire"
+        return _unkept(s, ctx, [note("inconsistent", text)])
+    if s.id not in v.policies:  # no rule kept or protected it: most of a long history
+        if s.do_not_delete:
+            return _held_manually(s, v, ctx, [])
+        return _unkept(s, ctx, [_NO_RULE])
+    policies = sorted(v.policies[s.id])
+    if s.id in v.protected:
+        reasons = v.protected[s.id] + v.kept.get(s.id, [])
+        if s.do_not_delete:
+            return Decision(s, "protected", reasons=reasons, policies=policies)
+        return Decision(s, "protected", "protect", reasons, policies, patch=SnapshotPatch.protect())
+    if s.do_not_delete:
+        return _held_manually(s, v, ctx, policies)
+    if s.id in v.kept:
+        return _kept(s, v.kept[s.id], v.horizons.get(s.id), ctx, policies)
+    return _unkept(s, ctx, [_NO_RULE])
+
+
+def _kept(
+    s: SnapshotView,
+    reasons: list[Reason],
+    horizon_at: datetime | None,
+    ctx: _Context,
+    policies: list[str],
+) -> Decision:
+    required, written = required_and_written(horizon_at, ctx.now, ctx.lease_for)
+    # Nothing written may be earlier than now + grace (invariant 4), kept or not.
+    grace_until = ctx.merged.grace_until
+    required, written = max(required, grace_until), max(written, grace_until)
+    if s.expires is None or s.expires >= required:
+        return Decision(s, "kept", reasons=reasons, policies=policies, expires_after=s.expires)
+    return Decision(
+        s, "kept", "extend", reasons, policies, expires_after=written,
+        patch=ctx.expire_at(written),
+    )  # fmt: skip
+
+
+def _unkept(s: SnapshotView, ctx: _Context, reasons: list[Reason]) -> Decision:
+    until, names = ctx.merged.grace_until, list(ctx.names)
+    if s.expires is not None and s.expires <= until:
+        return Decision(
+            s, "unkept", reasons=[*reasons, _EXPIRING], policies=names, expires_after=s.expires
+        )
+    return Decision(
+        s,
+        "unkept",
+        "delete" if ctx.merged.grace_is_zero else "shorten",
+        reasons,
+        names,
+        expires_after=until,
+        patch=ctx.expire_at(until),
+    )
+
+
+def _held_manually(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[str]) -> Decision:
+    merged = ctx.merged
+    if not merged.release_protection:
+        why = note(
+            "manual-hold", "doNotDelete was set outside these policies; release_protection is off"
+        )
+        return Decision(s, "manual-hold", reasons=[*v.kept.get(s.id, []), why], policies=policies)
+    if s.id in v.kept:
+        _, written = required_and_written(v.horizons.get(s.id), ctx.now, ctx.lease_for)
+        written = max(written, merged.grace_until)
+        lifted = note("release_protection", "release_protection: hold lifted, expiry set")
+        reasons = [*v.kept[s.id], lifted]
+        return Decision(
+            s, "kept", "release", reasons, policies, expires_after=written,
+            patch=SnapshotPatch.release(written),
+        )  # fmt: skip
+    lifted = note("release_protection", "release_protection: hold lifted")
+    return Decision(
+        s, "unkept", "release", [_NO_RULE, lifted],
+        list(ctx.names), expires_after=merged.grace_until,
+        patch=SnapshotPatch.release(merged.grace_until),
+    )  # fmt: skip
+
+
+def _say_ended(plan: ClusterPlan, v: _Verdicts) -> None:
+    """Put the ended hold records of a snapshot first among its reasons, unless another
+    rule protects it (then the hold's end changes nothing) or the rules did not count it."""
+    if not v.ended:
+        return
+    for d in plan.decisions:
+        notes = v.ended.get(d.snapshot.id)
+        if notes and d.state in ("kept", "unkept", "manual-hold"):
+            d.reasons = [*notes, *d.reasons]
+
+
+def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
+    """Keep the newest unkept, counted snapshots until min_keep survive (or all there are).
+
+    A survivor is complete and consistent: a possibly inconsistent snapshot under a hold
+    survives, but no one can restore the cluster from it, so it does not count."""
+    survivors = sum(
+        d.state in ("kept", "protected", "manual-hold") and d.snapshot.consistent
+        for d in plan.decisions
+    )
+    missing = ctx.merged.min_keep - survivors
+    for i, d in enumerate(plan.decisions):
+        if missing <= 0:
+            break
+        if d.state != "unkept" or not d.snapshot.consistent:
+            continue
+        if d.snapshot.do_not_delete:
+            # A hold release_protection would lift: the safest way to keep it is to leave it.
+            reasons = [*d.reasons, note("min_keep", "safety: min_keep: hold left in place")]
+            plan.decisions[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
+        else:
+            keeps = note("min_keep", f"safety: min_keep {ctx.merged.min_keep}")
+            plan.decisions[i] = _kept(d.snapshot, [keeps], None, ctx, [])
+        missing -= 1
+
+
+def _uncarried(plan: ClusterPlan) -> None:
+    """Snapshots whose ids a plan cannot carry get no change (the rules still count them),
+    and hold the cluster: a kept one may need an extension that cannot be sent, so what the
+    rules leave to expire beside it waits for a person."""
+    odd = [d for d in plan.decisions if not carries(d.snapshot.id)]
+    if not odd:  # every real cluster: one regular-expression match a snapshot
+        return
+    named: list[str] = []
+    for d in odd:
+        why = id_problem(d.snapshot.id)
+        d.reasons = [
+            *d.reasons,
+            note("id", f"its id cannot be carried by a plan ({why}): never changed"),
+        ]
+        d.action, d.patch, d.expires_after = "none", None, d.snapshot.expires
+        if len(named) < 3:
+            named.append(f"{d.snapshot.id!r}: {why}")
+    more = f"; and {len(odd) - 3} more" if len(odd) > 3 else ""
+    count = f"{len(odd)} snapshot id{'s' if len(odd) != 1 else ''}"
+    plan.holds.append(
+        Hold(
+            "id",
+            f"{count} cannot be carried by a plan ({'; '.join(named)}{more}): never "
+            "changed, and the cluster's destructive changes are held",
+        )
+    )
+
+
+def _hold(
+    plan: ClusterPlan, merged: Merged, alerts: Sequence[AlertView], walk_error: str | None
+) -> None:
+    """Hold every destructive change of the cluster when a gate says so, or an id hold
+    (added by _uncarried, with or without destructive changes) is already there."""
+    destructive = [d for d in plan.decisions if d.destructive]
+    if not destructive:
+        return
+    holds: list[Hold] = []
+    if walk_error:
+        holds.append(Hold("walk", f"incomplete information: {walk_error}"))
+    for alert in sorted(alerts, key=lambda a: a.id):
+        if alert.event_type in merged.hold_on_alerts and alert.names(plan.target):
+            reason = f"OPEN alert {alert.event_type} ({alert.id})"
+            setting = merged.alert_setting(alert.event_type)
+            holds.append(Hold("alert", reason, alert_id=alert.id, setting=setting))
+    counted = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
+    share = len(destructive) / counted if counted else 1.0
+    if share > merged.max_expire_fraction:
+        holds.append(
+            Hold(
+                "max_expire_fraction",
+                f"{len(destructive)} of {counted} snapshots would expire ({share:.0%}), "
+                f"more than max_expire_fraction {merged.max_expire_fraction:g}",
+                setting=merged.fraction_setting(),
+            )
+        )
+    plan.holds.extend(holds)
+    if plan.holds:
+        text = "; ".join(h.reason for h in plan.holds)
+        for decision in destructive:
+            decision.held = text

@@ -1,0 +1,276 @@
+"""The words retention uses for what it decides, in one place.
+
+The report's "Words used here" section and docs/glossary.md are both made from ``GLOSSARY``,
+so the terminal, the report, the Markdown and plan.json can use a word and a reader finds
+the same meaning wherever they look it up. ``python -m retention.core.glossary`` rewrites
+docs/glossary.md; a test fails when the file is stale or when a state, action, hold or
+outcome of the code has no entry.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+Entry = tuple[str, str]
+
+GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
+    (
+        "States",
+        "What the plan found a snapshot to be (`state` in decisions.jsonl).",
+        (
+            ("kept", "A keep rule of a matching policy keeps it (or min_keep does)."),
+            ("protected", "A protect rule keeps it with doNotDelete: true, without expiry."),
+            (
+                "unkept",
+                "No rule keeps it: it gets an expiry of the run's time plus the policy's grace, "
+                "after which the service may delete it.",
+            ),
+            (
+                "unmatched",
+                "No policy matches its cluster: it is never changed (see unmanaged).",
+            ),
+            (
+                "manual-hold",
+                "Someone set doNotDelete on it and no protect rule asks for that: left as it "
+                "is unless the policy has release_protection: true.",
+            ),
+            (
+                "awaiting-deletion",
+                "Its expiry has passed: the service deletes it and the API refuses to edit it.",
+            ),
+            ("incomplete", "Still being taken: not counted and never touched."),
+            (
+                "inconsistent",
+                "Possibly inconsistent or missing shards: not counted, left alone unless the "
+                "policy says inconsistent: expire.",
+            ),
+        ),
+    ),
+    (
+        "Actions",
+        "The change a plan makes to a snapshot (`action`); one PATCH each.",
+        (
+            ("none", "No change is needed."),
+            ("protect", "Set doNotDelete: true (and no expiry): kept until a person lifts it."),
+            (
+                "extend",
+                "Move a kept snapshot's expiry later: to its rule's horizon, and at least two "
+                "leases ahead.",
+            ),
+            (
+                "shorten",
+                "Bring an unkept snapshot's expiry forward to the run's time plus the grace "
+                "(destructive).",
+            ),
+            (
+                "delete",
+                "Shorten with a grace of zero: the service may delete it right away (destructive).",
+            ),
+            (
+                "release",
+                "Lift a doNotDelete the policy no longer asks for (only with "
+                "release_protection: true), with the expiry its rules give it.",
+            ),
+        ),
+    ),
+    (
+        "Not sent",
+        "Changes the plan lists but does not send.",
+        (
+            (
+                "held",
+                "A destructive change a safety gate stopped: it waits for a person (exit 3).",
+            ),
+            (
+                "advisory",
+                "A change a legacy config-server snapshot would need: the API has no way to "
+                "make it, so it is only reported.",
+            ),
+        ),
+    ),
+    (
+        "Holds",
+        "Why a cluster's destructive changes are held (`holds[].kind` in plan.json).",
+        (
+            (
+                "max_expire_fraction",
+                "More of the cluster would expire in one run than the policy allows; after "
+                "review, `retention apply PLAN --approve CLUSTER` sends them.",
+            ),
+            (
+                "alert",
+                "An OPEN alert of a type in hold_on_alerts names the cluster: resolve it, "
+                "then plan again.",
+            ),
+            (
+                "walk",
+                "The cluster's snapshots could not all be read: no destructive change "
+                "until a complete walk.",
+            ),
+            (
+                "id",
+                "The service gave the cluster, or one of its snapshots, an id a plan cannot "
+                "carry as one path segment (empty, over 128 characters, `.` or `..`, or "
+                "holding `/`, `\\` or a control character): such a cluster is not walked, "
+                "such a snapshot never changed, the cluster's destructive changes wait, and "
+                "no approval lifts the hold.",
+            ),
+        ),
+    ),
+    (
+        "Outcomes",
+        "What happened to a PATCH (`outcome` in results.jsonl).",
+        (
+            ("applied", "The API made the change."),
+            (
+                "stale",
+                "The snapshot changed since the plan (gone, or another expiry or state): "
+                "skipped; the next plan decides again.",
+            ),
+            (
+                "refused",
+                "The last check before sending found it would break a safety rule: not sent "
+                "(exit 1).",
+            ),
+            ("failed", "The API answered with an error, or not at all (exit 1)."),
+            ("held", "A safety gate holds it: not sent."),
+            (
+                "not-sent",
+                "The run was stopped (Ctrl-C, SIGTERM) before this change was sent: run "
+                "again to send it.",
+            ),
+        ),
+    ),
+    (
+        "Undo outcomes",
+        "What `retention undo` did about each snapshot a run shortened (`outcome` in the "
+        "undo's results.jsonl and undo.json).",
+        (
+            ("restored", "Put back to its state from before that run."),
+            ("would-restore", "A dry run: it would have been put back."),
+            ("unchanged", "Already as before that run: nothing sent."),
+            (
+                "protected",
+                "Protected with no expiry where it had no expiry before that run: an undo "
+                "stopped between its two PATCHes, or someone protected it. It cannot be "
+                "deleted; lift the protection by hand to have it as before.",
+            ),
+            (
+                "stale",
+                "Changed since that run by someone or something else: left alone (exit 1).",
+            ),
+            ("gone", "Deleted: nothing to put back (exit 1)."),
+            (
+                "expired",
+                "The expiry that run wrote has passed, and the API edits no past expiry (exit 1).",
+            ),
+            (
+                "lapsed",
+                "Its expiry from before that run has passed too: putting it back would let "
+                "the service delete it at once (exit 1).",
+            ),
+            (
+                "not-sent",
+                "The undo was stopped (Ctrl-C, SIGTERM) before this snapshot was put back: "
+                "run the same undo again.",
+            ),
+        ),
+    ),
+    (
+        "Other words",
+        "",
+        (
+            (
+                "in doubt",
+                "A PATCH journalled as about to be sent, with no outcome after it (the run "
+                "was killed while it was on the wire) or a failure (a try may have reached "
+                "the service first). Undo puts it back only if the service shows what it "
+                "would have written.",
+            ),
+            (
+                "destructive",
+                "A change that lets the service delete a snapshot sooner: shorten, delete, "
+                "or a release of an unkept one. Only these are held.",
+            ),
+            (
+                "grace",
+                "The time an unkept snapshot is given before the service may delete it, "
+                "counted from when the change is sent.",
+            ),
+            (
+                "may be deleted from",
+                "The earliest time the service may delete a snapshot: its new expiry, "
+                "never sooner than the send time plus the grace.",
+            ),
+            (
+                "horizon",
+                "How long the rule that keeps a snapshot wants it: daily 7 keeps a day's "
+                "snapshot until 7 days after that day ends.",
+            ),
+            (
+                "lease",
+                "The time until the second-next scheduled run: kept snapshots always expire "
+                "at least this far ahead, so a stopped job deletes nothing it meant to keep.",
+            ),
+            (
+                "#3 of 7",
+                "The counter of a keep rule: this is the third snapshot daily 7 keeps, "
+                "newest first.",
+            ),
+            (
+                "unmanaged",
+                "A cluster no policy matches: retention never changes its snapshots, so they "
+                "are never cleaned up either.",
+            ),
+            (
+                "unused policy",
+                "A policy that matches no cluster or config server, often a glob that misses.",
+            ),
+            (
+                "given back",
+                "The storage (the parts' storageSizeBytes) of the snapshots a plan shortens or "
+                "deletes, freed when the service deletes them.",
+            ),
+            (
+                "what-if plan",
+                "A plan made with --at for another time: for reading only, apply refuses it.",
+            ),
+            (
+                "hold record",
+                "An entry of protect: ids with a reason, maybe a ticket and an end (until): "
+                "it protects its snapshot until then, and no longer once it has ended. Not a "
+                "safety-gate hold.",
+            ),
+        ),
+    ),
+)
+
+
+def terms() -> dict[str, str]:
+    """Every term and its meaning."""
+    return {term: meaning for _, _, entries in GLOSSARY for term, meaning in entries}
+
+
+def markdown() -> str:
+    """docs/glossary.md."""
+    lines = [
+        "# Glossary",
+        "",
+        "The words retention uses in its terminal output, report.html, report.md, plan.json "
+        "and decisions.jsonl, and what they mean. (Generated from `retention/core/glossary.py`: "
+        "`python -m retention.core.glossary`.)",
+    ]
+    for title, intro, entries in GLOSSARY:
+        lines += ["", f"## {title}", ""]
+        if intro:
+            lines += [intro, ""]
+        lines += [f"- **{term}**: {meaning}" for term, meaning in entries]
+    return "\n".join(lines) + "\n"
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "glossary.md"
+
+if __name__ == "__main__":  # pragma: no cover - the docs test checks the file it writes
+    DOC.write_text(markdown(), encoding="utf-8")
+    sys.stdout.write(f"wrote {DOC}\n")

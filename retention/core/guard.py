@@ -1,0 +1,294 @@
+"""The checks apply makes before it trusts a plan file, and the last one before each PATCH.
+
+A plan file is reviewed, copied, edited, kept for hours: by the time it is applied it is
+data from outside, like an API answer. Three layers, all pure (the executor does the I/O):
+
+- ``plan_refusal``: the head. A what-if plan (``plan --at``), a plan evaluated at another
+  time than it was made, one made against another API, or an old one is refused whole.
+- ``EntryCheck``: every entry of ``changes``, before the first request. Ids, actions and
+  bodies that match their action, ``destructive`` as the one definition says, a cluster the
+  plan knows, no snapshot twice. One bad entry refuses the plan: nothing is sent.
+- ``check_send``: right before each PATCH, against the state just re-read and the clock at
+  that moment, DESIGN.md section 5's invariants 1, 2, 4 and 6 once more. A destructive
+  expiry is sent as max(planned, now + grace), so a plan reviewed for hours still gives
+  every snapshot its full grace on the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from retention.api.models import SnapshotPatch
+from retention.core.model import SnapshotView, is_destructive
+from retention.core.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
+from retention.core.timestamps import add_seconds, format_timestamp
+from retention.core.wording import printable
+
+# A plan is evaluated at the time it is made; more apart than this, it was made with --at
+# (or edited) and answers a question about another time.
+MAX_EVALUATION_SKEW = timedelta(minutes=5)
+
+# Which members each action's body has: a protect never carries expires (the API removes
+# it, and doNotDelete: true with expires is refused).
+_BODY_MEMBERS: dict[str, frozenset[str]] = {
+    "protect": frozenset({"doNotDelete"}),
+    "extend": frozenset({"expires"}),
+    "shorten": frozenset({"expires"}),
+    "delete": frozenset({"expires"}),
+    "release": frozenset({"doNotDelete", "expires"}),
+}
+
+
+def plan_refusal(head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta) -> str | None:
+    """Why a plan must not be applied at all (None: its head is fine)."""
+    if head["whatIf"]:
+        return (
+            f"this is a what-if plan, made with --at {format_timestamp(head['evaluatedAt'])}: "
+            "it shows what the policies would do at that time, and applying it would write "
+            "expiries computed for then. Run `retention plan` (without --at) and apply that"
+        )
+    skew = abs(head["evaluatedAt"] - head["createdAt"])
+    if skew > MAX_EVALUATION_SKEW:
+        return (
+            f"the plan was evaluated at {format_timestamp(head['evaluatedAt'])} but made at "
+            f"{format_timestamp(head['createdAt'])} ({_hours(skew)} apart): its expiries were "
+            "computed for another time. Run `retention plan` and apply that"
+        )
+    if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
+        return (
+            f"the plan was made against {head['baseUrl']!r}, not the configured "
+            f"{base_url!r}; plan again against this API"
+        )
+    age = now - head["createdAt"]
+    if age > max_age:
+        return (
+            f"the plan is {_hours(age)} old, more than --max-age {_hours(max_age)}; "
+            "the fleet has moved on since: plan again"
+        )
+    if age < -MAX_EVALUATION_SKEW:
+        return (
+            f"the plan was made at {format_timestamp(head['createdAt'])}, "
+            f"{_hours(-age)} in this machine's future: check the clocks, then plan again"
+        )
+    return None
+
+
+def _hours(delta: timedelta) -> str:
+    return f"{delta.total_seconds() / 3600:.1f}h"
+
+
+def body_problem(change: Change) -> str | None:
+    """What is wrong with a change's body for its action (None: nothing)."""
+    action, body = change["action"], change["body"]
+    members = frozenset(body)
+    wanted = _BODY_MEMBERS[action]
+    if body.get("doNotDelete") is True and "expires" in body:
+        return "body holds doNotDelete: true together with expires, which the API refuses"
+    if members != wanted:
+        return f"a {action} body has {sorted(wanted)}, this one has {sorted(members)}"
+    if action == "protect" and body["doNotDelete"] is not True:
+        return "a protect body is {doNotDelete: true}"
+    if action == "release" and body["doNotDelete"] is not False:
+        return "a release body sets doNotDelete: false"
+    return None
+
+
+@dataclass
+class EntryCheck:
+    """Checks the entries of a plan's ``changes`` one at a time, in file order, in memory
+    that grows with the number of clusters, not of changes."""
+
+    head: PlanHead
+
+    def __post_init__(self) -> None:
+        self.clusters = clusters_by_key(self.head)
+        self._done: set[tuple[str, str]] = set()
+        self._current: tuple[str, str] | None = None
+        self._snapshots: set[str] = set()
+        # A kept snapshot is written an expiry of at least now + 2 leases: never less than
+        # this.
+        self._lease_end = add_seconds(self.head["evaluatedAt"], self.head["leaseSeconds"])
+
+    def problem(self, change: Change) -> str | None:  # noqa: PLR0911 - one return a rule
+        """What is wrong with the next entry (None: nothing)."""
+        key = (change["projectId"], change["clusterId"])
+        cluster = self.clusters.get(key)
+        if cluster is None:
+            return f"cluster {change['clusterId']} is not among the plan's clusters"
+        if cluster["kind"] != "cluster":
+            return "a config-server snapshot has no PATCH endpoint: its changes are advisory"
+        if "held" in change:
+            return "a held change belongs in the plan's held list, not in changes"
+        if key != self._current:
+            if key in self._done:
+                return f"the changes of cluster {change['clusterId']} are not together"
+            if self._current is not None:
+                self._done.add(self._current)
+            self._current, self._snapshots = key, set()
+        if change["snapshotId"] in self._snapshots:
+            return f"snapshot {change['snapshotId']} has more than one change"
+        self._snapshots.add(change["snapshotId"])
+        if (problem := body_problem(change)) is not None:
+            return problem
+        return self._meaning(change, cluster)
+
+    def _meaning(self, change: Change, cluster: ClusterEntry) -> str | None:  # noqa: PLR0911
+        action, body, observed = change["action"], change["body"], change["observed"]
+        if change["grace"] != cluster["graceSeconds"]:
+            return (
+                f"grace {change['grace']} s differs from its cluster's {cluster['graceSeconds']} s"
+            )
+        if action == "release":
+            if not observed["doNotDelete"]:
+                return "a release lifts doNotDelete, but the snapshot was not protected"
+            if not cluster["releaseProtection"]:
+                return "a release needs release_protection: true in every policy of its cluster"
+        if action in ("shorten", "delete", "protect", "extend"):
+            kept = action in ("protect", "extend")
+            if change["destructive"] != is_destructive(action, kept=kept):
+                return f"a {action} is {'not ' if kept else ''}destructive"
+        expires = body.get("expires")
+        if expires is None:
+            return None
+        evaluated = self.head["evaluatedAt"]
+        if change["destructive"]:
+            floor = add_seconds(evaluated, change["grace"])
+            if expires < floor:
+                return (
+                    f"expires {format_timestamp(expires)} is earlier than the plan's time "
+                    f"plus the grace ({format_timestamp(floor)})"
+                )
+        elif expires < self._lease_end:
+            return (
+                f"a {action} that keeps a snapshot writes at least the lease "
+                f"({format_timestamp(self._lease_end)}), not {format_timestamp(expires)}"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with one change at send time: send ``body``, or not, and why."""
+
+    outcome: Literal["send", "stale", "refused"]
+    reason: str | None = None
+    body: SnapshotPatch | None = None
+
+
+def check_send(  # noqa: PLR0911 - one return per rule, in the order they are checked
+    change: Change,
+    current: SnapshotView | None,
+    *,
+    cluster: ClusterEntry | None,
+    now: datetime,
+) -> Verdict:
+    """The last check before a PATCH: against the state just re-read (``current``, None when
+    the snapshot is gone) and the clock ``now``. ``stale``: the snapshot moved on since the
+    plan, nothing to do. ``refused``: sending would break an invariant."""
+    if (problem := body_problem(change)) is not None:
+        return Verdict("refused", problem)  # invariant 1 and the body's shape
+    if cluster is None or cluster["kind"] != "cluster":
+        return Verdict("refused", "not a cluster snapshot of this plan: no PATCH is sent")
+    if current is None:
+        return Verdict("stale", "the snapshot is gone")
+    observed = change["observed"]
+    seen = {"doNotDelete": current.do_not_delete, "expires": current.expires}
+    if seen != {"doNotDelete": observed["doNotDelete"], "expires": observed["expires"]}:
+        now_text = {**seen, "expires": _text(current.expires)}
+        return Verdict("stale", f"state changed since the plan: now {now_text}")
+    if not current.complete:
+        return Verdict("refused", "the snapshot is incomplete: it is never touched")
+    if current.expires is not None and current.expires <= now:
+        return Verdict("stale", "its expiry has passed since the plan")
+    body = change["body"]
+    if body.get("doNotDelete") is False and not cluster["releaseProtection"]:
+        return Verdict("refused", "lifting doNotDelete needs release_protection: true")
+    expires = body.get("expires")
+    if expires is None:
+        return Verdict("send", body=SnapshotPatch.protect())
+    if not change["destructive"] and current.expires is not None and expires < current.expires:
+        return Verdict(
+            "refused",
+            f"would shorten a kept snapshot from {_text(current.expires)} to {_text(expires)}",
+        )
+    # No expiry written is earlier than now + grace (invariant 4): a plan that waited for
+    # review still gives its snapshots their full grace.
+    expires = max(expires, add_seconds(now, change["grace"]))
+    if "doNotDelete" in body:
+        return Verdict("send", body=SnapshotPatch.release(expires))
+    return Verdict("send", body=SnapshotPatch.expire_at(expires))
+
+
+def _text(value: datetime | None) -> str | None:
+    return format_timestamp(value) if value is not None else None
+
+
+# Only this gate can be approved by a person: it says "more than usual would expire",
+# which a person may well intend. An alert or a failed walk says the facts are in doubt,
+# and an id hold that the plan cannot safely name what it would change.
+APPROVABLE = frozenset({"max_expire_fraction"})
+# What ends a hold that cannot be approved.
+_UNTIL = {
+    "alert": "resolve the alert and plan again",
+    "walk": "plan again once the cluster can be walked",
+    "id": (
+        "no approval makes an id safe to put in a path, so nothing with such an id is "
+        "walked or changed; take it up with the service's administrators"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Approval:
+    """The held clusters an apply lets through: their (project, cluster id)s and names."""
+
+    clusters: frozenset[tuple[str, str]]
+    names: tuple[str, ...]
+    skipped: tuple[str, ...] = ()  # --approve-all: held clusters it could not approve, and why
+
+
+def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Approval:
+    """Resolve ``--approve CLUSTER`` (name or id) and ``--approve-all`` against a plan.
+
+    Raises ValueError (said to the user, exit 2, nothing sent) for a name the plan does not
+    hold, one that names several clusters, a cluster that is not held, and a cluster held by
+    an alert or a failed walk, with why that cannot be approved.
+    """
+    held = [c for c in head["clusters"] if c["holds"]]
+    chosen: dict[tuple[str, str], ClusterEntry] = {}
+    skipped: list[str] = []
+    if everything:
+        for c in held:
+            if (why := _not_approvable(c)) is None:
+                chosen[(c["projectId"], c["clusterId"])] = c
+            else:
+                skipped.append(printable(f"{c['name']} ({c['clusterId']}): {why}"))
+    for name in wanted:
+        found = [c for c in head["clusters"] if name in (c["clusterId"], c["name"])]
+        if not found:
+            raise ValueError(f"--approve {name}: the plan has no cluster of that name or id")
+        if len(found) > 1:
+            ids = ", ".join(c["clusterId"] for c in found)
+            raise ValueError(f"--approve {name}: {len(found)} clusters have that name ({ids}); "
+                             "approve one by its id")  # fmt: skip
+        [cluster] = found
+        if not cluster["holds"]:
+            raise ValueError(f"--approve {name}: the plan does not hold this cluster")
+        if (why := _not_approvable(cluster)) is not None:
+            raise ValueError(f"--approve {name}: {why}")
+        chosen[(cluster["projectId"], cluster["clusterId"])] = cluster
+    names = tuple(sorted(c["name"] for c in chosen.values()))
+    return Approval(frozenset(chosen), names, tuple(skipped))
+
+
+def _not_approvable(cluster: ClusterEntry) -> str | None:
+    others = [h for h in cluster["holds"] if h["kind"] not in APPROVABLE]
+    if not others:
+        return None
+    reasons = "; ".join(f"{h['kind']}: {h['reason']}" for h in others)
+    kinds = dict.fromkeys(h["kind"] for h in others)
+    until = "; ".join(_UNTIL.get(kind, "plan again") for kind in kinds)
+    return f"held by {reasons}. Only a max_expire_fraction hold can be approved: {until}"

@@ -1,0 +1,82 @@
+"""Expiry arithmetic of the decision model: the calendar horizon H(s) and the lease L.
+
+H(s) is the calendar horizon of the most retentive rule that keeps a snapshot, and each
+rule's row in ``retention.core.policy.rules`` says how its own is computed: daily N is the start
+of its day plus N days in the policy's zone, monthly N the start of its month plus N months
+(and so on), within D is created + D, every is its tick plus count intervals, an unlimited
+rule 100 years; ``last``, tags and ids have none. L, the lease, is the time until the job's
+second-next scheduled run (7 days without a schedule). A kept snapshot needs an expiry of
+at least R = max(H, now + L) and, when it has less, is extended to W = max(H, now + 2L).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, tzinfo
+
+from croniter import croniter
+
+from retention.core.policy import rules
+from retention.core.policy.cron import ticks as cron_ticks
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import EveryRule, Match
+from retention.core.timestamps import LATEST, add_seconds, ceil_to_second
+
+UNLIMITED = RetentionDuration(years=100)
+DEFAULT_LEASE = timedelta(days=7)
+
+
+def lease(schedule: str | None, now: datetime) -> timedelta:
+    """Time from ``now`` to the job's second-next run under ``schedule`` (cron, UTC)."""
+    if not schedule:
+        return DEFAULT_LEASE
+    runs = croniter(schedule, now.astimezone(UTC))
+    runs.get_next(datetime)
+    second: datetime = runs.get_next(datetime)
+    return second - now
+
+
+def horizon(match: Match, created: datetime, zone: tzinfo) -> datetime | None:
+    """The horizon one matched rule gives a snapshot created at ``created``, or None: each
+    rule's row in ``rules.RULES`` says how its horizon is computed, or that it has none."""
+    local = created.astimezone(zone)
+    rule = rules.BY_NAME[match.rule]
+    if rule.horizon == "duration":
+        return match.within.after(created, zone) if match.within else None
+    if rule.horizon == "cron" and match.every is not None:
+        return _intervals_after(match.every, created, local, zone)
+    if rule.horizon == "calendar" and rule.calendar is not None:
+        return _buckets_after(rule.calendar, match.count, created, local, zone)
+    return None
+
+
+def _intervals_after(
+    every: EveryRule, created: datetime, local: datetime, zone: tzinfo
+) -> datetime:
+    if every.count == -1:
+        return UNLIMITED.after(created, zone)
+    table = cron_ticks(every.cron, zone)
+    start, _ = table.interval(local)
+    return table.after(start, every.count).astimezone(UTC)
+
+
+def _buckets_after(
+    calendar: rules.Calendar, count: int, created: datetime, local: datetime, zone: tzinfo
+) -> datetime:
+    if count == -1:
+        return UNLIMITED.after(created, zone)
+    try:
+        return calendar.after(local, count, zone)
+    except (OverflowError, ValueError):
+        return LATEST
+
+
+def required_and_written(
+    horizon_at: datetime | None, now: datetime, lease_for: timedelta
+) -> tuple[datetime, datetime]:
+    """R = max(H, now + L), the expiry a kept snapshot needs, and W = max(H, now + 2L)."""
+    floor = add_seconds(now, lease_for.total_seconds())
+    written = add_seconds(now, 2 * lease_for.total_seconds())
+    if horizon_at is not None:
+        floor = max(floor, horizon_at)
+        written = max(written, horizon_at)
+    return floor, ceil_to_second(written)

@@ -1,0 +1,310 @@
+"""The plan file (``plan.json``, format ``retention-plan/v1``) and ``decisions.jsonl``: their
+model, and the JSON Schema generated from it (runfolder/planwrite.py writes the files,
+runfolder/planread.py reads them back through this model).
+
+The model is a set of typed records (``PlanHead``, ``ClusterEntry``, ``Change``,
+``DecisionRecord``). Every reader (apply, the report, explain) gets them back validated by
+the same types, through pydantic's TypeAdapter, and the JSON Schema shipped beside this file
+(plan.schema.json) is generated from the same types (``python -m retention.core.planfile``
+writes it; a test fails when it is out of date).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
+from typing_extensions import TypedDict
+
+from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
+from retention.core.model import ChangeAction, Reason, SnapshotView
+from retention.core.timestamps import AwareUtcDatetime
+
+FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
+LISTS = ("changes", "held", "advisory")
+ListName = Literal["changes", "held", "advisory"]
+
+# An id apply may put in a path: what retention.core.ids carries (its docstring says why).
+Id = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN),
+    Field(json_schema_extra={"not": {"pattern": FORBIDDEN_PATTERN}}),
+]
+# An id the plan names but never puts in a path: a cluster or config server held because
+# its id is not an Id (discovery does not walk it), a member of a sharded cluster, a
+# snapshot in decisions.jsonl. The planner writes what the service said.
+AnyId = str
+Timestamp = AwareUtcDatetime
+Kind = Literal["cluster", "config-server"]
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+@with_config(_STRICT)
+class Observed(TypedDict):
+    """A snapshot's state when it was planned: what compare-and-swap checks at apply time."""
+
+    doNotDelete: bool
+    expires: Timestamp | None
+
+
+@with_config(_STRICT)
+class Body(TypedDict, total=False):
+    """A PATCH body as planned (which members go with which action: ``body_problem``)."""
+
+    doNotDelete: bool
+    expires: Timestamp
+
+
+@with_config(_STRICT)
+class Change(TypedDict):
+    """One PATCH of a plan and why (an entry of ``changes``, ``held`` or ``advisory``)."""
+
+    projectId: Id
+    clusterId: Id
+    clusterName: str
+    snapshotId: Id
+    created: Timestamp
+    # The space the snapshot takes (its parts' storageSizeBytes), None when unknown.
+    storageBytes: Annotated[int, Field(ge=0)] | None
+    action: ChangeAction
+    # Whether a safety gate holds it (plan.model.is_destructive, the one definition).
+    destructive: bool
+    # At send time a destructive expiry is max(planned, now + grace): the full grace.
+    grace: Annotated[int, Field(ge=0)]
+    observed: Observed
+    body: Body
+    policy: str
+    reasons: list[Reason]
+    expiresAfter: Timestamp | None
+    held: NotRequired[str]
+
+
+@with_config(_STRICT)
+class DecisionRecord(TypedDict):
+    """One line of decisions.jsonl: a snapshot, what the plan decided, and every reason."""
+
+    projectId: Id
+    clusterId: Id
+    clusterName: str
+    kind: Kind
+    snapshotId: AnyId
+    created: Timestamp
+    storageBytes: Annotated[int, Field(ge=0)] | None
+    complete: bool
+    consistent: bool
+    observed: Observed
+    state: str
+    action: str
+    destructive: bool
+    reasons: list[Reason]
+    policies: list[str]
+    expiresAfter: Timestamp | None
+    body: Body | None
+    held: str | None
+    advisory: bool
+
+
+@with_config(_STRICT)
+class HoldEntry(TypedDict):
+    """Why a cluster's destructive changes are held."""
+
+    kind: Literal["alert", "max_expire_fraction", "walk", "id"]
+    reason: str
+    alertId: str | None
+    # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk and id.
+    # Optional: plans written before it was added still read.
+    setting: NotRequired[str | None]
+
+
+@with_config(_STRICT)
+class MemberEntry(TypedDict):
+    """A shard or config-server replica set of a sharded cluster: listed, not walked."""
+
+    clusterId: AnyId
+    typeName: str | None
+    shardName: str | None
+    replicaSetName: str | None
+
+
+@with_config(_STRICT)
+class ClusterEntry(TypedDict):
+    """A cluster (or config server) of the plan: its policies, holds, errors and counts."""
+
+    projectId: Id
+    clusterId: AnyId
+    name: str
+    kind: Kind
+    # The clusters list's typeName (None for listed ids and config servers), and the rows
+    # that belong to this cluster and were not walked on their own.
+    typeName: str | None
+    members: list[MemberEntry]
+    policies: list[str]
+    holds: list[HoldEntry]
+    errors: list[str]
+    counts: dict[str, int]
+    graceSeconds: Annotated[int, Field(ge=0)]
+    releaseProtection: bool
+    # What the cluster's destructive changes would free: those the plan sends, and those a
+    # gate holds (sums of the snapshots' storageBytes; unknown sizes count as 0).
+    bytesGivenBack: Annotated[int, Field(ge=0)]
+    bytesHeld: Annotated[int, Field(ge=0)]
+    # The earliest time from which the service may delete a snapshot this plan expires.
+    expiresFrom: Timestamp | None
+
+
+@with_config(_STRICT)
+class ProjectEntry(TypedDict):
+    """A project of the plan: its id and, when the API gave it, its name."""
+
+    projectId: Id
+    name: str | None
+
+
+@with_config(_STRICT)
+class PolicyEntry(TypedDict):
+    """A policy the plan was made with, and the sha256 of its file."""
+
+    name: str
+    sha256: str
+
+
+@with_config(_STRICT)
+class Summary(TypedDict):
+    """Counts by state and by action, held and failed clusters."""
+
+    clusters: int
+    snapshots: int
+    byState: dict[str, int]
+    byAction: dict[str, int]
+    clustersHeld: int
+    clustersWithErrors: int
+    # Clusters and config servers no policy matches: never changed, so never cleaned up.
+    clustersUnmanaged: int
+    bytesGivenBack: int
+    bytesHeld: int
+    expiresFrom: Timestamp | None
+
+
+@with_config(_STRICT)
+class HoldRecordEntry(TypedDict):
+    """A hold record (an entry of ``protect.ids`` written as a mapping) of a policy that
+    matched a cluster of the plan: why, the ticket, the end, whether it still protects at
+    ``evaluatedAt``, where it is written, and the cluster and state of its snapshot (null
+    when no cluster of the plan that the policy matched has a snapshot of that id)."""
+
+    policy: str
+    snapshotId: str
+    reason: str
+    ticket: str | None
+    until: str | None
+    ends: Timestamp | None
+    inForce: bool
+    setting: str
+    projectId: Id | None
+    clusterId: Id | None
+    clusterName: str | None
+    state: str | None
+
+
+@with_config(_STRICT)
+class PlanHead(TypedDict):
+    """The plan without its three long lists: what summaries, reports and checks read."""
+
+    format: Literal["retention-plan/v1"]
+    createdAt: Timestamp
+    evaluatedAt: Timestamp
+    # Made with --at: a question about another time, never something to apply.
+    whatIf: bool
+    baseUrl: Annotated[str, Field(min_length=1)]
+    serviceVersion: str | None
+    leaseSeconds: Annotated[float, Field(ge=0)]
+    projects: list[ProjectEntry]
+    policies: list[PolicyEntry]
+    # Policies that matched no cluster or config server of this plan (of its shard, when
+    # sharded): a glob that matches nothing leaves clusters unmanaged without an error.
+    unusedPolicies: list[str]
+    summary: Summary
+    clusters: list[ClusterEntry]
+    # Every hold record of the policies that matched, in force or ended. Written only when
+    # there is one: plans without hold records (and those written before) lack it.
+    holdRecords: NotRequired[list[HoldRecordEntry]]
+    # Facts about the plan worth knowing that ask nothing of anyone (its config-server
+    # decisions come from deprecated endpoints and are advisory): not warnings. Optional:
+    # plans written before it was added still read.
+    notices: NotRequired[list[str]]
+    # What discovery could not place (a shard whose cluster is not listed, a typeName we do
+    # not know): not failures, but worth a look.
+    warnings: list[str]
+    errors: list[str]
+
+
+@with_config(_STRICT)
+class PlanDocument(PlanHead):
+    """The whole plan file."""
+
+    changes: list[Change]
+    held: list[Change]
+    advisory: list[Change]
+
+
+HEAD = TypeAdapter(PlanHead)
+CHANGE = TypeAdapter(Change)
+DECISION = TypeAdapter(DecisionRecord)
+DOCUMENT = TypeAdapter(PlanDocument)
+
+
+def generated_schema() -> dict[str, Any]:
+    """The JSON Schema of the plan file, generated from the model."""
+    schema = DOCUMENT.json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://retention.example/schemas/retention-plan-v1.json",
+        **schema,
+        "title": "retention plan (retention-plan/v1)",
+        "description": "A saved dry-run plan: what retention would change and why.",
+    }
+
+
+def plan_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the plan file, as shipped."""
+    text = resources.files("retention.runfolder").joinpath("plan.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
+    """A plan's clusters by (project, cluster id)."""
+    return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
+
+
+def decisions_path(plan_path: Path) -> Path:
+    """Where a plan's decisions go: decisions.jsonl beside plan.json, and NAME.decisions.jsonl
+    beside any other NAME.json, so two plans in one folder keep their own."""
+    if plan_path.name == "plan.json":
+        return plan_path.with_name("decisions.jsonl")
+    return plan_path.with_name(plan_path.stem + ".decisions.jsonl")
+
+
+def snapshot_view(record: DecisionRecord) -> SnapshotView:
+    """The snapshot of a decision as the planner saw it (what decide reads of it)."""
+    observed = record["observed"]
+    return SnapshotView(
+        record["snapshotId"],
+        record["created"],
+        record["complete"],
+        observed["doNotDelete"],
+        observed["expires"],
+        record["consistent"],
+        record["storageBytes"],
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates the shipped schema
+    target = Path(__file__).parents[1] / "runfolder" / "plan.schema.json"
+    target.write_text(json.dumps(generated_schema(), indent=2) + "\n")
+    sys.stdout.write(f"wrote {target}\n")

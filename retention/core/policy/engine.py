@@ -1,0 +1,471 @@
+"""The keep-rule engine: one pure function, ``evaluate(items, spec, now, zone)``.
+
+It follows restic's ``forget`` (internal/data/snapshot_policy.go) to the letter and is
+checked against restic's own test vectors (tests/conformance/restic):
+
+- items are visited newest first (a stable sort: equal times keep their input order);
+- each count rule (last, hourly, daily, weekly, monthly, yearly) keeps the newest item of
+  each new bucket while its count lasts (-1: no limit), plus the oldest item of all while
+  counts are left ("oldest daily snapshot");
+- ``within D`` keeps what is newer than the newest item before ``now``, shifted back by D;
+  ``within_daily D`` and friends apply the bucket logic only inside that window;
+- reasons and counters are recorded for every kept item, in restic's words and order.
+
+Protect rules add ``ids``: a plain id protects its item for good; a hold record
+(``IdHold``) protects it while ``now`` is before the record's end, and its reason, ticket
+and end travel with the match.
+
+The rules themselves (their buckets and words) are the rows of ``rules.RULES``; the states
+below walk them, and ``retention.core.policy.trace`` replays the same walk to say what each rule
+did with one item.
+
+Two differences, both deliberate: ``now`` is a parameter (restic reads the wall clock), and
+buckets use the wall clock of the policy's zone (restic uses each snapshot's recorded
+offset; ours come from the API in UTC). Our own ``every`` rules keep the newest item in each
+interval between two ticks of a cron expression, for ``count`` intervals, with the same
+"oldest" rule as the count rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from typing import NamedTuple
+
+import msgspec
+
+from retention.core.policy import rules
+from retention.core.policy.cron import ticks as cron_ticks
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.rules import Rule
+
+
+class Item(msgspec.Struct, frozen=True, gc=False):
+    """What the engine sees of a snapshot: an id, when it was taken, and (for restic) tags."""
+
+    # Structs rather than frozen dataclasses (Item, Match): an evaluation makes one per
+    # snapshot and match, and a struct is built about ten times as fast (issue 16).
+
+    id: str
+    time: datetime
+    tags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class IdHold:
+    """A snapshot held by id with a reason, maybe a ticket, and maybe an end: it protects
+    while the time decided for is before ``ends`` (None: for good). ``until`` is the end as
+    the policy writes it ("2027-01-31" for a whole day, or a UTC timestamp)."""
+
+    id: str
+    reason: str
+    ticket: str | None = None
+    until: str | None = None
+    ends: datetime | None = None
+
+    def in_force(self, now: datetime) -> bool:
+        """True while the hold protects: ``now`` is before its end, or it has none."""
+        return self.ends is None or now < self.ends
+
+    @property
+    def details(self) -> str:
+        """The ticket and the end in words, e.g. ``ticket LEGAL-42, until 2027-01-31``."""
+        parts = [f"ticket {self.ticket}"] if self.ticket else []
+        parts += [f"until {self.until}"] if self.until else []
+        return ", ".join(parts)
+
+    @property
+    def words(self) -> str:
+        """The hold in words: ``legal hold (ticket LEGAL-42, until 2027-01-31)``."""
+        details = self.details
+        return f"{self.reason} ({details})" if details else self.reason
+
+    @property
+    def ended_words(self) -> str:
+        """An ended hold in words: ``hold ended 2027-01-31: legal hold (ticket LEGAL-42)``."""
+        ticket = f" (ticket {self.ticket})" if self.ticket else ""
+        return f"hold ended {self.until}: {self.reason}{ticket}"
+
+
+# An entry of ``ids``: a plain id (protected for good) or a hold record.
+IdEntry = str | IdHold
+
+
+def entry_id(entry: IdEntry) -> str:
+    """The snapshot id an entry of ``ids`` names."""
+    return entry if isinstance(entry, str) else entry.id
+
+
+def protecting(ids: Collection[IdEntry], now: datetime) -> dict[str, IdEntry]:
+    """The entry that protects each id of ``ids`` at ``now``: a plain id first, else the
+    record in force that ends last (one without an end before all)."""
+    found: dict[str, IdEntry] = {}
+    for entry in ids:
+        if isinstance(entry, IdHold) and not entry.in_force(now):
+            continue
+        key = entry_id(entry)
+        if key not in found or _lasts_longer(entry, found[key]):
+            found[key] = entry
+    return found
+
+
+def listed(ids: Collection[IdEntry], now: datetime, item_id: str) -> Match | None:
+    """The match of ``ids`` for one item at ``now``, or None when no entry protects it."""
+    entry = protecting(ids, now).get(item_id)
+    return None if entry is None else id_match(entry)
+
+
+def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, IdHold]:
+    """The hold records of ``ids`` that have ended at ``now``, by id (the one that ended
+    last), for the ids no entry protects any more."""
+    protected = protecting(ids, now)
+    found: dict[str, IdHold] = {}
+    for entry in ids:
+        if isinstance(entry, IdHold) and entry.id not in protected and entry.ends is not None:
+            last = found.get(entry.id)
+            if last is None or (last.ends is not None and entry.ends > last.ends):
+                found[entry.id] = entry
+    return found
+
+
+def _lasts_longer(entry: IdEntry, other: IdEntry) -> bool:
+    if isinstance(other, str):
+        return False
+    if isinstance(entry, str) or entry.ends is None:
+        return True
+    return other.ends is not None and entry.ends > other.ends
+
+
+def id_match(entry: IdEntry) -> Match:
+    """The match of the entry of ``ids`` that protects an item (see ``protecting``)."""
+    if isinstance(entry, str):
+        return Match(rules.IDS.name, rules.IDS.reason)
+    return Match(rules.IDS.name, f"{rules.IDS.reason}: {entry.words}", hold=entry)
+
+
+@dataclass(frozen=True)
+class EveryRule:
+    """Keep the newest item per interval between two ticks of ``cron``, ``count`` intervals."""
+
+    cron: str
+    count: int
+
+    @property
+    def reason(self) -> str:
+        """The reason text, e.g. ``cron 0 0 1 1,4,7,10 *``."""
+        return rules.EVERY.reason.format(cron=self.cron)
+
+
+@dataclass(frozen=True)
+class KeepSpec:
+    """The keep rules of one policy (or its protect rules), engine-ready: a field for each
+    row of ``rules.RULES``, by its name."""
+
+    last: int = 0
+    hourly: int = 0
+    daily: int = 0
+    weekly: int = 0
+    monthly: int = 0
+    yearly: int = 0
+    within: RetentionDuration | None = None
+    within_hourly: RetentionDuration | None = None
+    within_daily: RetentionDuration | None = None
+    within_weekly: RetentionDuration | None = None
+    within_monthly: RetentionDuration | None = None
+    within_yearly: RetentionDuration | None = None
+    every: tuple[EveryRule, ...] = ()
+    tags: tuple[tuple[str, ...], ...] = ()
+    ids: frozenset[IdEntry] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        """True when no rule is set (such a spec keeps nothing)."""
+        return not any(rule.keeps_with(getattr(self, rule.name)) for rule in rules.RULES)
+
+    def count_of(self, rule: Rule) -> int:
+        """The configured count of a count rule (not what is left of it); -1: unlimited."""
+        if rule.kind != "count":
+            raise ValueError(f"{rule.name} is not a count rule")
+        value: int = getattr(self, rule.name)
+        return value
+
+    def duration_of(self, rule: Rule) -> RetentionDuration | None:
+        """The duration of ``within`` or a ``within_<bucket>`` rule; None when it is unset."""
+        if rule.kind not in ("within", "window"):
+            raise ValueError(f"{rule.name} has no duration")
+        value: RetentionDuration | None = getattr(self, rule.name)
+        return value
+
+
+class Match(msgspec.Struct, frozen=True):
+    """One rule that kept an item: its name, the reason text, and its parameter."""
+
+    rule: str
+    text: str
+    count: int = 0  # the rule's configured count (-1: unlimited); 0 for rules without one
+    within: RetentionDuration | None = None
+    every: EveryRule | None = None
+    counter: int = 0  # this is the rule's n-th kept item, newest first (0: not counted)
+    hold: IdHold | None = None  # the hold record behind an ids match, when it is one
+
+
+@dataclass(frozen=True)
+class KeepReason:
+    """Why an item is kept: the rules that matched and the counters after it (restic's)."""
+
+    matches: tuple[Match, ...]
+    counters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def texts(self) -> list[str]:
+        """The reason texts, e.g. ``["daily snapshot", "weekly snapshot"]``."""
+        return [m.text for m in self.matches]
+
+
+@dataclass
+class Evaluation:
+    """The engine's answer: kept and removed items in evaluation order, and reasons."""
+
+    keep: list[Item]
+    remove: list[Item]
+    reasons: dict[str, KeepReason]
+
+
+class Local:
+    """An item's time on the zone's wall clock, computed once and only when a rule asks."""
+
+    __slots__ = ("_time", "_value", "_zone")
+
+    def __init__(self, time: datetime, zone: tzinfo) -> None:
+        self._time, self._zone = time, zone
+        self._value: datetime | None = None
+
+    def get(self) -> datetime:
+        """The time on the zone's wall clock."""
+        if self._value is None:
+            self._value = self._time.astimezone(self._zone)
+        return self._value
+
+
+class CountState:
+    """A count rule on its walk: ``count`` is what is left of the ``configured`` count,
+    ``last`` the bucket it kept last (the rule "last" has no calendar: its buckets are
+    positions in the walk), ``used`` how many items it kept."""
+
+    def __init__(self, rule: Rule, count: int) -> None:
+        self.rule, self.calendar = rule, rule.calendar
+        self.count = self.configured = count
+        self.last: int | None = None
+        self.used = 0
+
+    def visit(self, nr: int, local: Local, oldest: bool) -> Match | None:
+        """The match when the item at position ``nr`` is kept, else None (state unchanged)."""
+        if not (self.count > 0 or self.count == -1):
+            return None
+        key = nr if self.calendar is None else self.calendar.key(local.get())
+        if key == self.last and not oldest:
+            return None
+        text = self.rule.reason if key != self.last else f"oldest {self.rule.reason}"
+        self.last = key
+        if self.count > 0:
+            self.count -= 1
+        self.used += 1
+        return Match(self.rule.name, text, count=self.configured, counter=self.used)
+
+
+class WindowState:
+    """A within_<bucket> rule on its walk: bucket logic without a count, for items newer
+    than ``cut``; ``last`` is the bucket it kept last."""
+
+    def __init__(self, rule: Rule, within: RetentionDuration, cut: datetime) -> None:
+        if rule.calendar is None:
+            raise ValueError(f"{rule.name} has no calendar bucket")
+        self.rule, self.calendar, self.within, self.cut = rule, rule.calendar, within, cut
+        self.text = rule.reason.format(within=within)
+        self.last: int | None = None
+        self.used = 0
+
+    def visit(self, item: Item, local: Local, oldest: bool) -> Match | None:
+        """The match when ``item`` is kept, else None (state unchanged)."""
+        if not item.time > self.cut:
+            return None
+        key = self.calendar.key(local.get())
+        if key == self.last and not oldest:
+            return None
+        text = f"oldest {self.text}" if key == self.last else self.text
+        self.last = key
+        self.used += 1
+        return Match(self.rule.name, text, within=self.within, counter=self.used)
+
+
+class EveryState:
+    """An every rule on its walk: the current cron interval, the interval it kept last
+    (``last``) and what is left of its count."""
+
+    def __init__(self, every: EveryRule, zone: tzinfo) -> None:
+        self.every = every
+        self.text = every.reason
+        self.ticks = cron_ticks(every.cron, zone)
+        self.count = every.count
+        self.last: datetime | None = None
+        self.used = 0
+        self.start: datetime | None = None
+        self.end: datetime | None = None
+
+    def visit(self, local: Local, oldest: bool) -> Match | None:
+        """The match when the item at ``local`` is kept, else None (state unchanged)."""
+        if not (self.count > 0 or self.count == -1):
+            return None
+        tick = self.interval_start(local.get())
+        if tick == self.last and not oldest:
+            return None
+        text = f"oldest {self.text}" if tick == self.last else self.text
+        self.last = tick
+        if self.count > 0:
+            self.count -= 1
+        self.used += 1
+        return Match(
+            rules.EVERY.name, text, count=self.every.count, every=self.every, counter=self.used
+        )
+
+    def interval_start(self, local: datetime) -> datetime:
+        """The tick that starts the interval ``local`` is in."""
+        if self.start is None or self.end is None or not self.start <= local < self.end:
+            self.start, self.end = self.ticks.interval(local)
+        return self.start
+
+
+def evaluate(
+    items: Sequence[Item], spec: KeepSpec, now: datetime, zone: tzinfo = UTC
+) -> Evaluation:
+    """Apply ``spec`` to ``items`` as of ``now``; buckets in ``zone``. Pure: no I/O, no clock."""
+    ordered = newest_first(items)
+    evaluation = Evaluation([], [], {})
+    if not ordered:
+        return evaluation
+    oldest_nr = len(ordered) - 1
+    within_cut, counts, windows, everies = start(ordered, spec, now, zone)
+    tags = [(wanted, rules.TAGS.reason.format(tags=", ".join(wanted))) for wanted in spec.tags]
+    within = rules.WITHIN.reason.format(within=spec.within)
+    by_id = protecting(spec.ids, now)
+    # The rules that can still keep something. A count used up, a window or ``within`` the
+    # walk has passed (items come newest first), never keeps again: once none is left,
+    # the rest of the walk is ids alone. Most of a long history is decided that way.
+    live_counts = [rule for rule in counts if rule.count != 0]
+    live_everies = [rule for rule in everies if rule.count != 0]
+    for nr, item in enumerate(ordered):
+        if windows:
+            windows = [rule for rule in windows if item.time > rule.cut]
+        if within_cut is not None and not item.time > within_cut:
+            within_cut = None
+        if not (tags or live_counts or windows or live_everies or within_cut):
+            _by_id_alone(ordered[nr:], by_id, evaluation)
+            break
+        oldest = nr == oldest_nr
+        local = Local(item.time, zone)
+        # restic's order of reasons: tags, within, the counts, the windows; then ours.
+        matches = [Match(rules.TAGS.name, text) for wanted, text in tags if has_tags(item, wanted)]
+        if within_cut is not None:
+            matches.append(Match(rules.WITHIN.name, within, within=spec.within))
+        _visit(matches, (nr, item, local, oldest), live_counts, windows, live_everies)
+        if (entry := by_id.get(item.id)) is not None:
+            matches.append(id_match(entry))
+        if matches:
+            live_counts = [rule for rule in live_counts if rule.count != 0]
+            live_everies = [rule for rule in live_everies if rule.count != 0]
+            evaluation.keep.append(item)
+            counters = {rule.rule.name: rule.count for rule in live_counts}
+            counters.update((e.text, e.count) for e in live_everies)
+            evaluation.reasons[item.id] = KeepReason(tuple(matches), counters)
+        else:
+            evaluation.remove.append(item)
+    return evaluation
+
+
+def _visit(
+    matches: list[Match],
+    at: tuple[int, Item, Local, bool],
+    counts: list[CountState],
+    windows: list[WindowState],
+    everies: list[EveryState],
+) -> None:
+    """Add the matches of the rule states that keep the item ``at`` (its position, the
+    item, its local time, whether it is the oldest), in restic's order."""
+    nr, item, local, oldest = at
+    for rule in counts:
+        if (match := rule.visit(nr, local, oldest)) is not None:
+            matches.append(match)
+    for window in windows:
+        if (match := window.visit(item, local, oldest)) is not None:
+            matches.append(match)
+    for every in everies:
+        if (match := every.visit(local, oldest)) is not None:
+            matches.append(match)
+
+
+def _by_id_alone(rest: list[Item], by_id: dict[str, IdEntry], evaluation: Evaluation) -> None:
+    """The end of a walk no rule but ``ids`` can keep from: every counter is spent."""
+    for item in rest:
+        if (entry := by_id.get(item.id)) is not None:
+            evaluation.keep.append(item)
+            evaluation.reasons[item.id] = KeepReason((id_match(entry),), {})
+        else:
+            evaluation.remove.append(item)
+
+
+def newest_first(items: Sequence[Item]) -> list[Item]:
+    """The items in the order of the walk: newest first, equal times in input order."""
+    return sorted(items, key=lambda item: item.time, reverse=True)
+
+
+class States(NamedTuple):
+    """The rule states of one walk, as evaluate and trace both start it: the cut-off of
+    ``within`` (None: unset or zero), the count rules, the windows set to more than zero,
+    and the every rules."""
+
+    within_cut: datetime | None
+    counts: list[CountState]
+    windows: list[WindowState]
+    everies: list[EveryState]
+
+
+def start(ordered: list[Item], spec: KeepSpec, now: datetime, zone: tzinfo) -> States:
+    """The states of ``spec``'s rules before the walk over ``ordered`` (newest first)."""
+    latest = max((item.time for item in ordered if item.time < now), default=None)
+    return States(
+        cutoff(spec.within, latest, zone),
+        [CountState(rule, spec.count_of(rule)) for rule in rules.COUNTS],
+        [
+            WindowState(rule, duration, cut)
+            for rule in rules.WINDOWS
+            if (duration := spec.duration_of(rule)) is not None
+            and (cut := cutoff(duration, latest, zone)) is not None
+        ],
+        [EveryState(every, zone) for every in spec.every],
+    )
+
+
+# Marks "no cut-off": with no item before now, restic's latest is the zero time, so every
+# item is newer than the cut-off.
+_ALL = datetime.min.replace(tzinfo=UTC)
+
+
+def cutoff(
+    duration: RetentionDuration | None, latest: datetime | None, zone: tzinfo
+) -> datetime | None:
+    """Where a window of ``duration`` back from ``latest`` (the newest item before now)
+    begins; None when the duration is unset or zero."""
+    if duration is None or duration.zero:
+        return None
+    if latest is None:
+        return _ALL
+    return duration.before(latest, zone)
+
+
+def has_tags(item: Item, wanted: tuple[str, ...]) -> bool:
+    """True when ``item`` carries every tag of ``wanted``."""
+    # restic: the list [""] matches only untagged snapshots; an empty list matches all.
+    if wanted == ("",):
+        return not item.tags
+    return all(tag in item.tags for tag in wanted)

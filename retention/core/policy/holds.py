@@ -1,0 +1,149 @@
+"""Hold records: the entries of ``protect.ids`` written as a mapping, ``{id, reason,
+ticket, until}``, beside plain ids.
+
+A record protects its snapshot until its end: ``until`` is a day (held to the end of that
+day in UTC, whatever the policy's time zone, so one date is one instant in every policy and
+report) or a timestamp with its zone; without it the record holds until it is removed. The
+reason is required: a hold nobody can explain is one nobody dares to lift, and plain ids
+remain for holds without one. The engine's form is ``engine.IdHold``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Annotated
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    Strict,
+    StringConstraints,
+    TypeAdapter,
+    WithJsonSchema,
+    WrapValidator,
+)
+
+from retention.config.yamldoc import show_value
+from retention.core.policy import engine
+from retention.core.timestamps import LATEST, format_timestamp
+
+_DAY_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_UNTIL_HINT = (
+    "give a day such as 2027-01-31 (the hold ends when that day ends in UTC) or a UTC "
+    "timestamp such as 2027-01-31T18:00:00Z"
+)
+
+
+def _until(value: object) -> date | datetime:
+    """The end of a hold: a day (a date), or an instant (an aware datetime in UTC)."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if _DAY_PATTERN.match(text):
+                return date.fromisoformat(text)
+            value = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a date or a timestamp: {_UNTIL_HINT}") from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(
+                f"{value.isoformat(sep=' ')} has no time zone: end it with Z for UTC "
+                "(2027-01-31T18:00:00Z), or give just the day"
+            )
+        return value.astimezone(UTC)
+    if isinstance(value, date):
+        return value
+    raise ValueError(f"{show_value(value)} is not a date or a timestamp: {_UNTIL_HINT}")
+
+
+def until_text(value: date | datetime) -> str:
+    """The end of a hold as policies, plans and reports write it: the day, or the UTC
+    timestamp."""
+    return format_timestamp(value) if isinstance(value, datetime) else value.isoformat()
+
+
+def until_instant(value: date | datetime) -> datetime:
+    """The instant a hold ends: a timestamp as it is; a day at the midnight (UTC) after it,
+    so the whole day is held."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.combine(value + timedelta(days=1), time(), UTC)
+    except OverflowError:
+        return LATEST
+
+
+Until = Annotated[
+    date | datetime,
+    PlainValidator(_until),
+    PlainSerializer(until_text, return_type=str),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date"},
+                {"type": "string", "format": "date-time"},
+            ],
+            "examples": ["2027-01-31", "2027-01-31T18:00:00Z"],
+        }
+    ),
+]
+# Strict: YAML gives text as text; `ticket: 1234` is a number and must be quoted.
+Text = Annotated[str, Strict(), StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class HoldRecord(BaseModel):
+    """A snapshot held by id, with why, under which ticket and until when: an entry of
+    ``protect.ids`` written as a mapping. Past ``until`` it no longer protects."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="The snapshot id, as in a plain entry of ids.")
+    reason: Text = Field(
+        description="Why the snapshot is held (required): shown in plans, reports and "
+        "`retention explain`."
+    )
+    ticket: Text | None = Field(None, description="The ticket or case behind the hold.")
+    until: Until | None = Field(
+        None,
+        description="When the hold ends: a day (2027-01-31: to the end of that day, UTC) or "
+        "a UTC timestamp (2027-01-31T18:00:00Z). Omitted: it holds until it is removed.",
+    )
+
+    def to_engine(self) -> engine.IdHold:
+        """The engine's form of this record."""
+        until = self.until
+        return engine.IdHold(
+            self.id,
+            self.reason,
+            self.ticket,
+            None if until is None else until_text(until),
+            None if until is None else until_instant(until),
+        )
+
+
+_PLAIN_ID: TypeAdapter[str] = TypeAdapter(str)
+
+
+def _id_or_record(value: object, _: object) -> str | HoldRecord:
+    # A mapping is a record, anything else a plain id: a problem reads
+    # "protect.ids[2].until: ..." once, not once per member of the union.
+    if isinstance(value, dict):
+        return HoldRecord.model_validate(value)
+    return _PLAIN_ID.validate_python(value)
+
+
+_ID_ENTRIES: TypeAdapter[list[str | HoldRecord]] = TypeAdapter(
+    list[Annotated[str | HoldRecord, WrapValidator(_id_or_record)]]
+)
+
+
+def id_entries(value: object) -> object:
+    """Each entry of ``ids`` as a plain id or a HoldRecord (anything else is left for the
+    field's own type to refuse in its words)."""
+    if not isinstance(value, list):
+        return value
+    return _ID_ENTRIES.validate_python(value)

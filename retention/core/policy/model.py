@@ -1,0 +1,435 @@
+"""The policy language of DESIGN.md section 4, as frozen pydantic models.
+
+Every model forbids unknown keys: a misspelt rule (``dayly``) must be an error, never a
+silently ignored line that lets snapshots expire. Values arrive from YAML, so validators
+accept only what YAML gives naturally (integers stay integers, durations are strings such
+as ``2d`` or ``1y6m``) and say what is wrong in plain words; the loader adds file, line and
+field path. ``policy_json_schema()`` describes the same format for editors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import zoneinfo
+from datetime import datetime
+from fnmatch import fnmatchcase
+from typing import Annotated, Any, ClassVar, Literal
+
+from croniter import CroniterError, croniter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    Strict,
+    TypeAdapter,
+    WithJsonSchema,
+    model_validator,
+)
+
+from retention.config.yamldoc import show_value
+from retention.core.policy import engine, rules
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.holds import HoldRecord, id_entries
+
+DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+DEFAULT_MAX_EXPIRE_FRACTION = 0.5
+DEFAULT_HOLD_ON_ALERTS = (
+    "BAD_CLUSTERSHOTS",
+    "RESYNC_REQUIRED",
+    "OPLOG_BEHIND",
+    "INCONSISTENT_BACKUP_CONFIGURATION",
+)
+EMPTY_POLICY = (
+    "a policy must keep or protect something; an empty policy would expire every snapshot "
+    "it matches"
+)
+_CRON_FIELDS = 5
+# A fixed start for the "does it ever fire" probe: the core never reads the clock.
+_CRON_PROBE = datetime(2000, 1, 1)
+
+
+def _duration(value: object) -> RetentionDuration:
+    if isinstance(value, RetentionDuration):
+        return value
+    if not isinstance(value, str):
+        shown = show_value(value)
+        # TypeError would escape pydantic: only ValueError becomes a field error.
+        raise ValueError(  # noqa: TRY004
+            f"{shown} is not a duration: give a number with a unit, e.g. 24h, 7d or 1y6m"
+        )
+    return RetentionDuration.parse(value)
+
+
+def _optional_duration(value: object) -> RetentionDuration | None:
+    return None if value is None else _duration(value)
+
+
+def _duration_text(value: RetentionDuration | None) -> str | None:
+    return None if value is None else str(value)
+
+
+_DURATION_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": DURATION_PATTERN,
+    "examples": ["24h", "7d", "1y6m"],
+}
+
+# Durations are strings in YAML and JSON, RetentionDuration in Python.
+Duration = Annotated[
+    RetentionDuration,
+    PlainValidator(_duration),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema(_DURATION_SCHEMA),
+]
+OptionalDuration = Annotated[
+    RetentionDuration | None,
+    PlainValidator(_optional_duration),
+    PlainSerializer(_duration_text, return_type=str | None),
+    WithJsonSchema({"anyOf": [_DURATION_SCHEMA, {"type": "null"}]}),
+]
+
+
+def _count(value: int, least: int = 0) -> int:
+    if value < least and value != -1:
+        raise ValueError(f"must be -1 (unlimited) or a number >= {least}")
+    return value
+
+
+# Strict: YAML gives integers as integers; `daily: true` or `daily: "7"` is a mistake.
+Count = Annotated[
+    int, Strict(), AfterValidator(_count), WithJsonSchema({"type": "integer", "minimum": -1})
+]
+EveryCount = Annotated[
+    int,
+    Strict(),
+    AfterValidator(lambda value: _count(value, least=1)),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"const": -1}]}),
+]
+
+
+def _cron(value: str) -> str:
+    fields = value.split()
+    if len(fields) != _CRON_FIELDS or not croniter.is_valid(value):
+        raise ValueError(
+            f"{value!r} is not a valid cron expression (5 fields: minute hour day month weekday)"
+        )
+    try:
+        croniter(value, _CRON_PROBE).get_next(datetime)
+    except (CroniterError, ValueError, OverflowError):
+        raise ValueError(f"{value!r} never fires (no such date)") from None
+    return " ".join(fields)
+
+
+def _name(value: str) -> str:
+    if not re.fullmatch(NAME_PATTERN, value):
+        raise ValueError(
+            f"{value!r} is not a valid policy name: use letters, digits, '_', '.' and '-' only"
+        )
+    return value
+
+
+@functools.cache
+def _zone_names() -> tuple[str, ...]:
+    return tuple(sorted(zoneinfo.available_timezones()))
+
+
+def zone_suggestion(name: str) -> str | None:
+    """The known time zone closest to ``name``, or None when nothing is close."""
+    names = _zone_names()
+    folded = {zone.casefold(): zone for zone in names}
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _timezone(value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value)
+    # A directory name (Europe) or an overlong one is an OSError, which pydantic would not catch.
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        suggestion = zone_suggestion(value)
+        hint = f"; did you mean {suggestion!r}?" if suggestion else " (e.g. 'Europe/Berlin')"
+        raise ValueError(f"unknown time zone {value!r}{hint}") from None
+    return value
+
+
+def _not_empty(value: list[str] | None) -> list[str] | None:
+    if value is not None and not value:
+        raise ValueError("an empty list matches nothing; leave the key out to match any")
+    return value
+
+
+Globs = Annotated[list[str] | None, AfterValidator(_not_empty)]
+Kind = Literal["cluster", "config-server"]
+
+
+def _about(rule: str) -> str:
+    """A rule's description in the schema, from its row in the rules' table."""
+    return rules.BY_NAME[rule].description
+
+
+class EveryRule(BaseModel):
+    """Keep the newest snapshot in each interval between two ticks of a cron expression."""
+
+    # Spelt out in each model so the mypy plugin sees frozen=True.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cron: Annotated[str, AfterValidator(_cron)] = Field(
+        description="Five-field cron expression (minute hour day month weekday), e.g. "
+        "'0 0 1 1,4,7,10 *' for quarterly; ticks in the policy's time zone."
+    )
+    count: EveryCount = Field(description="How many intervals to keep; -1 = unlimited.")
+
+    def to_engine(self) -> engine.EveryRule:
+        """The engine's form of this rule."""
+        return engine.EveryRule(self.cron, self.count)
+
+
+class KeepRules(BaseModel):
+    """restic ``forget`` rules: a snapshot kept by any rule is kept."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # The docstring is the schema's description; the fields are the rules of rules.RULES
+    # this section takes, by name (tests/test_policy_rules.py holds them to it).
+    section: ClassVar[rules.Section] = "keep"
+
+    last: Count = Field(0, description=_about("last"))
+    hourly: Count = Field(0, description=_about("hourly"))
+    daily: Count = Field(0, description=_about("daily"))
+    weekly: Count = Field(0, description=_about("weekly"))
+    monthly: Count = Field(0, description=_about("monthly"))
+    yearly: Count = Field(0, description=_about("yearly"))
+    within: OptionalDuration = Field(None, description=_about("within"))
+    within_hourly: OptionalDuration = Field(None, description=_about("within_hourly"))
+    within_daily: OptionalDuration = Field(None, description=_about("within_daily"))
+    within_weekly: OptionalDuration = Field(None, description=_about("within_weekly"))
+    within_monthly: OptionalDuration = Field(None, description=_about("within_monthly"))
+    within_yearly: OptionalDuration = Field(None, description=_about("within_yearly"))
+    every: list[EveryRule] = Field(default_factory=list, description=_about("every"))
+
+    def to_spec(self) -> engine.KeepSpec:
+        """The engine-ready form of these rules."""
+        values = {rule.name: self._engine_value(rule) for rule in rules.in_section(self.section)}
+        return engine.KeepSpec(**values)
+
+    def _engine_value(self, rule: rules.Rule) -> Any:
+        value = getattr(self, rule.name)
+        if rule.kind == "every":
+            return tuple(every.to_engine() for every in value)
+        if rule.kind == "ids":
+            return frozenset(v if isinstance(v, str) else v.to_engine() for v in value)
+        return value
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no rule is set, so these rules would keep nothing."""
+        return self.to_spec().empty
+
+
+class ProtectRules(KeepRules):
+    """Keep rules whose snapshots get ``doNotDelete: true``, plus snapshots named by id."""
+
+    section: ClassVar[rules.Section] = "protect"
+
+    ids: Annotated[list[str | HoldRecord], BeforeValidator(id_entries)] = Field(
+        default_factory=list, description=_about("ids")
+    )
+
+    @property
+    def records(self) -> list[tuple[int, HoldRecord]]:
+        """The entries of ``ids`` written as hold records, with their place in the list."""
+        return [(n, entry) for n, entry in enumerate(self.ids) if isinstance(entry, HoldRecord)]
+
+
+class Selector(BaseModel):
+    """Which clusters a policy applies to; every given selector must match, omitted = any."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    projects: Globs = Field(None, description="Project ids (shell globs allowed).")
+    clusters: Globs = Field(
+        None, description="Shell globs on clusterName (config servers: on hostname)."
+    )
+    kinds: Annotated[list[Kind] | None, AfterValidator(_not_empty)] = Field(
+        None, description="Kinds of target: cluster, config-server."
+    )
+
+    def matches(self, project_id: str, name: str, kind: str) -> bool:
+        """True when the target is in scope of every selector given."""
+        if self.projects is not None and not any(fnmatchcase(project_id, p) for p in self.projects):
+            return False
+        if self.clusters is not None and not any(fnmatchcase(name, c) for c in self.clusters):
+            return False
+        return self.kinds is None or kind in self.kinds
+
+
+class Safety(BaseModel):
+    """Gates applied after the decisions, per cluster."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_keep: Annotated[int, Strict()] = Field(
+        1, ge=0, description="Never leave fewer complete, consistent survivors than this."
+    )
+    max_expire_fraction: Annotated[float, Strict()] = Field(
+        DEFAULT_MAX_EXPIRE_FRACTION,
+        ge=0,
+        le=1,
+        description="Hold every destructive change of a cluster above this share of it.",
+    )
+    hold_on_alerts: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_HOLD_ON_ALERTS),
+        description="Open alerts of these types hold destructive changes.",
+    )
+
+
+class Policy(BaseModel):
+    """One retention policy: scope, keep and protect rules, grace and safety gates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, AfterValidator(_name)] = Field(
+        description="Unique across all policy files.",
+        json_schema_extra={"pattern": NAME_PATTERN},
+    )
+    description: str | None = Field(None, description="Free text for people.")
+    match: Selector = Field(default_factory=Selector, description="Scope; omitted = any.")
+    timezone: Annotated[str, AfterValidator(_timezone)] = Field(
+        "UTC", description="IANA zone in which calendar buckets are computed."
+    )
+    keep: KeepRules | None = Field(None, description="restic forget semantics.")
+    protect: ProtectRules | None = Field(
+        None, description="Same vocabulary plus ids; these get doNotDelete: true."
+    )
+    release_protection: bool = Field(
+        False,
+        description="true: protected snapshots outside `protect` lose doNotDelete.",
+    )
+    grace: Duration = Field(
+        RetentionDuration(hours=24),
+        description="Unkept snapshots expire at now + grace (0h = delete at once).",
+        # The schema shows the default as written in YAML, not as the dataclass.
+        json_schema_extra={"default": "24h"},
+    )
+    inconsistent: Literal["ignore", "expire"] = Field(
+        "ignore", description="What to do with possibly inconsistent snapshots."
+    )
+    safety: Safety = Field(default_factory=Safety, description="Safety gates.")
+
+    @model_validator(mode="after")
+    def _keeps_something(self) -> Policy:
+        if self.keep_spec().empty and self.protect_spec().empty:
+            raise ValueError(EMPTY_POLICY)
+        return self
+
+    @property
+    def zone(self) -> zoneinfo.ZoneInfo:
+        """The policy's time zone."""
+        return zoneinfo.ZoneInfo(self.timezone)
+
+    def keep_spec(self) -> engine.KeepSpec:
+        """The keep rules, engine-ready (empty when there are none)."""
+        return self.keep.to_spec() if self.keep is not None else engine.KeepSpec()
+
+    def protect_spec(self) -> engine.KeepSpec:
+        """The protect rules, engine-ready (empty when there are none)."""
+        return self.protect.to_spec() if self.protect is not None else engine.KeepSpec()
+
+    def describe(self) -> str:
+        """One plain sentence summing the policy up, for logs and reports."""
+        parts = [_describe_rules("keep", self.keep_spec()) or "no keep rules"]
+        protect = _describe_rules("protect", self.protect_spec())
+        if protect:
+            parts.append(protect)
+        if self.release_protection:
+            parts.append("release other protections")
+        parts.append(f"grace {self.grace}" + (" (delete at once)" if self.grace.zero else ""))
+        if self.inconsistent == "expire":
+            parts.append("expire inconsistent snapshots")
+        parts.extend(_describe_safety(self.safety))
+        parts.append(f"times in {self.timezone}")
+        return f"{self.name}: {_describe_scope(self.match)}, {'; '.join(parts)}."
+
+
+def _join(words: list[str], last: str = "and") -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def _describe_scope(selector: Selector) -> str:
+    kinds = set(selector.kinds or ("cluster", "config-server"))
+    noun = "clusters and config servers"
+    if kinds == {"cluster"}:
+        noun = "clusters"
+    elif kinds == {"config-server"}:
+        noun = "config servers"
+    scope = f"{noun} {_join(selector.clusters, 'or')}" if selector.clusters else f"all {noun}"
+    if selector.projects:
+        label = "project" if len(selector.projects) == 1 else "projects"
+        scope += f" in {label} {_join(selector.projects, 'or')}"
+    return scope
+
+
+def _amount(count: int) -> str:
+    return "unlimited" if count == -1 else str(count)
+
+
+def _describe_rules(verb: str, spec: engine.KeepSpec) -> str:
+    words = [words for rule in rules.RULES for words in _rule_words(rule, spec)]
+    return f"{verb} {_join(words)}" if words else ""
+
+
+def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
+    """What one rule of ``spec`` keeps, in the summary's words, when it keeps anything."""
+    if rule.kind == "count":
+        count = spec.count_of(rule)
+        if not count:
+            return []
+        # last counts by position ("last 3"), the others by calendar ("7 daily").
+        by_position = rule.calendar is None
+        return [f"{rule.name} {_amount(count)}" if by_position else f"{_amount(count)} {rule.name}"]
+    if rule.kind in ("within", "window"):
+        window = spec.duration_of(rule)
+        if rule.kind == "within":
+            words = f"everything within {window}"
+        else:
+            words = rule.reason.format(within=window)  # "daily within 30d"
+        return [words] if window is not None and not window.zero else []
+    if rule.kind == "every":
+        return [f"{_amount(every.count)} intervals of cron '{every.cron}'" for every in spec.every]
+    ids = len({engine.entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
+    return [f"{ids} snapshot{'s' if ids > 1 else ''} by id"] if ids else []
+
+
+def _describe_safety(safety: Safety) -> list[str]:
+    # Only what differs from the defaults: the sentence stays short for the common case.
+    parts = []
+    if safety.min_keep != 1:
+        parts.append(f"min_keep {safety.min_keep}")
+    if safety.max_expire_fraction != DEFAULT_MAX_EXPIRE_FRACTION:
+        parts.append(f"max_expire_fraction {safety.max_expire_fraction:g}")
+    if tuple(safety.hold_on_alerts) != DEFAULT_HOLD_ON_ALERTS:
+        alerts = _join(safety.hold_on_alerts)
+        parts.append(f"hold on {alerts}" if alerts else "no alert holds")
+    return parts
+
+
+def policy_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of one policy file: a policy mapping or a list of them."""
+    schema = TypeAdapter(Policy | list[Policy]).json_schema(mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "retention policy file",
+        "description": "One retention policy (a mapping) or a list of them; see docs/policies.md "
+        "in the retention repository. Durations use restic's units: y, m (months), d, h.",
+        **schema,
+    }

@@ -1,0 +1,1 @@
+"""One lifecycle for every job: run, apply and undo."""

@@ -1,0 +1,1 @@
+"""Notices: a short message at the end of run and apply, to Apprise URLs kept secret."""

@@ -1,0 +1,265 @@
+"""Notices: a short message at the end of `run` and `apply`, to the Apprise URLs of ``notify:``.
+
+The library apprise does the sending (Slack, Teams, e-mail, PagerDuty, a JSON webhook ...).
+A notice goes out when the run's ending is one of the kinds ``notify.on`` names:
+
+- ``changes``: the run applied at least one change (a dry run: its plan has at least one
+  change a real run would send);
+- ``holds``: a safety gate held destructive changes that no ``--approve`` let through;
+- ``failure``: the run finished with failures (exit 1) or stopped on an error with exit 1
+  or 5 (the API unreachable or the keys refused) once the configuration was loaded.
+
+Its title is the run's exit code and what it means, its body the summary of report.md (up to
+its first ``###`` heading) and the run folder. Each URL gets its own Apprise object, so
+each URL's outcome is known; a notice that fails is logged once, redacted, and counted, and
+never changes the run's exit code.
+
+A notification URL carries its credentials (a webhook token, a password), so it is shown
+only as ``SCHEME://**********`` (``retention.notices.settings.redacted_url``). apprise logs hosts,
+paths and, at debug level, whole URLs, and urllib3 logs each request's path: both are
+silenced while apprise works, and retention logs its own redacted line instead.
+
+apprise takes a fifth of a second to import, so only a configuration with ``notify:``
+imports this module (retention.config.settings checks the URLs with it), and the CLI when it sends.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import SecretStr
+
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_UNREACHABLE,
+    exit_meaning,
+)
+from retention.notices.settings import NotifyWhen, redacted_url, scheme_of
+from retention.report.render import markdown_text
+
+# apprise logs as it loads and as it works (hosts, paths, at debug level whole URLs): none
+# of its records reach retention's logs, which say what became of each notice, redacted.
+logging.getLogger("apprise").propagate = False
+
+import apprise  # noqa: E402 - after its logger is cut off: it logs as it loads
+from apprise.manager_plugins import NotificationManager  # noqa: E402
+
+log = logging.getLogger("retention.notify")
+
+# The exit codes of a failure notice: finished with failures, the API unreachable, or
+# stopped by a signal (Ctrl-C, SIGTERM) before the end.
+FAILURE_EXITS = frozenset({EXIT_FAILURES, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED})
+# Loggers that would write a notification URL, or a part of it, while apprise works.
+_QUIET = ("apprise", "urllib3.connectionpool")
+EXAMPLE_URL = "json://alerts.example.net/retention"
+
+
+@contextmanager
+def _silenced() -> Iterator[None]:
+    """apprise's and urllib3's logging off while apprise works (they would log the host,
+    the path or the whole URL of a notice); as it was afterwards. Nothing else speaks HTTP
+    then: the API client is closed before a notice is sent."""
+    loggers = [logging.getLogger(name) for name in _QUIET]
+    before = [each.disabled for each in loggers]
+    for each in loggers:
+        each.disabled = True
+    try:
+        with warnings.catch_warnings():
+            # apprise loads its services on first use; its e-mail one imports imghdr,
+            # deprecated since Python 3.11: not the operator's concern.
+            warnings.filterwarnings("ignore", "'imghdr' is deprecated", DeprecationWarning)
+            yield
+    finally:
+        for each, was in zip(loggers, before, strict=True):
+            each.disabled = was
+
+
+def _asset() -> apprise.AppriseAsset:
+    """retention's name on the notices, and apprise's persistent store in memory only: a
+    pod's root file system is read-only, and a run must not leave files of apprise's."""
+    return apprise.AppriseAsset(
+        app_id="retention",
+        app_desc="retention: snapshot retention policies",
+        storage_mode="memory",
+    )
+
+
+def url_problem(url: str) -> str | None:
+    """Why apprise cannot use ``url``, in words that never quote it (only its scheme), or
+    None when it can."""
+    scheme = scheme_of(url)
+    if scheme is None:
+        return f"not an Apprise URL: write SERVICE://..., e.g. {EXAMPLE_URL}"
+    with _silenced():
+        # apprise's registry of services by scheme (a singleton); its constructor is untyped.
+        plugins = NotificationManager()  # type: ignore[no-untyped-call]
+        if scheme not in plugins:
+            return (
+                f"{scheme}:// is not a service apprise knows (slack://, workflows:// for Teams, "
+                "mailto://, json:// and about 180 more)"
+            )
+        if not plugins[scheme].enabled:
+            return f"{scheme}:// cannot be used on this system (apprise disabled it)"
+        if apprise.Apprise.instantiate(url.strip(), asset=_asset()) is None:
+            return (
+                f"not a valid {scheme}:// URL: apprise cannot use it; check its parts against "
+                f"apprise's page for {scheme}://"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One message: its title, its Markdown body and its kind (apprise's notify type,
+    which sets the colour or icon in most services)."""
+
+    title: str
+    body: str
+    kind: Literal["info", "success", "warning", "failure"]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What became of the notice to one URL (the URL redacted, ``setting`` where it was
+    given: ``notify.urls[1]``, ``RETENTION_NOTIFY_URLS[0]`` or ``FILE:LINE`` of
+    ``notify.urls_file``, since two URLs of one service look alike redacted)."""
+
+    setting: str
+    url: str
+    sent: bool
+    error: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The delivery in the run's ``--format json`` document."""
+        return {"url": self.url, "setting": self.setting, "sent": self.sent, "error": self.error}
+
+
+def reasons(*, code: int, changed: bool, held: bool) -> set[NotifyWhen]:
+    """The kinds of ending a run had: ``changed`` (changes applied, or for a dry run
+    planned), ``held`` (a gate held changes no --approve let through), ``code`` its exit
+    code (1, 5, 130 and 143 are failures)."""
+    found: set[NotifyWhen] = set()
+    if changed:
+        found.add("changes")
+    if held:
+        found.add("holds")
+    if code in FAILURE_EXITS:
+        found.add("failure")
+    return found
+
+
+def _kind(why: set[NotifyWhen]) -> Literal["info", "success", "warning", "failure"]:
+    if "failure" in why:
+        return "failure"
+    if "holds" in why:
+        return "warning"
+    return "success" if "changes" in why else "info"
+
+
+def summary_of(markdown: str) -> str:
+    """The summary of report.md: its text up to the first ``###`` heading."""
+    lines: list[str] = []
+    for line in markdown.splitlines():
+        if line.startswith("###"):
+            break
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def _code_span(text: str) -> str:
+    """A path as Markdown code (escaped text in the odd case that it holds a backtick)."""
+    if "`" in text:
+        return markdown_text(text)
+    return f"`{text}`"
+
+
+def run_notice(
+    *, mode: str, run_id: str, code: int, why: set[NotifyWhen], report_md: Path, run_dir: Path
+) -> Notice:
+    """The notice of a run that finished: the exit code in the title; report.md's summary
+    and the run folder in the body."""
+    title = f"retention {mode} {run_id}: exit {code}, {exit_meaning(code)}"
+    try:
+        summary = summary_of(report_md.read_text(encoding="utf-8"))
+    except OSError as exc:
+        summary = f"(report.md could not be read: {exc.strerror or type(exc).__name__})"
+    if "holds" in why:
+        summary += (
+            "\n\nHeld changes wait for a human: read the report, then "
+            "`retention apply PLAN --approve CLUSTER`, resolve the alert, or change the policy."
+        )
+    body = f"{summary}\n\nRun folder: {_code_span(str(run_dir))}"
+    kind = _kind(why)
+    # A dry run changed nothing, so its planned changes are news, not a success.
+    return Notice(title, body, "info" if kind == "success" and mode == "dry-run" else kind)
+
+
+def error_notice(*, mode: str, code: int, error: str) -> Notice:
+    """The notice of a run that stopped on an error (exit 1 or 5) or a signal (130, 143)
+    before it could finish."""
+    title = f"retention {mode}: exit {code}, {exit_meaning(code)}"
+    body = (
+        f"**retention {mode} stopped: exit {code}, {exit_meaning(code)}.**\n\n"
+        f"{markdown_text(error)}\n\nNo run folder was finished; the job's log says more."
+    )
+    return Notice(title, body, "failure")
+
+
+def send(destinations: Sequence[tuple[str, SecretStr]], notice: Notice) -> list[Delivery]:
+    """Send ``notice`` to each URL, one Apprise object per URL; never raises. Each URL comes
+    with its place (``notify.urls[0]``, ``RETENTION_NOTIFY_URLS[1]``, ``FILE:LINE``). A URL
+    that fails is logged as one warning (redacted, with its place) and reported in its
+    Delivery."""
+    deliveries = []
+    for setting, secret in destinations:
+        url = redacted_url(secret.get_secret_value())
+        error = _send_one(secret.get_secret_value(), notice)
+        deliveries.append(Delivery(setting, url, error is None, error))
+        fields = {"url": url, "setting": setting}
+        if error is None:
+            fields["event"] = "notice-sent"
+            log.info("notice sent to %s (%s)", url, setting, extra={"fields": fields})
+            continue
+        text = f"warning: could not send the notice to {url} ({setting}): {error}"
+        fields.update(event="notice-failed", error=error)
+        log.warning(
+            "could not send the notice to %s (%s): %s",
+            url,
+            setting,
+            error,
+            extra={"text": text, "fields": fields},
+        )
+    return deliveries
+
+
+def _send_one(url: str, notice: Notice) -> str | None:
+    """None when the service took the notice, else why not, in words that hold nothing of
+    the URL (apprise's own messages name hosts and paths, so they are not passed on)."""
+    try:
+        with _silenced():
+            service = apprise.Apprise.instantiate(url.strip(), asset=_asset())
+            if service is None:
+                return "apprise cannot use this URL"
+            sender = apprise.Apprise(asset=_asset())
+            sender.add(service)
+            result = sender.notify(
+                body=notice.body,
+                title=notice.title,
+                notify_type=apprise.NotifyType(notice.kind),
+                body_format=apprise.NotifyFormat.MARKDOWN,
+            )
+    except Exception as exc:  # noqa: BLE001 - a notice must never end the run
+        return f"apprise failed: {type(exc).__name__}"
+    if result:
+        return None
+    if result.status == apprise.AppriseResultStatus.TIMEOUT:
+        return "timed out"
+    return "not delivered: the service could not be reached or refused the notice"

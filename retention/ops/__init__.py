@@ -1,0 +1,1 @@
+"""Operations support: the run lock, metrics, logs, stopping, the thread window, doctor."""

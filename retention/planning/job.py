@@ -1,0 +1,259 @@
+"""Planning as a job: discover targets, walk them, decide, and write plan.json with
+decisions.jsonl beside it. The imperative shell around the pure retention.plan.
+
+Clusters are decided as their walks finish, here or on worker processes
+(retention.planning.workers), and written in a fixed order: each cluster's decisions go straight
+to decisions.jsonl, so memory holds a few clusters at a time whatever the size of the fleet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from retention.api import OpsManagerClient
+from retention.core.horizon import lease
+from retention.core.model import Target
+from retention.core.planfile import PlanHead, decisions_path
+from retention.core.policy.loader import LoadedPolicy, PolicySet
+from retention.errors import StopRequestedError
+from retention.ops.stopping import Stop
+from retention.planning.workers import POOL_FROM, Deciders, Shared
+from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
+from retention.walk.inventory import ProjectTargets, Survey, Walk, survey_all, walk_all
+from retention.walk.sharding import Shard
+
+log = logging.getLogger("retention.planner")
+
+# The plan's notice when it has a legacy config server (the client logs no warning: there
+# is nothing to act on, and the plan and its report say it once).
+CONFIG_SERVER_NOTICE = (
+    "Legacy config-server snapshots come from deprecated endpoints (mirrored config "
+    "servers, database versions before 3.4): their decisions are advisory and never sent."
+)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A written plan: its head (the plan without its long lists), files and errors."""
+
+    document: PlanHead
+    plan_path: Path
+    decisions_path: Path
+    errors: list[str]  # the plan's own and every cluster's walk error
+
+    @property
+    def held(self) -> bool:
+        """True when a safety gate held destructive changes."""
+        return bool(self.document["summary"]["clustersHeld"])
+
+
+def make_plan(
+    client: OpsManagerClient,
+    policies: PolicySet,
+    projects: Sequence[ProjectTargets],
+    *,
+    now: datetime,
+    created_at: datetime,
+    schedule: str | None,
+    concurrency: int,
+    plan_path: Path,
+    on_walk: Callable[[Walk], None] | None = None,
+    shard: Shard | None = None,
+    what_if: bool = False,
+    workers: int = 1,
+) -> PlanResult:
+    """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
+    the plan to ``plan_path`` and its decisions beside it (planfile.decisions_path).
+    ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan.
+    ``workers``: processes that decide clusters while the walk goes on (retention.planning.workers).
+
+    Three steps: survey the projects (alerts, discovery), walk and decide each target into
+    the builder (decisions.jsonl streams out as it goes), then write plan.json whole. Both
+    files are written under partial names and renamed when the plan is whole: a plan that
+    stops half way (an error, a stop: StopRequestedError) leaves neither, and an earlier
+    plan at ``plan_path`` stays as it was. The client's stop (``client.stop``) is looked at
+    between clusters and before the files are renamed, and a stop wins over whatever error
+    it caused on the way (a planning worker killed by the same SIGTERM).
+    """
+    stop = client.stop or Stop()
+    lease_for = lease(schedule, now)
+    decisions_to = decisions_path(plan_path)
+    plan_path.parent.mkdir(parents=True, exist_ok=True)
+    decisions_partial = _partial(decisions_to)
+    try:
+        head, found, walk_errors = _plan_into(
+            client,
+            policies,
+            projects,
+            decisions_partial,
+            plan_path,
+            now=now,
+            created_at=created_at,
+            lease_for=lease_for,
+            concurrency=concurrency,
+            on_walk=on_walk,
+            shard=shard,
+            what_if=what_if,
+            workers=workers,
+            stop=stop,
+        )
+        stop.check("the plan was renamed into place")
+    except BaseException as exc:
+        decisions_partial.unlink(missing_ok=True)
+        _partial(plan_path).unlink(missing_ok=True)
+        if stop.requested and not isinstance(exc, StopRequestedError):
+            raise stop.error(f"the plan was whole ({type(exc).__name__} meanwhile)") from exc
+        raise
+    decisions_partial.replace(decisions_to)
+    _partial(plan_path).replace(plan_path)
+    return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
+
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` is written until it is whole."""
+    return path.with_name(path.name + ".partial")
+
+
+def _plan_into(
+    client: OpsManagerClient,
+    policies: PolicySet,
+    projects: Sequence[ProjectTargets],
+    decisions_partial: Path,
+    plan_path: Path,
+    *,
+    now: datetime,
+    created_at: datetime,
+    lease_for: timedelta,
+    concurrency: int,
+    on_walk: Callable[[Walk], None] | None,
+    shard: Shard | None,
+    what_if: bool,
+    workers: int,
+    stop: Stop,
+) -> tuple[PlanHead, _Found, list[str]]:
+    with decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out:
+        builder = PlanBuilder(
+            evaluated_at=now,
+            created_at=created_at,
+            base_url=client.base_url,
+            policies=[_digest(p) for p in policies],
+            decisions_out=decisions_out,
+            lease_seconds=lease_for.total_seconds(),
+            what_if=what_if,
+        )
+        try:
+            found = _survey(client, projects, shard, concurrency)
+            builder.projects.update({p: s.name for p, s in found.surveys.items()})
+            walk_errors = _walk_and_decide(
+                client,
+                policies,
+                found,
+                builder,
+                now=now,
+                lease_for=lease_for,
+                concurrency=concurrency,
+                workers=workers,
+                on_walk=on_walk,
+                stop=stop,
+            )
+            builder.service_version = client.service_version
+            head = _write_whole(plan_path, builder, found)
+        finally:
+            builder.close()
+    return head, found, walk_errors
+
+
+@dataclass
+class _Found:
+    """What the survey of the projects found: the targets to walk, and what to say."""
+
+    surveys: dict[str, Survey]
+    targets: list[Target] = field(default_factory=list)
+    # Projects whose alerts could not be read, and why: their clusters are held.
+    unread: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # plan.json's top-level errors
+    warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # facts, not warnings: nothing to act on
+
+
+def _survey(
+    client: OpsManagerClient,
+    projects: Sequence[ProjectTargets],
+    shard: Shard | None,
+    concurrency: int,
+) -> _Found:
+    ordered = sorted(projects, key=lambda p: p.project_id)
+    surveys = {s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)}
+    found = _Found(surveys)
+    for wanted in ordered:
+        survey = surveys[wanted.project_id]
+        found.warnings += survey.warnings
+        if survey.alerts_error is not None:
+            found.unread[wanted.project_id] = (
+                f"cannot read the project's alerts, so no alert can be honoured: "
+                f"{survey.alerts_error}"
+            )
+            found.errors.append(found.unread[wanted.project_id])
+        if survey.discovery_error is not None:
+            error = survey.discovery_error
+            found.errors.append(f"project {wanted.project_id}: discovery failed: {error}")
+            continue
+        found.targets += [t for t in survey.targets if shard is None or shard.owns(t.cluster_id)]
+    if any(t.kind == "config-server" for t in found.targets):
+        found.notices.append(CONFIG_SERVER_NOTICE)
+    return found
+
+
+def _walk_and_decide(
+    client: OpsManagerClient,
+    policies: PolicySet,
+    found: _Found,
+    builder: PlanBuilder,
+    *,
+    now: datetime,
+    lease_for: timedelta,
+    concurrency: int,
+    workers: int,
+    on_walk: Callable[[Walk], None] | None,
+    stop: Stop,
+) -> list[str]:
+    """Decide every target as its walk comes in; the walk errors (each is also in its
+    cluster's entry). A stop ends it between two clusters: the walks stop at their next
+    request, and deciding what was walked would only delay the stop."""
+    walk_errors: list[str] = []
+
+    def walks() -> Iterator[Walk]:
+        # One walk across every project, so no project's start waits for the last one's end.
+        for walk in walk_all(client, found.targets, concurrency=concurrency, on_done=on_walk):
+            if walk.error:
+                walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
+            yield walk
+
+    shared = Shared(
+        policies,
+        {p: s.alerts for p, s in found.surveys.items()},
+        found.unread,
+        now,
+        lease_for,
+    )
+    pool = workers if len(found.targets) >= POOL_FROM else 1
+    with Deciders(shared, pool) as deciders:
+        for cluster in deciders.decide_all(walks()):
+            stop.check("deciding the next cluster")
+            builder.add_encoded(cluster)
+    return walk_errors
+
+
+def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> PlanHead:
+    """plan.json into its partial file (make_plan renames it): readers never see half a
+    plan."""
+    with _partial(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
+        return builder.write(out, found.errors, found.warnings, found.notices)
+
+
+def _digest(loaded: LoadedPolicy) -> PolicyDigest:
+    return PolicyDigest(loaded.policy.name, loaded.sha256, str(loaded.path))

@@ -1,0 +1,339 @@
+"""Deciding clusters as their walks come in: in this process, or on worker processes.
+
+Deciding and encoding a cluster (retention.core.decide, planwrite.encode_cluster) is pure
+CPU, and a plan does it for every snapshot of the fleet while the walk threads wait on the
+network. One process runs all of it on one core; with ``workers`` above 1 a pool of worker
+processes decides clusters side by side while this process walks and writes:
+
+- a walk's snapshots go out as one msgpack blob (msgspec encodes a 300-snapshot cluster in
+  about 50 us; pickling the structs took over ten times as long), the worker sends back the
+  encoded cluster: the bytes to write and the summary;
+- results come back in the order the clusters went out, with at most ``2 * workers`` in
+  flight, so memory stays bounded and the files are byte for byte what one process writes;
+- what every cluster shares (policies, alerts, ``now``) goes to each worker once, at start.
+
+Workers are spawned: never forked, since the walk threads are running and a forked child
+can inherit a lock one of them held. (A fork server would start them faster, but its
+workers are not children of this process, so their CPU would escape its rusage, which is
+how benchmarks/fleet.py measures a plan.) They ignore SIGINT and SIGTERM: a Ctrl-C, or
+a SIGTERM sent to the whole process group (systemd, timeout(1), kill -- -PGID), is this
+process's stop (retention.ops.stopping), which takes the pool down; a worker killed by it
+would read as a crash.
+
+No wait on the pool is unbounded. A worker killed while it writes an answer larger than
+the pipe holds (the out-of-memory killer, mid-write) leaves CPython's result reader thread
+in recv() for bytes that never come: the pool never learns of the death and its futures
+never end. So answers are awaited in short polls, between which the workers' sentinels
+are checked; a dead worker, or no answer within ``ANSWER_WITHIN``, ends the plan, and the
+pool is taken down without waiting for its thread (``_abandon``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from multiprocessing import connection, get_context
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from retention.core.decide import decide
+from retention.core.model import AlertView, SnapshotView, Target
+from retention.core.policy.loader import PolicySet
+from retention.errors import RetentionError
+from retention.runfolder.planwrite import EncodedCluster, encode_cluster
+
+if TYPE_CHECKING:
+    from retention.walk.inventory import Walk
+
+log = logging.getLogger("retention.planner")
+
+# Below this many clusters a plan decides in this process whatever ``workers`` says:
+# starting a worker costs about half a second of CPU (imports), what deciding some 25,000
+# snapshots costs, and small plans (most tests, most audits) would only wait for it.
+POOL_FROM = 50
+
+# How often a wait for an answer stops to see whether every worker still lives: a dead one
+# is noticed within this. Free when all is well: a wait ends as soon as its answer is in.
+POLL = 0.5
+# The longest a plan waits for one cluster's answer before it gives up on the pool. A worker
+# decides and encodes some 100,000 snapshots a second and a cluster has hundreds (a million
+# would take 10 s); ten minutes leave room for a pod throttled to a sliver of a CPU and a
+# worker's start, and still end a stuck plan with our message long before the CronJob's
+# activeDeadlineSeconds (two hours) kills it holding the lock.
+ANSWER_WITHIN = 600.0
+# Taking a pool down: how long to wait for its killed workers and then for its thread.
+_REAP_WITHIN = 10.0
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(list[SnapshotView])
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every decision of a plan shares: the policies, each project's open alerts and
+    why its alerts could not be read (the cluster is then held), ``now`` and the lease."""
+
+    policies: PolicySet
+    alerts: Mapping[str, Sequence[AlertView]]
+    unread: Mapping[str, str]
+    now: datetime
+    lease_for: timedelta
+
+    def decide(
+        self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
+    ) -> EncodedCluster:
+        """Decide one cluster and encode it for the plan's files."""
+        plan = decide(
+            target,
+            snapshots,
+            self.policies.matching(target.project_id, target.name, target.kind),
+            self.alerts.get(target.project_id, ()),
+            now=self.now,
+            lease_for=self.lease_for,
+            walk_error=walk_error or self.unread.get(target.project_id),
+        )
+        return encode_cluster(plan)
+
+
+class Deciders:
+    """Decides walked clusters in their order, here (``workers`` 1) or on a pool of
+    ``workers`` processes. A context manager: leaving it stops the pool."""
+
+    def __init__(self, shared: Shared, workers: int) -> None:
+        self.shared = shared
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._started: list[Future[None]] = []
+        # Sent to the pool, not yet answered: leaving with any, nothing waits for the pool.
+        self._pending: deque[tuple[Walk, Future[EncodedCluster]]] = deque()
+        if workers > 1:
+            self._start_pool(workers)
+
+    def _start_pool(self, workers: int) -> None:
+        try:
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=get_context("spawn"),
+                initializer=_start,
+                initargs=(self.shared,),
+            )
+            # A pool spawns a worker for a task no idle worker takes: one task each.
+            with _stop_signals_blocked():
+                self._started = [self._pool.submit(_ready) for _ in range(workers)]
+        except (OSError, NotImplementedError) as exc:
+            # A sandbox without /dev/shm (no semaphores) or a process limit: the plan is
+            # the same from one process, only slower.
+            self._one_process(f"cannot start planning workers ({exc})")
+        except BaseException:
+            self._stop()
+            raise
+
+    def _one_process(self, why: str) -> None:
+        log.warning("%s: deciding in one process", why)
+        self._stop()
+        self.workers = 1
+
+    def _stop(self, *, wait: bool = False) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if wait:
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            _abandon(pool)
+
+    def __enter__(self) -> Deciders:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # An idle pool stops cleanly. One with answers outstanding (the plan failed or was
+        # interrupted meanwhile) could keep us waiting on a worker that died mid-answer.
+        self._stop(wait=not self._pending)
+
+    def decide_all(self, walks: Iterable[Walk]) -> Iterator[EncodedCluster]:
+        """Each walk's cluster decided and encoded, in the order of ``walks``."""
+        walks = iter(walks)
+        if self._pool is not None:
+            yield from self._on_pool(walks)
+        for walk in walks:  # all of them, or what the pool left when it could not start
+            yield self.shared.decide(walk.target, walk.snapshots, walk.error)
+
+    def _on_pool(self, walks: Iterator[Walk]) -> Iterator[EncodedCluster]:
+        assert self._pool is not None  # noqa: S101 - decide_all asks first
+        pending = self._pending
+        in_hand: Walk | None = None  # the walk being sent, until it is pending
+        try:
+            for walk in walks:
+                in_hand = walk
+                blob = _ENCODER.encode(walk.snapshots)
+                # Blocked for each task too: a task can make the pool spawn a worker.
+                with _stop_signals_blocked():
+                    future = self._pool.submit(_decide, walk.target, blob, walk.error)
+                pending.append((walk, future))
+                in_hand = None
+                if len(pending) >= 2 * self.workers:
+                    done = self._answer(*pending[0])
+                    pending.popleft()  # only once answered: a broken pool leaves it here
+                    yield done
+            while pending:
+                done = self._answer(*pending[0])
+                pending.popleft()
+                yield done
+        except BrokenProcessPool:
+            if any(f.done() and not f.cancelled() and f.exception() is None for f in self._started):
+                self._stop()
+                pending.clear()
+                raise RetentionError(
+                    "a planning worker process ended without an answer (killed by a signal, "
+                    "perhaps by the out-of-memory killer): no plan was written. Give the job "
+                    "more memory, or set api.workers: 1 to decide in one process"
+                ) from None
+            # No worker ever came up (it could not import or start): decide the clusters
+            # in hand, then the rest, here.
+            self._one_process("planning workers did not start")
+            for walk in [w for w, _ in pending] + ([in_hand] if in_hand else []):
+                yield self.shared.decide(walk.target, walk.snapshots, walk.error)
+            pending.clear()
+
+    def _answer(self, walk: Walk, future: Future[EncodedCluster]) -> EncodedCluster:
+        """The future's answer, awaited in polls that look at the workers between them:
+        BrokenProcessPool once one has ended (what the pool raises when it notices by
+        itself), a RetentionError when none has come within ``ANSWER_WITHIN``."""
+        assert self._pool is not None  # noqa: S101 - only _on_pool asks, with a pool
+        give_up = time.monotonic() + ANSWER_WITHIN
+        while not futures_wait([future], timeout=POLL).done:
+            if _ended(self._pool):
+                raise BrokenProcessPool("a planning worker ended")
+            if time.monotonic() > give_up:
+                self._stop()
+                self._pending.clear()
+                t = walk.target
+                raise RetentionError(
+                    f"no planning worker answered for {t.kind} {t.cluster_id} of project "
+                    f"{t.project_id} within {ANSWER_WITHIN:.0f} s: no plan was written. Set "
+                    "api.workers: 1 to decide in one process"
+                )
+        return future.result()
+
+
+def _ended(pool: ProcessPoolExecutor) -> bool:
+    """Whether a worker of the pool has ended: its sentinel is ready. A worker only ends
+    when the pool stops, so while answers are awaited any end is a death. Sentinels, not
+    exit codes: they are read without reaping, which the pool's own thread does."""
+    processes = pool._processes or {}
+    return bool(connection.wait([p.sentinel for p in list(processes.values())], timeout=0))
+
+
+def _all_ended(sentinels: list[int], within: float) -> bool:
+    """Whether every process of ``sentinels`` ends within ``within`` seconds. Sentinels,
+    not join(): the pool's thread may be reaping them meanwhile, and a join racing it can
+    return while the process is still taken for alive."""
+    left = set(sentinels)
+    give_up = time.monotonic() + within
+    while left and (remaining := give_up - time.monotonic()) > 0:
+        left.difference_update(connection.wait(list(left), timeout=remaining))
+    return not left
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """Take the pool down without waiting on it: its thread may be stuck reading a
+    half-written answer, and CPython joins that thread (with no timeout) at interpreter
+    exit, so it must be freed, not left.
+
+    The workers are killed: nothing of theirs is needed, and a live one may wait forever
+    on the result pipe's lock its dead peer held (SIGKILL, not SIGTERM: it ends a stopped
+    worker too, and a worker has nothing to clean up). Once they are gone this process holds
+    the pipe's only write end; closing it gives the reader end-of-file, and the pool's
+    thread takes the pool down as for any broken pool and ends. ``ProcessPoolExecutor``
+    has no public way to do any of this, hence its private attributes, read with getattr
+    so that another CPython's lack of one only skips its step."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    results: Any = getattr(pool, "_result_queue", None)
+    manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.kill()
+    if not _all_ended([worker.sentinel for worker in workers], _REAP_WITHIN):
+        log.warning("planning workers did not end when killed; the pool is left as it is")
+        return
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
+    if manager is not None:
+        manager.join(_REAP_WITHIN)
+        if manager.is_alive():
+            log.warning("the planning pool's thread did not end; exit may wait for it")
+            return
+    if results is not None:
+        results.close()  # the read end too, now that no thread reads it
+
+
+@contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread: a worker spawned meanwhile starts with
+    them blocked (the mask is inherited), so a stop while it imports neither kills it nor
+    prints a traceback of its own; its initializer then ignores them for good. Blocked,
+    not ignored: a signal meanwhile stays pending for this process instead of being lost."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _ready() -> None:
+    """Nothing: the task that makes the pool spawn its workers."""
+
+
+# The worker's share of the plan, set once by _start when the pool spawns it.
+_shared: Shared | None = None
+
+
+def _start(shared: Shared) -> None:
+    global _shared  # noqa: PLW0603 - one value per worker process, set at its start
+    _shared = shared
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _decide(target: Target, blob: bytes, walk_error: str | None) -> EncodedCluster:
+    assert _shared is not None  # noqa: S101 - _start runs first in every worker
+    return _shared.decide(target, _DECODER.decode(blob), walk_error)
+
+
+def available_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPUs this process may use: those it may run on, capped by the container's CPU
+    limit (cgroup v2 ``cpu.max``, or v1 ``cpu.cfs_quota_us``) rounded up; at least 1."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    limit = _cgroup_limit(cgroup)
+    return max(1, min(cpus or 1, limit or cpus or 1))
+
+
+def _cgroup_limit(cgroup: Path) -> int | None:
+    """The CPU limit of the cgroup in whole CPUs (rounded up); None when there is none."""
+    try:
+        if (v2 := cgroup / "cpu.max").is_file():
+            quota, _, period = v2.read_text().strip().partition(" ")
+            if quota == "max":
+                return None
+            return math.ceil(int(quota) / int(period or "100000"))
+        v1 = cgroup / "cpu"
+        quota_us = int((v1 / "cpu.cfs_quota_us").read_text())
+        period_us = int((v1 / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return math.ceil(quota_us / period_us) if quota_us > 0 and period_us > 0 else None

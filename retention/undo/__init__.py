@@ -1,0 +1,1 @@
+"""Undo as a job: put back what a run's journal says it shortened."""

@@ -1,0 +1,304 @@
+"""Undo as a job: read a run's journal, put back what it shortened, journal and report that.
+
+An undo is itself a run. It writes a run folder of its own: ``undo.json`` (which run it
+undoes, and every item with its verdict), ``results.jsonl`` (one line per snapshot, flushed
+before the next PATCH, as apply's journal), and report.html / report.md. It is refused for
+an undo's folder (an undo of an undo would redo the bad run: run the policy again instead)
+and for a run made against another service. The CLI holds the run lock around it.
+
+Its journal is written ahead, as apply's: an intent line (``"intent": true`` and the bodies
+about to be sent) before a snapshot's PATCHes, its item after. After a stop no restore
+starts and the items left are ``not-sent``; a restore of two PATCHes (protect, then
+unprotect: the API's only way to drop an expiry) that has sent its first finishes its
+second, since a snapshot left protected would look changed by someone else to the next undo.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from retention.api import OpsManagerClient
+from retention.apply.executor import Journal
+from retention.core.restore import (
+    LEFT_ALONE,
+    SETTLED,
+    Restoration,
+    State,
+    restorations,
+    verdict,
+)
+from retention.core.timestamps import format_timestamp
+from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
+from retention.lifecycle.jobs import new_run_dir
+from retention.ops.stopping import Stop
+from retention.ops.window import ordered
+from retention.runfolder.planread import json_lines, read_head
+
+log = logging.getLogger("retention.undo")
+
+UNDO_FILE = "undo.json"
+UNDO_FORMAT = "retention-undo/v1"
+
+
+@dataclass
+class Item:
+    """One snapshot of the undo: what the run did to it, what undo did about it."""
+
+    restoration: Restoration
+    outcome: str
+    reason: str = ""
+    current: State | None = None
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    status: int | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The item as undo.json, results.jsonl and ``--format json`` give it."""
+        r = self.restoration
+        return {
+            "projectId": r.project_id,
+            "clusterId": r.cluster_id,
+            "clusterName": r.cluster_name,
+            "snapshotId": r.snapshot_id,
+            "action": r.action,
+            "before": r.before.document(),
+            "written": r.written.document(),
+            "current": self.current.document() if self.current is not None else None,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "sent": self.sent,
+            "status": self.status,
+            "inDoubt": r.in_doubt,
+        }
+
+
+@dataclass
+class UndoResult:
+    """What an undo did, for the exit code, the summary and the report."""
+
+    run_id: str
+    run_dir: Path
+    undo_of: Path
+    dry_run: bool
+    started: datetime
+    items: list[Item] = field(default_factory=list)
+    unreadable: int = 0  # journal lines that were cut short or are not JSON
+    reports: list[Path] = field(default_factory=list)
+    document: dict[str, Any] = field(default_factory=dict)  # undo.json, once it is written
+    interrupted: str | None = None  # the signal that stopped the undo (SIGINT, SIGTERM)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Items by outcome."""
+        return dict(sorted(Counter(item.outcome for item in self.items).items()))
+
+    @property
+    def in_doubt(self) -> int:
+        """Snapshots whose PATCH the run's journal could not say was applied or not."""
+        return sum(1 for item in self.items if item.restoration.in_doubt)
+
+    @property
+    def failed(self) -> bool:
+        """Something could not be put back, or the API failed: exit 1."""
+        return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
+
+
+def read_journal(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
+    """The lines of a run's results.jsonl (none when it has no journal: a dry run), and how
+    many could not be read (a killed run can leave its last line cut short)."""
+    journal = run_dir / "results.jsonl"
+    found = list(json_lines(journal)) if journal.is_file() else []
+    lines = [line for line in found if line is not None]
+    return lines, len(found) - len(lines)
+
+
+def check_run_dir(run_dir: Path, base_url: str) -> None:
+    """UsageError (exit 2, nothing sent) unless ``run_dir`` is a run that applied changes
+    against the service at ``base_url``, and not an undo."""
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run folder (give a folder under reports.dir)")
+    if (run_dir / UNDO_FILE).exists():
+        raise UsageError(
+            f"{run_dir} is an undo: an undo is not undone. To apply the policy again, run "
+            "`retention run` (or plan and apply)"
+        )
+    if not (run_dir / "plan.json").is_file():
+        raise UsageError(f"{run_dir} is not a run folder: it has no plan.json")
+    head = read_head(run_dir / "plan.json")
+    if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
+        raise UsageError(
+            f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
+            "the configuration of that service"
+        )
+
+
+def undo_run(
+    client: OpsManagerClient,
+    run_dir: Path,
+    *,
+    reports: Path,
+    dry_run: bool,
+    concurrency: int,
+    now: Callable[[], datetime],
+    stop: Stop | None = None,
+) -> UndoResult:
+    """Put back what the run in ``run_dir`` shortened, in a new run folder under ``reports``.
+
+    Raises UsageError before any request for a folder that is no run to undo; an API that
+    cannot be reached (ApiError.stops_everything) is raised; any other API error is the
+    item's ``failed`` outcome. After ``stop`` is requested no restore starts: the items
+    left are ``not-sent`` and the result's ``interrupted`` names the signal.
+    """
+    stop = stop or Stop()
+    check_run_dir(run_dir, client.base_url)
+    lines, bad = read_journal(run_dir)
+    started = now()
+    run_id, folder = new_run_dir(reports, started)
+    folder.mkdir(parents=True)
+    where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
+    result = UndoResult(run_id, folder, where, dry_run, started, unreadable=bad)
+    if bad:
+        undone = run_dir / "results.jsonl"
+        log.warning("%s: %d journal lines could not be read and are not undone", undone, bad)
+    journal = Journal(folder / "results.jsonl", now)
+
+    def intent(r: Restoration, bodies: list[dict[str, Any]]) -> None:
+        journal.write({"at": format_timestamp(now()), **_intent(r, bodies)})
+
+    def work(r: Restoration) -> Item:
+        item = _undo_one(client, r, dry_run=dry_run, now=now, stop=stop, intent=intent)
+        # Journalled as it ends, by the worker: not after the items before it in order.
+        journal.write({"at": format_timestamp(now()), **item.document()})
+        return item
+
+    try:
+        for item in ordered(work, restorations(lines), workers=concurrency, name="undo"):
+            result.items.append(item)
+    finally:
+        journal.close()
+    if stop.requested:
+        result.interrupted = stop.name
+    result.document = undo_document(result)
+    _write_undo_file(result.run_dir / UNDO_FILE, result.document)
+    return result
+
+
+def _undo_one(
+    client: OpsManagerClient,
+    r: Restoration,
+    *,
+    dry_run: bool,
+    now: Callable[[], datetime],
+    stop: Stop,
+    intent: Callable[[Restoration, list[dict[str, Any]]], None],
+) -> Item:
+    try:
+        stop.check("reading the snapshot")
+        current = _state(client, r)
+    except StopRequestedError as exc:
+        return Item(r, "not-sent", _stopped(exc.signal_name))
+    except ApiError as exc:
+        if exc.stops_everything:
+            raise
+        return Item(r, "failed", f"cannot read the snapshot: {exc}", status=exc.status)
+    found = verdict(r, current, now())
+    if found != "restore":
+        return Item(r, found, LEFT_ALONE[found], current)
+    if dry_run:
+        return Item(r, "would-restore", f"would put back: {r.before.text()}", current)
+    return _restore(
+        client, Item(r, "restored", f"put back: {r.before.text()}", current), stop, intent
+    )
+
+
+def _restore(
+    client: OpsManagerClient,
+    item: Item,
+    stop: Stop,
+    intent: Callable[[Restoration, list[dict[str, Any]]], None],
+) -> Item:
+    """Send the PATCHes that put ``item`` back, journalled ahead; the item as it ends."""
+    r = item.restoration
+    if stop.requested:
+        item.outcome, item.reason = "not-sent", _stopped(stop.name)
+        return item
+    steps = r.steps()
+    intent(r, [patch.body() for patch in steps])
+    for patch in steps:
+        body = patch.body()
+        try:
+            # The first PATCH is sent: the second finishes the change even after a stop.
+            with stop.shield() if item.sent else nullcontext():
+                answer = client.patch_snapshot(r.project_id, r.cluster_id, r.snapshot_id, patch)
+        except StopRequestedError as exc:
+            item.outcome, item.reason = "not-sent", _stopped(exc.signal_name)
+            if exc.in_doubt:
+                item.outcome = "failed"
+                item.reason = f"PATCH {body}: {exc}; the service may have applied it"
+            return item
+        except ApiError as exc:
+            if exc.stops_everything:
+                raise
+            item.outcome, item.status = "failed", exc.status
+            done = " after the first of two steps" if item.sent else ""
+            item.reason = f"PATCH {body} failed{done}: {exc}"
+            return item
+        item.sent.append(body)
+        item.current = State.of(answer)
+    return item
+
+
+def _state(client: OpsManagerClient, r: Restoration) -> State | None:
+    try:
+        return State.of(client.get_snapshot(r.project_id, r.cluster_id, r.snapshot_id))
+    except NotFoundError:
+        return None
+
+
+def _stopped(signal_name: str) -> str:
+    return f"not put back: the undo was stopped ({signal_name})"
+
+
+def _intent(r: Restoration, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """The write-ahead line of a restore: what is about to be sent, before it is."""
+    return {
+        "intent": True,
+        "projectId": r.project_id,
+        "clusterId": r.cluster_id,
+        "clusterName": r.cluster_name,
+        "snapshotId": r.snapshot_id,
+        "before": r.before.document(),
+        "written": r.written.document(),
+        "steps": bodies,
+    }
+
+
+def _write_undo_file(path: Path, document: dict[str, Any]) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    partial.replace(path)
+
+
+def undo_document(result: UndoResult) -> dict[str, Any]:
+    """undo.json: which run was undone, when, and every item."""
+    return {
+        "format": UNDO_FORMAT,
+        "runId": result.run_id,
+        "undoOf": str(result.undo_of),
+        "createdAt": format_timestamp(result.started),
+        "dryRun": result.dry_run,
+        "counts": result.counts,
+        "unreadableLines": result.unreadable,
+        "inDoubt": result.in_doubt,
+        "interrupted": result.interrupted,
+        "items": [item.document() for item in result.items],
+    }

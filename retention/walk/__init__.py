@@ -1,0 +1,1 @@
+"""Discovery and the walk: the targets of each project and every snapshot of each, streamed."""
