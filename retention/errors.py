@@ -2,23 +2,23 @@
 
     RetentionError                      exit 1  anything we raise on purpose
     ├── UsageError                      exit 2  bad command-line usage (nothing was sent)
-    │   └── PlanFileError                       a plan file apply must not trust (nothing sent)
+    │   └── PlanFileError               exit 2  a plan file apply must not trust (nothing sent)
     ├── ConfigError                     exit 2  bad retention.yaml or environment (nothing was sent)
-    ├── PolicyError                     exit 2  bad policy files (nothing was sent)
+    │   └── PolicyError                 exit 2  bad policy files (nothing was sent)
     ├── LockHeldError                   exit 4  another run holds the lock
     ├── StopRequestedError              130/143 SIGINT or SIGTERM asked the command to stop
     └── ApiError                        exit 1  something went wrong talking to the API
         ├── TransportError              exit 5  no HTTP answer at all
-        │   ├── ConnectError                    refused, DNS, reset before any answer
-        │   ├── TLSError                        certificate or handshake failure
-        │   └── RequestTimeoutError                  no answer within the timeout, retries spent
+        │   ├── ConnectError            exit 5  refused, DNS, reset before any answer
+        │   ├── TLSError                exit 5  certificate or handshake failure
+        │   └── RequestTimeoutError     exit 5  no answer within the timeout, retries spent
         ├── AuthenticationError         exit 5  401 after answering the digest challenge
         ├── HTTPStatusError             exit 1  any other non-2xx answer (after retries)
         │   ├── PermissionDeniedError   exit 5  403: the key may not do this
-        │   ├── NotFoundError                   404
-        │   ├── InvalidFieldsError              400 (e.g. doNotDelete with expires)
-        │   ├── RateLimitedError                429, retries and time budget spent
-        │   └── ServerError                     5xx, retries and time budget spent
+        │   ├── NotFoundError           exit 1  404
+        │   ├── InvalidFieldsError      exit 1  400 (e.g. doNotDelete with expires)
+        │   ├── RateLimitedError        exit 1  429, retries and time budget spent
+        │   └── ServerError             exit 1  5xx, retries and time budget spent
         ├── RefusedRequestError         exit 1  we refused to send it (an id that is no id, a
         │                                       body the API forbids): no request was made
         ├── MalformedResponseError      exit 1  a 2xx answer that is not the JSON the spec promises
