@@ -22,9 +22,9 @@ from markupsafe import Markup
 
 from retention.api.models import SnapshotPatch
 from retention.core.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
-from retention.report import RunInfo, render_reports
+from retention.report import RunInfo, render_reports, render_run
 from retention.report.read import change_rows
-from retention.report.render import html_text
+from retention.report.render import html_text, summary_markdown
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -714,3 +714,36 @@ def test_each_cluster_says_how_much_storage_its_changes_give_back(tmp_path: Path
 
     [row] = [r for r in page.rows["clusters"] if r and r[1] == "orders"]
     assert row[-2] == "3.0 GiB"
+
+
+def test_the_notice_says_what_report_md_begins_with(tmp_path: Path) -> None:
+    """The run's summary, read once as data, gives the notice the very text report.md begins
+    with (up to its first ### heading), byte for byte, for a stopped run with a failure."""
+    plan = cluster("orders|*", [shortened(f"s{i}", 30 + i, 500, 22) for i in range(3)])
+    d = plan.decisions
+    results = [result(plan, d[0], "applied"), result(plan, d[1], "failed", 500, "boom")]
+    folder = write_run(tmp_path / "run", [plan], results=results)
+
+    rendered = render_run(folder, info("run", 130))
+
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    head = markdown[: markdown.index("\n###")].strip()
+    outcomes = rendered.summary.outcomes
+    assert summary_markdown(rendered.summary) == head
+    assert head.startswith("**retention run 1a2b3c4d: exit 130, stopped by SIGINT")
+    assert outcomes is not None
+    assert (outcomes.count("applied"), outcomes.count("failed")) == (1, 1)
+    assert rendered.summary.clusters_with_problems == 1
+
+
+def test_a_run_summary_needs_no_report_written(tmp_path: Path) -> None:
+    """With no format asked, render_run writes no file and still returns the run's summary
+    (what a notice needs)."""
+    folder = scenario_run(tmp_path)
+
+    rendered = render_run(folder, info(), formats=[])
+
+    assert rendered.paths == []
+    assert not (folder / "report.md").exists()
+    assert rendered.summary.plan.clusters > 0
+    assert rendered.summary.nothing_changed

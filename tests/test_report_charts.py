@@ -5,11 +5,12 @@ gridline."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from typing import Literal
 
 import pytest
 
-from retention.core.timestamps import format_timestamp
+from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.report.model import Calendar, CalendarDay, ClusterRow, Lane
 from retention.report.svg import (
     EXPIRY_BASE,
@@ -30,10 +31,14 @@ ROW = ClusterRow("p1", "c1", "orders", "cluster", 0, {}, ["prod"], [], [])
 
 
 def snap(n: int, hours_ago: float, category: str, target: str | None = None) -> Snap:
-    """A decision for a timeline: taken ``hours_ago``, with an optional new expiry."""
-    created = format_timestamp(NOW - timedelta(hours=hours_ago))
+    """A decision for a timeline: taken ``hours_ago``, with an optional new expiry (as the
+    files write it, or "forever")."""
+    created = NOW - timedelta(hours=hours_ago)
     changed = target is not None or category == "held"
-    return Snap(f"s{n:03d}", created, category, changed, target, f"s{n:03d} label")
+    to: datetime | Literal["forever"] | None = None
+    if target is not None:
+        to = "forever" if target == "forever" else parse_timestamp(target)
+    return Snap(f"s{n:03d}", created, category, changed, to, f"s{n:03d} label")
 
 
 def six_hourly(count: int, category: str = "held") -> list[Snap]:
@@ -150,8 +155,8 @@ def test_gridline_steps_are_round_numbers(peak: int, step: int) -> None:
 def test_calendar_bars_stack_this_plans_expiries_under_those_already_set() -> None:
     """Each day's bar has this plan's expiries at the bottom and those already set on top,
     scaled to an axis that ends on a gridline at or above the busiest day."""
-    days = [CalendarDay(f"2026-11-{d:02d}") for d in range(21, 30)] + [
-        CalendarDay(f"2026-12-{d:02d}") for d in range(1, 22)
+    days = [CalendarDay(date(2026, 11, d)) for d in range(21, 30)] + [
+        CalendarDay(date(2026, 12, d)) for d in range(1, 22)
     ]
     days[1].planned, days[1].existing = 3, 4
     days[5].existing = 1

@@ -27,6 +27,7 @@ from retention.errors import (
 if TYPE_CHECKING:
     from retention.notices.send import Delivery
     from retention.notices.settings import NotifySettings
+    from retention.report.summary import RunSummary
 
 
 def finish(
@@ -42,15 +43,15 @@ def finish(
     print the summary (or, ``output`` json, one JSON document), log the failed changes and
     the run-finished event, and return the exit code."""
     from retention.ops.logs import RUN_LOGGER
-    from retention.report import RunInfo, render_reports
+    from retention.report import RunInfo, render_run
 
     log = logging.getLogger(RUN_LOGGER)
     code = exit_code_for(failed=result.failed, held=result.held, stopped_by=result.interrupted)
     info = RunInfo(result.run_id, mode, started, datetime.now(UTC), code, __version__)
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:
-        formats = [*formats, "markdown"]  # a notice is report.md's summary
-    result.reports = render_reports(result.run_dir, info, formats)
-    notices = notifier.after_run(result, code) if notifier is not None else []
+        formats = [*formats, "markdown"]  # a notice says what report.md's summary says
+    result.reports, run_summary = render_run(result.run_dir, info, formats)
+    notices = notifier.after_run(result, code, run_summary) if notifier is not None else []
     if output == "json":
         emit(_run_document(result, mode, code, notices))
     else:
@@ -202,9 +203,10 @@ class Notifier:
         """The configuration is loaded: from here on, the run's ending is notified."""
         self.settings, self.mode = settings, mode
 
-    def after_run(self, result: Any, code: int) -> list[Delivery]:
-        """Send the notice of a finished run when ``notify.on`` names a kind of its
-        ending; the deliveries (none when nothing was sent)."""
+    def after_run(self, result: Any, code: int, summary: RunSummary) -> list[Delivery]:
+        """Send the notice of a finished run (its ``summary``, as the reports were rendered
+        from it) when ``notify.on`` names a kind of its ending; the deliveries (none when
+        nothing was sent)."""
         if self.done or self.settings is None:
             return []
         self.done = True
@@ -218,13 +220,12 @@ class Notifier:
         why = reasons(code=code, changed=changed, held=result.held)
         if not why.intersection(self.settings.on):
             return []
-        report_md = result.run_dir / "report.md"
         notice = run_notice(
             mode=self.mode,
             run_id=result.run_id,
             code=code,
             why=why,
-            report_md=report_md,
+            summary=summary,
             run_dir=result.run_dir,
         )
         self.deliveries = send(self.settings.destinations(), notice)

@@ -1,31 +1,32 @@
 """The terminal summary of a plan, in the spirit of ``terraform plan``: counts per action,
 per cluster, the holds that need a human, and the errors. Lines of text, which the commands
-print."""
+print.
+
+The plan's totals come from ``report.summary.PlanSummary``, the value report.md, report.html
+and the notice render too, so every output counts the same way.
+"""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
 
-from retention.core.model import CHANGE_ACTIONS
+from retention.core.planfile import ClusterEntry, PlanHead
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import printable, size, unmanaged_text
+from retention.report.summary import ACTIONS, PlanSummary
 
-ACTIONS = CHANGE_ACTIONS
 
-
-def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> list[str]:
-    """Readable lines for a plan document (retention-plan/v1)."""
+def summary_lines(document: PlanHead, *, max_clusters: int = 50) -> list[str]:
+    """Readable lines for a plan document (retention-plan/v1), or its head."""
+    plan = PlanSummary.of(document)
     lines = [
-        f"retention plan: evaluated at {_text(document['evaluatedAt'])} "
-        f"against {document['baseUrl']}",
+        f"retention plan: evaluated at {format_timestamp(plan.evaluated_at)} "
+        f"against {plan.base_url}",
     ]
-    if document.get("whatIf"):
+    if plan.what_if:
         lines.append("  what-if: evaluated at a time given with --at; review only, not to apply")
-    if document.get("serviceVersion"):
-        lines.append(f"  service: {document['serviceVersion']}")
+    if plan.service_version:
+        lines.append(f"  service: {plan.service_version}")
     policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in document["policies"])
     lines.append(f"  policies: {policies or 'none'}")
     lines.append("")
@@ -58,36 +59,41 @@ def summary_lines(document: Mapping[str, Any], *, max_clusters: int = 50) -> lis
     lines.append(f"  {unchanged} clusters without changes")
     lines.append("")
     # Names and ids come from the service: none of their characters may act on a terminal.
-    return [printable(line) for line in lines + _totals(document)]
+    return [printable(line) for line in lines + _totals(plan, document)]
 
 
-def _totals(document: Mapping[str, Any]) -> list[str]:
-    """What the plan does in all, what holds it, its notes, errors and warnings."""
-    lines: list[str] = []
-    by_action = document["summary"]["byAction"]
-    plan_line = ", ".join(f"{by_action.get(a, 0)} to {a}" for a in ACTIONS)
-    lines.append(f"Plan: {plan_line}.")
-    summary = document["summary"]
-    expiring = sum(by_action.get(a, 0) for a in ("shorten", "delete"))
-    if expiring and summary.get("expiresFrom"):
+def plan_totals_lines(plan: PlanSummary) -> list[str]:
+    """What the plan does in all: per action, what it lets the service delete from when,
+    what the safety gates hold, what is advisory."""
+    plan_line = ", ".join(f"{plan.count(a)} to {a}" for a in ACTIONS)
+    lines = [f"Plan: {plan_line}."]
+    expiring = plan.expiring
+    if expiring and plan.expires_from:
         lines.append(
             f"Deletion: {expiring} snapshot{'s' if expiring != 1 else ''} may be deleted by "
             "the service from "
-            f"{_text(summary['expiresFrom'])} on, giving back {size(summary['bytesGivenBack'])}."
+            f"{format_timestamp(plan.expires_from)} on, giving back "
+            f"{size(plan.bytes_given_back)}."
         )
-    if by_action.get("held"):
+    if plan.count("held"):
         lines.append(
-            f"Held by safety gates: {by_action['held']} destructive changes (not applied; "
-            f"{size(summary.get('bytesHeld', 0))})."
+            f"Held by safety gates: {plan.count('held')} destructive changes (not applied; "
+            f"{size(plan.bytes_held)})."
         )
-    if by_action.get("advisory"):
+    if plan.count("advisory"):
         lines.append(
-            f"Advisory: {by_action['advisory']} changes on legacy config servers "
+            f"Advisory: {plan.count('advisory')} changes on legacy config servers "
             "(no API to apply them)."
         )
+    return lines
+
+
+def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
+    """What the plan does in all, what holds it, its notes, errors and warnings."""
+    lines = plan_totals_lines(plan)
     lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
-    lines.extend(f"  note {notice}" for notice in document.get("notices", []))
+    lines.extend(f"  note {notice}" for notice in plan.notices)
     approvable = []
     for cluster in document["clusters"]:
         for hold in cluster["holds"]:
@@ -104,17 +110,17 @@ def _totals(document: Mapping[str, Any]) -> list[str]:
             f"resolved): retention apply PLAN {names}{more}  (or --approve-all)"
         )
     errors = [
-        *document.get("errors", []),
+        *plan.errors,
         *(f"{c['name']}: {e}" for c in document["clusters"] for e in c["errors"]),
     ]
     for error in dict.fromkeys(errors):
         lines.append(f"  error {error}")
-    lines.extend(f"  warning {w}" for w in document.get("warnings", []))
+    lines.extend(f"  warning {w}" for w in plan.warnings)
     lines.extend(unmanaged_lines(document))
     return lines
 
 
-def hold_record_lines(document: Mapping[str, Any], *, listed: int = 5) -> list[str]:
+def hold_record_lines(document: PlanHead, *, listed: int = 5) -> list[str]:
     """The hold records of protect: ids in one line ("3 hold records, 1 ended, 1 not
     found"), and the ended ones, which protect nothing any more, each with its file and line."""
     records = document.get("holdRecords") or []
@@ -137,7 +143,7 @@ def hold_record_lines(document: Mapping[str, Any], *, listed: int = 5) -> list[s
     return lines
 
 
-def unmanaged_lines(document: Mapping[str, Any], *, listed: int = 10) -> list[str]:
+def unmanaged_lines(document: PlanHead, *, listed: int = 10) -> list[str]:
     """Warnings for what no policy manages: clusters no policy matches (never changed, so
     never cleaned up) and policies that match nothing (a glob that misses, say)."""
     lines: list[str] = []
@@ -152,11 +158,6 @@ def unmanaged_lines(document: Mapping[str, Any], *, listed: int = 10) -> list[st
     return lines
 
 
-def _changes(cluster: dict[str, Any]) -> int:
+def _changes(cluster: ClusterEntry) -> int:
     counts = cluster["counts"]
     return sum(counts.get(f"action:{a}", 0) for a in (*ACTIONS, "held", "advisory"))
-
-
-def _text(value: Any) -> str:
-    """A timestamp as the files write it (a head read back holds datetimes)."""
-    return format_timestamp(value) if isinstance(value, datetime) else str(value)

@@ -9,8 +9,9 @@ A notice goes out when the run's ending is one of the kinds ``notify.on`` names:
 - ``failure``: the run finished with failures (exit 1) or stopped on an error with exit 1
   or 5 (the API unreachable or the keys refused) once the configuration was loaded.
 
-Its title is the run's exit code and what it means, its body the summary of report.md (up to
-its first ``###`` heading) and the run folder. Each URL gets its own Apprise object, so
+Its title is the run's exit code and what it means, its body the run's summary in Markdown
+(the very text report.md begins with: ``report.render.summary_markdown``) and the run
+folder. Each URL gets its own Apprise object, so
 each URL's outcome is known; a notice that fails is logged once, redacted, and counted, and
 never changes the run's exit code.
 
@@ -31,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import SecretStr
 
@@ -43,7 +44,10 @@ from retention.errors import (
     exit_meaning,
 )
 from retention.notices.settings import NotifyWhen, redacted_url, scheme_of
-from retention.report.render import markdown_text
+from retention.report.render import markdown_text, summary_markdown
+
+if TYPE_CHECKING:
+    from retention.report.summary import RunSummary
 
 # apprise logs as it loads and as it works (hosts, paths, at debug level whole URLs): none
 # of its records reach retention's logs, which say what became of each notice, redacted.
@@ -164,16 +168,6 @@ def _kind(why: set[NotifyWhen]) -> Literal["info", "success", "warning", "failur
     return "success" if "changes" in why else "info"
 
 
-def summary_of(markdown: str) -> str:
-    """The summary of report.md: its text up to the first ``###`` heading."""
-    lines: list[str] = []
-    for line in markdown.splitlines():
-        if line.startswith("###"):
-            break
-        lines.append(line)
-    return "\n".join(lines).strip()
-
-
 def _code_span(text: str) -> str:
     """A path as Markdown code (escaped text in the odd case that it holds a backtick)."""
     if "`" in text:
@@ -182,21 +176,24 @@ def _code_span(text: str) -> str:
 
 
 def run_notice(
-    *, mode: str, run_id: str, code: int, why: set[NotifyWhen], report_md: Path, run_dir: Path
+    *,
+    mode: str,
+    run_id: str,
+    code: int,
+    why: set[NotifyWhen],
+    summary: RunSummary,
+    run_dir: Path,
 ) -> Notice:
-    """The notice of a run that finished: the exit code in the title; report.md's summary
-    and the run folder in the body."""
+    """The notice of a run that finished: the exit code in the title; the run's summary (as
+    report.md begins) and the run folder in the body."""
     title = f"retention {mode} {run_id}: exit {code}, {exit_meaning(code)}"
-    try:
-        summary = summary_of(report_md.read_text(encoding="utf-8"))
-    except OSError as exc:
-        summary = f"(report.md could not be read: {exc.strerror or type(exc).__name__})"
+    text = summary_markdown(summary)
     if "holds" in why:
-        summary += (
+        text += (
             "\n\nHeld changes wait for a human: read the report, then "
             "`retention apply PLAN --approve CLUSTER`, resolve the alert, or change the policy."
         )
-    body = f"{summary}\n\nRun folder: {_code_span(str(run_dir))}"
+    body = f"{text}\n\nRun folder: {_code_span(str(run_dir))}"
     kind = _kind(why)
     # A dry run changed nothing, so its planned changes are news, not a success.
     return Notice(title, body, "info" if kind == "success" and mode == "dry-run" else kind)

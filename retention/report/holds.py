@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+
+from retention.core.planfile import HoldRecordEntry
 
 
 @dataclass(frozen=True)
@@ -16,15 +18,15 @@ class HoldRow:
     reason: str
     ticket: str | None
     until: str | None  # as the policy writes it; None: no end
-    ends: str | None  # the instant it ends, as the files write timestamps
+    ends: datetime | None  # the instant it ends
     in_force: bool
     setting: str  # FILE:LINE
     cluster: str | None  # where the plan found its snapshot; None: in no cluster of the plan
     state: str | None
 
     @classmethod
-    def of(cls, entry: dict[str, Any]) -> HoldRow:
-        """The row of a plan.json holdRecords entry (timestamps already as text)."""
+    def of(cls, entry: HoldRecordEntry) -> HoldRow:
+        """The row of a plan.json holdRecords entry."""
         return cls(
             policy=entry["policy"],
             snapshot_id=entry["snapshotId"],
@@ -44,6 +46,7 @@ class HoldRow:
         return "in force" if self.in_force else "ended"
 
     @property
-    def rank(self) -> tuple[int, str, str, str]:
+    def rank(self) -> tuple[int, bool, datetime, str, str]:
         """The order of the list: ended first, then the soonest to end, open-ended last."""
-        return (int(self.in_force), self.ends or "~", self.policy, self.snapshot_id)
+        ends = self.ends or datetime.max.replace(tzinfo=UTC)
+        return (int(self.in_force), self.ends is None, ends, self.policy, self.snapshot_id)

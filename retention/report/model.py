@@ -1,8 +1,9 @@
-"""What a report shows, as plain data: the run, per-cluster and per-policy rows, the expiry
-calendar, the outcomes of the PATCHes and the timelines to draw.
+"""What a report shows, as plain data: the run's summary, per-cluster and per-policy rows,
+the expiry calendar, the outcomes of the PATCHes and the timelines to draw.
 
-The templates only lay these out; every count is computed here (in ``collect``), so the HTML
-and the Markdown can never disagree about a number.
+The templates only lay these out; every count is computed here (in ``read.collect``), so
+the HTML and the Markdown can never disagree about a number. Timestamps stay datetimes
+until a template formats them (render.py's ``timestamp`` and ``minutes`` filters).
 """
 
 from __future__ import annotations
@@ -10,47 +11,18 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime
+from typing import Any, Literal
 
-from retention.core.model import CHANGE_ACTIONS
-from retention.core.timestamps import format_timestamp
-from retention.errors import SIGNAL_EXITS, exit_meaning
+from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
+from retention.errors import exit_meaning
 from retention.report.holds import HoldRow
+from retention.report.summary import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, RunSummary
 
-# The actions that send a PATCH, in the order tables show them (DESIGN.md section 5).
-ACTIONS = CHANGE_ACTIONS
-# Counted apart from the actions: destructive changes a safety gate held, and config-server
-# decisions that have no PATCH endpoint.
-NOT_SENT = ("held", "advisory")
-OUTCOMES = ("applied", "stale", "refused", "failed", "held", "not-sent")
-
-__all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "exit_meaning"]
+__all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "RunInfo", "exit_meaning"]
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """The run a report belongs to: what the CLI knows and the plan file does not."""
-
-    run_id: str
-    mode: str  # "run", "dry-run", "apply" or "plan"
-    started_at: datetime  # aware UTC
-    finished_at: datetime
-    exit_code: int | None
-    version: str  # retention's version
-
-    @property
-    def dry_run(self) -> bool:
-        """True for the modes that never send a PATCH."""
-        return self.mode in ("dry-run", "plan")
-
-    @property
-    def stopped_by(self) -> str | None:
-        """The signal that stopped the run before the end (SIGINT, SIGTERM), or None."""
-        return next((name for name, code in SIGNAL_EXITS.items() if code == self.exit_code), None)
-
-
-def _member(member: dict[str, Any]) -> str:
+def _member(member: MemberEntry) -> str:
     """A member row in words: "shard sh0 (5e4e...)" or "config servers cfg-rs (5e4e...)"."""
     if member.get("shardName"):
         what = f"shard {member['shardName']}"
@@ -72,7 +44,7 @@ class ClusterRow:
     snapshots: int
     by_action: dict[str, int]  # every key of ACTIONS and NOT_SENT, zero when absent
     policies: list[str]
-    holds: list[dict[str, Any]]
+    holds: list[HoldEntry]
     errors: list[str]
     # A sharded cluster's shards and config-server replica set, listed not walked.
     members: list[str] = field(default_factory=list)
@@ -83,7 +55,7 @@ class ClusterRow:
     anchor: str | None = None  # the id of its timeline, when one is drawn
 
     @classmethod
-    def of(cls, cluster: dict[str, Any]) -> ClusterRow:
+    def of(cls, cluster: ClusterEntry) -> ClusterRow:
         """The row of a plan.json cluster entry."""
         counts = cluster["counts"]
         return cls(
@@ -130,7 +102,7 @@ class PolicyRow:
 class CalendarDay:
     """The snapshots whose resulting expiry falls on one UTC day of the window."""
 
-    day: str  # YYYY-MM-DD
+    day: date  # a UTC day
     planned: int = 0  # expiries this plan sets (or this run set)
     existing: int = 0  # expiries the snapshots already had and keep
 
@@ -154,9 +126,9 @@ class ClusterExpiries:
     first_at: float = math.inf  # the first expiry in the window, in POSIX seconds
 
     @property
-    def first(self) -> str:
-        """The first expiry in the window as the files write it."""
-        return format_timestamp(datetime.fromtimestamp(self.first_at, UTC))
+    def first(self) -> datetime:
+        """The first expiry in the window."""
+        return datetime.fromtimestamp(self.first_at, UTC)
 
     @property
     def month(self) -> int:
@@ -330,6 +302,10 @@ class Timeline:
     ticks: list[Tick]
 
 
+# An expiry as a change table shows it: an instant, never deleted, or none.
+Expiry = datetime | Literal["doNotDelete", "no expiry"]
+
+
 @dataclass(frozen=True)
 class ChangeRow:
     """One change of the plan as a reviewer reads it: what happens to which snapshot, from
@@ -338,14 +314,27 @@ class ChangeRow:
     cluster: str
     cluster_id: str
     snapshot_id: str
-    created: str
+    created: datetime
     action: str
-    before: str  # "doNotDelete", an expiry, or "no expiry"
-    after: str
-    delete_from: str  # when the service may delete it, "-" when the change keeps it
+    before: Expiry
+    after: Expiry
+    delete_from: datetime | None  # when the service may delete it; None: the change keeps it
     size: int | None
     reason: str
     held: str | None  # the hold that stops it, or None when it is sent
+
+
+@dataclass(frozen=True)
+class AdvisoryRow:
+    """A config-server decision that has no PATCH endpoint: what it would write, and why."""
+
+    cluster: str
+    snapshot_id: str
+    action: str
+    body: Body  # what it would write
+    expires: datetime | None  # the expiry the snapshot has
+    do_not_delete: bool
+    reasons: list[str]  # in words
 
 
 @dataclass
@@ -353,7 +342,7 @@ class ReportData:
     """Everything the templates show."""
 
     run: RunInfo
-    plan: dict[str, Any]  # plan.json without its changes and held lists
+    summary: RunSummary
     clusters: list[ClusterRow]
     changed: list[ClusterRow]  # most changes first, ties by name
     unchanged: list[ClusterRow]
@@ -362,17 +351,10 @@ class ReportData:
     timelines: list[Timeline]
     outcomes: Outcomes | None  # None: no results.jsonl
     problems: list[str]  # reading problems (unreadable lines, missing files)
-    advisory_total: int
-    advisory: list[dict[str, Any]]  # the first few advisory decisions
+    advisory: list[AdvisoryRow]  # the first few advisory decisions
     changes: list[ChangeRow] = field(default_factory=list)  # the first MAX_CHANGE_ROWS
-    changes_total: int = 0  # changes and held ones in the plan
     # The hold records of the policies that matched: ended first, then by end.
     hold_records: list[HoldRow] = field(default_factory=list)
-
-    @property
-    def holds_ended(self) -> int:
-        """Hold records whose end has passed: they protect nothing any more."""
-        return sum(not h.in_force for h in self.hold_records)
 
     @property
     def more_changed(self) -> int:
@@ -390,42 +372,9 @@ class ReportData:
         """Clusters and config servers no policy matches: never changed."""
         return [c for c in self.clusters if not c.policies]
 
-    @property
-    def unused_policies(self) -> list[str]:
-        """Policies that matched no cluster or config server of this plan."""
-        names: list[str] = self.plan.get("unusedPolicies", [])
-        return names
-
-    @property
-    def clusters_with_problems(self) -> int:
-        """Clusters with an error or a failed PATCH."""
-        return sum(1 for c in self.clusters if c.problems)
-
-    @property
-    def nothing_changed(self) -> bool:
-        """True when this run sent no PATCH: a dry run, or no results.jsonl."""
-        return self.run.dry_run or self.outcomes is None
-
-    @property
-    def duration(self) -> str:
-        """The run's duration, e.g. "2m 05s"."""
-        seconds = max(0, round((self.run.finished_at - self.run.started_at).total_seconds()))
-        hours, rest = divmod(seconds, 3600)
-        minutes, secs = divmod(rest, 60)
-        if hours:
-            return f"{hours}h {minutes:02d}m {secs:02d}s"
-        if minutes:
-            return f"{minutes}m {secs:02d}s"
-        return f"{secs}s"
-
-    def action_total(self, action: str) -> int:
-        """The plan's count of one action (or held, advisory)."""
-        by_action: dict[str, int] = self.plan["summary"]["byAction"]
-        return by_action.get(action, 0)
-
     def error_lines(self, limit: int) -> list[str]:
         """The first ``limit`` errors as one line each: plan, reading, cluster, failed PATCH."""
-        lines = [*self.plan.get("errors", []), *self.problems]
+        lines = [*self.summary.plan.errors, *self.problems]
         lines += [f"{c.name}: {e}" for c in self.clusters for e in c.errors]
         if self.outcomes is not None:
             for f in self.outcomes.failures[: max(0, limit - len(lines))]:
@@ -441,4 +390,4 @@ class ReportData:
         """Every error: plan, reading, cluster, failed PATCH."""
         failed = self.outcomes.failed_total if self.outcomes is not None else 0
         cluster = sum(len(c.errors) for c in self.clusters)
-        return len(self.plan.get("errors", [])) + len(self.problems) + cluster + failed
+        return len(self.summary.plan.errors) + len(self.problems) + cluster + failed

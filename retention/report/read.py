@@ -14,27 +14,29 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, time, timedelta
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from retention.core.model import describe
-from retention.core.planfile import Change, DecisionRecord, decisions_path
+from retention.core.planfile import Change, DecisionRecord, PlanHead, decisions_path
 from retention.core.restore import in_doubt, paired
 from retention.core.timestamps import format_timestamp
 from retention.report.holds import HoldRow
 from retention.report.model import (
+    AdvisoryRow,
     Calendar,
     CalendarDay,
     ChangeRow,
     ClusterExpiries,
     ClusterRow,
+    Expiry,
     Outcomes,
     PolicyRow,
     ReportData,
     RunInfo,
 )
+from retention.report.summary import Expiring, OutcomeTotals, PlanSummary, RunSummary
 from retention.report.svg import Snap, build_calendar, build_timeline, category
 from retention.runfolder.planread import json_lines, read_decisions, read_head, read_list
-from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
 _DAY = 86400.0
@@ -95,7 +97,7 @@ class _DecisionScan:
         self.midnight = datetime.combine(now.date(), time(), UTC).timestamp()
         last_day = (now + timedelta(days=30) - timedelta(seconds=1)).date()
         self.days = [
-            CalendarDay((now.date() + timedelta(days=i)).isoformat())
+            CalendarDay(now.date() + timedelta(days=i))
             for i in range((last_day - now.date()).days + 1)
         ]
         self.calendar = Calendar(days=list(self.days), as_planned=outcomes is None)
@@ -129,14 +131,13 @@ class _DecisionScan:
             self._count(record, key, at, applied and action in _CHANGING)
         snaps = self.snaps.get(key)
         if snaps is not None:
-            target = None
+            target: datetime | Literal["forever"] | None = None
             if action != "none" and not not_sent:
-                after = record["expiresAfter"]
-                target = "forever" if action == "protect" else _text(after)
+                target = "forever" if action == "protect" else record["expiresAfter"]
             snaps.append(
                 Snap(
                     id=record["snapshotId"],
-                    created=format_timestamp(record["created"]),
+                    created=record["created"],
                     category=category(record),
                     changed=action != "none",
                     target=target,
@@ -181,10 +182,6 @@ class _DecisionScan:
         return observed["expires"]
 
 
-def _text(value: datetime | None) -> str | None:
-    return format_timestamp(value) if value is not None else None
-
-
 def _label(record: DecisionRecord) -> str:
     """A snapshot's tooltip on a timeline."""
     created = format_timestamp(record["created"])
@@ -214,24 +211,25 @@ def change_rows(plan: Path, limit: int = MAX_CHANGE_ROWS) -> Iterator[ChangeRow]
 def _row(change: Change) -> ChangeRow:
     observed = change["observed"]
     body = change["body"]
-    before = "doNotDelete" if observed["doNotDelete"] else _text(observed["expires"]) or "no expiry"
-    if body.get("doNotDelete") is True:
-        after = "doNotDelete"
-    else:
-        after = _text(body.get("expires")) or "no expiry"
+    before: Expiry = (
+        "doNotDelete" if observed["doNotDelete"] else observed["expires"] or "no expiry"
+    )
+    after: Expiry = (
+        "doNotDelete" if body.get("doNotDelete") is True else body.get("expires") or "no expiry"
+    )
     # The service may delete a snapshot from the expiry it is sent; a destructive one is
     # sent no sooner than the send time plus its grace, so this is the earliest it can be.
-    delete_from = _text(change["expiresAfter"]) if change["destructive"] else None
+    delete_from = change["expiresAfter"] if change["destructive"] else None
     held = change.get("held")
     return ChangeRow(
         cluster=change["clusterName"],
         cluster_id=change["clusterId"],
         snapshot_id=change["snapshotId"],
-        created=format_timestamp(change["created"]),
+        created=change["created"],
         action=change["action"],
         before=before,
         after=after,
-        delete_from=delete_from or "-",
+        delete_from=delete_from,
         size=change["storageBytes"],
         reason="; ".join(describe(r) for r in change["reasons"]) or "-",
         held=held,
@@ -242,10 +240,10 @@ def _rank(cluster: ClusterRow) -> tuple[int, str, str, str]:
     return (-cluster.changes, cluster.name, cluster.project_id, cluster.cluster_id)
 
 
-def _cluster_rows(plan: dict[str, Any], outcomes: Outcomes | None) -> list[ClusterRow]:
+def _cluster_rows(head: PlanHead, outcomes: Outcomes | None) -> list[ClusterRow]:
     """The plan's clusters as report rows, with their project's name and their outcomes."""
-    clusters = [ClusterRow.of(c) for c in plan["clusters"]]
-    names = project_names(plan)
+    clusters = [ClusterRow.of(c) for c in head["clusters"]]
+    names = project_names(head)
     for row in clusters:
         row.project_name = names.get(row.project_id)
         if outcomes is not None:
@@ -254,34 +252,26 @@ def _cluster_rows(plan: dict[str, Any], outcomes: Outcomes | None) -> list[Clust
     return clusters
 
 
-def project_names(plan: dict[str, Any]) -> dict[str, str | None]:
+def project_names(head: PlanHead) -> dict[str, str | None]:
     """The projects' names by id, as the plan recorded them (None: unknown)."""
-    return {p["projectId"]: p["name"] for p in plan.get("projects", [])}
+    return {p["projectId"]: p["name"] for p in head.get("projects", [])}
 
 
-def collect(
-    run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
-) -> ReportData:
-    """Read the run folder's files into what the templates show."""
-    head = read_head(run_dir / "plan.json")
-    plan: dict[str, Any] = jsonable(head)
-    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
-    clusters = _cluster_rows(plan, outcomes)
-    changed = sorted((c for c in clusters if c.changes), key=_rank)
-    drawn = changed[:max_timelines]
-    for number, cluster in enumerate(drawn, 1):
-        cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
-    problems: list[str] = []
-    if outcomes is not None and outcomes.unreadable:
-        problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
-    policies = {p["name"]: PolicyRow(p["name"], p["sha256"]) for p in plan["policies"]}
+def _policy_rows(head: PlanHead, clusters: list[ClusterRow]) -> dict[str, PolicyRow]:
+    """The plan's policies by name, each with the clusters it matched."""
+    policies = {p["name"]: PolicyRow(p["name"], p["sha256"]) for p in head["policies"]}
     for cluster in clusters:
         for name in cluster.policies:
             policies.setdefault(name, PolicyRow(name, "")).clusters.append(cluster.name)
-    scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
-    decisions = decisions_path(run_dir / "plan.json")
-    if decisions.exists():
-        for record in read_decisions(decisions):
+    return policies
+
+
+def _scan(path: Path, scan: _DecisionScan, names: dict[str, str | None]) -> list[str]:
+    """Stream decisions.jsonl through ``scan`` and chart its calendar; return what could
+    not be read, in words."""
+    problems = []
+    if path.exists():
+        for record in read_decisions(path):
             if record is None:
                 scan.unreadable += 1
             else:
@@ -290,20 +280,91 @@ def collect(
             problems.append(f"decisions.jsonl: {scan.unreadable} unreadable lines skipped")
     else:
         problems.append("decisions.jsonl is missing: no calendar, timelines or policy counts")
-    now = head["evaluatedAt"]
-    names = project_names(plan)
     for expiries in scan.calendar.clusters.values():
         expiries.project_name = names.get(expiries.project_id)
     if scan.calendar.clusters:
         week_end = (scan.week_end - scan.midnight) / _DAY
         scan.calendar.chart = build_calendar(scan.calendar, week_end)
-    advisory = [
-        {**jsonable(c), "reasons": [describe(r) for r in c["reasons"]]}
-        for c in islice(read_list(run_dir / "plan.json", "advisory"), max_listed)
+    return problems
+
+
+def _advisory_rows(plan: Path, limit: int) -> list[AdvisoryRow]:
+    """The first ``limit`` advisory decisions of the plan."""
+    return [
+        AdvisoryRow(
+            cluster=c["clusterName"],
+            snapshot_id=c["snapshotId"],
+            action=c["action"],
+            body=c["body"],
+            expires=c["observed"]["expires"],
+            do_not_delete=c["observed"]["doNotDelete"],
+            reasons=[describe(r) for r in c["reasons"]],
+        )
+        for c in islice(read_list(plan, "advisory"), limit)
     ]
+
+
+def _summary(
+    run: RunInfo,
+    head: PlanHead,
+    *,
+    outcomes: Outcomes | None,
+    clusters: list[ClusterRow],
+    calendar: Calendar,
+    hold_records: list[HoldRow],
+) -> RunSummary:
+    """The run's summary, from what collect read."""
+    return RunSummary(
+        run=run,
+        plan=PlanSummary.of(head),
+        outcomes=(
+            OutcomeTotals(dict(outcomes.counts), outcomes.in_doubt)
+            if outcomes is not None
+            else None
+        ),
+        clusters_changed=sum(1 for c in clusters if c.changes),
+        clusters_with_problems=sum(1 for c in clusters if c.problems),
+        expiring=Expiring(
+            week=calendar.total("week"),
+            week_planned=calendar.total("week", "planned"),
+            month=calendar.total("month"),
+            month_planned=calendar.total("month", "planned"),
+            as_planned=calendar.as_planned,
+        ),
+        holds_ended=sum(not h.in_force for h in hold_records),
+    )
+
+
+def collect(
+    run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
+) -> ReportData:
+    """Read the run folder's files into what the templates show."""
+    plan = run_dir / "plan.json"
+    head = read_head(plan)
+    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
+    clusters = _cluster_rows(head, outcomes)
+    changed = sorted((c for c in clusters if c.changes), key=_rank)
+    drawn = changed[:max_timelines]
+    for number, cluster in enumerate(drawn, 1):
+        cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
+    problems: list[str] = []
+    if outcomes is not None and outcomes.unreadable:
+        problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
+    policies = _policy_rows(head, clusters)
+    scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
+    problems += _scan(decisions_path(plan), scan, project_names(head))
+    holds = sorted((HoldRow.of(h) for h in head.get("holdRecords", [])), key=lambda h: h.rank)
+    now = head["evaluatedAt"]
     return ReportData(
         run=run,
-        plan=plan,
+        summary=_summary(
+            run,
+            head,
+            outcomes=outcomes,
+            clusters=clusters,
+            calendar=scan.calendar,
+            hold_records=holds,
+        ),
         clusters=clusters,
         changed=changed,
         unchanged=[c for c in clusters if not c.changes],
@@ -312,11 +373,7 @@ def collect(
         timelines=[build_timeline(c, scan.snaps[c.key], now) for c in drawn],
         outcomes=outcomes,
         problems=problems,
-        advisory_total=head["summary"]["byAction"].get("advisory", 0),
-        advisory=advisory,
-        changes=list(change_rows(run_dir / "plan.json")),
-        changes_total=sum(n for a, n in head["summary"]["byAction"].items() if a != "advisory"),
-        hold_records=sorted(
-            (HoldRow.of(h) for h in plan.get("holdRecords", [])), key=lambda h: h.rank
-        ),
+        advisory=_advisory_rows(plan, max_listed),
+        changes=list(change_rows(plan)),
+        hold_records=holds,
     )

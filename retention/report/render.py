@@ -1,9 +1,11 @@
-"""Render report.html and report.md from a run folder (DESIGN.md section 8).
+"""Render report.html and report.md from a run folder, and the run's summary in Markdown
+for its notice.
 
 Two Jinja environments over the package's templates: the HTML one autoescapes everything, and
 the Markdown one passes every expression through ``markdown_text`` (its ``finalize``), so in
 both a value from the data is escaped unless a template writes it as literal text, and no
-template has to remember a filter.
+template has to remember a filter. The data keeps its timestamps as datetimes: the
+``timestamp`` filter writes one as the files do, ``minutes`` to the minute, ``utc`` in words.
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 import markupsafe
 
 from retention.core.glossary import GLOSSARY
+from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import printable, size
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
+from retention.report.summary import RunSummary
 
 FORMATS = {"html": "report.html", "markdown": "report.md"}
 # Timelines drawn in full; the other changed clusters are only in the clusters table.
@@ -58,9 +62,11 @@ def _shorten(value: str, limit: int = 120) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "\u2026"
 
 
-def _minutes(text: str) -> str:
-    """A file timestamp to the minute, for tables: 2026-11-24T03:00:00Z -> 2026-11-24 03:00;
-    anything else ("doNotDelete", "-") as it is."""
+def _minutes(value: datetime | str) -> str:
+    """An instant to the minute, for tables: 2026-11-24 03:00; a text in the files' shape
+    (a hold's until, as its policy writes it) likewise; any other text ("doNotDelete", a
+    day) as it is."""
+    text = format_timestamp(value) if isinstance(value, datetime) else value
     if len(text) == 20 and text[10] == "T" and text.endswith("Z"):
         return f"{text[:10]} {text[11:16]}"
     return text
@@ -73,11 +79,15 @@ def _plural(word: str, count: int) -> str:
     return word[:-1] + "ies" if word.endswith("y") else word + "s"
 
 
-def _body_text(body: dict[str, Any]) -> str:
+def _body_text(body: Body) -> str:
     """A PATCH body as the API spells it, e.g. "doNotDelete: true"."""
-    return ", ".join(
-        f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(body.items())
-    )
+    return ", ".join(f"{k}: {_body_value(v)}" for k, v in sorted(body.items()))
+
+
+def _body_value(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return format_timestamp(value) if isinstance(value, datetime) else str(value)
 
 
 def _globals() -> dict[str, Any]:
@@ -91,6 +101,7 @@ def _globals() -> dict[str, Any]:
 
 def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["utc"] = _utc
+    env.filters["timestamp"] = format_timestamp
     env.filters["number"] = _number
     env.filters["shorten_text"] = _shorten
     env.filters["exit_meaning"] = exit_meaning
@@ -148,21 +159,49 @@ def markdown_environment() -> jinja2.Environment:
     return env
 
 
-def render_reports(
+class RenderedRun(NamedTuple):
+    """The reports written, and the run's summary they were rendered from."""
+
+    paths: list[Path]
+    summary: RunSummary
+
+
+def render_run(
     run_dir: Path, run: RunInfo, formats: Sequence[str] = ("html", "markdown")
-) -> list[Path]:
+) -> RenderedRun:
     """Write report.html and/or report.md into run_dir from its plan.json, decisions.jsonl and
-    results.jsonl; return the paths.
+    results.jsonl; return their paths and the run's summary (for the notice: ``formats``
+    may be empty, the summary is read all the same).
 
     Raises FileNotFoundError when run_dir has no plan.json, and ValueError for an unknown
     format (before reading anything).
     """
     _check_formats(formats)  # before reading anything
     data = collect(run_dir, run, max_timelines=MAX_TIMELINES, max_listed=MAX_LISTED)
-    return write_reports(run_dir, formats, REPORT_TEMPLATES, data=data, run=run, plan=data.plan)
+    summary = data.summary
+    paths = write_reports(
+        run_dir, formats, REPORT_TEMPLATES, data=data, run=run, summary=summary, plan=summary.plan
+    )
+    return RenderedRun(paths, summary)
+
+
+def render_reports(
+    run_dir: Path, run: RunInfo, formats: Sequence[str] = ("html", "markdown")
+) -> list[Path]:
+    """Write report.html and/or report.md into run_dir (``render_run``); return the paths."""
+    return render_run(run_dir, run, formats).paths
+
+
+def summary_markdown(summary: RunSummary) -> str:
+    """The run's summary in Markdown, as report.md begins (its text before the first
+    ``###`` heading, without the blank lines around it): the body of the run's notice."""
+    text = markdown_environment().get_template(SUMMARY_TEMPLATE).render(summary=summary)
+    return "\n".join(text.splitlines()).strip()
 
 
 REPORT_TEMPLATES = {"html": "report.html.j2", "markdown": "report.md.j2"}
+# report.md's head, included by report.md.j2 and rendered alone for the notice.
+SUMMARY_TEMPLATE = "summary.md.j2"
 
 
 def write_reports(

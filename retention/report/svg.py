@@ -13,11 +13,11 @@ other. Coordinates are rounded to 0.1 px: the SVG of 50 clusters x 300 snapshots
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Literal, NamedTuple
 
-from retention.core.timestamps import parse_timestamp
+from retention.core.planfile import DecisionRecord
 from retention.report.model import (
     Bar,
     Beyond,
@@ -57,14 +57,15 @@ class Snap(NamedTuple):
     """What a timeline needs of one decision."""
 
     id: str
-    created: str
+    created: datetime
     category: str
     changed: bool
-    target: str | None  # the new expiry, "forever" for protect, None when nothing is sent
+    # The new expiry, "forever" for protect, None when nothing is sent.
+    target: datetime | Literal["forever"] | None
     label: str
 
 
-def category(record: Mapping[str, Any]) -> str:
+def category(record: DecisionRecord) -> str:
     """The colour of a decision: keep (kept, protected, extended), expire (a destructive
     change: shortened, deleted, released unkept), held (a safety gate stopped it), other
     (unchanged for any other reason)."""
@@ -186,63 +187,110 @@ class _Bins:
         return Lane(label, top, base, peak, columns)
 
 
-def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Timeline:
-    """Lay out one cluster's snapshots and their new expiries on one time axis. The axis
-    runs from the oldest snapshot into the future at most as far as it reaches into the
-    past (30 days at least), so a 100-year expiry does not squash the history into a dot:
-    later expiries (and protect: never) are counted at the right edge."""
-    created = [parse_timestamp(s.created) for s in snaps]
-    start = min([*created, now - timedelta(days=1)])
-    targets = [parse_timestamp(s.target) for s in snaps if s.target not in (None, "forever")]
-    reach = max(now - start, timedelta(days=30))
-    end = min(max([*targets, now + timedelta(days=1)]), now + reach)
-    pad = (end - start) * 0.01
-    start, end = start - pad, end + pad
-    span = (end - start).total_seconds()
-    width = PLOT_RIGHT - PLOT_LEFT
-    count = int(width // BIN_PX)
-    bin_seconds = span / count
+class _Axis:
+    """A timeline's time axis: from the oldest snapshot into the future at most as far as
+    it reaches into the past (30 days at least), so a 100-year expiry does not squash the
+    history into a dot; cut into columns BIN_PX wide."""
 
-    def x(t: datetime) -> float:
-        return round(PLOT_LEFT + (t - start).total_seconds() / span * width, 1)
+    def __init__(self, snaps: list[Snap], now: datetime) -> None:
+        start = min([*(s.created for s in snaps), now - timedelta(days=1)])
+        targets = [s.target for s in snaps if isinstance(s.target, datetime)]
+        reach = max(now - start, timedelta(days=30))
+        end = min(max([*targets, now + timedelta(days=1)]), now + reach)
+        pad = (end - start) * 0.01
+        self.start, self.end = start - pad, end + pad
+        self.span = (self.end - self.start).total_seconds()
+        self.width = PLOT_RIGHT - PLOT_LEFT
+        self.count = int(self.width // BIN_PX)
+        self.bin_seconds = self.span / self.count
 
-    def index(t: datetime) -> int:
-        return min(count - 1, max(0, int((t - start).total_seconds() // bin_seconds)))
+    def x(self, t: datetime) -> float:
+        """Where an instant is drawn."""
+        return round(PLOT_LEFT + (t - self.start).total_seconds() / self.span * self.width, 1)
 
+    def index(self, t: datetime) -> int:
+        """The column an instant falls in (the first or the last when outside)."""
+        seconds = (t - self.start).total_seconds()
+        return min(self.count - 1, max(0, int(seconds // self.bin_seconds)))
+
+    @staticmethod
     def centre(i: int) -> float:
+        """The middle of column ``i``."""
         return round(PLOT_LEFT + i * BIN_PX + (BIN_PX - 1.0) / 2, 1)
 
-    def when(i: int) -> str:
+    def when(self, i: int) -> str:
         """The stretch of time column ``i`` covers, for its tooltip."""
-        since = start + timedelta(seconds=i * bin_seconds)
-        return f"{_minute(since)} to {_minute(since + timedelta(seconds=bin_seconds))}"
+        since = self.start + timedelta(seconds=i * self.bin_seconds)
+        return f"{_minute(since)} to {_minute(since + timedelta(seconds=self.bin_seconds))}"
 
-    taken, expiry = _Bins(count), _Bins(count)
+    def ticks(self) -> list[Tick]:
+        """Dates under the axis; a label centred on a tick near an edge would be cut off,
+        so that tick is left out."""
+        times, fmt = _axis_ticks(self.start.astimezone(UTC), self.end.astimezone(UTC))
+        return [
+            Tick(self.x(t), t.strftime(fmt))
+            for t in times
+            if PLOT_LEFT + TICK_MARGIN <= self.x(t) <= PLOT_RIGHT - TICK_MARGIN
+        ]
+
+
+# A change's line, by column: (its snapshot's, its new expiry's or None beyond, category).
+_End = tuple[int, int | None, str]
+
+
+def _binned(snaps: list[Snap], axis: _Axis) -> tuple[_Bins, _Bins, Counter[str], list[_End]]:
+    """Each snapshot in the column of its creation, each new expiry in the column of its
+    date, or counted beyond the right edge (later than the axis, or never: protect)."""
+    taken, expiry = _Bins(axis.count), _Bins(axis.count)
     beyond: Counter[str] = Counter()
-    ends: list[tuple[int, int | None, str]] = []  # (taken bin, expiry bin or None, category)
-    for snap, made in zip(snaps, created, strict=True):
-        at = index(made)
+    ends: list[_End] = []
+    for snap in snaps:
+        at = axis.index(snap.created)
         taken.add(at, snap.category, snap.label)
         if snap.target is None:
             continue
-        target = None if snap.target == "forever" else parse_timestamp(snap.target)
-        if target is None or target > end:
+        if snap.target == "forever" or snap.target > axis.end:
             beyond[snap.category] += 1
             ends.append((at, None, snap.category))
         else:
-            expiry.add(index(target), snap.category, snap.label)
-            ends.append((at, index(target), snap.category))
-    taken_lane = taken.lane("taken", TAKEN_TOP, TAKEN_BASE, when)
-    expiry_lane = expiry.lane("new expiry", EXPIRY_TOP, EXPIRY_BASE, when)
+            expiry.add(axis.index(snap.target), snap.category, snap.label)
+            ends.append((at, axis.index(snap.target), snap.category))
+    return taken, expiry, beyond, ends
+
+
+def _links(ends: list[_End], taken: Lane) -> list[Link]:
+    """A line from each change's snapshot to its new expiry, while few enough to follow."""
+    if len(ends) > MAX_LINKS:
+        return []
+    tops = {c.x: c.segments[-1].y for c in taken.columns}
     links = []
-    if len(ends) <= MAX_LINKS:
-        tops = {c.x: c.segments[-1].y for c in taken_lane.columns}
-        for at, to, name in ends:
-            y1 = tops.get(round(PLOT_LEFT + at * BIN_PX, 1), TAKEN_BASE)
-            x2 = PLOT_RIGHT if to is None else centre(to)
-            links.append(Link(centre(at), y1, x2, EXPIRY_BASE, name, to is None))
-    tick_times, fmt = _axis_ticks(start.astimezone(UTC), end.astimezone(UTC))
-    now_x = x(now)
+    for at, to, name in ends:
+        y1 = tops.get(round(PLOT_LEFT + at * BIN_PX, 1), TAKEN_BASE)
+        x2 = PLOT_RIGHT if to is None else _Axis.centre(to)
+        links.append(Link(_Axis.centre(at), y1, x2, EXPIRY_BASE, name, to is None))
+    return links
+
+
+def _beyond(beyond: Counter[str]) -> list[Beyond]:
+    """The counts at the right edge, one per category, stacked upwards."""
+    return [
+        Beyond(
+            round(EXPIRY_BASE - 8.0 - 12.0 * n, 1),
+            beyond[name],
+            name,
+            f"{beyond[name]} later" if name == "expire" else f"{beyond[name]} later or never",
+        )
+        for n, name in enumerate(c for c in CATEGORIES if beyond[c])
+    ]
+
+
+def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Timeline:
+    """Lay out one cluster's snapshots and their new expiries on one time axis (``_Axis``):
+    expiries later than it reaches (and protect: never) are counted at the right edge."""
+    axis = _Axis(snaps, now)
+    taken, expiry, beyond, ends = _binned(snaps, axis)
+    taken_lane = taken.lane("taken", TAKEN_TOP, TAKEN_BASE, axis.when)
+    now_x = axis.x(now)
     return Timeline(
         cluster=cluster,
         width=WIDTH,
@@ -252,25 +300,12 @@ def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Tim
         now_anchor="end" if now_x > PLOT_RIGHT - 40 else "start",
         plot_left=PLOT_LEFT,
         plot_right=PLOT_RIGHT,
-        bin_span=duration_words(bin_seconds),
+        bin_span=duration_words(axis.bin_seconds),
         taken=taken_lane,
-        expiry=expiry_lane,
-        links=links,
-        beyond=[
-            Beyond(
-                round(EXPIRY_BASE - 8.0 - 12.0 * n, 1),
-                beyond[name],
-                name,
-                f"{beyond[name]} later" if name == "expire" else f"{beyond[name]} later or never",
-            )
-            for n, name in enumerate(c for c in CATEGORIES if beyond[c])
-        ],
-        # A label centred on a tick near an edge would be cut off: leave that tick out.
-        ticks=[
-            Tick(x(t), t.strftime(fmt))
-            for t in tick_times
-            if PLOT_LEFT + TICK_MARGIN <= x(t) <= PLOT_RIGHT - TICK_MARGIN
-        ],
+        expiry=expiry.lane("new expiry", EXPIRY_TOP, EXPIRY_BASE, axis.when),
+        links=_links(ends, taken_lane),
+        beyond=_beyond(beyond),
+        ticks=axis.ticks(),
     )
 
 
@@ -319,14 +354,16 @@ def build_calendar(calendar: Calendar, week_end: float) -> CalendarChart:
                 planned_height=round(planned, 1),
                 existing_y=round(CAL_BASE - planned - existing, 1),
                 existing_height=round(existing, 1),
-                title=f"{day.day}: {day.count} expiring, {day.planned} set by this plan, "
-                f"{day.existing} already set",
+                title=f"{day.day.isoformat()}: {day.count} expiring, {day.planned} set by "
+                f"this plan, {day.existing} already set",
             )
         )
-        year, month, number = day.day.split("-")
-        labels.append(Tick(round(left + slot / 2, 1), str(int(number))))
-        if i == 0 or number == "01":
-            months.append(Tick(round(left + slot / 2, 1), f"{_MONTHS[int(month) - 1]} {year}"))
+        when = day.day
+        labels.append(Tick(round(left + slot / 2, 1), str(when.day)))
+        if i == 0 or when.day == 1:
+            months.append(
+                Tick(round(left + slot / 2, 1), f"{_MONTHS[when.month - 1]} {when.year:04d}")
+            )
     return CalendarChart(
         width=CAL_WIDTH,
         height=CAL_HEIGHT,
