@@ -1,5 +1,5 @@
 """The layering holds: the pure core (policy, plan) loads no HTTP library even at run time,
-the API package's names load on first use, and the import-linter contracts of
+and the import-linter contracts of
 pyproject.toml catch an HTTP import slipped into the core."""
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import retention.api
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -30,7 +28,7 @@ CORE = [
 
 def test_importing_the_core_loads_no_http_library() -> None:
     """A fresh interpreter that imports every core module has neither requests nor urllib3
-    nor our client loaded (retention.api's names load on first use)."""
+    nor our client loaded."""
     code = (
         f"import sys\nimport {', '.join(CORE)}\n"
         "loaded = [m for m in ('requests', 'urllib3', 'retention.api.client',"
@@ -42,13 +40,6 @@ def test_importing_the_core_loads_no_http_library() -> None:
     ).stdout
 
     assert out.strip() == "[]"
-
-
-def test_every_name_of_the_api_package_resolves() -> None:
-    """Each name in retention.api.__all__ loads from its submodule, and no other does."""
-    for name in retention.api.__all__:
-        assert getattr(retention.api, name).__name__ == name
-    assert sorted(retention.api.__all__) == sorted(retention.api._WHERE)
 
 
 def test_the_layering_contracts_hold_and_catch_an_http_import_in_the_core(

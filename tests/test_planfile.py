@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retention.api.models import SnapshotPatch
 from retention.cli.summary import summary_lines
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, note
@@ -29,6 +28,7 @@ from retention.core.planfile import (
     plan_json_schema,
 )
 from retention.core.policy.engine import KeepSpec
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import size
 from retention.errors import PlanFileError

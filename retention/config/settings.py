@@ -38,7 +38,8 @@ from pydantic import (
     model_validator,
 )
 
-from retention.api import Credentials, OpsManagerClient, Timeouts, TLSConfig
+from retention.api.client import OpsManagerClient
+from retention.api.transport import Credentials, Timeouts, TLSConfig
 from retention.config import yamldoc
 from retention.config.credentials import (
     ENV_PRIVATE_KEY,

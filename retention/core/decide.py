@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Literal
 
-from retention.api.models import SnapshotPatch
 from retention.core.horizon import horizon, required_and_written
 from retention.core.ids import carries, id_problem
 from retention.core.model import (
@@ -51,6 +50,7 @@ from retention.core.model import (
 )
 from retention.core.policy.engine import Item, Match, ended, evaluate
 from retention.core.policy.loader import LoadedPolicy
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import ceil_to_second
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).

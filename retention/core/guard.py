@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from retention.api.models import SnapshotPatch
 from retention.core.model import SnapshotView, is_destructive
 from retention.core.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import add_seconds, format_timestamp
 from retention.core.wording import printable
 
