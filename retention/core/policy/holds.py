@@ -27,9 +27,9 @@ from pydantic import (
     WrapValidator,
 )
 
-from retention.config.yamldoc import show_value
 from retention.core.policy import engine
 from retention.core.timestamps import LATEST, format_timestamp
+from retention.core.wording import show_value
 
 _DAY_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _UNTIL_HINT = (

@@ -32,10 +32,10 @@ from pydantic import (
     model_validator,
 )
 
-from retention.config.yamldoc import show_value
 from retention.core.policy import engine, rules
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.holds import HoldRecord, id_entries
+from retention.core.wording import show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
