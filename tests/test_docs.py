@@ -20,11 +20,11 @@ from retention.config.policyfiles import load_policies
 from retention.config.settings import RetentionConfig, config_json_schema
 from retention.core import glossary
 from retention.core.model import Action, Hold, State
-from retention.core.planfile import plan_json_schema
 from retention.core.policy.model import Policy, policy_json_schema
 from retention.ops.metrics import RunMetrics, write_textfile
 from retention.report import RunInfo, render_reports
 from retention.report.model import NOT_SENT
+from retention.runfolder.schema import plan_json_schema
 
 ROOT = Path(__file__).parent.parent
 USER_FACING = [
