@@ -152,7 +152,7 @@ def decide(
     walk_error: str | None = None,
 ) -> ClusterPlan:
     """Decide every snapshot of one cluster (or config server). See the module docstring."""
-    ordered = newest_first(snapshots)
+    ordered = newest_first_by_id(snapshots)
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
     if walk_error:
         plan.errors.append(walk_error)
@@ -184,10 +184,11 @@ def decide(
     return plan
 
 
-def newest_first(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
-    """A cluster's snapshots in the order of its decisions: newest first, ties by id. The
-    engine's walk keeps this order for equal times, so it decides which of them a bucket
-    keeps."""
+def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
+    """A cluster's snapshots in the order of its decisions: newest first, equal times by id
+    (the greater first), so a plan does not depend on the order the API listed them in. The
+    engine's walk (``engine.newest_first``) keeps the order it is given for equal times, so
+    this one decides which of them a bucket keeps."""
     return sorted(snapshots, key=lambda s: (s.created, s.id), reverse=True)
 
 
@@ -203,7 +204,7 @@ def uncounted(snapshot: SnapshotView, now: datetime) -> Uncounted | None:
 
 
 def counted_items(ordered: Sequence[SnapshotView], now: datetime) -> list[Item]:
-    """What the engine is given of a cluster (``ordered`` as newest_first sorts it): the
+    """What the engine is given of a cluster (``ordered`` as newest_first_by_id sorts it): the
     counted snapshots, in that order."""
     return [Item(s.id, s.created) for s in ordered if uncounted(s, now) is None]
 

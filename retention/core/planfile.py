@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
 from retention.core.model import ChangeAction, Reason, SnapshotView
+from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
 FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
@@ -36,7 +37,6 @@ Id = Annotated[
 # snapshot in decisions.jsonl. The planner writes what the service said.
 AnyId = str
 Timestamp = AwareUtcDatetime
-Kind = Literal["cluster", "config-server"]
 
 _STRICT = ConfigDict(extra="forbid")
 

@@ -38,6 +38,7 @@ import msgspec
 from retention.core.policy import rules
 from retention.core.policy.cron import ticks as cron_ticks
 from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.every import EveryRule
 from retention.core.policy.rules import Rule
 
 
@@ -142,19 +143,6 @@ def id_match(entry: IdEntry) -> Match:
     if isinstance(entry, str):
         return Match(rules.IDS.name, rules.IDS.reason)
     return Match(rules.IDS.name, f"{rules.IDS.reason}: {entry.words}", hold=entry)
-
-
-@dataclass(frozen=True)
-class EveryRule:
-    """Keep the newest item per interval between two ticks of ``cron``, ``count`` intervals."""
-
-    cron: str
-    count: int
-
-    @property
-    def reason(self) -> str:
-        """The reason text, e.g. ``cron 0 0 1 1,4,7,10 *``."""
-        return rules.EVERY.reason.format(cron=self.cron)
 
 
 @dataclass(frozen=True)
@@ -415,7 +403,8 @@ def _by_id_alone(rest: list[Item], by_id: dict[str, IdEntry], evaluation: Evalua
 
 
 def newest_first(items: Sequence[Item]) -> list[Item]:
-    """The items in the order of the walk: newest first, equal times in input order."""
+    """The items in the order of the walk: newest first, equal times in input order (a stable
+    sort, as restic's; a plan gives them in ``decide.newest_first_by_id`` order)."""
     return sorted(items, key=lambda item: item.time, reverse=True)
 
 
