@@ -10,7 +10,8 @@ from typing import NamedTuple
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from retention.core.decide import Merged, decide
+from retention.core.decide import decide
+from retention.core.merged import Merged
 from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import KeepSpec

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from retention.core.ids import id_problem
-from retention.core.policy.engine import IdHold
+from retention.core.policy.holds import IdHold
 from retention.core.snapshot import (
     Kind,
     SnapshotFacts,

@@ -1,4 +1,4 @@
-"""The policy language of DESIGN.md section 4, as frozen pydantic models.
+"""The policy language (docs/policies.md), as frozen pydantic models.
 
 Every model forbids unknown keys: a misspelt rule (``dayly``) must be an error, never a
 silently ignored line that lets snapshots expire. Values arrive from YAML, so validators
@@ -33,7 +33,7 @@ from pydantic import (
 from retention.core.policy import engine, rules
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
-from retention.core.policy.holds import HoldRecord, id_entries
+from retention.core.policy.holds import HoldRecord, entry_id, id_entries
 from retention.core.snapshot import Kind
 from retention.core.wording import show_value
 
@@ -360,7 +360,7 @@ def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
         return [words] if window is not None and not window.zero else []
     if rule.kind == "every":
         return [f"{_amount(every.count)} intervals of cron '{every.cron}'" for every in spec.every]
-    ids = len({engine.entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
+    ids = len({entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
     return [f"{ids} snapshot{'s' if ids > 1 else ''} by id"] if ids else []
 
 
