@@ -18,12 +18,12 @@ $(STAMP): pyproject.toml
 test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check retention tests benchmarks
-	$(BIN)/ruff format --check retention tests benchmarks
+	$(BIN)/ruff check retention tests benchmarks tools
+	$(BIN)/ruff format --check retention tests benchmarks tools
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict retention tests
+	$(BIN)/mypy --strict retention tests tools
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

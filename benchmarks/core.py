@@ -16,9 +16,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
 from retention.core.model import SnapshotView, Target
-from retention.core.policy.loader import parse_policies
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

@@ -24,8 +24,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from retention.config.policyfiles import parse_policies
 from retention.core.model import SnapshotView, Target
-from retention.core.policy.loader import PolicySet, parse_policies
+from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.planning.workers import Deciders, Shared
 from retention.walk.inventory import Walk

@@ -13,7 +13,8 @@ import responses
 from freezegun.config import DEFAULT_IGNORE_LIST
 from pydantic import SecretStr
 
-from retention.api import Credentials, OpsManagerClient, RetryPolicy
+from retention.api.client import OpsManagerClient
+from retention.api.transport import Credentials, RetryPolicy
 from tests.digest import DigestChecker
 from tests.fakeapi import BASE_URL, FakeApi
 from tests.notices import Receiver, receiving

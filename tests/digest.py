@@ -1,7 +1,8 @@
 """A server-side HTTP Digest (MD5) checker for the tests: issues challenges, verifies answers.
 
-It computes the expected response itself (RFC 2617 with qop=auth, RFC 2069 without), so a
-client that sends a wrong digest fails the test instead of passing on the header's presence.
+The expected response is the simulator's (RFC 2617 with qop=auth, RFC 2069 without), so a
+client that sends a wrong digest fails the test instead of passing on the header's presence;
+this checker adds what the tests count and the stale answers they ask for.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ import hashlib
 import itertools
 from dataclasses import dataclass, field
 
-from requests.utils import parse_dict_header
-
-REALM = "MMS Public API"
+from retention.simulator.digest import REALM, expected_response, ha1_of, parse_authorization
 
 
 def md5(text: str) -> str:
@@ -60,23 +59,14 @@ class DigestChecker:
         """Return "ok", "stale" (right key, old nonce) or "missing"/"bad"."""
         if not authorization or not authorization.lower().startswith("digest "):
             return "missing"
-        fields = parse_dict_header(  # type: ignore[no-untyped-call]
-            authorization[len("digest ") :]
-        )
+        fields = parse_authorization(authorization)
         if fields.get("username") != self.username or fields.get("uri") != uri:
             return "bad"
         nonce = fields.get("nonce") or ""
-        ha1 = md5(f"{self.username}:{REALM}:{self.password}")
-        ha2 = md5(f"{method}:{uri}")
-        if fields.get("qop"):
-            if self.literal_op:
-                return "bad"  # we never offered qop, so an answer with one is wrong
-            expected = md5(f"{ha1}:{nonce}:{fields['nc']}:{fields['cnonce']}:auth:{ha2}")
-        else:
-            if not self.literal_op:
-                return "bad"
-            expected = md5(f"{ha1}:{nonce}:{ha2}")
-        if fields.get("response") != expected:
+        ha1 = ha1_of(self.username, self.password)
+        expected = expected_response(ha1, method, uri, fields, literal_op=self.literal_op)
+        # An answer with qop to the literal op, or without to qop="auth", is wrong too.
+        if expected is None or fields.get("response") != expected:
             return "bad"
         if nonce in self.stale_nonces:
             return "stale"

@@ -13,7 +13,7 @@ import freezegun.api
 import orjson
 from freezegun import freeze_time
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.core.timestamps import format_timestamp
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import EveryRule
+from retention.core.policy.every import EveryRule
 
 # Count rules: often unset, small counts that run out, and -1 (no limit).
 COUNTS = st.sampled_from([0, 0, 1, 2, 3, 5, -1])
@@ -33,5 +33,5 @@ def every_rules(
     crons: Sequence[str], counts: st.SearchStrategy[int], *, max_size: int
 ) -> st.SearchStrategy[tuple[EveryRule, ...]]:
     """Up to ``max_size`` every-rules, each a cron of ``crons`` with a count of ``counts``."""
-    rule = st.builds(EveryRule, st.sampled_from(list(crons)), counts)
+    rule = st.builds(EveryRule, cron=st.sampled_from(list(crons)), count=counts)
     return st.lists(rule, max_size=max_size).map(tuple)

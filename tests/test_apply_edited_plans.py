@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from retention.api import OpsManagerClient, SnapshotPatch
+from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
 from retention.core.planfile import CHANGE, Change, PlanHead, clusters_by_key
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import parse_timestamp
 from retention.errors import ApiError, PlanFileError
 from retention.lifecycle.jobs import apply_saved

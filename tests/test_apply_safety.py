@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from retention import cli
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal, apply_plan
 from retention.core.planfile import clusters_by_key
 from retention.runfolder.planread import read_head, read_list

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from retention import cli
-from retention.core.planfile import plan_json_schema
+from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimProject, SimSnapshot
 from tests.conftest import credentials

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from retention import cli
-from retention.core.planfile import plan_json_schema
+from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
 from tests.simfleet import KEY
 from tests.test_cli_plan import write_config

@@ -13,8 +13,8 @@ import responses
 from retention import cli
 from retention.cli.summary import summary_lines
 from retention.config.policyfiles import load_policies
-from retention.core.planfile import plan_json_schema
 from retention.planning.job import make_plan
+from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
 from retention.walk.inventory import ProjectTargets
 from tests.conftest import PUBLIC_KEY, make_client

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.errors import EXIT_UNREACHABLE, AuthenticationError
 from tests.conftest import PRIVATE_KEY, credentials, make_client
 from tests.digest import DigestChecker

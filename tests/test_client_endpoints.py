@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from retention.api import OpsManagerClient, SnapshotPatch
+from retention.api.client import OpsManagerClient
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import RefusedRequestError
 from tests.fakeapi import (
     BASE_URL,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from retention.api import OpsManagerClient, SnapshotPatch
+from retention.api.client import OpsManagerClient
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_UNREACHABLE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.errors import InconsistentListError, MalformedResponseError, NotFoundError
 from tests.conftest import make_client
 from tests.fakeapi import (

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from retention.api import RetryPolicy, SnapshotPatch, Timeouts
 from retention.api import transport as transport_module
+from retention.api.transport import RetryPolicy, Timeouts
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import (
     EXIT_UNREACHABLE,
     ConnectError,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.cli.showing import render_config
 from retention.config.settings import (
     SECRET_HINT,

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from retention.config.policyfiles import parse_policies
 from retention.config.settings import ApiSettings
 from retention.core.model import SnapshotView, Target
-from retention.core.policy.loader import PolicySet, parse_policies
+from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.planning.job import make_plan
 from retention.planning.workers import POOL_FROM, Deciders, Shared, available_cpus

@@ -20,11 +20,11 @@ from retention.config.policyfiles import load_policies
 from retention.config.settings import RetentionConfig, config_json_schema
 from retention.core import glossary
 from retention.core.model import Action, Hold, State
-from retention.core.planfile import plan_json_schema
 from retention.core.policy.model import Policy, policy_json_schema
 from retention.ops.metrics import RunMetrics, write_textfile
 from retention.report import RunInfo, render_reports
 from retention.report.model import NOT_SENT
+from retention.runfolder.schema import plan_json_schema
 
 ROOT = Path(__file__).parent.parent
 USER_FACING = [
@@ -101,7 +101,7 @@ def test_the_example_policy_in_the_docs_is_a_valid_policy(tmp_path: Path) -> Non
 
 
 def test_the_glossary_doc_is_the_one_generated_from_the_code() -> None:
-    """docs/glossary.md is what `python -m retention.core.glossary` writes: the docs and the
+    """docs/glossary.md is what `python -m retention.report.glossary` writes: the docs and the
     report's "Words used here" say the same thing."""
     assert (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8") == glossary.markdown()
 

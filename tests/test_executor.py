@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
+from retention.api.client import OpsManagerClient
+from retention.api.transport import RetryPolicy
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
 from retention.core.planfile import Change, ListName, clusters_by_key
 from retention.core.policy.loader import PolicySet
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import LockHeldError, UsageError
 from retention.lifecycle.jobs import apply_saved, run_job
 from retention.ops.lock import run_lock

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from retention.api.models import SnapshotPatch
 from retention.core.guard import EntryCheck, approve, check_send, plan_refusal
 from retention.core.model import SnapshotView
 from retention.core.planfile import CHANGE, HEAD, Change, ClusterEntry, PlanHead
+from retention.core.snapshot import SnapshotPatch
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.cli.summary import summary_lines
 from retention.config.policyfiles import load_policies
 from retention.core.decide import decide

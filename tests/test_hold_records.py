@@ -14,11 +14,13 @@ import pytest
 
 from retention import cli
 from retention.cli.summary import summary_lines
+from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, SnapshotView, Target, describe
 from retention.core.planfile import DECISION, DecisionRecord
-from retention.core.policy.engine import IdHold, Item, KeepSpec, evaluate
-from retention.core.policy.loader import LoadedPolicy, hold_warnings, parse_policies
+from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.holds import IdHold
+from retention.core.policy.loader import LoadedPolicy, hold_warnings
 from retention.core.policy.model import policy_json_schema
 from retention.core.policy.trace import trace
 from retention.errors import PolicyError

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from retention.api.endpoints import PATCH_SNAPSHOT, build_path
 from retention.core.ids import MAX_ID_LENGTH, carries, id_problem
-from retention.core.planfile import CHANGE, plan_json_schema
+from retention.core.planfile import CHANGE
+from retention.runfolder.schema import plan_json_schema
 
 CARRIED = [
     "5e4e593f70dfbf1e2f6e1d30",

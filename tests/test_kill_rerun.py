@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY, make_client
 

@@ -20,7 +20,8 @@ import pytest
 from urllib3.response import HTTPResponse
 
 from retention import cli
-from retention.api import OpsManagerClient, RetryPolicy
+from retention.api.client import OpsManagerClient
+from retention.api.transport import RetryPolicy
 from retention.errors import (
     AuthenticationError,
     ConnectError,

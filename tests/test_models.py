@@ -27,8 +27,8 @@ from retention.api.models import (
     NamespaceFilterList,
     Snapshot,
     SnapshotPart,
-    SnapshotPatch,
 )
+from retention.core.snapshot import SnapshotPatch
 
 BASE = "https://opsmanager.example.com:8443/api/public/v1.0"
 GROUP = "5c8100bcf2a30b12ff88258f"

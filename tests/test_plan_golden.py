@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 from retention.config.policyfiles import load_policies
-from retention.core.planfile import plan_json_schema
 from retention.planning.job import PlanResult, make_plan
+from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import ProjectTargets
 from tests.conftest import PUBLIC_KEY, make_client

@@ -10,10 +10,12 @@ from typing import NamedTuple
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from retention.core.decide import Merged, decide
+from retention.core.decide import decide
+from retention.core.merged import Merged
 from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import EveryRule, KeepSpec
+from retention.core.policy.engine import KeepSpec
+from retention.core.policy.every import EveryRule
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.timestamps import LATEST
 from tests import strategies

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retention.api.models import SnapshotPatch
 from retention.cli.summary import summary_lines
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, note
@@ -26,9 +25,9 @@ from retention.core.planfile import (
     ListName,
     decisions_path,
     generated_schema,
-    plan_json_schema,
 )
 from retention.core.policy.engine import KeepSpec
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import size
 from retention.errors import PlanFileError
@@ -41,6 +40,7 @@ from retention.runfolder.planwrite import (
     encode_line,
     write_plan,
 )
+from retention.runfolder.schema import plan_json_schema
 from tests.planning import loaded_policy, renamed
 
 GOLDEN = (
@@ -74,7 +74,7 @@ def written(builder: PlanBuilder, errors: list[str] | None = None) -> bytes:
 
 def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
     """plan.schema.json is generated from the typed model: regenerate it with
-    `python -m retention.core.planfile` when the model changes."""
+    `python -m retention.runfolder.schema` when the model changes."""
     assert plan_json_schema() == json.loads(json.dumps(generated_schema()))
 
 

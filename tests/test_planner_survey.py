@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.errors import PermissionDeniedError
 from retention.planning.job import make_plan

@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from retention.core.policy.duration import RetentionDuration, add_date
-from retention.core.policy.engine import EveryRule, Item, KeepSpec, evaluate
+from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.every import EveryRule
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

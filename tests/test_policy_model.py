@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from retention.core.policy import engine
 from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.every import EveryRule
 from retention.core.policy.model import (
     DEFAULT_HOLD_ON_ALERTS,
     DURATION_PATTERN,
@@ -128,7 +129,7 @@ def test_design_example_converts_to_the_engine_spec() -> None:
         yearly=3,
         within=RetentionDuration(days=2),
         within_daily=RetentionDuration(days=30),
-        every=(engine.EveryRule("0 0 1 1,4,7,10 *", 8),),
+        every=(EveryRule("0 0 1 1,4,7,10 *", 8),),
     )
     assert p.keep_spec() == p.keep.to_spec()
     assert p.protect_spec() == engine.KeepSpec(
@@ -224,7 +225,7 @@ def test_invalid_durations_are_refused(value: object, message: str) -> None:
 def test_every_rule_with_valid_cron() -> None:
     """A five-field cron expression is accepted, its spacing normalised; count -1 is unlimited."""
     keep = KeepRules.model_validate({"every": [{"cron": " 0  0 1 1,4,7,10 * ", "count": -1}]})
-    assert keep.to_spec().every == (engine.EveryRule("0 0 1 1,4,7,10 *", -1),)
+    assert keep.to_spec().every == (EveryRule("0 0 1 1,4,7,10 *", -1),)
 
 
 @pytest.mark.parametrize(

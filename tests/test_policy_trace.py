@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import EveryRule, Item, KeepSpec, evaluate
+from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.every import EveryRule
 from retention.core.policy.trace import trace
 from tests import strategies
 

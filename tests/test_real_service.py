@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from retention import cli
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.api.models import (
     AgentLinks,
     Alert,
@@ -22,12 +22,12 @@ from retention.api.models import (
     Host,
     ListPage,
     Snapshot,
-    SnapshotPatch,
 )
 from retention.core.decide import decide
 from retention.core.model import AlertView as HoldingAlert
 from retention.core.model import Member, SnapshotView, Target
 from retention.core.policy.engine import KeepSpec
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import LATEST
 from retention.errors import ApiError, AuthenticationError
 from retention.runfolder.planread import read_list

@@ -20,8 +20,8 @@ import msgspec
 import pytest
 from markupsafe import Markup
 
-from retention.api.models import SnapshotPatch
 from retention.core.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
+from retention.core.snapshot import SnapshotPatch
 from retention.report import RunInfo, render_reports, render_run
 from retention.report.read import change_rows
 from retention.report.render import html_text, summary_markdown

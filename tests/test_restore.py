@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from retention.api.models import SnapshotPatch
 from retention.core.restore import Restoration, State, restorations, state_after, verdict
+from retention.core.snapshot import SnapshotPatch
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(days=300)

@@ -14,9 +14,11 @@ import requests
 from pydantic import SecretStr
 from requests.auth import HTTPDigestAuth
 
-from retention.api import Credentials, OpsManagerClient, SnapshotPatch
+from retention.api.client import OpsManagerClient
 from retention.api.models import Snapshot, SnapshotState
+from retention.api.transport import Credentials
 from retention.api.walked import WalkedSnapshot
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import AuthenticationError, InvalidFieldsError, NotFoundError
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY

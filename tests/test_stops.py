@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 
-from retention.api import OpsManagerClient, RetryPolicy, SnapshotPatch
+from retention.api.client import OpsManagerClient
+from retention.api.transport import RetryPolicy
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
 from retention.core.planfile import clusters_by_key
 from retention.core.policy.loader import PolicySet
 from retention.core.restore import restorations
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.errors import StopRequestedError
 from retention.lifecycle.jobs import run_job

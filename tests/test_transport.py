@@ -7,8 +7,7 @@ import logging
 import pytest
 from pydantic import SecretStr
 
-from retention.api import Credentials, RetryPolicy, Timeouts, TLSConfig
-from retention.api.transport import RateLimiter
+from retention.api.transport import Credentials, RateLimiter, RetryPolicy, Timeouts, TLSConfig
 from tests.conftest import make_client
 
 

@@ -11,8 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from retention.api import OpsManagerClient, SnapshotPatch
+from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import UsageError
 from retention.lifecycle.jobs import JobResult, run_job
 from retention.simulator.server import Simulator

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.errors import MalformedResponseError
 from tests.fakeapi import FakeApi, json_answer, list_page, snapshot
 

@@ -1,5 +1,5 @@
-"""Tests of retention.config.yamldoc: one parser and one wording for
-the configuration and policies."""
+"""Tests of retention.config.yamldoc and retention.core.validation: one parser and one
+wording for the configuration and policies."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 from retention.config import yamldoc
 from retention.config.policyfiles import load_policies
 from retention.config.settings import load_config
+from retention.core import validation
 from retention.errors import ConfigError, PolicyError
 
 ENV = {"RETENTION_PUBLIC_KEY": "pub", "RETENTION_PRIVATE_KEY": "priv"}
@@ -111,7 +112,7 @@ def test_bounds_are_stated_as_a_range_when_the_field_has_both() -> None:
         both: int = Field(1, ge=1, le=64)
         low: float = Field(0.0, ge=0)
 
-    _, problems = yamldoc.validate(Limits, {"both": 65, "low": -1}, echo=False)
+    _, problems = validation.validate(Limits, {"both": 65, "low": -1}, echo=False)
 
     assert [(p.field, p.message) for p in problems] == [
         ("both", "must be between 1 and 64"),
@@ -130,7 +131,7 @@ def test_unknown_keys_of_an_aliased_model_are_matched_against_the_names_a_file_u
         model_config = ConfigDict(extra="forbid", alias_generator=to_camel)
         snapshots: list[Snapshot] = []
 
-    _, problems = yamldoc.validate(Fleet, {"snapshots": [{"do_not_delete": True}]})
+    _, problems = validation.validate(Fleet, {"snapshots": [{"do_not_delete": True}]})
 
     assert [problem.at("f.yaml") for problem in problems] == [
         "f.yaml: snapshots[0].do_not_delete: unknown field; did you mean 'doNotDelete'?"
@@ -143,7 +144,9 @@ def test_the_top_level_is_named_by_its_kind_and_not_quoted() -> None:
         document, _ = yamldoc.parse(data, "a mapping", kinds=(object,))
         assert document is not None
         problem = document.expect((dict,), "a mapping")
-        assert problem == yamldoc.Problem(1, None, f"the top level must be a mapping, not {kind}")
+        assert problem == validation.Problem(
+            1, None, f"the top level must be a mapping, not {kind}"
+        )
 
 
 def test_a_date_that_is_no_date_is_a_problem_on_its_line() -> None:
@@ -151,4 +154,6 @@ def test_a_date_that_is_no_date_is_a_problem_on_its_line() -> None:
     document, problems = yamldoc.parse(b"name: p\nprotect:\n  until: 2027-02-30\n", "a policy")
 
     assert document is None
-    assert problems == [yamldoc.Problem(3, None, "not a valid date: day is out of range for month")]
+    assert problems == [
+        validation.Problem(3, None, "not a valid date: day is out of range for month")
+    ]

@@ -53,7 +53,6 @@ from retention.api.models import (
     CompletedFilter,
     ConfigServerSnapshot,
     Snapshot,
-    SnapshotPatch,
 )
 from retention.api.transport import (
     ApiStats,
@@ -69,6 +68,7 @@ from retention.api.transport import (
     is_stale_challenge,
 )
 from retention.api.walked import WALK_DECODER, WalkedSnapshot
+from retention.core.snapshot import SnapshotPatch
 from retention.errors import (
     ApiError,
     ConnectError,
@@ -138,8 +138,8 @@ class OpsManagerClient:
         )
         # requests reads the proxy variables (HTTPS_PROXY, NO_PROXY...) and the CA-bundle
         # ones from the environment on every request: half a millisecond a page, a tenth of
-        # a walk's CPU (issue 16). Every request goes to one host, so they are read once
-        # here, as requests would read them, and the session stops reading them.
+        # a walk's CPU (benchmarks/fleet.py). Every request goes to one host, so they are
+        # read once here, as requests would read them, and the session stops reading them.
         self._environment = self._session.merge_environment_settings(
             self.base_url, {}, None, self.tls.requests_verify(), None
         )

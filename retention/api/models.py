@@ -1,4 +1,4 @@
-"""pydantic v2 models of every resource in the API contract (spec/ops-manager-api-v1.md).
+"""pydantic v2 models of every resource of the Ops Manager API that retention reads.
 
 Parsing is tolerant where the spec is vague and strict where our safety depends on it:
 - unknown fields are ignored, so a newer server cannot break us;
@@ -9,6 +9,7 @@ Parsing is tolerant where the spec is vague and strict where our safety depends 
   event types beyond the listed ones, alert status) stay plain strings;
 - timestamps accept offsets and are normalised to UTC (``UtcDatetime``).
 
+The body of a snapshot PATCH is the core's (``retention.core.snapshot.SnapshotPatch``).
 These models are the only code the simulator shares with the client.
 """
 
@@ -18,20 +19,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 from retention.api.walked import total_storage
-from retention.core.timestamps import UtcDatetime, ceil_to_second, format_timestamp
+from retention.core.timestamps import UtcDatetime
 
 
 class ApiModel(BaseModel):
@@ -281,70 +273,6 @@ class ListPage(ApiModel, Generic[ItemT]):
     links: list[Link] = Field(default_factory=list)
     total_count: int | None = None
     status: int | None = None
-
-
-class SnapshotPatch(ApiModel):
-    """The body of a snapshot PATCH: a value that cannot break the API's rules.
-
-    It refuses ``doNotDelete: true`` together with ``expires`` (the API rejects that with
-    "Cannot modify snapshot because of invalid fields") and an empty body. Build it with
-    ``protect()``, ``expire_at()`` or ``release()``. ``expires`` is rounded up to a whole
-    second, the precision of the wire format, so it is never earlier than asked for.
-    """
-
-    do_not_delete: bool | None = None
-    expires: UtcDatetime | None = None
-
-    @field_validator("expires", mode="after")
-    @classmethod
-    def _whole_seconds_up(cls, value: datetime | None) -> datetime | None:
-        # The wire form has whole seconds; rounding down would write an expiry earlier
-        # than decided (invariant 4), so round up.
-        return ceil_to_second(value) if value is not None else None
-
-    @model_validator(mode="after")
-    def _obeys_api_rules(self) -> SnapshotPatch:
-        if self.do_not_delete is True and self.expires is not None:
-            raise ValueError("doNotDelete: true cannot be sent together with expires")
-        if self.do_not_delete is None and self.expires is None:
-            raise ValueError("a snapshot PATCH must set doNotDelete or expires")
-        return self
-
-    @model_serializer(mode="plain")
-    def _wire_form(self) -> dict[str, Any]:
-        return self.body()
-
-    def body(self) -> dict[str, Any]:
-        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip)."""
-        return {
-            k: format_timestamp(v) if isinstance(v, datetime) else v
-            for k, v in self.members().items()
-        }
-
-    def members(self) -> dict[str, bool | datetime]:
-        """The body's members, ``expires`` still a datetime: for an encoder that writes
-        datetimes the API's way (the planner writes one for every change)."""
-        members: dict[str, bool | datetime] = {}
-        if self.do_not_delete is not None:
-            members["doNotDelete"] = self.do_not_delete
-        if self.expires is not None:
-            members["expires"] = self.expires
-        return members
-
-    @classmethod
-    def protect(cls) -> SnapshotPatch:
-        """``{"doNotDelete": true}``: never deleted, any expiry removed."""
-        return cls(do_not_delete=True)
-
-    @classmethod
-    def expire_at(cls, when: datetime) -> SnapshotPatch:
-        """``{"expires": when}``: may be deleted after ``when`` (at or before now: deleted)."""
-        return cls(expires=when)
-
-    @classmethod
-    def release(cls, expires: datetime) -> SnapshotPatch:
-        """``{"doNotDelete": false, "expires": ...}``: lift a hold and set an expiry."""
-        return cls(do_not_delete=False, expires=expires)
 
 
 class AlertAcknowledgement(ApiModel):

@@ -3,11 +3,11 @@
 A walk reads whole fleets (a 2,000-cluster fleet is 600,000 snapshots of about 960 bytes
 each) and uses six fields of each. msgspec decodes a page straight into these structs in C,
 skipping every other field without building it; pydantic's validate_json of the same page
-into ``SnapshotState`` was the largest share of the client's CPU (issue 16). The rules are
-those of ``retention.api.models``: unknown fields are ignored, a missing ``complete`` counts
-as incomplete and a missing ``doNotDelete`` as unprotected, timestamps with an offset are
-normalised to UTC (one without is taken as UTC), and numbers or flags sent as strings are
-read as pydantic's lax mode reads them (``strict=False``).
+into ``SnapshotState`` was the largest share of the client's CPU (benchmarks/parse.py). The
+rules are those of ``retention.api.models``: unknown fields are ignored, a missing
+``complete`` counts as incomplete and a missing ``doNotDelete`` as unprotected, timestamps
+with an offset are normalised to UTC (one without is taken as UTC), and numbers or flags
+sent as strings are read as pydantic's lax mode reads them (``strict=False``).
 """
 
 from __future__ import annotations

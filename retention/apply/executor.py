@@ -32,7 +32,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotState
 from retention.api.walked import WalkedSnapshot
 from retention.core.guard import check_send

@@ -321,7 +321,7 @@ def schema(kind: str) -> None:
 
         document = config_json_schema()
     else:
-        from retention.core.planfile import plan_json_schema
+        from retention.runfolder.schema import plan_json_schema
 
         document = plan_json_schema()
     click.echo(json.dumps(document, indent=2))

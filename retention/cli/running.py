@@ -239,7 +239,8 @@ def demo(policies_path: str | None, report_dir: str, output: str) -> int:
     """
     from pydantic import SecretStr
 
-    from retention.api import Credentials, OpsManagerClient
+    from retention.api.client import OpsManagerClient
+    from retention.api.transport import Credentials
     from retention.config.policyfiles import load_policies
     from retention.config.settings import require_writable
     from retention.lifecycle.jobs import run_job

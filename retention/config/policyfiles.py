@@ -1,4 +1,5 @@
-"""Finding and reading policy files; the policy package turns their bytes into policies.
+"""Finding, reading and parsing policy files; the core's loader turns what they hold into
+policies, and every problem of every file ends up in one PolicyError (exit code 2).
 
 A folder is read flat (not recursively), ``*.yaml`` and ``*.yml`` only, hidden entries left
 out: those are editor backups and Kubernetes ConfigMap internals (``..data``), not policies.
@@ -7,13 +8,18 @@ A file that cannot be read is a problem reported with all the others, not a stop
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from retention.core.policy.loader import PolicySet, parse_policies
+from retention.config import yamldoc
+from retention.core.policy.loader import Found, PolicySet, duplicate_names, policies_in
+from retention.core.validation import in_file_order
+from retention.errors import PolicyError
 
 POLICY_SUFFIXES = (".yaml", ".yml")
+EXPECTED = "a policy (a mapping) or a list of policies"
 
 
 def load_policies(source: Path | str | Sequence[Path | str]) -> PolicySet:
@@ -29,6 +35,29 @@ def load_policies(source: Path | str | Sequence[Path | str]) -> PolicySet:
         except OSError as exc:
             problems.append(f"{path}: cannot read the file ({exc.strerror or exc})")
     return parse_policies(files, problems)
+
+
+def parse_policies(files: Iterable[tuple[Path, bytes]], unread: Sequence[str] = ()) -> PolicySet:
+    """The policies in ``files`` (each its path and the bytes read from it).
+
+    ``unread`` are the problems met while finding and reading the files, so that every
+    problem is reported in one round. Raises PolicyError listing them all.
+    """
+    problems = list(unread)
+    loaded: list[Found] = []
+    for path, data in files:
+        document, found = yamldoc.parse(data, EXPECTED, (dict, list))
+        if document is not None:
+            sha256 = hashlib.sha256(data).hexdigest()
+            policies, invalid = policies_in(path, sha256, document.value, document.lines)
+            loaded += policies
+            found += invalid
+        problems += [problem.at(str(path)) for problem in in_file_order(found)]
+    problems += duplicate_names(loaded)
+    if problems:
+        count = len(problems)
+        raise PolicyError(f"{count} problem{'s' if count > 1 else ''} in policies", problems)
+    return PolicySet(found.policy for found in loaded)
 
 
 def _policy_files(source: Path | str | Sequence[Path | str], problems: list[str]) -> list[Path]:

@@ -38,7 +38,8 @@ from pydantic import (
     model_validator,
 )
 
-from retention.api import Credentials, OpsManagerClient, Timeouts, TLSConfig
+from retention.api.client import OpsManagerClient
+from retention.api.transport import Credentials, Timeouts, TLSConfig
 from retention.config import yamldoc
 from retention.config.credentials import (
     ENV_PRIVATE_KEY,
@@ -47,6 +48,7 @@ from retention.config.credentials import (
     MISSING_KEYS,
     read_credentials,
 )
+from retention.core import validation
 from retention.core.horizon import lease
 from retention.core.ids import id_problem
 from retention.errors import ConfigError
@@ -402,7 +404,7 @@ def _read_config(
     if env_url and isinstance(settings.get("api", {}), dict):
         settings["api"] = {**settings.get("api", {}), "base_url": env_url}
     # Secret-looking keys are taken out above; echo=False keeps any other value out as well.
-    config, invalid = yamldoc.validate(
+    config, invalid = validation.validate(
         RetentionConfig,
         settings,
         document.lines,
@@ -415,7 +417,7 @@ def _read_config(
             problems.append(f"environment: {ENV_BASE_URL}: {problem.message}")
         else:
             found.append(problem)
-    problems += [problem.at(name) for problem in yamldoc.in_file_order(found)]
+    problems += [problem.at(name) for problem in validation.in_file_order(found)]
     if config is None or secrets or found:
         return None
     notify_sources: dict[str, str] = {}

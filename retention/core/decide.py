@@ -1,5 +1,6 @@
-"""The decision model of DESIGN.md section 5: one cluster's snapshots, the policies that
-match it, its open alerts and ``now`` in; a decision per snapshot out. Pure: no I/O, no clock.
+"""The decision model: one cluster's snapshots, the policies that match it, its open alerts
+and ``now`` in; a decision per snapshot out. Pure: no I/O, no clock. (docs/policies.md tells
+it to a policy's author; docs/glossary.md names each state and action.)
 
     snapshot                                  decision                 PATCH body
     complete: false                           skip (incomplete)        none
@@ -19,7 +20,8 @@ release_protection lifts it), and its reasons say the hold ended.
 
 Then the safety gates: min_keep turns the newest unkept snapshots back into kept ones;
 max_expire_fraction, matching OPEN alerts and a failed walk hold every destructive change of
-the cluster (protect and extend still go ahead). Config-server decisions are advisory.
+the cluster (protect and extend still go ahead; retention.core.gates). Config-server
+decisions are advisory.
 
 Ids a plan cannot carry (retention.core.ids) are held too: a target with such an id is
 not walked and gets only its hold; a snapshot with one gets no change, and holds the
@@ -30,12 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Literal
 
-from retention.api.models import SnapshotPatch
+from retention.core.gates import hold_destructive, hold_uncarried
 from retention.core.horizon import horizon, required_and_written
-from retention.core.ids import carries, id_problem
+from retention.core.merged import Merged
 from retention.core.model import (
     AlertView,
     ClusterPlan,
@@ -49,9 +51,10 @@ from retention.core.model import (
     hold_note,
     note,
 )
-from retention.core.policy.engine import Item, Match, ended, evaluate
+from retention.core.policy.engine import Item, Match, evaluate
+from retention.core.policy.holds import ended
 from retention.core.policy.loader import LoadedPolicy
-from retention.core.timestamps import ceil_to_second
+from retention.core.snapshot import SnapshotPatch
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).
 Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
@@ -61,48 +64,6 @@ _EXPIRED = note(
 )
 _EXPIRING = note("expiring", "already expires within the grace period")
 _NO_RULE = note("no-rule", "no keep rule matches")
-
-
-@dataclass(frozen=True)
-class Merged:
-    """Several matching policies as one: the most retentive setting of each wins."""
-
-    grace_until: datetime
-    grace_is_zero: bool
-    min_keep: int
-    max_expire_fraction: float
-    hold_on_alerts: frozenset[str]
-    release_protection: bool
-    expire_inconsistent: bool
-    policies: tuple[LoadedPolicy, ...]  # sorted by name: holds say which one's setting held
-
-    @classmethod
-    def of(cls, policies: Sequence[LoadedPolicy], now: datetime) -> Merged:
-        """Largest grace and min_keep, smallest fraction, union of alert types; release
-        protection and expire inconsistent snapshots only if every policy says so."""
-        settings = [p.policy for p in policies]
-        return cls(
-            grace_until=ceil_to_second(max(p.grace.after(now, UTC) for p in settings)),
-            grace_is_zero=all(p.grace.zero for p in settings),
-            min_keep=max(p.safety.min_keep for p in settings),
-            max_expire_fraction=min(p.safety.max_expire_fraction for p in settings),
-            hold_on_alerts=frozenset().union(*(p.safety.hold_on_alerts for p in settings)),
-            release_protection=all(p.release_protection for p in settings),
-            expire_inconsistent=all(p.inconsistent == "expire" for p in settings),
-            policies=tuple(sorted(policies, key=lambda p: p.name)),
-        )
-
-    def fraction_setting(self) -> str:
-        """Where the smallest max_expire_fraction (the one that holds) is set."""
-        loaded = min(self.policies, key=lambda p: p.policy.safety.max_expire_fraction)
-        return loaded.where("safety.max_expire_fraction")
-
-    def alert_setting(self, event_type: str) -> str | None:
-        """Where the first policy that holds on ``event_type`` says so."""
-        for loaded in self.policies:
-            if event_type in loaded.policy.safety.hold_on_alerts:
-                return loaded.where("safety.hold_on_alerts")
-        return None
 
 
 @dataclass(frozen=True)
@@ -152,7 +113,7 @@ def decide(
     walk_error: str | None = None,
 ) -> ClusterPlan:
     """Decide every snapshot of one cluster (or config server). See the module docstring."""
-    ordered = newest_first(snapshots)
+    ordered = newest_first_by_id(snapshots)
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
     if walk_error:
         plan.errors.append(walk_error)
@@ -176,18 +137,19 @@ def decide(
     _min_keep(plan, ctx)
     _say_ended(plan, verdicts)
     plan.hold_records = hold_records(policies, plan.decisions, now)
-    _uncarried(plan)
-    _hold(plan, merged, alerts, walk_error)
+    hold_uncarried(plan)
+    hold_destructive(plan, merged, alerts, walk_error)
     if target.kind == "config-server":
         for decision in plan.decisions:
             decision.advisory = decision.action != "none"
     return plan
 
 
-def newest_first(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
-    """A cluster's snapshots in the order of its decisions: newest first, ties by id. The
-    engine's walk keeps this order for equal times, so it decides which of them a bucket
-    keeps."""
+def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
+    """A cluster's snapshots in the order of its decisions: newest first, equal times by id
+    (the greater first), so a plan does not depend on the order the API listed them in. The
+    engine's walk (``engine.newest_first``) keeps the order it is given for equal times, so
+    this one decides which of them a bucket keeps."""
     return sorted(snapshots, key=lambda s: (s.created, s.id), reverse=True)
 
 
@@ -203,7 +165,7 @@ def uncounted(snapshot: SnapshotView, now: datetime) -> Uncounted | None:
 
 
 def counted_items(ordered: Sequence[SnapshotView], now: datetime) -> list[Item]:
-    """What the engine is given of a cluster (``ordered`` as newest_first sorts it): the
+    """What the engine is given of a cluster (``ordered`` as newest_first_by_id sorts it): the
     counted snapshots, in that order."""
     return [Item(s.id, s.created) for s in ordered if uncounted(s, now) is None]
 
@@ -330,7 +292,8 @@ def _kept(
     policies: list[str],
 ) -> Decision:
     required, written = required_and_written(horizon_at, ctx.now, ctx.lease_for)
-    # Nothing written may be earlier than now + grace (invariant 4), kept or not.
+    # Nothing written may be earlier than now + grace, kept or not: every change leaves a
+    # person the grace period to notice and undo it.
     grace_until = ctx.merged.grace_until
     required, written = max(required, grace_until), max(written, grace_until)
     if s.expires is None or s.expires >= required:
@@ -416,65 +379,3 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
             keeps = note("min_keep", f"safety: min_keep {ctx.merged.min_keep}")
             plan.decisions[i] = _kept(d.snapshot, [keeps], None, ctx, [])
         missing -= 1
-
-
-def _uncarried(plan: ClusterPlan) -> None:
-    """Snapshots whose ids a plan cannot carry get no change (the rules still count them),
-    and hold the cluster: a kept one may need an extension that cannot be sent, so what the
-    rules leave to expire beside it waits for a person."""
-    odd = [d for d in plan.decisions if not carries(d.snapshot.id)]
-    if not odd:  # every real cluster: one regular-expression match a snapshot
-        return
-    named: list[str] = []
-    for d in odd:
-        why = id_problem(d.snapshot.id)
-        d.reasons = [
-            *d.reasons,
-            note("id", f"its id cannot be carried by a plan ({why}): never changed"),
-        ]
-        d.action, d.patch, d.expires_after = "none", None, d.snapshot.expires
-        if len(named) < 3:
-            named.append(f"{d.snapshot.id!r}: {why}")
-    more = f"; and {len(odd) - 3} more" if len(odd) > 3 else ""
-    count = f"{len(odd)} snapshot id{'s' if len(odd) != 1 else ''}"
-    plan.holds.append(
-        Hold(
-            "id",
-            f"{count} cannot be carried by a plan ({'; '.join(named)}{more}): never "
-            "changed, and the cluster's destructive changes are held",
-        )
-    )
-
-
-def _hold(
-    plan: ClusterPlan, merged: Merged, alerts: Sequence[AlertView], walk_error: str | None
-) -> None:
-    """Hold every destructive change of the cluster when a gate says so, or an id hold
-    (added by _uncarried, with or without destructive changes) is already there."""
-    destructive = [d for d in plan.decisions if d.destructive]
-    if not destructive:
-        return
-    holds: list[Hold] = []
-    if walk_error:
-        holds.append(Hold("walk", f"incomplete information: {walk_error}"))
-    for alert in sorted(alerts, key=lambda a: a.id):
-        if alert.event_type in merged.hold_on_alerts and alert.names(plan.target):
-            reason = f"OPEN alert {alert.event_type} ({alert.id})"
-            setting = merged.alert_setting(alert.event_type)
-            holds.append(Hold("alert", reason, alert_id=alert.id, setting=setting))
-    counted = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
-    share = len(destructive) / counted if counted else 1.0
-    if share > merged.max_expire_fraction:
-        holds.append(
-            Hold(
-                "max_expire_fraction",
-                f"{len(destructive)} of {counted} snapshots would expire ({share:.0%}), "
-                f"more than max_expire_fraction {merged.max_expire_fraction:g}",
-                setting=merged.fraction_setting(),
-            )
-        )
-    plan.holds.extend(holds)
-    if plan.holds:
-        text = "; ".join(h.reason for h in plan.holds)
-        for decision in destructive:
-            decision.held = text

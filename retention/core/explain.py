@@ -2,7 +2,7 @@
 
 ``retention.core.policy.trace`` is fed exactly as ``decide`` feeds ``evaluate``: the
 cluster's counted snapshots (``uncounted``) in the order of its decisions
-(``newest_first``), each policy's keep and protect rules in the policy's zone, and the
+(``newest_first_by_id``), each policy's keep and protect rules in the policy's zone, and the
 plan's ``now``. A rule that keeps the snapshot comes with the reason the plan records for
 it (``rule_reason``), so explain can show its horizon and tell it apart from the plan's
 other reasons; a hold record that has ended comes with the reason the plan records for
@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from retention.core.decide import Uncounted, counted_items, newest_first, rule_reason, uncounted
+from retention.core.decide import (
+    Uncounted,
+    counted_items,
+    newest_first_by_id,
+    rule_reason,
+    uncounted,
+)
 from retention.core.model import Reason, SnapshotView, ended_reason
 from retention.core.policy.engine import Item, KeepSpec
 from retention.core.policy.loader import LoadedPolicy
@@ -62,7 +68,7 @@ def trace_snapshot(
 ) -> SnapshotTrace:
     """Trace one snapshot of a cluster through ``policies`` as ``decide`` evaluated them at
     ``now``. ``snapshots`` are all of the cluster's. Raises ValueError for an unknown id."""
-    ordered = newest_first(snapshots)
+    ordered = newest_first_by_id(snapshots)
     snapshot = next((s for s in ordered if s.id == snapshot_id), None)
     if snapshot is None:
         raise ValueError(f"no snapshot {snapshot_id!r} among the cluster's {len(ordered)}")

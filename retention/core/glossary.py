@@ -2,15 +2,12 @@
 
 The report's "Words used here" section and docs/glossary.md are both made from ``GLOSSARY``,
 so the terminal, the report, the Markdown and plan.json can use a word and a reader finds
-the same meaning wherever they look it up. ``python -m retention.core.glossary`` rewrites
+the same meaning wherever they look it up. ``python -m retention.report.glossary`` rewrites
 docs/glossary.md; a test fails when the file is stale or when a state, action, hold or
 outcome of the code has no entry.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 Entry = tuple[str, str]
 
@@ -259,7 +256,7 @@ def markdown() -> str:
         "",
         "The words retention uses in its terminal output, report.html, report.md, plan.json "
         "and decisions.jsonl, and what they mean. (Generated from `retention/core/glossary.py`: "
-        "`python -m retention.core.glossary`.)",
+        "`python -m retention.report.glossary`.)",
     ]
     for title, intro, entries in GLOSSARY:
         lines += ["", f"## {title}", ""]
@@ -267,10 +264,3 @@ def markdown() -> str:
             lines += [intro, ""]
         lines += [f"- **{term}**: {meaning}" for term, meaning in entries]
     return "\n".join(lines) + "\n"
-
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "glossary.md"
-
-if __name__ == "__main__":  # pragma: no cover - the docs test checks the file it writes
-    DOC.write_text(markdown(), encoding="utf-8")
-    sys.stdout.write(f"wrote {DOC}\n")

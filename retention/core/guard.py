@@ -9,9 +9,11 @@ data from outside, like an API answer. Three layers, all pure (the executor does
   bodies that match their action, ``destructive`` as the one definition says, a cluster the
   plan knows, no snapshot twice. One bad entry refuses the plan: nothing is sent.
 - ``check_send``: right before each PATCH, against the state just re-read and the clock at
-  that moment, DESIGN.md section 5's invariants 1, 2, 4 and 6 once more. A destructive
-  expiry is sent as max(planned, now + grace), so a plan reviewed for hours still gives
-  every snapshot its full grace on the service.
+  that moment, the plan's rules once more (docs/plan-file.md, "Right before each PATCH"):
+  a body the API accepts, no change to a snapshot that moved on, no kept snapshot
+  shortened, no expiry earlier than now + grace. A destructive expiry is sent as
+  max(planned, now + grace), so a plan reviewed for hours still gives every snapshot its
+  full grace on the service.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from retention.api.models import SnapshotPatch
 from retention.core.model import SnapshotView, is_destructive
 from retention.core.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import add_seconds, format_timestamp
 from retention.core.wording import printable
 
@@ -189,7 +191,7 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     the snapshot is gone) and the clock ``now``. ``stale``: the snapshot moved on since the
     plan, nothing to do. ``refused``: sending would break an invariant."""
     if (problem := body_problem(change)) is not None:
-        return Verdict("refused", problem)  # invariant 1 and the body's shape
+        return Verdict("refused", problem)  # a body the API refuses, or not its action's
     if cluster is None or cluster["kind"] != "cluster":
         return Verdict("refused", "not a cluster snapshot of this plan: no PATCH is sent")
     if current is None:
@@ -214,8 +216,8 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
             "refused",
             f"would shorten a kept snapshot from {_text(current.expires)} to {_text(expires)}",
         )
-    # No expiry written is earlier than now + grace (invariant 4): a plan that waited for
-    # review still gives its snapshots their full grace.
+    # No expiry written is earlier than now + grace: a plan that waited for review still
+    # gives its snapshots their full grace.
     expires = max(expires, add_seconds(now, change["grace"]))
     if "doNotDelete" in body:
         return Verdict("send", body=SnapshotPatch.release(expires))

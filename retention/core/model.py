@@ -2,26 +2,30 @@
 
 A ``Decision`` exists for every snapshot (it streams to decisions.jsonl); a ``Change`` only
 for the PATCHes a plan will send. ``state`` says what the snapshot is to the policy, and
-``action`` what the plan does about it (DESIGN.md section 5).
+``action`` what the plan does about it (docs/glossary.md defines each word).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
 import msgspec
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
-from retention.api.models import SnapshotPatch, SnapshotState
-from retention.api.walked import WalkedSnapshot
 from retention.core.ids import id_problem
-from retention.core.policy.engine import IdHold
+from retention.core.policy.holds import IdHold
+from retention.core.snapshot import (
+    Kind,
+    SnapshotFacts,
+    SnapshotPatch,
+    StateDocument,
+    state_document,
+)
 from retention.core.timestamps import AwareUtcDatetime, format_timestamp
 
-Kind = Literal["cluster", "config-server"]
 State = Literal[
     "incomplete",  # still being created: never counted, never touched
     "awaiting-deletion",  # expiry passed: the API forbids editing it
@@ -118,7 +122,7 @@ class SnapshotView(msgspec.Struct, frozen=True, gc=False):
     """The fields of a snapshot the planner reads (cluster or config-server)."""
 
     # A msgspec struct, not a dataclass: a plan makes one per snapshot of the fleet, and a
-    # frozen dataclass takes twelve times as long to build (issue 16).
+    # frozen dataclass takes twelve times as long to build (benchmarks/core.py).
 
     id: str
     created: datetime
@@ -129,11 +133,11 @@ class SnapshotView(msgspec.Struct, frozen=True, gc=False):
     storage_bytes: int | None = None  # the parts' storageSizeBytes, when they say
 
     @classmethod
-    def of(cls, snapshot: WalkedSnapshot | SnapshotState) -> SnapshotView:
+    def of(cls, snapshot: SnapshotFacts) -> SnapshotView:
         """The view of an API snapshot (walked, or read alone)."""
         return cls(
             snapshot.id,
-            snapshot.created.date,
+            snapshot.created_at,
             snapshot.complete,
             snapshot.do_not_delete,
             None if snapshot.do_not_delete else snapshot.expires,
@@ -141,12 +145,9 @@ class SnapshotView(msgspec.Struct, frozen=True, gc=False):
             snapshot.storage_bytes,
         )
 
-    def observed(self) -> dict[str, Any]:
+    def observed(self) -> StateDocument:
         """doNotDelete and expires as observed, for compare-and-swap at apply time."""
-        return {
-            "doNotDelete": self.do_not_delete,
-            "expires": format_timestamp(self.expires) if self.expires else None,
-        }
+        return state_document(self.do_not_delete, self.expires)
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,13 @@ runfolder/planread.py reads them back through this model).
 
 The model is a set of typed records (``PlanHead``, ``ClusterEntry``, ``Change``,
 ``DecisionRecord``). Every reader (apply, the report, explain) gets them back validated by
-the same types, through pydantic's TypeAdapter, and the JSON Schema shipped beside this file
-(plan.schema.json) is generated from the same types (``python -m retention.core.planfile``
-writes it; a test fails when it is out of date).
+the same types, through pydantic's TypeAdapter, and the JSON Schema shipped with the run
+folder's modules (runfolder/plan.schema.json) is generated from the same types
+(``python -m retention.runfolder.schema`` writes it; a test fails when it is out of date).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -22,6 +19,7 @@ from typing_extensions import TypedDict
 
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
 from retention.core.model import ChangeAction, Reason, SnapshotView
+from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
 FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
@@ -39,7 +37,6 @@ Id = Annotated[
 # snapshot in decisions.jsonl. The planner writes what the service said.
 AnyId = str
 Timestamp = AwareUtcDatetime
-Kind = Literal["cluster", "config-server"]
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -270,13 +267,6 @@ def generated_schema() -> dict[str, Any]:
     }
 
 
-def plan_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the plan file, as shipped."""
-    text = resources.files("retention.runfolder").joinpath("plan.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
 def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
     """A plan's clusters by (project, cluster id)."""
     return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
@@ -302,9 +292,3 @@ def snapshot_view(record: DecisionRecord) -> SnapshotView:
         record["consistent"],
         record["storageBytes"],
     )
-
-
-if __name__ == "__main__":  # pragma: no cover - regenerates the shipped schema
-    target = Path(__file__).parents[1] / "runfolder" / "plan.schema.json"
-    target.write_text(json.dumps(generated_schema(), indent=2) + "\n")
-    sys.stdout.write(f"wrote {target}\n")

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from retention.api.models import SnapshotPatch, SnapshotState
-from retention.api.walked import WalkedSnapshot
+from retention.core.snapshot import SnapshotFacts, SnapshotPatch, StateDocument, state_document
 from retention.core.timestamps import format_timestamp, parse_timestamp
 
 Verdict = Literal["restore", "unchanged", "protected", "stale", "gone", "expired", "lapsed"]
@@ -53,7 +52,7 @@ class State:
     expires: datetime | None
 
     @classmethod
-    def of(cls, snapshot: WalkedSnapshot | SnapshotState) -> State:
+    def of(cls, snapshot: SnapshotFacts) -> State:
         """A snapshot's state as the API answered it (an expiry beside doNotDelete is moot)."""
         protected = snapshot.do_not_delete
         return cls(protected, None if protected else snapshot.expires)
@@ -71,10 +70,9 @@ class State:
             return "no expiry"
         return f"expires {format_timestamp(self.expires)}"
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> StateDocument:
         """The state in the API's words, for JSON."""
-        expires = format_timestamp(self.expires) if self.expires is not None else None
-        return {"doNotDelete": self.do_not_delete, "expires": expires}
+        return state_document(self.do_not_delete, self.expires)
 
 
 @dataclass(frozen=True)

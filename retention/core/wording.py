@@ -1,5 +1,5 @@
 """Phrases the terminal, the report and doctor share: a byte count, a list of unmanaged
-clusters, text from the service made safe to show."""
+clusters, text from the service made safe to show, a value from a document in a message."""
 
 from __future__ import annotations
 
@@ -40,3 +40,12 @@ def unmanaged_text(names: Sequence[str], listed: int = 10) -> str:
     return f"{len(names)} unmanaged (no policy matches, never changed): " + (
         ", ".join(names[:listed]) + more
     )
+
+
+def show_value(value: object) -> str:
+    """A value roughly as the YAML author wrote it, for messages."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, dict | list | tuple | str):
+        return "a mapping" if isinstance(value, dict) else repr(value)[:60]
+    return str(value)

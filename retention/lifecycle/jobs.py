@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.core.guard import Approval, EntryCheck, plan_refusal
 from retention.core.guard import approve as approval_of

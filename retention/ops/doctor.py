@@ -16,7 +16,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.config.settings import WRITE_FIX, LoadedConfig, load_config, unwritable
 from retention.core.model import Target

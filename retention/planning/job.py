@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.core.horizon import lease
 from retention.core.model import Target
 from retention.core.planfile import PlanHead, decisions_path

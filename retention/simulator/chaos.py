@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from retention.api import Credentials, OpsManagerClient, RetryPolicy, Timeouts
+from retention.api.client import OpsManagerClient
+from retention.api.transport import Credentials, RetryPolicy, Timeouts
 from retention.config.policyfiles import load_policies
 from retention.core.timestamps import parse_timestamp
 from retention.lifecycle.jobs import run_job

@@ -14,7 +14,7 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -56,6 +56,26 @@ def parse_authorization(header: str) -> dict[str, str]:
     return fields
 
 
+def expected_response(
+    ha1: str, method: str, uri: str, fields: Mapping[str, str], *, literal_op: bool
+) -> str | None:
+    """The response a correct answer to our challenge carries (RFC 2617 with qop=auth; RFC
+    2069 when the challenge said the spec's literal ``op``), or None when the answer is not
+    of the form the challenge asked for. ``ha1`` is MD5(username:realm:password)."""
+    ha2 = _md5(f"{method}:{uri}")
+    nonce, qop = fields.get("nonce", ""), fields.get("qop")
+    if literal_op:
+        return None if qop else _md5(f"{ha1}:{nonce}:{ha2}")
+    if qop != "auth" or "nc" not in fields or "cnonce" not in fields:
+        return None
+    return _md5(f"{ha1}:{nonce}:{fields['nc']}:{fields['cnonce']}:auth:{ha2}")
+
+
+def ha1_of(username: str, password: str) -> str:
+    """MD5(username:realm:password), the secret half of every expected response."""
+    return _md5(f"{username}:{REALM}:{password}")
+
+
 class Verdict(Enum):
     """The outcome of checking a request's credentials."""
 
@@ -78,7 +98,7 @@ class DigestAuthority:
         self._nonces: dict[str, float] = {}
         self._used: set[str] = set()
         self._lock = threading.Lock()
-        self._ha1 = _md5(f"{self.public_key}:{REALM}:{self.private_key}")
+        self._ha1 = ha1_of(self.public_key, self.private_key)
 
     def challenge(self, *, stale: bool = False) -> str:
         """A fresh nonce in a WWW-Authenticate header value."""
@@ -122,17 +142,8 @@ class DigestAuthority:
             return Verdict.BAD
         if fields.get("algorithm", "MD5").upper() != "MD5":
             return Verdict.BAD
-        ha2 = _md5(f"{method}:{uri}")
-        qop = fields.get("qop")
-        if self.literal_op:
-            if qop:
-                return Verdict.BAD
-            expected = _md5(f"{self._ha1}:{nonce}:{ha2}")
-        else:
-            if qop != "auth" or "nc" not in fields or "cnonce" not in fields:
-                return Verdict.BAD
-            expected = _md5(f"{self._ha1}:{nonce}:{fields['nc']}:{fields['cnonce']}:auth:{ha2}")
-        if not hmac.compare_digest(fields.get("response", ""), expected):
+        expected = expected_response(self._ha1, method, uri, fields, literal_op=self.literal_op)
+        if expected is None or not hmac.compare_digest(fields.get("response", ""), expected):
             return Verdict.BAD
         with self._lock:
             issued = self._nonces.get(nonce)

@@ -53,6 +53,7 @@ from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from retention.config import yamldoc
+from retention.core import validation
 from retention.core.timestamps import format_timestamp, parse_timestamp, to_utc
 from retention.simulator.fleet import DEFAULT_BASE_URL, FleetBuilder
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
@@ -185,9 +186,9 @@ def _items(parent: Any, key: str) -> list[tuple[int, dict[str, Any]]]:
     return [(i, c) for i, c in enumerate(children or []) if isinstance(c, dict)]
 
 
-def _rule_errors(data: Any) -> list[tuple[yamldoc.Loc, str]]:
+def _rule_errors(data: Any) -> list[tuple[validation.Loc, str]]:
     """Rules across fields, checked on the raw data so they are reported with schema errors."""
-    errors: list[tuple[yamldoc.Loc, str]] = []
+    errors: list[tuple[validation.Loc, str]] = []
     first: dict[str, str] = {}
     owners = [
         (("projects", p, kind, o), owner.get("type") == "SHARDED_REPLICA_SET", owner)
@@ -204,7 +205,7 @@ def _rule_errors(data: Any) -> list[tuple[yamldoc.Loc, str]]:
                 message = f"duplicate snapshot id {sid!r} (first at {first[sid]})"
                 errors.append(((*where, "id"), message))
             elif isinstance(sid, str):
-                first[sid] = yamldoc.field_path(where) or ""
+                first[sid] = validation.field_path(where) or ""
             errors += [
                 ((*where, key), "only for snapshots of sharded clusters")
                 for key in ("isPossiblyInconsistent", "missingShards")
@@ -224,14 +225,14 @@ def _parse_file(path: Path, now: datetime) -> _FleetFile:
     document, found = yamldoc.parse(data, "a mapping with projects")
     spec = None
     if document is not None:
-        spec, invalid = yamldoc.validate(
+        spec, invalid = validation.validate(
             _FleetFile, document.value, document.lines, context={"now": now}
         )
         found += invalid + [
             document.lines.problem(loc, message) for loc, message in _rule_errors(document.value)
         ]
     if spec is None or found:
-        problems = [problem.at(str(path)) for problem in yamldoc.in_file_order(found)]
+        problems = [problem.at(str(path)) for problem in validation.in_file_order(found)]
         raise FleetFileError(str(path), problems)
     return spec
 

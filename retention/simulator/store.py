@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from retention.core.snapshot import StateDocument, state_document
 from retention.core.timestamps import format_timestamp
 
 
@@ -93,12 +94,9 @@ class SimSnapshot:
     def __post_init__(self) -> None:
         self.created_text = format_timestamp(self.created)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> StateDocument:
         """doNotDelete and expires as the API shows them (for the PATCH log)."""
-        return {
-            "doNotDelete": self.do_not_delete,
-            "expires": format_timestamp(self.expires) if self.expires else None,
-        }
+        return state_document(self.do_not_delete, self.expires)
 
 
 def _age_key(snapshot: SimSnapshot) -> tuple[float, int]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal
 from retention.core.restore import (
     LEFT_ALONE,

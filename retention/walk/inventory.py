@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from retention.api import OpsManagerClient
+from retention.api.client import OpsManagerClient
 from retention.api.models import AlertStatus, Cluster
 from retention.core.model import AlertView, Member, SnapshotView, Target
 from retention.errors import ApiError, InconsistentListError

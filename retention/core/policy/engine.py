@@ -38,6 +38,8 @@ import msgspec
 from retention.core.policy import rules
 from retention.core.policy.cron import ticks as cron_ticks
 from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.every import EveryRule
+from retention.core.policy.holds import IdEntry, IdHold, protecting
 from retention.core.policy.rules import Rule
 
 
@@ -45,69 +47,11 @@ class Item(msgspec.Struct, frozen=True, gc=False):
     """What the engine sees of a snapshot: an id, when it was taken, and (for restic) tags."""
 
     # Structs rather than frozen dataclasses (Item, Match): an evaluation makes one per
-    # snapshot and match, and a struct is built about ten times as fast (issue 16).
+    # snapshot and match, and a struct is built about ten times as fast (benchmarks/core.py).
 
     id: str
     time: datetime
     tags: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class IdHold:
-    """A snapshot held by id with a reason, maybe a ticket, and maybe an end: it protects
-    while the time decided for is before ``ends`` (None: for good). ``until`` is the end as
-    the policy writes it ("2027-01-31" for a whole day, or a UTC timestamp)."""
-
-    id: str
-    reason: str
-    ticket: str | None = None
-    until: str | None = None
-    ends: datetime | None = None
-
-    def in_force(self, now: datetime) -> bool:
-        """True while the hold protects: ``now`` is before its end, or it has none."""
-        return self.ends is None or now < self.ends
-
-    @property
-    def details(self) -> str:
-        """The ticket and the end in words, e.g. ``ticket LEGAL-42, until 2027-01-31``."""
-        parts = [f"ticket {self.ticket}"] if self.ticket else []
-        parts += [f"until {self.until}"] if self.until else []
-        return ", ".join(parts)
-
-    @property
-    def words(self) -> str:
-        """The hold in words: ``legal hold (ticket LEGAL-42, until 2027-01-31)``."""
-        details = self.details
-        return f"{self.reason} ({details})" if details else self.reason
-
-    @property
-    def ended_words(self) -> str:
-        """An ended hold in words: ``hold ended 2027-01-31: legal hold (ticket LEGAL-42)``."""
-        ticket = f" (ticket {self.ticket})" if self.ticket else ""
-        return f"hold ended {self.until}: {self.reason}{ticket}"
-
-
-# An entry of ``ids``: a plain id (protected for good) or a hold record.
-IdEntry = str | IdHold
-
-
-def entry_id(entry: IdEntry) -> str:
-    """The snapshot id an entry of ``ids`` names."""
-    return entry if isinstance(entry, str) else entry.id
-
-
-def protecting(ids: Collection[IdEntry], now: datetime) -> dict[str, IdEntry]:
-    """The entry that protects each id of ``ids`` at ``now``: a plain id first, else the
-    record in force that ends last (one without an end before all)."""
-    found: dict[str, IdEntry] = {}
-    for entry in ids:
-        if isinstance(entry, IdHold) and not entry.in_force(now):
-            continue
-        key = entry_id(entry)
-        if key not in found or _lasts_longer(entry, found[key]):
-            found[key] = entry
-    return found
 
 
 def listed(ids: Collection[IdEntry], now: datetime, item_id: str) -> Match | None:
@@ -116,45 +60,11 @@ def listed(ids: Collection[IdEntry], now: datetime, item_id: str) -> Match | Non
     return None if entry is None else id_match(entry)
 
 
-def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, IdHold]:
-    """The hold records of ``ids`` that have ended at ``now``, by id (the one that ended
-    last), for the ids no entry protects any more."""
-    protected = protecting(ids, now)
-    found: dict[str, IdHold] = {}
-    for entry in ids:
-        if isinstance(entry, IdHold) and entry.id not in protected and entry.ends is not None:
-            last = found.get(entry.id)
-            if last is None or (last.ends is not None and entry.ends > last.ends):
-                found[entry.id] = entry
-    return found
-
-
-def _lasts_longer(entry: IdEntry, other: IdEntry) -> bool:
-    if isinstance(other, str):
-        return False
-    if isinstance(entry, str) or entry.ends is None:
-        return True
-    return other.ends is not None and entry.ends > other.ends
-
-
 def id_match(entry: IdEntry) -> Match:
     """The match of the entry of ``ids`` that protects an item (see ``protecting``)."""
     if isinstance(entry, str):
         return Match(rules.IDS.name, rules.IDS.reason)
     return Match(rules.IDS.name, f"{rules.IDS.reason}: {entry.words}", hold=entry)
-
-
-@dataclass(frozen=True)
-class EveryRule:
-    """Keep the newest item per interval between two ticks of ``cron``, ``count`` intervals."""
-
-    cron: str
-    count: int
-
-    @property
-    def reason(self) -> str:
-        """The reason text, e.g. ``cron 0 0 1 1,4,7,10 *``."""
-        return rules.EVERY.reason.format(cron=self.cron)
 
 
 @dataclass(frozen=True)
@@ -415,7 +325,8 @@ def _by_id_alone(rest: list[Item], by_id: dict[str, IdEntry], evaluation: Evalua
 
 
 def newest_first(items: Sequence[Item]) -> list[Item]:
-    """The items in the order of the walk: newest first, equal times in input order."""
+    """The items in the order of the walk: newest first, equal times in input order (a stable
+    sort, as restic's; a plan gives them in ``decide.newest_first_by_id`` order)."""
     return sorted(items, key=lambda item: item.time, reverse=True)
 
 

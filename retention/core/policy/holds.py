@@ -5,12 +5,15 @@ A record protects its snapshot until its end: ``until`` is a day (held to the en
 day in UTC, whatever the policy's time zone, so one date is one instant in every policy and
 report) or a timestamp with its zone; without it the record holds until it is removed. The
 reason is required: a hold nobody can explain is one nobody dares to lift, and plain ids
-remain for holds without one. The engine's form is ``engine.IdHold``.
+remain for holds without one. The engine's form of a record is ``IdHold``; ``protecting``
+and ``ended`` say which entries of ``ids`` protect at a time, and which have ended.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated
 
@@ -27,9 +30,8 @@ from pydantic import (
     WrapValidator,
 )
 
-from retention.config.yamldoc import show_value
-from retention.core.policy import engine
 from retention.core.timestamps import LATEST, format_timestamp
+from retention.core.wording import show_value
 
 _DAY_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _UNTIL_HINT = (
@@ -113,10 +115,10 @@ class HoldRecord(BaseModel):
         "a UTC timestamp (2027-01-31T18:00:00Z). Omitted: it holds until it is removed.",
     )
 
-    def to_engine(self) -> engine.IdHold:
+    def to_engine(self) -> IdHold:
         """The engine's form of this record."""
         until = self.until
-        return engine.IdHold(
+        return IdHold(
             self.id,
             self.reason,
             self.ticket,
@@ -147,3 +149,82 @@ def id_entries(value: object) -> object:
     if not isinstance(value, list):
         return value
     return _ID_ENTRIES.validate_python(value)
+
+
+@dataclass(frozen=True, slots=True)
+class IdHold:
+    """A snapshot held by id with a reason, maybe a ticket, and maybe an end: it protects
+    while the time decided for is before ``ends`` (None: for good). ``until`` is the end as
+    the policy writes it ("2027-01-31" for a whole day, or a UTC timestamp)."""
+
+    id: str
+    reason: str
+    ticket: str | None = None
+    until: str | None = None
+    ends: datetime | None = None
+
+    def in_force(self, now: datetime) -> bool:
+        """True while the hold protects: ``now`` is before its end, or it has none."""
+        return self.ends is None or now < self.ends
+
+    @property
+    def details(self) -> str:
+        """The ticket and the end in words, e.g. ``ticket LEGAL-42, until 2027-01-31``."""
+        parts = [f"ticket {self.ticket}"] if self.ticket else []
+        parts += [f"until {self.until}"] if self.until else []
+        return ", ".join(parts)
+
+    @property
+    def words(self) -> str:
+        """The hold in words: ``legal hold (ticket LEGAL-42, until 2027-01-31)``."""
+        details = self.details
+        return f"{self.reason} ({details})" if details else self.reason
+
+    @property
+    def ended_words(self) -> str:
+        """An ended hold in words: ``hold ended 2027-01-31: legal hold (ticket LEGAL-42)``."""
+        ticket = f" (ticket {self.ticket})" if self.ticket else ""
+        return f"hold ended {self.until}: {self.reason}{ticket}"
+
+
+# An entry of ``ids``: a plain id (protected for good) or a hold record.
+IdEntry = str | IdHold
+
+
+def entry_id(entry: IdEntry) -> str:
+    """The snapshot id an entry of ``ids`` names."""
+    return entry if isinstance(entry, str) else entry.id
+
+
+def protecting(ids: Collection[IdEntry], now: datetime) -> dict[str, IdEntry]:
+    """The entry that protects each id of ``ids`` at ``now``: a plain id first, else the
+    record in force that ends last (one without an end before all)."""
+    found: dict[str, IdEntry] = {}
+    for entry in ids:
+        if isinstance(entry, IdHold) and not entry.in_force(now):
+            continue
+        key = entry_id(entry)
+        if key not in found or _lasts_longer(entry, found[key]):
+            found[key] = entry
+    return found
+
+
+def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, IdHold]:
+    """The hold records of ``ids`` that have ended at ``now``, by id (the one that ended
+    last), for the ids no entry protects any more."""
+    protected = protecting(ids, now)
+    found: dict[str, IdHold] = {}
+    for entry in ids:
+        if isinstance(entry, IdHold) and entry.id not in protected and entry.ends is not None:
+            last = found.get(entry.id)
+            if last is None or (last.ends is not None and entry.ends > last.ends):
+                found[entry.id] = entry
+    return found
+
+
+def _lasts_longer(entry: IdEntry, other: IdEntry) -> bool:
+    if isinstance(other, str):
+        return False
+    if isinstance(entry, str) or entry.ends is None:
+        return True
+    return other.ends is not None and entry.ends > other.ends

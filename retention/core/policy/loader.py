@@ -1,27 +1,23 @@
-"""Policies from the bytes of their files: every problem of every file at once.
+"""Policies from parsed documents: the ``LoadedPolicy`` a decision takes, the set of them,
+and every problem of a document as a value.
 
-A problem reads ``policies/prod.yaml:7: keep.dayly: unknown field; did you mean 'daily'?``;
-YAML and pydantic's errors are worded by ``retention.config.yamldoc``, the same way as for the
-configuration. All problems end up in one PolicyError (exit code 2) so a user fixes a folder
-of files in one round. Finding and reading the files is the shell's (config/policyfiles.py).
+The shell finds, reads and parses the files (``retention.config.policyfiles``) and raises
+one PolicyError with every problem of every file, so a user fixes a folder of files in one
+round. A problem reads ``policies/prod.yaml:7: keep.dayly: unknown field; did you mean
+'daily'?``, worded by ``retention.core.validation`` as for the configuration.
 """
 
 from __future__ import annotations
 
-import hashlib
 import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from retention.config import yamldoc
 from retention.core.policy.holds import HoldRecord, until_instant, until_text
 from retention.core.policy.model import Policy
-from retention.errors import PolicyError
-
-Loc = yamldoc.Loc
-EXPECTED = "a policy (a mapping) or a list of policies"
+from retention.core.validation import Lines, Loc, Problem, field_path, validate
 
 
 @dataclass(frozen=True)
@@ -122,25 +118,8 @@ def _about(record: HoldRecord) -> str:
     return f"{record.reason}; ticket {record.ticket}" if record.ticket else record.reason
 
 
-def parse_policies(files: Iterable[tuple[Path, bytes]], unread: Sequence[str] = ()) -> PolicySet:
-    """The policies in ``files`` (each its path and the bytes read from it).
-
-    ``unread`` are the problems met while finding and reading the files, so that every
-    problem is reported in one round. Raises PolicyError listing them all.
-    """
-    problems = list(unread)
-    loaded: list[_Found] = []
-    for path, data in files:
-        _load_file(path, data, loaded, problems)
-    problems += _duplicate_names(loaded)
-    if problems:
-        count = len(problems)
-        raise PolicyError(f"{count} problem{'s' if count > 1 else ''} in policies", problems)
-    return PolicySet(found.policy for found in loaded)
-
-
 @dataclass(frozen=True)
-class _Found:
+class Found:
     """A valid policy, with where its name is (for duplicate-name problems)."""
 
     policy: LoadedPolicy
@@ -148,42 +127,38 @@ class _Found:
     field: str | None
 
 
-def _load_file(path: Path, data: bytes, loaded: list[_Found], problems: list[str]) -> None:
-    document, found = yamldoc.parse(data, EXPECTED, (dict, list))
-    if document is not None:
-        found += _validate(path, data, document, loaded)
-    problems += [problem.at(str(path)) for problem in yamldoc.in_file_order(found)]
-
-
-def _validate(
-    path: Path, data: bytes, document: yamldoc.Document, loaded: list[_Found]
-) -> list[yamldoc.Problem]:
-    digest = hashlib.sha256(data).hexdigest()
-    is_list = isinstance(document.value, list)
-    items = document.value if is_list else [document.value]
-    found: list[yamldoc.Problem] = []
+def policies_in(
+    path: Path, sha256: str, value: object, lines: Lines
+) -> tuple[list[Found], list[Problem]]:
+    """The valid policies of one parsed file (its ``value``: a policy or a list of them),
+    and a problem for every error in it. ``sha256`` is the digest of the file's bytes."""
+    is_list = isinstance(value, list)
+    items = value if isinstance(value, list) else [value]
+    found: list[Found] = []
+    problems: list[Problem] = []
     for index, item in enumerate(items):
         prefix: Loc = (index,) if is_list else ()
-        policy, problems = yamldoc.validate(Policy, item, document.lines, prefix=prefix)
-        found += problems
+        policy, invalid = validate(Policy, item, lines, prefix=prefix)
+        problems += invalid
         if policy is not None:
             name: Loc = (*prefix, "name")
-            source = LoadedPolicy(policy, path, digest, index, document.lines.under(prefix))
-            loaded.append(_Found(source, document.lines.find(name), yamldoc.field_path(name)))
-    return found
+            source = LoadedPolicy(policy, path, sha256, index, lines.under(prefix))
+            found.append(Found(source, lines.find(name), field_path(name)))
+    return found, problems
 
 
-def _duplicate_names(loaded: list[_Found]) -> list[str]:
+def duplicate_names(found: Sequence[Found]) -> list[str]:
+    """A problem for every policy whose name an earlier one of ``found`` already has."""
     problems: list[str] = []
-    first: dict[str, _Found] = {}
-    for found in loaded:
-        earlier = first.setdefault(found.policy.name, found)
-        if earlier is not found:
+    first: dict[str, Found] = {}
+    for policy in found:
+        earlier = first.setdefault(policy.policy.name, policy)
+        if earlier is not policy:
             where = _format(earlier.policy.path, earlier.line, earlier.field, "")
-            message = f"duplicate policy name {found.policy.name!r} (also in {where})"
-            problems.append(_format(found.policy.path, found.line, found.field, message))
+            message = f"duplicate policy name {policy.policy.name!r} (also in {where})"
+            problems.append(_format(policy.policy.path, policy.line, policy.field, message))
     return problems
 
 
 def _format(path: Path, line: int | None, field: str | None, message: str) -> str:
-    return yamldoc.Problem(line, field, message).at(str(path))
+    return Problem(line, field, message).at(str(path))

@@ -1,4 +1,4 @@
-"""The policy language of DESIGN.md section 4, as frozen pydantic models.
+"""The policy language (docs/policies.md), as frozen pydantic models.
 
 Every model forbids unknown keys: a misspelt rule (``dayly``) must be an error, never a
 silently ignored line that lets snapshots expire. Values arrive from YAML, so validators
@@ -13,11 +13,9 @@ import difflib
 import functools
 import re
 import zoneinfo
-from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Annotated, Any, ClassVar, Literal
 
-from croniter import CroniterError, croniter
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -32,10 +30,12 @@ from pydantic import (
     model_validator,
 )
 
-from retention.config.yamldoc import show_value
 from retention.core.policy import engine, rules
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.holds import HoldRecord, id_entries
+from retention.core.policy.every import EveryRule, checked_count
+from retention.core.policy.holds import HoldRecord, entry_id, id_entries
+from retention.core.snapshot import Kind
+from retention.core.wording import show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -50,9 +50,6 @@ EMPTY_POLICY = (
     "a policy must keep or protect something; an empty policy would expire every snapshot "
     "it matches"
 )
-_CRON_FIELDS = 5
-# A fixed start for the "does it ever fire" probe: the core never reads the clock.
-_CRON_PROBE = datetime(2000, 1, 1)
 
 
 def _duration(value: object) -> RetentionDuration:
@@ -96,35 +93,10 @@ OptionalDuration = Annotated[
 ]
 
 
-def _count(value: int, least: int = 0) -> int:
-    if value < least and value != -1:
-        raise ValueError(f"must be -1 (unlimited) or a number >= {least}")
-    return value
-
-
 # Strict: YAML gives integers as integers; `daily: true` or `daily: "7"` is a mistake.
 Count = Annotated[
-    int, Strict(), AfterValidator(_count), WithJsonSchema({"type": "integer", "minimum": -1})
+    int, Strict(), AfterValidator(checked_count), WithJsonSchema({"type": "integer", "minimum": -1})
 ]
-EveryCount = Annotated[
-    int,
-    Strict(),
-    AfterValidator(lambda value: _count(value, least=1)),
-    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"const": -1}]}),
-]
-
-
-def _cron(value: str) -> str:
-    fields = value.split()
-    if len(fields) != _CRON_FIELDS or not croniter.is_valid(value):
-        raise ValueError(
-            f"{value!r} is not a valid cron expression (5 fields: minute hour day month weekday)"
-        )
-    try:
-        croniter(value, _CRON_PROBE).get_next(datetime)
-    except (CroniterError, ValueError, OverflowError):
-        raise ValueError(f"{value!r} never fires (no such date)") from None
-    return " ".join(fields)
 
 
 def _name(value: str) -> str:
@@ -168,29 +140,11 @@ def _not_empty(value: list[str] | None) -> list[str] | None:
 
 
 Globs = Annotated[list[str] | None, AfterValidator(_not_empty)]
-Kind = Literal["cluster", "config-server"]
 
 
 def _about(rule: str) -> str:
     """A rule's description in the schema, from its row in the rules' table."""
     return rules.BY_NAME[rule].description
-
-
-class EveryRule(BaseModel):
-    """Keep the newest snapshot in each interval between two ticks of a cron expression."""
-
-    # Spelt out in each model so the mypy plugin sees frozen=True.
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    cron: Annotated[str, AfterValidator(_cron)] = Field(
-        description="Five-field cron expression (minute hour day month weekday), e.g. "
-        "'0 0 1 1,4,7,10 *' for quarterly; ticks in the policy's time zone."
-    )
-    count: EveryCount = Field(description="How many intervals to keep; -1 = unlimited.")
-
-    def to_engine(self) -> engine.EveryRule:
-        """The engine's form of this rule."""
-        return engine.EveryRule(self.cron, self.count)
 
 
 class KeepRules(BaseModel):
@@ -223,7 +177,7 @@ class KeepRules(BaseModel):
     def _engine_value(self, rule: rules.Rule) -> Any:
         value = getattr(self, rule.name)
         if rule.kind == "every":
-            return tuple(every.to_engine() for every in value)
+            return tuple(value)
         if rule.kind == "ids":
             return frozenset(v if isinstance(v, str) else v.to_engine() for v in value)
         return value
@@ -406,7 +360,7 @@ def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
         return [words] if window is not None and not window.zero else []
     if rule.kind == "every":
         return [f"{_amount(every.count)} intervals of cron '{every.cron}'" for every in spec.every]
-    ids = len({engine.entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
+    ids = len({entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
     return [f"{ids} snapshot{'s' if ids > 1 else ''} by id"] if ids else []
 
 

@@ -23,7 +23,7 @@ BucketKey = Callable[[datetime], int]
 # count: newest per bucket while the count lasts; window: newest per bucket inside a time
 # window; within: everything inside a time window; every: newest per cron interval; tags and
 # ids: what the item itself carries.
-Kind = Literal["count", "window", "within", "every", "tags", "ids"]
+RuleKind = Literal["count", "window", "within", "every", "tags", "ids"]
 # calendar: the start of the kept item's bucket plus count buckets; duration: created plus the
 # rule's duration; cron: the item's tick plus count intervals.
 Horizon = Literal["calendar", "duration", "cron"]
@@ -120,7 +120,7 @@ class Rule:
     file that take the rule (none: the engine's alone, for restic's test vectors)."""
 
     name: str
-    kind: Kind
+    kind: RuleKind
     calendar: Calendar | None
     horizon: Horizon | None
     reason: str

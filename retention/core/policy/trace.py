@@ -18,19 +18,18 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import (
     CountState,
     EveryState,
-    IdHold,
     Item,
     KeepSpec,
     Local,
     Match,
     States,
     WindowState,
-    ended,
     has_tags,
     listed,
     newest_first,
     start,
 )
+from retention.core.policy.holds import IdHold, ended
 from retention.core.timestamps import format_timestamp
 
 _ZERO = "a zero duration keeps nothing"

@@ -1,0 +1,137 @@
+"""A snapshot in the core's words: what a decision reads of one, its state as the API
+shows it, and the PATCH body that changes it.
+
+The API package decodes snapshots (``retention.api.walked`` for a walk, the full models of
+``retention.api.models`` for one read alone); both answer ``SnapshotFacts``, so the core
+never imports them. ``SnapshotPatch`` is the one definition of a PATCH body: the core builds
+it, the client sends it, undo and the simulator use its rules.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_serializer, model_validator
+from pydantic.alias_generators import to_camel
+from typing_extensions import TypedDict
+
+from retention.core.timestamps import UtcDatetime, ceil_to_second, format_timestamp
+
+# What a target of a plan is: a cluster, or a legacy mirrored config server (advisory).
+Kind = Literal["cluster", "config-server"]
+
+
+class SnapshotFacts(Protocol):
+    """The fields of a snapshot (cluster or config server) a decision reads, as the API
+    package's snapshots give them (walked or read alone)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def do_not_delete(self) -> bool: ...
+
+    @property
+    def expires(self) -> datetime | None: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def is_consistent(self) -> bool: ...
+
+    @property
+    def storage_bytes(self) -> int | None: ...
+
+
+class StateDocument(TypedDict):
+    """A snapshot's doNotDelete and expires as the API shows them (expires None: none)."""
+
+    doNotDelete: bool
+    expires: str | None
+
+
+def state_document(do_not_delete: bool, expires: datetime | None) -> StateDocument:
+    """The state in the API's words: what a plan observed, what undo restores, what the
+    simulator's PATCH log records."""
+    return StateDocument(
+        doNotDelete=do_not_delete,
+        expires=format_timestamp(expires) if expires is not None else None,
+    )
+
+
+class SnapshotPatch(BaseModel):
+    """The body of a snapshot PATCH: a value that cannot break the API's rules.
+
+    It refuses ``doNotDelete: true`` together with ``expires`` (the API rejects that with
+    "Cannot modify snapshot because of invalid fields") and an empty body. Build it with
+    ``protect()``, ``expire_at()`` or ``release()``. ``expires`` is rounded up to a whole
+    second, the precision of the wire format, so it is never earlier than asked for.
+    """
+
+    # The API's resource models' settings: camelCase on the wire, snake_case in Python.
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+    do_not_delete: bool | None = None
+    expires: UtcDatetime | None = None
+
+    @field_validator("expires", mode="after")
+    @classmethod
+    def _whole_seconds_up(cls, value: datetime | None) -> datetime | None:
+        # The wire form has whole seconds; rounding down would write an expiry earlier
+        # than decided, inside the grace period, so round up.
+        return ceil_to_second(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _obeys_api_rules(self) -> SnapshotPatch:
+        if self.do_not_delete is True and self.expires is not None:
+            raise ValueError("doNotDelete: true cannot be sent together with expires")
+        if self.do_not_delete is None and self.expires is None:
+            raise ValueError("a snapshot PATCH must set doNotDelete or expires")
+        return self
+
+    @model_serializer(mode="plain")
+    def _wire_form(self) -> dict[str, Any]:
+        return self.body()
+
+    def to_api(self) -> dict[str, Any]:
+        """The body as the API reads it (what the client sends)."""
+        return self.body()
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip)."""
+        return {
+            k: format_timestamp(v) if isinstance(v, datetime) else v
+            for k, v in self.members().items()
+        }
+
+    def members(self) -> dict[str, bool | datetime]:
+        """The body's members, ``expires`` still a datetime: for an encoder that writes
+        datetimes the API's way (the planner writes one for every change)."""
+        members: dict[str, bool | datetime] = {}
+        if self.do_not_delete is not None:
+            members["doNotDelete"] = self.do_not_delete
+        if self.expires is not None:
+            members["expires"] = self.expires
+        return members
+
+    @classmethod
+    def protect(cls) -> SnapshotPatch:
+        """``{"doNotDelete": true}``: never deleted, any expiry removed."""
+        return cls(do_not_delete=True)
+
+    @classmethod
+    def expire_at(cls, when: datetime) -> SnapshotPatch:
+        """``{"expires": when}``: may be deleted after ``when`` (at or before now: deleted)."""
+        return cls(expires=when)
+
+    @classmethod
+    def release(cls, expires: datetime) -> SnapshotPatch:
+        """``{"doNotDelete": false, "expires": ...}``: lift a hold and set an expiry."""
+        return cls(do_not_delete=False, expires=expires)

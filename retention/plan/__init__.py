@@ -1,1 +1,0 @@
-"""The decision model: snapshots, policies, alerts and now in; a plan out (pure)."""

@@ -1,0 +1,1 @@
+"""Checks the build runs over the repository (not part of the retention package)."""
