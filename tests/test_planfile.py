@@ -24,7 +24,6 @@ from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, no
 from retention.core.planfile import (
     LISTS,
     ListName,
-    decisions_path,
     generated_schema,
     plan_json_schema,
 )
@@ -32,6 +31,7 @@ from retention.core.policy.engine import KeepSpec
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import size
 from retention.errors import PlanFileError
+from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_decisions, read_head, read_list
 from retention.runfolder.planwrite import (
     PlanBuilder,

@@ -210,6 +210,7 @@ class Notifier:
         self.done = True
         from retention.lifecycle.jobs import change_count
         from retention.notices.send import reasons, run_notice, send
+        from retention.runfolder.folder import RunFolder
 
         if result.applied is not None:
             changed = result.applied.counts.get("applied", 0) > 0
@@ -218,7 +219,7 @@ class Notifier:
         why = reasons(code=code, changed=changed, held=result.held)
         if not why.intersection(self.settings.on):
             return []
-        report_md = result.run_dir / "report.md"
+        report_md = RunFolder(result.run_dir).report("markdown")
         notice = run_notice(
             mode=self.mode,
             run_id=result.run_id,

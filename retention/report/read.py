@@ -1,11 +1,12 @@
 """Read a run folder into a ``ReportData``: plan.json, decisions.jsonl and results.jsonl.
 
-plan.json and decisions.jsonl are read through retention.core.planfile, the module that
-writes them. Memory stays flat on large fleets (600k decisions): plan.json is read without
-its ``changes`` and ``held`` lists (decisions.jsonl carries the same decisions), the
-decisions are streamed once into per-cluster and per-day aggregates, and only the
-decisions of the clusters that get a timeline, chosen from plan.json's counts before the
-stream starts, are kept.
+Each file is read through its model: plan.json and decisions.jsonl through
+retention.core.planfile's (runfolder/planread.py), results.jsonl through
+retention.core.runfiles' (runfolder/journal.py). Memory stays flat on large fleets (600k
+decisions): plan.json is read without its ``changes`` and ``held`` lists (decisions.jsonl
+carries the same decisions), the decisions are streamed once into per-cluster and per-day
+aggregates, and only the decisions of the clusters that get a timeline, chosen from
+plan.json's counts before the stream starts, are kept.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from retention.core.model import describe
-from retention.core.planfile import Change, DecisionRecord, decisions_path
+from retention.core.planfile import Change, DecisionRecord
 from retention.core.restore import in_doubt, paired
+from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.timestamps import format_timestamp
 from retention.report.holds import HoldRow
 from retention.report.model import (
@@ -33,7 +35,9 @@ from retention.report.model import (
     RunInfo,
 )
 from retention.report.svg import Snap, build_calendar, build_timeline, category
-from retention.runfolder.planread import json_lines, read_decisions, read_head, read_list
+from retention.runfolder.folder import DECISIONS, RESULTS, RunFolder
+from retention.runfolder.journal import apply_lines
+from retention.runfolder.planread import read_decisions, read_head, read_list
 from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
@@ -46,10 +50,10 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
         return None
     outcomes = Outcomes()
 
-    def readable() -> Iterator[dict[str, Any]]:
-        for record in json_lines(path):
-            if record is not None and ("outcome" in record or record.get("intent")):
-                yield record
+    def readable() -> Iterator[ApplyIntent | ApplyOutcome]:
+        for line in apply_lines(path):
+            if line is not None:
+                yield line
             else:
                 outcomes.unreadable += 1
 
@@ -57,21 +61,21 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
         outcomes.in_doubt += in_doubt(intent, record)
         if record is None:
             continue
-        outcome = str(record["outcome"])
+        outcome = record["outcome"]
         outcomes.counts[outcome] += 1
-        snapshot = (str(record.get("clusterId")), str(record.get("snapshotId")))
+        snapshot = (record["clusterId"], record["snapshotId"])
         # A resumed run journals a PATCH again: the last outcome is the one that stands.
         if outcome == "applied":
             outcomes.not_applied.discard(snapshot)
         else:
             outcomes.not_applied.add(snapshot)
-        if outcome == "applied" and record.get("approved"):
-            outcomes.approved_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
+        if outcome == "applied" and record["approved"]:
+            outcomes.approved_by_cluster[(record["projectId"], snapshot[0])] += 1
         if outcome in ("failed", "refused"):
             outcomes.failed_total += 1
-            outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
+            outcomes.failed_by_cluster[(record["projectId"], snapshot[0])] += 1
             if len(outcomes.failures) < max_listed:
-                outcomes.failures.append(dict(record))
+                outcomes.failures.append(jsonable(record))  # its timestamps as written
     return outcomes
 
 
@@ -263,9 +267,10 @@ def collect(
     run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
 ) -> ReportData:
     """Read the run folder's files into what the templates show."""
-    head = read_head(run_dir / "plan.json")
+    folder = RunFolder(run_dir)
+    head = read_head(folder.plan)
     plan: dict[str, Any] = jsonable(head)
-    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
+    outcomes = read_results(folder.results, max_listed=max_listed)
     clusters = _cluster_rows(plan, outcomes)
     changed = sorted((c for c in clusters if c.changes), key=_rank)
     drawn = changed[:max_timelines]
@@ -273,13 +278,13 @@ def collect(
         cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
     problems: list[str] = []
     if outcomes is not None and outcomes.unreadable:
-        problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
+        problems.append(f"{RESULTS}: {outcomes.unreadable} unreadable lines skipped")
     policies = {p["name"]: PolicyRow(p["name"], p["sha256"]) for p in plan["policies"]}
     for cluster in clusters:
         for name in cluster.policies:
             policies.setdefault(name, PolicyRow(name, "")).clusters.append(cluster.name)
     scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
-    decisions = decisions_path(run_dir / "plan.json")
+    decisions = folder.decisions
     if decisions.exists():
         for record in read_decisions(decisions):
             if record is None:
@@ -287,9 +292,9 @@ def collect(
             else:
                 scan.add(record)
         if scan.unreadable:
-            problems.append(f"decisions.jsonl: {scan.unreadable} unreadable lines skipped")
+            problems.append(f"{DECISIONS}: {scan.unreadable} unreadable lines skipped")
     else:
-        problems.append("decisions.jsonl is missing: no calendar, timelines or policy counts")
+        problems.append(f"{DECISIONS} is missing: no calendar, timelines or policy counts")
     now = head["evaluatedAt"]
     names = project_names(plan)
     for expiries in scan.calendar.clusters.values():
@@ -299,7 +304,7 @@ def collect(
         scan.calendar.chart = build_calendar(scan.calendar, week_end)
     advisory = [
         {**jsonable(c), "reasons": [describe(r) for r in c["reasons"]]}
-        for c in islice(read_list(run_dir / "plan.json", "advisory"), max_listed)
+        for c in islice(read_list(folder.plan, "advisory"), max_listed)
     ]
     return ReportData(
         run=run,
@@ -314,7 +319,7 @@ def collect(
         problems=problems,
         advisory_total=head["summary"]["byAction"].get("advisory", 0),
         advisory=advisory,
-        changes=list(change_rows(run_dir / "plan.json")),
+        changes=list(change_rows(folder.plan)),
         changes_total=sum(n for a, n in head["summary"]["byAction"].items() if a != "advisory"),
         hold_records=sorted(
             (HoldRow.of(h) for h in plan.get("holdRecords", [])), key=lambda h: h.rank

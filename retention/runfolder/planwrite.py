@@ -1,5 +1,6 @@
 """Writing the plan file (``plan.json``) and ``decisions.jsonl``: the one writer, through the
-model of planfile.py (retention.runfolder.planread reads the files back through the same model).
+model of retention.core.planfile (retention.runfolder.planread reads the files back through
+the same model).
 
 The planner builds the records as plain dicts and orjson encodes them: no text is spliced,
 so any cluster name round-trips. Layout: the head's members indented by two, then
@@ -20,6 +21,7 @@ from typing import IO, Any
 
 import orjson
 
+from retention.api.models import SnapshotPatch
 from retention.core.model import ClusterPlan, Decision, HoldRecordView
 from retention.core.planfile import (
     FORMAT,
@@ -130,19 +132,27 @@ def _utc(value: datetime | None) -> datetime | None:
     return value if value is None or value.tzinfo is UTC else to_utc(value)
 
 
+def patch_body(patch: SnapshotPatch) -> Body:
+    """A PATCH's body as the plan and the journal write it (``expires`` still a datetime,
+    which encode_line writes as the API does)."""
+    body: Body = {}
+    if patch.do_not_delete is not None:
+        body["doNotDelete"] = patch.do_not_delete
+    if patch.expires is not None:
+        body["expires"] = patch.expires
+    return body
+
+
 def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
     """One line of decisions.jsonl: everything needed to explain this snapshot."""
     t, s = plan.target, d.snapshot
-    body: Body | None = None
-    if d.patch is not None:
-        body = d.patch.members()  # type: ignore[assignment] # the same two members
     return {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
         "clusterName": t.name,
         "kind": t.kind,
         "snapshotId": s.id,
-        "created": _utc(s.created),  # type: ignore[typeddict-item] # never None
+        "created": to_utc(s.created),
         "storageBytes": s.storage_bytes,
         "complete": s.complete,
         "consistent": s.consistent,
@@ -154,7 +164,7 @@ def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
         "reasons": d.reasons,
         "policies": d.policies,
         "expiresAfter": _utc(d.expires_after),
-        "body": body,
+        "body": patch_body(d.patch) if d.patch is not None else None,
         "held": d.held,
         "advisory": d.advisory,
     }
@@ -162,7 +172,10 @@ def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
 
 def change_record(record: DecisionRecord, grace: int) -> Change:
     """One entry of ``changes`` (or ``held``/``advisory``), from the decision's record."""
-    assert record["body"] is not None  # noqa: S101 - only decisions with a patch get here
+    action = record["action"]
+    # Only decisions with a patch get here.
+    assert record["body"] is not None  # noqa: S101
+    assert action != "none"  # noqa: S101
     entry: Change = {
         "projectId": record["projectId"],
         "clusterId": record["clusterId"],
@@ -170,7 +183,7 @@ def change_record(record: DecisionRecord, grace: int) -> Change:
         "snapshotId": record["snapshotId"],
         "created": record["created"],
         "storageBytes": record["storageBytes"],
-        "action": record["action"],  # type: ignore[typeddict-item] # a change's action
+        "action": action,
         "destructive": record["destructive"],
         "grace": grace,
         "observed": record["observed"],
