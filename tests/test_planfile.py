@@ -33,11 +33,11 @@ from retention.core.wording import size
 from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import (
     PlanBuilder,
     _member,
     _write_member,
-    decision_record,
     encode_line,
     write_plan,
 )

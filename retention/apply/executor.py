@@ -42,7 +42,7 @@ from retention.errors import ApiError, InconsistentListError, NotFoundError, Sto
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.runfolder.journal import JournalFile
-from retention.runfolder.planwrite import patch_body
+from retention.runfolder.planrecords import patch_body
 
 log = logging.getLogger("retention.executor")
 
@@ -162,39 +162,64 @@ def apply_plan(
     ``not-sent``, and the result's ``interrupted`` names the signal.
     """
     stop = stop or Stop()
-    result = ApplyResult()
-    lock = threading.Lock()
+    applier = _Applier(client, clusters, journal, now, on_outcome, approved, stop)
+    clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
+    work = ((key, list(items)) for key, items in clusters_of)
+    for _ in ordered(lambda pair: applier.cluster(*pair), work, workers=concurrency, name="apply"):
+        pass
+    result = applier.result
+    result.sent = journal.intents
+    if stop.requested:
+        result.interrupted = stop.name
+    return result
 
-    def report(outcome: Outcome) -> None:
-        journal.record(outcome)
-        with lock:
-            result.add(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome)
 
-    def run(key: tuple[str, str], items: list[Change]) -> None:
+@dataclass
+class _Applier:
+    """What the workers of one apply share: the journal, the result, and what they are told."""
+
+    client: OpsManagerClient
+    clusters: Mapping[tuple[str, str], ClusterEntry]
+    journal: Journal
+    now: Callable[[], datetime]
+    on_outcome: Callable[[Outcome], None] | None
+    approved: frozenset[tuple[str, str]]
+    stop: Stop
+    result: ApplyResult = field(default_factory=ApplyResult)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def report(self, outcome: Outcome) -> None:
+        """Journal an outcome, count it and pass it on, from any worker."""
+        self.journal.record(outcome)
+        with self._lock:
+            self.result.add(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+    def cluster(self, key: tuple[str, str], items: list[Change]) -> None:
+        """Apply one cluster's changes; an error or a stop is journalled for each change
+        left, and ends this cluster only."""
         reported: set[str] = set()
-        let_through = key in approved
+        let_through = key in self.approved
 
         def once(outcome: Outcome) -> None:
             reported.add(outcome.change["snapshotId"])
             if let_through and outcome.change["destructive"]:
                 outcome = replace(outcome, approved=True)
-            report(outcome)
+            self.report(outcome)
 
         def intent(change: Change, body: Body) -> None:
-            journal.intent(change, body, approved=let_through and change["destructive"])
+            self.journal.intent(change, body, approved=let_through and change["destructive"])
 
         try:
-            cluster = clusters.get(key)
             _apply_cluster(
-                client,
+                self.client,
                 items,
-                cluster,
-                now=now,
+                self.clusters.get(key),
+                now=self.now,
                 report=once,
                 intent=intent,
-                stop=stop,
+                stop=self.stop,
                 approved=let_through,
             )
         except StopRequestedError as exc:
@@ -207,15 +232,6 @@ def apply_plan(
                 if change["snapshotId"] not in reported:
                     error = f"internal error while applying: {type(exc).__name__}: {exc}"
                     once(Outcome(change, "failed", None, error))
-
-    clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
-    work = ((key, list(items)) for key, items in clusters_of)
-    for _ in ordered(lambda pair: run(*pair), work, workers=concurrency, name="apply"):
-        pass
-    result.sent = journal.intents
-    if stop.requested:
-        result.interrupted = stop.name
-    return result
 
 
 def _not_sent(change: Change, signal_name: str) -> Outcome:

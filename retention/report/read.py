@@ -263,6 +263,18 @@ def project_names(plan: dict[str, Any]) -> dict[str, str | None]:
     return {p["projectId"]: p["name"] for p in plan.get("projects", [])}
 
 
+def _scan_decisions(path: Path, scan: _DecisionScan) -> list[str]:
+    """Stream decisions.jsonl through ``scan``; what the report says of its problems."""
+    if not path.exists():
+        return [f"{DECISIONS} is missing: no calendar, timelines or policy counts"]
+    for record in read_decisions(path):
+        if record is None:
+            scan.unreadable += 1
+        else:
+            scan.add(record)
+    return [f"{DECISIONS}: {scan.unreadable} unreadable lines skipped"] if scan.unreadable else []
+
+
 def collect(
     run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
 ) -> ReportData:
@@ -284,17 +296,7 @@ def collect(
         for name in cluster.policies:
             policies.setdefault(name, PolicyRow(name, "")).clusters.append(cluster.name)
     scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
-    decisions = folder.decisions
-    if decisions.exists():
-        for record in read_decisions(decisions):
-            if record is None:
-                scan.unreadable += 1
-            else:
-                scan.add(record)
-        if scan.unreadable:
-            problems.append(f"{DECISIONS}: {scan.unreadable} unreadable lines skipped")
-    else:
-        problems.append(f"{DECISIONS} is missing: no calendar, timelines or policy counts")
+    problems += _scan_decisions(folder.decisions, scan)
     now = head["evaluatedAt"]
     names = project_names(plan)
     for expiries in scan.calendar.clusters.values():
