@@ -15,12 +15,12 @@ from markupsafe import escape
 from pydantic import BaseModel
 
 from retention import cli
-from retention.apply.executor import OutcomeName
 from retention.config.policyfiles import load_policies
 from retention.config.settings import RetentionConfig, config_json_schema
 from retention.core import glossary
 from retention.core.model import Action, Hold, State
 from retention.core.policy.model import Policy, policy_json_schema
+from retention.core.runfiles import OutcomeName
 from retention.ops.metrics import RunMetrics, write_textfile
 from retention.report import RunInfo, render_reports
 from retention.report.model import NOT_SENT

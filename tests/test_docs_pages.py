@@ -106,8 +106,9 @@ def journal_keys(tmp_path: Path) -> tuple[set[str], set[str]]:
     path = tmp_path / "results.jsonl"
     path.unlink(missing_ok=True)  # the journal appends: one intent and one outcome
     journal = Journal(path, lambda: datetime(2026, 11, 21, tzinfo=UTC))
-    journal.intent(change, {"expires": "2026-11-22T00:00:00Z"}, approved=False)
-    journal.record(Outcome(change, "applied", 200, sent={"expires": "2026-11-22T00:00:00Z"}))
+    sent: planfile.Body = {"expires": datetime(2026, 11, 22, tzinfo=UTC)}
+    journal.intent(change, sent, approved=False)
+    journal.record(Outcome(change, "applied", 200, sent=sent))
     journal.close()
     intent, outcome = (set(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines())
     return intent, outcome

@@ -16,7 +16,8 @@ from retention.core.planfile import CHANGE, DECISION
 from retention.core.policy.engine import KeepSpec
 from retention.planning.job import make_plan
 from retention.runfolder.planread import read_head, read_list
-from retention.runfolder.planwrite import PlanBuilder, decision_record, encode_cluster
+from retention.runfolder.planrecords import decision_record
+from retention.runfolder.planwrite import PlanBuilder, encode_cluster
 from retention.walk.inventory import ProjectTargets
 from tests.fakeapi import FakeApi, list_page, paged, snapshot
 from tests.planning import loaded_policy

@@ -26,7 +26,8 @@ from retention.core.policy.trace import trace
 from retention.errors import PolicyError
 from retention.report import RunInfo, render_reports
 from retention.runfolder.planread import read_head
-from retention.runfolder.planwrite import PlanBuilder, PolicyDigest, decision_record
+from retention.runfolder.planrecords import decision_record
+from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 from retention.simulator.server import Simulator
 from tests.simfleet import P
 

@@ -23,7 +23,6 @@ from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, no
 from retention.core.planfile import (
     LISTS,
     ListName,
-    decisions_path,
     generated_schema,
 )
 from retention.core.policy.engine import KeepSpec
@@ -31,12 +30,13 @@ from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import size
 from retention.errors import PlanFileError
+from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import (
     PlanBuilder,
     _member,
     _write_member,
-    decision_record,
     encode_line,
     write_plan,
 )

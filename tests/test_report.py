@@ -164,8 +164,12 @@ def result(
         "clusterName": plan.target.name,
         "snapshotId": d.snapshot.id,
         "action": d.action,
+        "destructive": d.destructive,
+        "observed": d.snapshot.observed(),
+        "planned": d.patch.to_api(),
         "body": d.patch.to_api(),
         "outcome": outcome,
+        "approved": False,
         "status": status,
         "error": error,
     }

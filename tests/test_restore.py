@@ -9,28 +9,34 @@ from typing import Any
 import pytest
 
 from retention.core.restore import Restoration, State, restorations, state_after, verdict
+from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.snapshot import SnapshotPatch
+from tests.journal import journal_line
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(days=300)
 SOON = NOW + timedelta(hours=24)
 
 
-def line(sid: str, observed: dict[str, Any], body: dict[str, Any], **fields: Any) -> dict[str, Any]:
+def line(
+    sid: str, observed: dict[str, Any], body: dict[str, Any], **fields: Any
+) -> ApplyIntent | ApplyOutcome:
     """A results.jsonl line of an applied destructive change."""
-    return {
-        "projectId": "p",
-        "clusterId": "c",
-        "clusterName": "prod",
-        "snapshotId": sid,
-        "action": "shorten",
-        "destructive": True,
-        "observed": observed,
-        "planned": body,
-        "body": body,
-        "outcome": "applied",
-        **fields,
-    }
+    return journal_line(
+        {
+            "projectId": "p",
+            "clusterId": "c",
+            "clusterName": "prod",
+            "snapshotId": sid,
+            "action": "shorten",
+            "destructive": True,
+            "observed": observed,
+            "planned": body,
+            "body": body,
+            "outcome": "applied",
+            **fields,
+        }
+    )
 
 
 def test_the_state_a_patch_leaves_follows_the_api() -> None:

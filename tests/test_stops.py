@@ -22,6 +22,7 @@ from retention.config.policyfiles import load_policies
 from retention.core.planfile import clusters_by_key
 from retention.core.policy.loader import PolicySet
 from retention.core.restore import restorations
+from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.errors import StopRequestedError
@@ -37,7 +38,7 @@ from retention.walk.inventory import ProjectTargets
 from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.digest import DigestChecker
 from tests.fakeapi import snapshot
-from tests.journal import intent_lines, outcome_lines
+from tests.journal import intent_lines, journal_line, outcome_lines
 from tests.simfleet import BIG, NOW, SMALL, P, client_for
 from tests.wire_server import Fault, WireState, serve
 
@@ -57,7 +58,7 @@ def policies_file(tmp_path: Path) -> PolicySet:
     return load_policies(folder)
 
 
-def write_journal(path: Path, lines: list[dict[str, Any]]) -> None:
+def write_journal(path: Path, lines: list[ApplyIntent | ApplyOutcome]) -> None:
     """A results.jsonl holding ``lines``, as the executor encodes them."""
     path.write_bytes(b"".join(encode_line(x) for x in lines))
 
@@ -266,19 +267,21 @@ def test_a_stopped_plan_leaves_no_file_and_an_earlier_plan_as_it_was(
     assert (tmp_path / "plan.decisions.jsonl").read_text() == "earlier decisions\n"
 
 
-def line(sid: str, **fields: Any) -> dict[str, Any]:
+def line(sid: str, **fields: Any) -> ApplyIntent | ApplyOutcome:
     """A destructive journal line of snapshot ``sid``: a shorten from no expiry."""
-    return {
-        "projectId": P,
-        "clusterId": SMALL,
-        "clusterName": "prod-small",
-        "snapshotId": sid,
-        "action": "shorten",
-        "destructive": True,
-        "observed": {"doNotDelete": False, "expires": None},
-        "body": {"expires": "2026-11-22T12:00:00Z"},
-        **fields,
-    }
+    return journal_line(
+        {
+            "projectId": P,
+            "clusterId": SMALL,
+            "clusterName": "prod-small",
+            "snapshotId": sid,
+            "action": "shorten",
+            "destructive": True,
+            "observed": {"doNotDelete": False, "expires": None},
+            "body": {"expires": "2026-11-22T12:00:00Z"},
+            **fields,
+        }
+    )
 
 
 def test_an_intent_without_an_outcome_or_with_a_failure_is_in_doubt() -> None:

@@ -4,7 +4,7 @@ For each cluster (concurrently, ``api.concurrency`` at a time):
 
 1. Re-read the current state of the snapshots to change: one list walk when the cluster has
    many changes, GETs when it has a few.
-2. Hold each change to ``plan.guard.check_send`` against that state and the clock: skip as
+2. Hold each change to ``core.guard.check_send`` against that state and the clock: skip as
    ``stale`` a change whose snapshot no longer shows the ``observed`` state the plan was made
    from, whose expiry has meanwhile passed, or that is gone; refuse (``refused``) one that
    would break an invariant. A destructive expiry goes out as max(planned, now + grace).
@@ -30,25 +30,24 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import groupby
 from pathlib import Path
-from typing import IO, Any, Literal
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotState
 from retention.api.walked import WalkedSnapshot
 from retention.core.guard import check_send
 from retention.core.model import SEND_ORDER, SnapshotView
-from retention.core.planfile import Change, ClusterEntry
+from retention.core.planfile import Body, Change, ClusterEntry
+from retention.core.runfiles import JournalEntry, OutcomeName
 from retention.errors import ApiError, InconsistentListError, NotFoundError, StopRequestedError
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
-from retention.runfolder.planwrite import encode_line
+from retention.runfolder.journal import JournalFile
+from retention.runfolder.planrecords import patch_body
 
 log = logging.getLogger("retention.executor")
 
 # Up to this many changes a cluster is re-read with GETs; above it, with one list walk.
 GET_THRESHOLD = 10
-
-OutcomeName = Literal["applied", "stale", "failed", "held", "refused", "not-sent"]
 
 
 @dataclass(frozen=True)
@@ -59,41 +58,40 @@ class Outcome:
     outcome: OutcomeName
     status: int | None = None
     error: str | None = None
-    sent: Mapping[str, Any] | None = None
+    sent: Body | None = None
     approved: bool = False  # a held change an apply's --approve let through
 
 
 class Journal:
-    """results.jsonl: an intent line before each PATCH and an outcome line after it (or
-    instead of it, for a change not sent), each handed to the operating system at once.
+    """results.jsonl of an apply: an intent line before each PATCH and an outcome line
+    after it (or instead of it, for a change not sent), each handed to the operating system
+    at once (runfolder.journal.JournalFile says how, and why not fsynced).
 
     An intent line has ``"intent": true`` and no ``outcome``: the body about to be sent and
     the state it was checked against. A process killed between the two leaves the intent
-    alone, and ``undo`` treats that snapshot as possibly changed. Each line is one write to
-    an unbuffered file, so it is with the operating system when write() returns, whatever
-    ends the process next (os._exit included). Not fsynced: the rarer machine crash that
-    loses a line is caught by compare-and-swap on the next apply; an fsync per PATCH cost
-    ~40 ms each on an ordinary disk.
+    alone, and ``undo`` treats that snapshot as possibly changed.
     """
 
     def __init__(self, path: Path, now: Callable[[], datetime]) -> None:
         self.path = path
         self._now = now
+        self._file = JournalFile(path)
         self._lock = threading.Lock()
-        self._out: IO[bytes] = path.open("ab", buffering=0)
         self.intents = 0  # intent lines written: PATCHes that may have gone out
 
-    def intent(self, change: Change, body: Mapping[str, Any], *, approved: bool) -> None:
+    def intent(self, change: Change, body: Body, *, approved: bool) -> None:
         """Append the intent to send ``body`` for ``change``, before it is sent."""
-        self.write({**self._identity(change), "intent": True, "body": body, "approved": approved})
+        self._file.append(
+            {**self._entry(change), "intent": True, "body": body, "approved": approved}
+        )
         with self._lock:
             self.intents += 1
 
     def record(self, outcome: Outcome) -> None:
         """Append an outcome and push it to disk."""
-        self.write(
+        self._file.append(
             {
-                **self._identity(outcome.change),
+                **self._entry(outcome.change),
                 "body": outcome.sent,
                 "outcome": outcome.outcome,
                 "approved": outcome.approved,
@@ -102,7 +100,7 @@ class Journal:
             }
         )
 
-    def _identity(self, c: Change) -> dict[str, Any]:
+    def _entry(self, c: Change) -> JournalEntry:
         return {
             "at": self._now(),
             "projectId": c["projectId"],
@@ -115,16 +113,9 @@ class Journal:
             "planned": c["body"],
         }
 
-    def write(self, line: Mapping[str, Any]) -> None:
-        """Append one line, from any thread."""
-        rest = memoryview(encode_line(line))
-        with self._lock:
-            while rest:  # an unbuffered write may take part of it (a full disk, a signal)
-                rest = rest[self._out.write(rest) or 0 :]
-
     def close(self) -> None:
         """Close the file."""
-        self._out.close()
+        self._file.close()
 
 
 @dataclass
@@ -171,39 +162,64 @@ def apply_plan(
     ``not-sent``, and the result's ``interrupted`` names the signal.
     """
     stop = stop or Stop()
-    result = ApplyResult()
-    lock = threading.Lock()
+    applier = _Applier(client, clusters, journal, now, on_outcome, approved, stop)
+    clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
+    work = ((key, list(items)) for key, items in clusters_of)
+    for _ in ordered(lambda pair: applier.cluster(*pair), work, workers=concurrency, name="apply"):
+        pass
+    result = applier.result
+    result.sent = journal.intents
+    if stop.requested:
+        result.interrupted = stop.name
+    return result
 
-    def report(outcome: Outcome) -> None:
-        journal.record(outcome)
-        with lock:
-            result.add(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome)
 
-    def run(key: tuple[str, str], items: list[Change]) -> None:
+@dataclass
+class _Applier:
+    """What the workers of one apply share: the journal, the result, and what they are told."""
+
+    client: OpsManagerClient
+    clusters: Mapping[tuple[str, str], ClusterEntry]
+    journal: Journal
+    now: Callable[[], datetime]
+    on_outcome: Callable[[Outcome], None] | None
+    approved: frozenset[tuple[str, str]]
+    stop: Stop
+    result: ApplyResult = field(default_factory=ApplyResult)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def report(self, outcome: Outcome) -> None:
+        """Journal an outcome, count it and pass it on, from any worker."""
+        self.journal.record(outcome)
+        with self._lock:
+            self.result.add(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+    def cluster(self, key: tuple[str, str], items: list[Change]) -> None:
+        """Apply one cluster's changes; an error or a stop is journalled for each change
+        left, and ends this cluster only."""
         reported: set[str] = set()
-        let_through = key in approved
+        let_through = key in self.approved
 
         def once(outcome: Outcome) -> None:
             reported.add(outcome.change["snapshotId"])
             if let_through and outcome.change["destructive"]:
                 outcome = replace(outcome, approved=True)
-            report(outcome)
+            self.report(outcome)
 
-        def intent(change: Change, body: Mapping[str, Any]) -> None:
-            journal.intent(change, body, approved=let_through and change["destructive"])
+        def intent(change: Change, body: Body) -> None:
+            self.journal.intent(change, body, approved=let_through and change["destructive"])
 
         try:
-            cluster = clusters.get(key)
             _apply_cluster(
-                client,
+                self.client,
                 items,
-                cluster,
-                now=now,
+                self.clusters.get(key),
+                now=self.now,
                 report=once,
                 intent=intent,
-                stop=stop,
+                stop=self.stop,
                 approved=let_through,
             )
         except StopRequestedError as exc:
@@ -217,15 +233,6 @@ def apply_plan(
                     error = f"internal error while applying: {type(exc).__name__}: {exc}"
                     once(Outcome(change, "failed", None, error))
 
-    clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
-    work = ((key, list(items)) for key, items in clusters_of)
-    for _ in ordered(lambda pair: run(*pair), work, workers=concurrency, name="apply"):
-        pass
-    result.sent = journal.intents
-    if stop.requested:
-        result.interrupted = stop.name
-    return result
-
 
 def _not_sent(change: Change, signal_name: str) -> Outcome:
     return Outcome(change, "not-sent", error=f"not sent: the apply was stopped ({signal_name})")
@@ -238,7 +245,7 @@ def _apply_cluster(
     *,
     now: Callable[[], datetime],
     report: Callable[[Outcome], None],
-    intent: Callable[[Change, Mapping[str, Any]], None],
+    intent: Callable[[Change, Body], None],
     stop: Stop,
     approved: bool = False,
 ) -> None:
@@ -299,7 +306,7 @@ def _apply_one(
     cluster: ClusterEntry | None,
     now: datetime,
     *,
-    intent: Callable[[Change, Mapping[str, Any]], None],
+    intent: Callable[[Change, Body], None],
     stop: Stop,
 ) -> Outcome:
     verdict = check_send(change, current, cluster=cluster, now=now)
@@ -308,7 +315,7 @@ def _apply_one(
         return Outcome(change, outcome, error=verdict.reason)
     if stop.requested:
         return _not_sent(change, stop.name)
-    sent = verdict.body.members()
+    sent = patch_body(verdict.body)
     intent(change, sent)
     try:
         client.patch_snapshot(

@@ -77,9 +77,10 @@ def plan(
     from retention.config.policyfiles import load_policies
     from retention.config.settings import require_writable
     from retention.errors import StopRequestedError
-    from retention.lifecycle.jobs import mark_interrupted, new_run_dir, planning_stopped
+    from retention.lifecycle.jobs import mark_interrupted, planning_stopped
     from retention.ops.stopping import Stop, on_signals
     from retention.planning.job import make_plan
+    from retention.runfolder.folder import RunFolder
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
@@ -97,7 +98,7 @@ def plan(
     else:
         base = Path(report_dir) if report_dir else config.reports.dir
         require_writable(base, "--report-dir" if report_dir else "reports.dir")
-        plan_path = new_run_dir(base, created)[1] / "plan.json"
+        plan_path = RunFolder.new(base, created).plan
     projects = config.project_targets()
     stop = Stop()
     with on_signals(stop), loaded.build_client(stop=stop) as client:
@@ -252,10 +253,12 @@ def explain(
       retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
       retention explain 5e4e593f70dfbf1e2f6e1d36 --policies policies/ --format json
     """
+    from retention.runfolder.folder import PLAN, decisions_path
+
     config = None
     if plan_path is None:
         config = load(ctx, require_credentials=False).config
-        plans = sorted(Path(config.reports.dir).glob("*/plan.json"))
+        plans = sorted(Path(config.reports.dir).glob(f"*/{PLAN}"))
         if not plans:
             raise UsageError(
                 f"no plan in {config.reports.dir}; run 'retention plan' or give --plan"
@@ -264,7 +267,6 @@ def explain(
     else:
         path = Path(plan_path)
     from retention.cli.explaining import explanation, explanation_document
-    from retention.core.planfile import decisions_path
     from retention.runfolder.planread import cluster_decisions, find_decision, read_head
 
     decisions = decisions_path(path)

@@ -159,6 +159,7 @@ def apply_command(
     from retention.lifecycle.jobs import apply_saved
     from retention.ops.lock import run_lock
     from retention.ops.stopping import Stop, on_signals
+    from retention.runfolder.folder import PLAN, RunFolder
 
     # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
     if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
@@ -173,9 +174,9 @@ def apply_command(
     stop = Stop()
     with on_signals(stop), Metrics(now, None, metrics_file, pushgateway) as metrics:
         if path.is_dir():
-            if not (path / "plan.json").is_file():
-                raise UsageError(f"{path} is a folder without a plan.json: give the plan file")
-            path = path / "plan.json"  # a run folder: its plan
+            if not RunFolder(path).plan.is_file():
+                raise UsageError(f"{path} is a folder without a {PLAN}: give the plan file")
+            path = RunFolder(path).plan  # a run folder: its plan
         if not path.is_file():
             raise UsageError(f"{path}: no such plan file")
         loaded = load(ctx)

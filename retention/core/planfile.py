@@ -11,14 +11,13 @@ folder's modules (runfolder/plan.schema.json) is generated from the same types
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
-from retention.core.model import ChangeAction, Reason, SnapshotView
+from retention.core.model import Action, ChangeAction, Reason, SnapshotView, State
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
@@ -69,7 +68,7 @@ class Change(TypedDict):
     # The space the snapshot takes (its parts' storageSizeBytes), None when unknown.
     storageBytes: Annotated[int, Field(ge=0)] | None
     action: ChangeAction
-    # Whether a safety gate holds it (plan.model.is_destructive, the one definition).
+    # Whether a safety gate holds it (core.model.is_destructive, the one definition).
     destructive: bool
     # At send time a destructive expiry is max(planned, now + grace): the full grace.
     grace: Annotated[int, Field(ge=0)]
@@ -95,8 +94,8 @@ class DecisionRecord(TypedDict):
     complete: bool
     consistent: bool
     observed: Observed
-    state: str
-    action: str
+    state: State
+    action: Action
     destructive: bool
     reasons: list[Reason]
     policies: list[str]
@@ -270,14 +269,6 @@ def generated_schema() -> dict[str, Any]:
 def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
     """A plan's clusters by (project, cluster id)."""
     return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
-
-
-def decisions_path(plan_path: Path) -> Path:
-    """Where a plan's decisions go: decisions.jsonl beside plan.json, and NAME.decisions.jsonl
-    beside any other NAME.json, so two plans in one folder keep their own."""
-    if plan_path.name == "plan.json":
-        return plan_path.with_name("decisions.jsonl")
-    return plan_path.with_name(plan_path.stem + ".decisions.jsonl")
 
 
 def snapshot_view(record: DecisionRecord) -> SnapshotView:

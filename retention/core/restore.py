@@ -18,20 +18,24 @@ exactly when the snapshot shows what that PATCH would have written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from retention.core.snapshot import SnapshotFacts, SnapshotPatch, StateDocument, state_document
+from retention.core.model import ChangeAction
+from retention.core.planfile import Body, Observed
+from retention.core.runfiles import ApplyIntent, ApplyOutcome, PatchText, StateText, UndoOutcome
+from retention.core.snapshot import SnapshotFacts, SnapshotPatch, state_document
 from retention.core.timestamps import format_timestamp, parse_timestamp
 
 Verdict = Literal["restore", "unchanged", "protected", "stale", "gone", "expired", "lapsed"]
+LeftAlone = Literal["unchanged", "protected", "stale", "gone", "expired", "lapsed"]
 # Outcomes that leave the snapshot as the operator wants it, or safer (protected); any
 # other needs a look.
-SETTLED = frozenset({"restored", "would-restore", "unchanged", "protected"})
+SETTLED: frozenset[UndoOutcome] = frozenset({"restored", "would-restore", "unchanged", "protected"})
 # Why each verdict other than restore leaves the snapshot alone, for the report and the CLI.
-LEFT_ALONE = {
+LEFT_ALONE: dict[LeftAlone, str] = {
     "unchanged": "already as before the run",
     "protected": "protected (doNotDelete) with no expiry: an undo stopped between its two "
     "PATCHes, or someone protected it since; it cannot be deleted, so it is left so. Lift "
@@ -58,9 +62,15 @@ class State:
         return cls(protected, None if protected else snapshot.expires)
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> State:
-        """The state ``document()`` wrote (undo.json, results.jsonl)."""
-        return cls(bool(document["doNotDelete"]), _when(document.get("expires")))
+    def from_document(cls, document: StateText) -> State:
+        """The state ``document()`` wrote (undo.json, undo's results.jsonl)."""
+        expires = document["expires"]
+        return cls(document["doNotDelete"], parse_timestamp(expires) if expires else None)
+
+    @classmethod
+    def from_observed(cls, observed: Observed) -> State:
+        """The state a plan observed (what an apply's journal says it found)."""
+        return cls(observed["doNotDelete"], observed["expires"])
 
     def text(self) -> str:
         """The state as a person reads it."""
@@ -70,7 +80,7 @@ class State:
             return "no expiry"
         return f"expires {format_timestamp(self.expires)}"
 
-    def document(self) -> StateDocument:
+    def document(self) -> StateText:
         """The state in the API's words, for JSON."""
         return state_document(self.do_not_delete, self.expires)
 
@@ -83,7 +93,7 @@ class Restoration:
     cluster_id: str
     cluster_name: str
     snapshot_id: str
-    action: str
+    action: ChangeAction
     before: State
     written: State
     in_doubt: bool = False  # the journal cannot say whether the service applied it
@@ -98,68 +108,83 @@ class Restoration:
         return [SnapshotPatch.expire_at(self.before.expires)]
 
 
-def state_after(before: State, body: Mapping[str, Any]) -> State:
+def state_after(before: State, body: Body | PatchText) -> State:
     """The state a PATCH with ``body`` leaves, as the API applies it: protecting drops the
     expiry; a body without a member leaves that member as it was."""
-    protect = bool(body.get("doNotDelete", before.do_not_delete))
-    if protect:
+    if body.get("doNotDelete", before.do_not_delete):
         return State(True, None)
     expires = body.get("expires")
-    when = parse_timestamp(expires) if isinstance(expires, str) else before.expires
-    return State(False, when)
+    if isinstance(expires, str):
+        return State(False, parse_timestamp(expires))
+    return State(False, expires if expires is not None else before.expires)
 
 
-def in_doubt(intent: Mapping[str, Any] | None, outcome: Mapping[str, Any] | None) -> bool:
+def patch_text(patch: SnapshotPatch) -> PatchText:
+    """A PATCH body as undo writes it (its expiry as text)."""
+    text: PatchText = {}
+    if patch.do_not_delete is not None:
+        text["doNotDelete"] = patch.do_not_delete
+    if patch.expires is not None:
+        text["expires"] = format_timestamp(patch.expires)
+    return text
+
+
+def in_doubt(intent: ApplyIntent | None, outcome: ApplyOutcome | None) -> bool:
     """Whether a PATCH may have been applied although its outcome line does not say so: it
     was journalled as about to be sent, and no outcome followed, or a failure did. The one
     rule for undo, the report and the summaries."""
-    return intent is not None and (outcome is None or outcome.get("outcome") == "failed")
+    return intent is not None and (outcome is None or outcome["outcome"] == "failed")
 
 
 def paired(
-    lines: Iterable[Mapping[str, Any]],
-) -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    lines: Iterable[ApplyIntent | ApplyOutcome],
+) -> Iterator[tuple[ApplyIntent | None, ApplyOutcome | None]]:
     """A journal's lines as (intent, outcome): each outcome line with the intent line of
     its snapshot before it (None when the change was never about to be sent), in journal
-    order; then each intent no outcome followed, with None. Lines that are neither are
-    left out."""
-    waiting: dict[tuple[str, str], Mapping[str, Any]] = {}
+    order; then each intent no outcome followed, with None."""
+    waiting: dict[tuple[str, str], ApplyIntent] = {}
     for line in lines:
-        key = (str(line.get("clusterId")), str(line.get("snapshotId")))
-        if line.get("intent"):
+        key = (line["clusterId"], line["snapshotId"])
+        if "intent" in line:
             waiting[key] = line
-        elif "outcome" in line:
+        else:
             yield waiting.pop(key, None), line
     for intent in waiting.values():
         yield intent, None
 
 
-def restorations(lines: Iterable[Mapping[str, Any]]) -> list[Restoration]:
+def restorations(lines: Iterable[ApplyIntent | ApplyOutcome]) -> list[Restoration]:
     """The destructive changes a journal says the API applied, or may have applied (see
     the module docstring), one per snapshot (the first observed state and the last written
     one, if an apply journalled a snapshot twice): in the order of their outcome lines,
     then the intents that have none."""
     found: dict[str, Restoration] = {}
-    for intent, outcome in paired(line for line in lines if line.get("destructive")):
-        if outcome is not None and outcome.get("outcome") == "applied":
-            _found(found, outcome, in_doubt=False)
+    for intent, outcome in paired(line for line in lines if line["destructive"]):
+        if outcome is not None and outcome["outcome"] == "applied":
+            _found(found, outcome, outcome["body"], in_doubt=False)
         elif intent is not None and in_doubt(intent, outcome):
-            _found(found, intent, in_doubt=True)
+            _found(found, intent, intent["body"], in_doubt=True)
     return list(found.values())
 
 
-def _found(found: dict[str, Restoration], line: Mapping[str, Any], *, in_doubt: bool) -> None:
-    before = State.from_document(line["observed"])
-    sid = str(line["snapshotId"])
+def _found(
+    found: dict[str, Restoration],
+    line: ApplyIntent | ApplyOutcome,
+    body: Body | None,
+    *,
+    in_doubt: bool,
+) -> None:
+    before = State.from_observed(line["observed"])
+    sid = line["snapshotId"]
     first = found.get(sid)
     found[sid] = Restoration(
-        str(line["projectId"]),
-        str(line["clusterId"]),
-        str(line.get("clusterName") or line["clusterId"]),
+        line["projectId"],
+        line["clusterId"],
+        line["clusterName"] or line["clusterId"],
         sid,
-        str(line.get("action", "")),
+        line["action"],
         first.before if first is not None else before,
-        state_after(before, line.get("body") or {}),
+        state_after(before, body or {}),
         in_doubt=in_doubt and (first is None or first.in_doubt),
     )
 
@@ -183,7 +208,3 @@ def verdict(  # noqa: PLR0911 - one return per verdict, in the order they are ju
     if not before.do_not_delete and before.expires is not None and before.expires <= now:
         return "lapsed"
     return "restore"
-
-
-def _when(value: Any) -> datetime | None:
-    return parse_timestamp(value) if isinstance(value, str) else None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import heapq
 import logging
 import operator
-import secrets
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +26,9 @@ from retention.api.client import OpsManagerClient
 from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.core.guard import Approval, EntryCheck, plan_refusal
 from retention.core.guard import approve as approval_of
-from retention.core.planfile import Change, PlanHead, clusters_by_key, decisions_path
+from retention.core.planfile import Change, PlanHead, clusters_by_key
 from retention.core.policy.loader import PolicySet
+from retention.core.runfiles import INTERRUPTED_FORMAT, InterruptedDocument, Mode
 from retention.core.timestamps import format_timestamp
 from retention.errors import (
     SIGNAL_EXITS,
@@ -39,22 +39,14 @@ from retention.errors import (
 )
 from retention.ops.stopping import Stop
 from retention.planning.job import make_plan
+from retention.runfolder.folder import RESULTS, RunFolder, decisions_path
 from retention.runfolder.planread import read_head, read_list
-from retention.runfolder.planwrite import encode_line
 from retention.walk.inventory import ProjectTargets, Walk
 from retention.walk.sharding import Shard
 
 log = logging.getLogger("retention.jobs")
 
 AUDIT_ALERTS = frozenset({"SNAPSHOT_EXPIRY_UPDATED_AUDIT", "CLUSTERSHOT_EXPIRY_UPDATED_AUDIT"})
-INTERRUPTED_FILE = "interrupted.json"
-INTERRUPTED_FORMAT = "retention-interrupted/v1"
-
-
-def new_run_dir(reports: Path, now: datetime) -> tuple[str, Path]:
-    """A fresh run id and its folder, ``<UTC time>-<run id>``."""
-    run_id = secrets.token_hex(4)
-    return run_id, reports / f"{now.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
 
 
 @dataclass
@@ -119,7 +111,8 @@ def run_job(
     """
     stop = stop or Stop()
     started = now()
-    run_id, run_dir = new_run_dir(reports, started)
+    folder = RunFolder.new(reports, started)
+    run_id, run_dir = folder.run_id, folder.path
     try:
         planned = make_plan(
             client,
@@ -129,13 +122,13 @@ def run_job(
             created_at=started,
             schedule=schedule,
             concurrency=concurrency,
-            plan_path=run_dir / "plan.json",
+            plan_path=folder.plan,
             on_walk=on_walk,
             shard=shard,
             workers=workers,
         )
     except StopRequestedError as exc:
-        mode = "dry-run" if dry_run else "run"
+        mode: Mode = "dry-run" if dry_run else "run"
         where = mark_interrupted(run_dir, mode, exc.signal_name, started, now())
         raise planning_stopped(exc, f"nothing was sent ({where})") from None
     result = JobResult(run_id, run_dir, planned.document)
@@ -199,12 +192,13 @@ def apply_saved(
     except ValueError as exc:
         raise UsageError(f"{plan_path}: {exc}") from None
     check_entries(plan_path, head, approval.clusters)
-    run_id, run_dir = new_run_dir(reports, started)
+    folder = RunFolder.new(reports, started)
+    run_id, run_dir = folder.run_id, folder.path
     run_dir.mkdir(parents=True)
-    copy = run_dir / "plan.json"
+    copy = folder.plan
     shutil.copyfile(plan_path, copy)
     if (decisions := decisions_path(plan_path)).is_file():
-        shutil.copyfile(decisions, decisions_path(copy))
+        shutil.copyfile(decisions, folder.decisions)
     approved = sum(
         c["counts"].get("action:held", 0)
         for c in head["clusters"]
@@ -279,7 +273,7 @@ def _apply(
     approved: frozenset[tuple[str, str]] = frozenset(),
     stop: Stop | None = None,
 ) -> ApplyResult:
-    journal = Journal(plan_path.with_name("results.jsonl"), now)
+    journal = Journal(plan_path.with_name(RESULTS), now)
     try:
         return apply_plan(
             client,
@@ -308,7 +302,7 @@ def planning_stopped(error: StopRequestedError, what_is_left: str) -> StopReques
 
 def mark_interrupted(
     run_dir: Path,
-    mode: str,
+    mode: Mode,
     signal_name: str,
     started: datetime,
     stopped: datetime,
@@ -319,7 +313,7 @@ def mark_interrupted(
     in which step, whether a PATCH went out, and (once applying began) the outcomes
     journalled so far."""
     applied = result.applied if result is not None else None
-    document = {
+    document: InterruptedDocument = {
         "format": INTERRUPTED_FORMAT,
         "mode": mode,
         "signal": signal_name,
@@ -330,10 +324,7 @@ def mark_interrupted(
         "sent": applied is not None and applied.sent > 0,
         "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
     }
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / INTERRUPTED_FILE
-    path.write_bytes(encode_line(document))
-    return path
+    return RunFolder(run_dir).write_interrupted(document)
 
 
 def acknowledge_own_audit_alerts(

@@ -17,11 +17,12 @@ from pathlib import Path
 from retention.api.client import OpsManagerClient
 from retention.core.horizon import lease
 from retention.core.model import Target
-from retention.core.planfile import PlanHead, decisions_path
+from retention.core.planfile import PlanHead
 from retention.core.policy.loader import LoadedPolicy, PolicySet
 from retention.errors import StopRequestedError
 from retention.ops.stopping import Stop
 from retention.planning.workers import POOL_FROM, Deciders, Shared
+from retention.runfolder.folder import decisions_path, partial_path
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.walk.inventory import ProjectTargets, Survey, Walk, survey_all, walk_all
 from retention.walk.sharding import Shard
@@ -67,7 +68,7 @@ def make_plan(
     workers: int = 1,
 ) -> PlanResult:
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
-    the plan to ``plan_path`` and its decisions beside it (planfile.decisions_path).
+    the plan to ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path).
     ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan.
     ``workers``: processes that decide clusters while the walk goes on (retention.planning.workers).
 
@@ -83,7 +84,7 @@ def make_plan(
     lease_for = lease(schedule, now)
     decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
-    decisions_partial = _partial(decisions_to)
+    decisions_partial = partial_path(decisions_to)
     try:
         head, found, walk_errors = _plan_into(
             client,
@@ -104,18 +105,13 @@ def make_plan(
         stop.check("the plan was renamed into place")
     except BaseException as exc:
         decisions_partial.unlink(missing_ok=True)
-        _partial(plan_path).unlink(missing_ok=True)
+        partial_path(plan_path).unlink(missing_ok=True)
         if stop.requested and not isinstance(exc, StopRequestedError):
             raise stop.error(f"the plan was whole ({type(exc).__name__} meanwhile)") from exc
         raise
     decisions_partial.replace(decisions_to)
-    _partial(plan_path).replace(plan_path)
+    partial_path(plan_path).replace(plan_path)
     return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
-
-
-def _partial(path: Path) -> Path:
-    """Where ``path`` is written until it is whole."""
-    return path.with_name(path.name + ".partial")
 
 
 def _plan_into(
@@ -251,7 +247,7 @@ def _walk_and_decide(
 def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> PlanHead:
     """plan.json into its partial file (make_plan renames it): readers never see half a
     plan."""
-    with _partial(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
+    with partial_path(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
         return builder.write(out, found.errors, found.warnings, found.notices)
 
 

@@ -1,11 +1,12 @@
 """Read a run folder into a ``ReportData``: plan.json, decisions.jsonl and results.jsonl.
 
-plan.json and decisions.jsonl are read through retention.core.planfile, the module that
-writes them. Memory stays flat on large fleets (600k decisions): plan.json is read without
-its ``changes`` and ``held`` lists (decisions.jsonl carries the same decisions), the
-decisions are streamed once into per-cluster and per-day aggregates, and only the
-decisions of the clusters that get a timeline, chosen from plan.json's counts before the
-stream starts, are kept.
+Each file is read through its model: plan.json and decisions.jsonl through
+retention.core.planfile's (runfolder/planread.py), results.jsonl through
+retention.core.runfiles' (runfolder/journal.py). Memory stays flat on large fleets (600k
+decisions): plan.json is read without its ``changes`` and ``held`` lists (decisions.jsonl
+carries the same decisions), the decisions are streamed once into per-cluster and per-day
+aggregates, and only the decisions of the clusters that get a timeline, chosen from
+plan.json's counts before the stream starts, are kept.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, time, timedelta
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from retention.core.model import describe
-from retention.core.planfile import Change, DecisionRecord, PlanHead, decisions_path
+from retention.core.planfile import Change, DecisionRecord, PlanHead
 from retention.core.restore import in_doubt, paired
+from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.timestamps import format_timestamp
 from retention.report.holds import HoldRow
 from retention.report.model import (
@@ -36,7 +38,10 @@ from retention.report.model import (
 )
 from retention.report.summary import Expiring, OutcomeTotals, PlanSummary, RunSummary
 from retention.report.svg import Snap, build_calendar, build_timeline, category
-from retention.runfolder.planread import json_lines, read_decisions, read_head, read_list
+from retention.runfolder.folder import DECISIONS, RESULTS, RunFolder
+from retention.runfolder.journal import apply_lines
+from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
 _DAY = 86400.0
@@ -48,10 +53,10 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
         return None
     outcomes = Outcomes()
 
-    def readable() -> Iterator[dict[str, Any]]:
-        for record in json_lines(path):
-            if record is not None and ("outcome" in record or record.get("intent")):
-                yield record
+    def readable() -> Iterator[ApplyIntent | ApplyOutcome]:
+        for line in apply_lines(path):
+            if line is not None:
+                yield line
             else:
                 outcomes.unreadable += 1
 
@@ -59,21 +64,21 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
         outcomes.in_doubt += in_doubt(intent, record)
         if record is None:
             continue
-        outcome = str(record["outcome"])
+        outcome = record["outcome"]
         outcomes.counts[outcome] += 1
-        snapshot = (str(record.get("clusterId")), str(record.get("snapshotId")))
+        snapshot = (record["clusterId"], record["snapshotId"])
         # A resumed run journals a PATCH again: the last outcome is the one that stands.
         if outcome == "applied":
             outcomes.not_applied.discard(snapshot)
         else:
             outcomes.not_applied.add(snapshot)
-        if outcome == "applied" and record.get("approved"):
-            outcomes.approved_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
+        if outcome == "applied" and record["approved"]:
+            outcomes.approved_by_cluster[(record["projectId"], snapshot[0])] += 1
         if outcome in ("failed", "refused"):
             outcomes.failed_total += 1
-            outcomes.failed_by_cluster[(str(record.get("projectId")), snapshot[0])] += 1
+            outcomes.failed_by_cluster[(record["projectId"], snapshot[0])] += 1
             if len(outcomes.failures) < max_listed:
-                outcomes.failures.append(dict(record))
+                outcomes.failures.append(jsonable(record))  # its timestamps as written
     return outcomes
 
 
@@ -277,9 +282,9 @@ def _scan(path: Path, scan: _DecisionScan, names: dict[str, str | None]) -> list
             else:
                 scan.add(record)
         if scan.unreadable:
-            problems.append(f"decisions.jsonl: {scan.unreadable} unreadable lines skipped")
+            problems.append(f"{DECISIONS}: {scan.unreadable} unreadable lines skipped")
     else:
-        problems.append("decisions.jsonl is missing: no calendar, timelines or policy counts")
+        problems.append(f"{DECISIONS} is missing: no calendar, timelines or policy counts")
     for expiries in scan.calendar.clusters.values():
         expiries.project_name = names.get(expiries.project_id)
     if scan.calendar.clusters:
@@ -339,9 +344,10 @@ def collect(
     run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
 ) -> ReportData:
     """Read the run folder's files into what the templates show."""
-    plan = run_dir / "plan.json"
+    folder = RunFolder(run_dir)
+    plan = folder.plan
     head = read_head(plan)
-    outcomes = read_results(run_dir / "results.jsonl", max_listed=max_listed)
+    outcomes = read_results(folder.results, max_listed=max_listed)
     clusters = _cluster_rows(head, outcomes)
     changed = sorted((c for c in clusters if c.changes), key=_rank)
     drawn = changed[:max_timelines]
@@ -349,10 +355,10 @@ def collect(
         cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
     problems: list[str] = []
     if outcomes is not None and outcomes.unreadable:
-        problems.append(f"results.jsonl: {outcomes.unreadable} unreadable lines skipped")
+        problems.append(f"{RESULTS}: {outcomes.unreadable} unreadable lines skipped")
     policies = _policy_rows(head, clusters)
     scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
-    problems += _scan(decisions_path(plan), scan, project_names(head))
+    problems += _scan(folder.decisions, scan, project_names(head))
     holds = sorted((HoldRow.of(h) for h in head.get("holdRecords", [])), key=lambda h: h.rank)
     now = head["evaluatedAt"]
     return ReportData(

@@ -3,16 +3,16 @@ and what was left alone and why. Written as the run's reports are (render.write_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from retention.core.restore import SETTLED, State
+from retention.core.runfiles import StateText, UndoDocument, UndoOutcome
 from retention.report.model import RunInfo
 from retention.report.render import write_reports
 
 # Outcomes in the order the report lists them: what needs a look first.
-ORDER = (
+ORDER: tuple[UndoOutcome, ...] = (
     "failed",
     "not-sent",
     "stale",
@@ -29,7 +29,7 @@ UNDO_TEMPLATES = {"html": "undo.html.j2", "markdown": "undo.md.j2"}
 
 def render_undo_reports(
     run_dir: Path,
-    document: Mapping[str, Any],
+    document: UndoDocument,
     run: RunInfo,
     formats: Sequence[str] = ("html", "markdown"),
 ) -> list[Path]:
@@ -51,6 +51,6 @@ def render_undo_reports(
     )
 
 
-def state_text(state: Mapping[str, Any] | None) -> str:
+def state_text(state: StateText | None) -> str:
     """A snapshot state of undo.json in words ("gone" when there is none)."""
     return "gone" if state is None else State.from_document(state).text()

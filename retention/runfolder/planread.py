@@ -1,9 +1,9 @@
-"""Reading plan.json and decisions.jsonl back, validated by the model of plan/planfile.py.
+"""Reading plan.json and decisions.jsonl back, validated by the model of core/planfile.py.
 
-The shell's side of the plan file: the core (retention.plan) defines the model and encodes
-it, this module opens the files.
+The shell's side of the plan file: the core (retention.core.planfile) defines the model,
+planwrite.py writes the files, this module opens them.
 
-A file in the layout planfile writes is streamed entry by entry, so memory stays flat on
+A file in the layout planwrite writes is streamed entry by entry, so memory stays flat on
 a 600k-change plan; a file re-saved in another layout is read whole. decisions.jsonl is
 searched with a cheap text test before a line is parsed. Every problem is a PlanFileError
 that names the file, the entry and the field.
@@ -194,18 +194,3 @@ def _lines_naming(path: Path, value: str) -> Iterator[bytes]:
     quoted = orjson.dumps(value)  # as encode_line spells it
     with path.open("rb") as lines:
         yield from (line for line in lines if quoted in line)
-
-
-def json_lines(path: Path) -> Iterator[dict[str, Any] | None]:
-    """The objects of a JSON-lines file of a run folder (results.jsonl); None for a line that
-    is not one, e.g. cut short by a kill."""
-    with path.open("rb") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                yield None
-                continue
-            yield value if isinstance(value, dict) else None

@@ -1,5 +1,6 @@
 """Writing the plan file (``plan.json``) and ``decisions.jsonl``: the one writer, through the
-model of planfile.py (retention.runfolder.planread reads the files back through the same model).
+model of retention.core.planfile (retention.runfolder.planread reads the files back through
+the same model).
 
 The planner builds the records as plain dicts and orjson encodes them: no text is spliced,
 so any cluster name round-trips. Layout: the head's members indented by two, then
@@ -15,24 +16,27 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import IO, Any
 
 import orjson
 
-from retention.core.model import ClusterPlan, Decision, HoldRecordView
+from retention.core.model import ClusterPlan
 from retention.core.planfile import (
     FORMAT,
     LISTS,
-    Body,
     Change,
     ClusterEntry,
-    DecisionRecord,
     HoldRecordEntry,
     PlanHead,
     Summary,
 )
-from retention.core.timestamps import to_utc
+from retention.runfolder.planrecords import (
+    change_record,
+    cluster_entry,
+    decision_record,
+    hold_record_entry,
+)
 
 # Large write buffers: every flush releases the GIL, and getting it back means waiting for
 # the walk threads busy parsing; with 8 KiB buffers the planner spent a quarter of its
@@ -44,9 +48,9 @@ _ORDER = [k for k in PlanHead.__annotations__ if k not in _TAIL]
 _ORDER += [*LISTS, *_TAIL]
 
 # orjson writes a UTC datetime as YYYY-MM-DDTHH:MM:SSZ, dropping sub-second digits as
-# format_timestamp does (a naive one is taken as UTC, as everywhere in retention); _utc
-# converts any other zone first. It encodes a record ten times as fast as json.dumps, and
-# a 2,000-cluster plan writes 1.2 million of them.
+# format_timestamp does (a naive one is taken as UTC, as everywhere in retention);
+# planrecords.py converts any other zone first. It encodes a record ten times as fast as
+# json.dumps, and a 2,000-cluster plan writes 1.2 million of them.
 _OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS | orjson.OPT_NAIVE_UTC
 _LINE = _OPTIONS | orjson.OPT_APPEND_NEWLINE
 
@@ -126,64 +130,6 @@ def _whole_lines(lines: Iterable[bytes]) -> Iterator[bytes]:
         yield rest + b"\n"
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return value if value is None or value.tzinfo is UTC else to_utc(value)
-
-
-def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
-    """One line of decisions.jsonl: everything needed to explain this snapshot."""
-    t, s = plan.target, d.snapshot
-    body: Body | None = None
-    if d.patch is not None:
-        body = d.patch.members()  # type: ignore[assignment] # the same two members
-    return {
-        "projectId": t.project_id,
-        "clusterId": t.cluster_id,
-        "clusterName": t.name,
-        "kind": t.kind,
-        "snapshotId": s.id,
-        "created": _utc(s.created),  # type: ignore[typeddict-item] # never None
-        "storageBytes": s.storage_bytes,
-        "complete": s.complete,
-        "consistent": s.consistent,
-        # What compare-and-swap checks at apply time (SnapshotView.observed, unformatted).
-        "observed": {"doNotDelete": s.do_not_delete, "expires": _utc(s.expires)},
-        "state": d.state,
-        "action": d.action,
-        "destructive": d.destructive,
-        "reasons": d.reasons,
-        "policies": d.policies,
-        "expiresAfter": _utc(d.expires_after),
-        "body": body,
-        "held": d.held,
-        "advisory": d.advisory,
-    }
-
-
-def change_record(record: DecisionRecord, grace: int) -> Change:
-    """One entry of ``changes`` (or ``held``/``advisory``), from the decision's record."""
-    assert record["body"] is not None  # noqa: S101 - only decisions with a patch get here
-    entry: Change = {
-        "projectId": record["projectId"],
-        "clusterId": record["clusterId"],
-        "clusterName": record["clusterName"],
-        "snapshotId": record["snapshotId"],
-        "created": record["created"],
-        "storageBytes": record["storageBytes"],
-        "action": record["action"],  # type: ignore[typeddict-item] # a change's action
-        "destructive": record["destructive"],
-        "grace": grace,
-        "observed": record["observed"],
-        "body": record["body"],
-        "policy": ", ".join(record["policies"]) or "safety",
-        "reasons": record["reasons"],
-        "expiresAfter": record["expiresAfter"],
-    }
-    if record["held"]:
-        entry["held"] = record["held"]
-    return entry
-
-
 @dataclass(frozen=True)
 class PolicyDigest:
     """A policy's name and the sha256 of the file it came from."""
@@ -233,68 +179,10 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         for item in sorted(items, key=lambda c: c["snapshotId"]):
             lines += encode_line(item)
         lists[name] = bytes(lines)
-    summary: ClusterEntry = {
-        "projectId": t.project_id,
-        "clusterId": t.cluster_id,
-        "name": t.name,
-        "kind": t.kind,
-        "typeName": t.type_name,
-        "members": [
-            {
-                "clusterId": m.cluster_id,
-                "typeName": m.type_name,
-                "shardName": m.shard_name,
-                "replicaSetName": m.replica_set_name,
-            }
-            for m in t.members
-        ],
-        "policies": plan.policies,
-        "holds": [
-            {"kind": h.kind, "reason": h.reason, "alertId": h.alert_id, "setting": h.setting}
-            for h in plan.holds
-        ],
-        "errors": plan.errors,
-        "counts": dict(sorted(counts.items())),
-        "graceSeconds": plan.grace_seconds,
-        "releaseProtection": plan.release_protection,
-        "bytesGivenBack": _bytes(entries["changes"]),
-        "bytesHeld": _bytes(entries["held"]),
-        "expiresFrom": min(
-            (
-                c["expiresAfter"]
-                for c in entries["changes"]
-                if c["destructive"] and c["expiresAfter"]
-            ),
-            default=None,
-        ),
-    }
     key = (t.project_id, t.kind, t.cluster_id)
+    summary = cluster_entry(plan, counts, entries)
     holds = [((r.policy, r.index), hold_record_entry(plan, r)) for r in plan.hold_records]
     return EncodedCluster(key, bytes(decisions), lists, summary, holds)
-
-
-def hold_record_entry(plan: ClusterPlan, record: HoldRecordView) -> HoldRecordEntry:
-    """A hold record as plan.json lists it; the cluster is ``plan``'s when its snapshot is
-    among the cluster's (``record.state`` is not None)."""
-    hold, t, found = record.hold, plan.target, record.state is not None
-    return {
-        "policy": record.policy,
-        "snapshotId": hold.id,
-        "reason": hold.reason,
-        "ticket": hold.ticket,
-        "until": hold.until,
-        "ends": _utc(hold.ends),
-        "inForce": record.in_force,
-        "setting": record.setting,
-        "projectId": t.project_id if found else None,
-        "clusterId": t.cluster_id if found else None,
-        "clusterName": t.name if found else None,
-        "state": record.state,
-    }
-
-
-def _bytes(changes: list[Change]) -> int:
-    return sum(c["storageBytes"] or 0 for c in changes if c["destructive"])
 
 
 @dataclass

@@ -23,31 +23,34 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from retention.api.client import OpsManagerClient
-from retention.apply.executor import Journal
 from retention.core.restore import (
     LEFT_ALONE,
     SETTLED,
     Restoration,
     State,
+    patch_text,
     restorations,
     verdict,
 )
+from retention.core.runfiles import (
+    UNDO_FORMAT,
+    PatchText,
+    UndoDocument,
+    UndoIntent,
+    UndoItem,
+    UndoOutcome,
+)
 from retention.core.timestamps import format_timestamp
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
-from retention.lifecycle.jobs import new_run_dir
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
-from retention.runfolder.planread import json_lines, read_head
+from retention.runfolder.folder import PLAN, RunFolder
+from retention.runfolder.journal import JournalFile, read_apply_journal
+from retention.runfolder.planread import read_head
 
 log = logging.getLogger("retention.undo")
-
-UNDO_FILE = "undo.json"
-UNDO_FORMAT = "retention-undo/v1"
 
 
 @dataclass
@@ -55,13 +58,13 @@ class Item:
     """One snapshot of the undo: what the run did to it, what undo did about it."""
 
     restoration: Restoration
-    outcome: str
+    outcome: UndoOutcome
     reason: str = ""
     current: State | None = None
-    sent: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[PatchText] = field(default_factory=list)
     status: int | None = None
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> UndoItem:
         """The item as undo.json, results.jsonl and ``--format json`` give it."""
         r = self.restoration
         return {
@@ -83,7 +86,7 @@ class Item:
 
 @dataclass
 class UndoResult:
-    """What an undo did, for the exit code, the summary and the report."""
+    """What an undo did, for the exit code, the summary and the report; made when it ends."""
 
     run_id: str
     run_dir: Path
@@ -91,15 +94,18 @@ class UndoResult:
     dry_run: bool
     started: datetime
     items: list[Item] = field(default_factory=list)
-    unreadable: int = 0  # journal lines that were cut short or are not JSON
+    unreadable: int = 0  # journal lines cut short, or not of the journal's model
     reports: list[Path] = field(default_factory=list)
-    document: dict[str, Any] = field(default_factory=dict)  # undo.json, once it is written
     interrupted: str | None = None  # the signal that stopped the undo (SIGINT, SIGTERM)
+    document: UndoDocument = field(init=False)  # undo.json
+
+    def __post_init__(self) -> None:
+        self.document = undo_document(self)
 
     @property
     def counts(self) -> dict[str, int]:
         """Items by outcome."""
-        return dict(sorted(Counter(item.outcome for item in self.items).items()))
+        return dict(sorted(Counter[str](item.outcome for item in self.items).items()))
 
     @property
     def in_doubt(self) -> int:
@@ -112,28 +118,20 @@ class UndoResult:
         return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
 
 
-def read_journal(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
-    """The lines of a run's results.jsonl (none when it has no journal: a dry run), and how
-    many could not be read (a killed run can leave its last line cut short)."""
-    journal = run_dir / "results.jsonl"
-    found = list(json_lines(journal)) if journal.is_file() else []
-    lines = [line for line in found if line is not None]
-    return lines, len(found) - len(lines)
-
-
 def check_run_dir(run_dir: Path, base_url: str) -> None:
     """UsageError (exit 2, nothing sent) unless ``run_dir`` is a run that applied changes
     against the service at ``base_url``, and not an undo."""
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run folder (give a folder under reports.dir)")
-    if (run_dir / UNDO_FILE).exists():
+    folder = RunFolder(run_dir)
+    if folder.undo.exists():
         raise UsageError(
             f"{run_dir} is an undo: an undo is not undone. To apply the policy again, run "
             "`retention run` (or plan and apply)"
         )
-    if not (run_dir / "plan.json").is_file():
-        raise UsageError(f"{run_dir} is not a run folder: it has no plan.json")
-    head = read_head(run_dir / "plan.json")
+    if not folder.plan.is_file():
+        raise UsageError(f"{run_dir} is not a run folder: it has no {PLAN}")
+    head = read_head(folder.plan)
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
         raise UsageError(
             f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
@@ -160,35 +158,41 @@ def undo_run(
     """
     stop = stop or Stop()
     check_run_dir(run_dir, client.base_url)
-    lines, bad = read_journal(run_dir)
+    undone = RunFolder(run_dir).results
+    lines, bad = read_apply_journal(undone)
     started = now()
-    run_id, folder = new_run_dir(reports, started)
-    folder.mkdir(parents=True)
-    where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
-    result = UndoResult(run_id, folder, where, dry_run, started, unreadable=bad)
+    folder = RunFolder.new(reports, started)
+    folder.path.mkdir(parents=True)
     if bad:
-        undone = run_dir / "results.jsonl"
         log.warning("%s: %d journal lines could not be read and are not undone", undone, bad)
-    journal = Journal(folder / "results.jsonl", now)
+    journal = JournalFile(folder.results)
 
-    def intent(r: Restoration, bodies: list[dict[str, Any]]) -> None:
-        journal.write({"at": format_timestamp(now()), **_intent(r, bodies)})
+    def intent(r: Restoration, bodies: list[PatchText]) -> None:
+        journal.append(_intent(format_timestamp(now()), r, bodies))
 
     def work(r: Restoration) -> Item:
         item = _undo_one(client, r, dry_run=dry_run, now=now, stop=stop, intent=intent)
         # Journalled as it ends, by the worker: not after the items before it in order.
-        journal.write({"at": format_timestamp(now()), **item.document()})
+        journal.append({"at": format_timestamp(now()), **item.document()})
         return item
 
+    items: list[Item] = []
     try:
-        for item in ordered(work, restorations(lines), workers=concurrency, name="undo"):
-            result.items.append(item)
+        items.extend(ordered(work, restorations(lines), workers=concurrency, name="undo"))
     finally:
         journal.close()
-    if stop.requested:
-        result.interrupted = stop.name
-    result.document = undo_document(result)
-    _write_undo_file(result.run_dir / UNDO_FILE, result.document)
+    where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
+    result = UndoResult(
+        folder.run_id,
+        folder.path,
+        where,
+        dry_run,
+        started,
+        items,
+        unreadable=bad,
+        interrupted=stop.name if stop.requested else None,
+    )
+    folder.write_undo(result.document)
     return result
 
 
@@ -199,7 +203,7 @@ def _undo_one(
     dry_run: bool,
     now: Callable[[], datetime],
     stop: Stop,
-    intent: Callable[[Restoration, list[dict[str, Any]]], None],
+    intent: Callable[[Restoration, list[PatchText]], None],
 ) -> Item:
     try:
         stop.check("reading the snapshot")
@@ -224,7 +228,7 @@ def _restore(
     client: OpsManagerClient,
     item: Item,
     stop: Stop,
-    intent: Callable[[Restoration, list[dict[str, Any]]], None],
+    intent: Callable[[Restoration, list[PatchText]], None],
 ) -> Item:
     """Send the PATCHes that put ``item`` back, journalled ahead; the item as it ends."""
     r = item.restoration
@@ -232,9 +236,9 @@ def _restore(
         item.outcome, item.reason = "not-sent", _stopped(stop.name)
         return item
     steps = r.steps()
-    intent(r, [patch.body() for patch in steps])
+    intent(r, [patch_text(patch) for patch in steps])
     for patch in steps:
-        body = patch.body()
+        body = patch_text(patch)
         try:
             # The first PATCH is sent: the second finishes the change even after a stop.
             with stop.shield() if item.sent else nullcontext():
@@ -268,9 +272,10 @@ def _stopped(signal_name: str) -> str:
     return f"not put back: the undo was stopped ({signal_name})"
 
 
-def _intent(r: Restoration, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+def _intent(at: str, r: Restoration, bodies: list[PatchText]) -> UndoIntent:
     """The write-ahead line of a restore: what is about to be sent, before it is."""
     return {
+        "at": at,
         "intent": True,
         "projectId": r.project_id,
         "clusterId": r.cluster_id,
@@ -282,13 +287,7 @@ def _intent(r: Restoration, bodies: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _write_undo_file(path: Path, document: dict[str, Any]) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
-    partial.replace(path)
-
-
-def undo_document(result: UndoResult) -> dict[str, Any]:
+def undo_document(result: UndoResult) -> UndoDocument:
     """undo.json: which run was undone, when, and every item."""
     return {
         "format": UNDO_FORMAT,

@@ -1,0 +1,116 @@
+"""A run folder, ``reports/<UTC time>-<run id>/``, and the names of its files: the one place
+they are spelled (docs/plan-file.md, "What a run folder holds").
+
+A run or an apply writes plan.json, decisions.jsonl, results.jsonl and the reports; an undo
+writes undo.json, results.jsonl (its own journal) and the reports; a command a signal
+stopped also writes interrupted.json. The reports folder's locks are not part of any run
+folder (retention.ops.lock names them).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from retention.core.runfiles import (
+    INTERRUPTED_DOCUMENT,
+    UNDO_DOCUMENT,
+    InterruptedDocument,
+    UndoDocument,
+)
+from retention.runfolder.planwrite import encode_line
+
+PLAN = "plan.json"
+DECISIONS = "decisions.jsonl"
+RESULTS = "results.jsonl"
+UNDO = "undo.json"
+INTERRUPTED = "interrupted.json"
+# The reports by format (reports.formats).
+REPORTS = {"html": "report.html", "markdown": "report.md"}
+# A file is written under this suffix and renamed when whole, so a reader never meets half.
+PARTIAL = ".partial"
+
+
+def partial_path(path: Path) -> Path:
+    """Where ``path`` is written before it is whole."""
+    return path.with_name(path.name + PARTIAL)
+
+
+def decisions_path(plan_path: Path) -> Path:
+    """Where a plan's decisions go: decisions.jsonl beside plan.json, and NAME.decisions.jsonl
+    beside any other NAME.json, so two plans in one folder keep their own."""
+    if plan_path.name == PLAN:
+        return plan_path.with_name(DECISIONS)
+    return plan_path.with_name(plan_path.stem + "." + DECISIONS)
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A run folder: where each of its files is, and undo.json and interrupted.json read and
+    written through their models (retention.core.runfiles). Nothing is touched until asked."""
+
+    path: Path
+
+    @classmethod
+    def new(cls, reports: Path, now: datetime) -> RunFolder:
+        """A fresh run folder under ``reports``, ``<UTC time>-<run id>`` (not yet made)."""
+        return cls(reports / f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}")
+
+    @property
+    def run_id(self) -> str:
+        """The run id: the last part of the folder's name."""
+        return self.path.name.rpartition("-")[2]
+
+    @property
+    def plan(self) -> Path:
+        """plan.json."""
+        return self.path / PLAN
+
+    @property
+    def decisions(self) -> Path:
+        """decisions.jsonl, the plan's decisions."""
+        return decisions_path(self.plan)
+
+    @property
+    def results(self) -> Path:
+        """results.jsonl: the journal of an apply, or of an undo in an undo's folder."""
+        return self.path / RESULTS
+
+    @property
+    def undo(self) -> Path:
+        """undo.json, in the folder of an undo."""
+        return self.path / UNDO
+
+    @property
+    def interrupted(self) -> Path:
+        """interrupted.json, in the folder of a command a signal stopped."""
+        return self.path / INTERRUPTED
+
+    def report(self, output: str) -> Path:
+        """The report of format ``output`` ("html" or "markdown")."""
+        return self.path / REPORTS[output]
+
+    def write_undo(self, document: UndoDocument) -> Path:
+        """Write undo.json, under its partial name first; return its path."""
+        partial = partial_path(self.undo)
+        partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+        partial.replace(self.undo)
+        return self.undo
+
+    def read_undo(self) -> UndoDocument:
+        """undo.json, validated (pydantic's ValidationError when it is not one)."""
+        return UNDO_DOCUMENT.validate_json(self.undo.read_bytes())
+
+    def write_interrupted(self, document: InterruptedDocument) -> Path:
+        """Write interrupted.json (one line), making the folder if planning made none yet."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.interrupted.write_bytes(encode_line(document))
+        return self.interrupted
+
+    def read_interrupted(self) -> InterruptedDocument:
+        """interrupted.json, validated (pydantic's ValidationError when it is not one)."""
+        return INTERRUPTED_DOCUMENT.validate_json(self.interrupted.read_bytes())
