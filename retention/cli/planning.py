@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from retention.cli import cli
-from retention.cli.common import load, parse_at, shard_from, shard_options
+from retention.cli.common import (
+    clock_of,
+    lifecycle_setup,
+    load,
+    parse_at,
+    shard_from,
+    shard_options,
+)
 from retention.cli.output import emit, format_option
 from retention.errors import (
     EXIT_FAILURES,
@@ -24,6 +30,7 @@ from retention.errors import (
 
 if TYPE_CHECKING:
     from retention.cli.explaining import Policies
+    from retention.planning.job import PlanResult
 
 
 @cli.command()
@@ -73,57 +80,18 @@ def plan(
       retention plan --out - | jq .summary       # the plan itself on stdout
       retention plan --format json | jq .plan.summary.byAction
     """
-    from retention.cli.summary import summary_lines
-    from retention.config.policyfiles import load_policies
-    from retention.config.settings import require_writable
-    from retention.errors import StopRequestedError
-    from retention.lifecycle.jobs import mark_interrupted, new_run_dir, planning_stopped
-    from retention.ops.stopping import Stop, on_signals
-    from retention.planning.job import make_plan
+    from retention.lifecycle.plan import plan_fleet
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
         raise UsageError("--out - already writes the plan as JSON to stdout: leave out --format")
-    selected = shard_from(shard, shard_count)
-    loaded = load(ctx)
-    config = loaded.config
-    policies = load_policies(config.policies)
-    now = parse_at(at)
-    created = datetime.now(UTC)
-    in_run_folder = out is None or to_stdout
-    if out is not None and not to_stdout:
-        plan_path = Path(out)
-        require_writable(plan_path.parent, "--out")
-    else:
-        base = Path(report_dir) if report_dir else config.reports.dir
-        require_writable(base, "--report-dir" if report_dir else "reports.dir")
-        plan_path = new_run_dir(base, created)[1] / "plan.json"
-    projects = config.project_targets()
-    stop = Stop()
-    with on_signals(stop), loaded.build_client(stop=stop) as client:
-        try:
-            result = make_plan(
-                client,
-                policies,
-                projects,
-                now=now,
-                created_at=created,
-                schedule=config.schedule,
-                concurrency=config.api.concurrency,
-                plan_path=plan_path,
-                shard=selected,
-                what_if=at is not None,
-                workers=config.api.planning_workers(),
-            )
-        except StopRequestedError as exc:
-            # A plan's own folder says it was stopped; a file named by --out is left as
-            # it was (make_plan writes nothing in its place).
-            if not in_run_folder:
-                raise planning_stopped(exc, f"{plan_path} is as it was") from None
-            where = mark_interrupted(
-                plan_path.parent, "plan", exc.signal_name, created, datetime.now(UTC)
-            )
-            raise planning_stopped(exc, f"the run folder says so ({where})") from None
+    result = plan_fleet(
+        lifecycle_setup(ctx),
+        out=Path(out) if out is not None and not to_stdout else None,
+        report_dir=Path(report_dir) if report_dir else None,
+        at=parse_at(at),
+        shard=shard_from(shard, shard_count),
+    )
     code = exit_code_for(failed=bool(result.errors), held=result.held)
     if output == "json":
         emit(
@@ -135,26 +103,33 @@ def plan(
                 "plan": result.document,
             }
         )
-        return code
-    if to_stdout:
-        # The plan is the output: the summary goes to stderr, out of a pipe's way.
+    else:
+        _print_plan(result, what_if=at is not None, to_stderr=to_stdout)
+    return code
+
+
+def _print_plan(result: PlanResult, *, what_if: bool, to_stderr: bool) -> None:
+    """The plan's summary, where it is and what next; with ``to_stderr`` the plan itself is
+    the output (--out -), and the summary goes to stderr, out of a pipe's way."""
+    from retention.cli.summary import summary_lines
+
+    if to_stderr:
         click.echo(result.plan_path.read_text(encoding="utf-8"), nl=False)
     for line in summary_lines(result.document):
-        click.echo(line, err=to_stdout)
+        click.echo(line, err=to_stderr)
     click.echo(
-        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.", err=to_stdout
+        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.", err=to_stderr
     )
-    if at is not None:
+    if what_if:
         click.echo(
             "This is a what-if plan (--at): it shows what the policies would do then, and "
             "`retention apply` refuses it.",
-            err=to_stdout,
+            err=to_stderr,
         )
     click.echo(
         f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}",
-        err=to_stdout,
+        err=to_stderr,
     )
-    return code
 
 
 @cli.command()
@@ -187,7 +162,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
-    warnings = hold_warnings(policies, datetime.now(UTC))
+    warnings = hold_warnings(policies, clock_of(ctx)())
     log = logging.getLogger("retention.policy")
     for warning in warnings:
         # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.
@@ -376,7 +351,7 @@ def doctor(ctx: click.Context, output: str) -> int:
     """
     from retention.ops.doctor import run_doctor
 
-    report = run_doctor(ctx.obj["config_path"])
+    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx))
     code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(
         report.stopped or "", EXIT_FAILURES if report.failed else 0
     )

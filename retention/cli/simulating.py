@@ -5,13 +5,17 @@ from __future__ import annotations
 import signal
 import threading
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from retention.cli import cli
+from retention.cli.common import clock_of
 from retention.cli.output import emit, format_option
 from retention.errors import UsageError
+
+if TYPE_CHECKING:
+    from retention.simulator.server import Simulator
 
 
 @cli.group()
@@ -62,7 +66,9 @@ def simulator() -> None:
     help="Seconds after its expiry that a snapshot is deleted.",
 )
 @format_option
+@click.pass_context
 def simulator_serve(
+    ctx: click.Context,
     *,
     output: str,
     host: str,
@@ -105,6 +111,7 @@ def simulator_serve(
         literal_op=literal_op,
         nonce_ttl=nonce_ttl,
         reap_delay=timedelta(seconds=reap_delay),
+        now=clock_of(ctx)(),  # the simulated time starts at the command line's
     )
     sim = Simulator(config)
     try:
@@ -116,26 +123,7 @@ def simulator_serve(
     summary = sim.admin("fleet")
     snapshots = sim.admin("counters")["snapshots"]
     if output == "json":
-        emit(
-            {
-                "command": "simulator serve",
-                "fleet": fleet,
-                "seed": seed,
-                "baseUrl": sim.base_url,
-                "publicKey": sim.public_key,
-                "privateKey": sim.private_key,  # the simulator's own, made up for this run
-                "admin": sim.admin_url,
-                "snapshots": snapshots,
-                "projects": [
-                    {
-                        "id": p["id"],
-                        "name": p["name"],
-                        "clusters": sum(1 for c in p["clusters"] if c["snapshots"]),
-                    }
-                    for p in summary["projects"]
-                ],
-            }
-        )
+        emit(_started_document(sim, fleet=fleet, seed=seed, summary=summary, snapshots=snapshots))
     else:
         _print_started(
             sim,
@@ -146,6 +134,13 @@ def simulator_serve(
             summary=summary,
             snapshots=snapshots,
         )
+    _serve_until_stopped(sim)
+    if output == "text":
+        click.echo("simulator stopped")
+
+
+def _serve_until_stopped(sim: Simulator) -> None:
+    """Serve until SIGTERM or Ctrl-C, then stop the simulator."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -155,12 +150,34 @@ def simulator_serve(
         pass
     finally:
         sim.stop()
-    if output == "text":
-        click.echo("simulator stopped")
+
+
+def _started_document(
+    sim: Simulator, *, fleet: str, seed: int, summary: dict[str, Any], snapshots: int
+) -> dict[str, Any]:
+    """simulator serve --format json: where it serves, its keys and its fleet."""
+    return {
+        "command": "simulator serve",
+        "fleet": fleet,
+        "seed": seed,
+        "baseUrl": sim.base_url,
+        "publicKey": sim.public_key,
+        "privateKey": sim.private_key,  # the simulator's own, made up for this run
+        "admin": sim.admin_url,
+        "snapshots": snapshots,
+        "projects": [
+            {
+                "id": p["id"],
+                "name": p["name"],
+                "clusters": sum(1 for c in p["clusters"] if c["snapshots"]),
+            }
+            for p in summary["projects"]
+        ],
+    }
 
 
 def _print_started(
-    sim: Any,
+    sim: Simulator,
     *,
     fleet: str,
     seed: int,
