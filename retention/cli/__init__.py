@@ -106,6 +106,45 @@ def _report(error: RetentionError, clock: Clock, *, as_json: bool = False) -> No
             click.echo(f"  - {problem}", err=True)
 
 
+def _report_usage(error: click.ClickException, clock: Clock, *, as_json: bool) -> int:
+    """Say what was wrong with the command line (click's words, or in json mode one fatal
+    event with the usage); its exit code."""
+    code = EXIT_USAGE if isinstance(error, click.UsageError) else error.exit_code
+    if not as_json:
+        error.show()
+        return code
+    usage = error.ctx.get_usage() if isinstance(error, click.UsageError) and error.ctx else None
+    logs.fatal(
+        error.format_message(),
+        exit_code=code,
+        errorType=type(error).__name__,
+        usage=usage,
+        clock=clock,
+    )
+    return code
+
+
+def _report_bug(error: Exception, clock: Clock, *, as_json: bool, debug: bool) -> None:
+    """Say that a bug ended the command, without a traceback unless --debug."""
+    if as_json:
+        logs.fatal(
+            f"internal error: {type(error).__name__}: {error}",
+            exit_code=EXIT_FAILURES,
+            errorType=type(error).__name__,
+            hint=None if debug else "a bug in retention; run with --debug for the traceback",
+            traceback=traceback.format_exc() if debug else None,
+            clock=clock,
+        )
+        return
+    if debug:
+        traceback.print_exc()
+    click.echo(
+        f"internal error: {type(error).__name__}: {error}\n"
+        "This is a bug in retention; run again with --debug for the traceback.",
+        err=True,
+    )
+
+
 def main(argv: Sequence[str] | None = None, *, clock: Clock = system_clock) -> int:
     """Run the CLI and return its exit code; errors become messages, never tracebacks.
     ``clock`` is where every command reads the time (retention.ops.clock).
@@ -133,42 +172,14 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock = system_clock) -> i
         # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
         return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except click.ClickException as exc:
-        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
-        if as_json:
-            usage = exc.ctx.get_usage() if isinstance(exc, click.UsageError) and exc.ctx else None
-            logs.fatal(
-                exc.format_message(),
-                exit_code=code,
-                errorType=type(exc).__name__,
-                usage=usage,
-                clock=clock,
-            )
-        else:
-            exc.show()
-        return code
+        return _report_usage(exc, clock, as_json=as_json)
     except RetentionError as exc:
         _report(exc, clock, as_json=as_json)
         return exc.exit_code
     except KeyboardInterrupt:
         return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        if as_json:
-            logs.fatal(
-                f"internal error: {type(exc).__name__}: {exc}",
-                exit_code=EXIT_FAILURES,
-                errorType=type(exc).__name__,
-                hint=None if debug else "a bug in retention; run with --debug for the traceback",
-                traceback=traceback.format_exc() if debug else None,
-                clock=clock,
-            )
-        else:
-            if debug:
-                traceback.print_exc()
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc}\n"
-                "This is a bug in retention; run again with --debug for the traceback.",
-                err=True,
-            )
+        _report_bug(exc, clock, as_json=as_json, debug=debug)
         return EXIT_FAILURES
     return result if isinstance(result, int) else 0
 

@@ -113,36 +113,53 @@ def simulator_serve(
         reap_delay=timedelta(seconds=reap_delay),
         now=clock_of(ctx)(),  # the simulated time starts at the command line's
     )
-    sim = Simulator(config)
-    try:
-        sim.start()
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--fleet {fleet}: {exc}") from None
-    summary = sim.admin("fleet")
-    snapshots = sim.admin("counters")["snapshots"]
-    if output == "json":
-        emit(_started_document(sim, fleet=fleet, seed=seed, summary=summary, snapshots=snapshots))
-    else:
-        _print_started(
-            sim,
-            fleet=fleet,
-            seed=seed,
-            faults=faults,
-            latency_ms=latency_ms,
-            summary=summary,
-            snapshots=snapshots,
-        )
-    _serve_until_stopped(sim)
+    # Handled before the banner: a SIGTERM sent once it is read must stop the serving.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    sim = _start(Simulator(config))
+    _announce(sim, output, faults)
+    _serve_until(stop, sim)
     if output == "text":
         click.echo("simulator stopped")
 
 
-def _serve_until_stopped(sim: Simulator) -> None:
-    """Serve until SIGTERM or Ctrl-C, then stop the simulator."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+def _start(sim: Simulator) -> Simulator:
+    """Start ``sim``, or say why it cannot serve (UsageError, exit 2)."""
+    config = sim.config
+    try:
+        return sim.start()
+    except OSError as exc:
+        where = f"{config.host}:{config.port}"
+        raise UsageError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--fleet {config.fleet}: {exc}") from None
+
+
+def _announce(sim: Simulator, output: str, faults: str) -> None:
+    """Say where the simulator serves and what (``output`` json: one JSON document)."""
+    config = sim.config
+    summary = sim.admin("fleet")
+    snapshots = sim.admin("counters")["snapshots"]
+    if output == "json":
+        emit(
+            _started_document(
+                sim, fleet=config.fleet, seed=config.seed, summary=summary, snapshots=snapshots
+            )
+        )
+        return
+    _print_started(
+        sim,
+        fleet=config.fleet,
+        seed=config.seed,
+        faults=faults,
+        latency_ms=config.latency_ms,
+        summary=summary,
+        snapshots=snapshots,
+    )
+
+
+def _serve_until(stop: threading.Event, sim: Simulator) -> None:
+    """Serve until ``stop`` (SIGTERM) or Ctrl-C, then stop the simulator."""
     try:
         while not stop.wait(0.5):
             pass

@@ -118,7 +118,6 @@ def run_job(
     while planning raises StopRequestedError once the folder says so (nothing was sent);
     while applying, the result's ``interrupted`` names the signal.
     """
-    stop = stop or Stop()
     started = now()
     run_id, run_dir = new_run_dir(reports, started)
     try:
@@ -151,7 +150,7 @@ def run_job(
             now=now,
             on_outcome=on_outcome,
             on_apply=on_apply,
-            stop=stop,
+            stop=stop or Stop(),
         )
     return result
 
