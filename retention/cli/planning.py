@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -30,6 +30,7 @@ from retention.errors import (
 
 if TYPE_CHECKING:
     from retention.cli.explaining import Policies
+    from retention.config.settings import RetentionConfig
     from retention.planning.job import PlanResult
 
 
@@ -158,7 +159,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     from retention.core.policy.loader import hold_warnings
 
     if policies_path is not None:
-        source: Any = Path(policies_path)
+        source: Path | list[Path] = Path(policies_path)
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
@@ -258,7 +259,9 @@ def explain(
         click.echo(text)
 
 
-def _explain_policies(ctx: click.Context, config: Any, policies_path: str | None) -> Policies:
+def _explain_policies(
+    ctx: click.Context, config: RetentionConfig | None, policies_path: str | None
+) -> Policies:
     """The policies to trace with: --policies, else those of the configuration. Without
     either, explain still says what the plan recorded (a plan is often read elsewhere)."""
     from retention.cli.explaining import Policies

@@ -17,11 +17,10 @@ import logging
 import operator
 import secrets
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from retention.api import OpsManagerClient
 from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
@@ -194,7 +193,7 @@ def _apply_planned(
         mark_interrupted(result.run_dir, "run", stop.name, started, now(), result=result)
 
 
-def change_count(head: Mapping[str, Any]) -> int:
+def change_count(head: PlanHead) -> int:
     """How many PATCHes a plan would send (held and advisory ones are not sent)."""
     by_action: dict[str, int] = head["summary"]["byAction"]
     return sum(n for action, n in by_action.items() if action not in ("held", "advisory"))
