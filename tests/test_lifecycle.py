@@ -17,6 +17,13 @@ from tests.notices import Receiver
 from tests.test_notify import write_config
 
 
+@pytest.fixture(autouse=True)
+def no_log_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No handler an earlier command set up (on a stream since closed) writes this test's
+    log records: what reaches stdout and stderr is the lifecycle's own doing."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+
+
 def test_a_run_called_as_a_library_writes_its_reports_sends_its_notice_and_prints_nothing(
     sim: Simulator,
     folder: Path,
