@@ -7,10 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import freezegun
 import pytest
 import responses
-from freezegun.config import DEFAULT_IGNORE_LIST
 from pydantic import SecretStr
 
 from retention.api.client import OpsManagerClient
@@ -25,16 +23,6 @@ if TYPE_CHECKING:
 PUBLIC_KEY = "pubkey-abcdef"
 # Distinctive, so a leak into any message or log line is found by a plain substring search.
 PRIVATE_KEY = "priv-3e1b9c0a-DO-NOT-LEAK-7f2d"
-
-# freezegun gives code called from a module of its ignore list (up to five frames down) the
-# real time.time() and time.monotonic(), though datetime.now() stays frozen. Its default
-# list has threading and queue, the first frames of every pool thread: a deadline taken
-# frozen in the main thread was then compared with the real clock in a worker (apprise's
-# notices timed out once the real monotonic clock passed the frozen one, under faketime).
-# The suite keeps pytest's own timings real and freezes threads like the main thread.
-freezegun.configure(
-    default_ignore_list=[m for m in DEFAULT_IGNORE_LIST if m not in {"threading", "queue"}]
-)
 
 # No waiting in unit tests: backoff 0, no jitter. Waits are tested against a real server.
 FAST_RETRY = RetryPolicy(retries=3, backoff_factor=0.0, jitter=0.0, max_total_seconds=30.0)
@@ -71,7 +59,7 @@ def fake(checker: DigestChecker) -> Iterator[FakeApi]:
 @pytest.fixture
 def sim() -> Iterator[Simulator]:
     """The small test fleet (tests/simfleet.py) on a running simulator, its clock frozen at
-    NOW and the product's clock in this process at the same NOW."""
+    NOW; a test gives the product that clock (``sim.clock.now``)."""
     from tests.simfleet import running  # noqa: PLC0415 - simfleet imports this module
 
     with running() as simulator:

@@ -1,20 +1,17 @@
 """A small, exact fleet for simulator tests, built from the store classes (no generator),
 and the one clock the simulator and the product share in a test: running() serves the
-fleet with the simulator's clock frozen at NOW and the product's clock at the same NOW."""
+fleet with the simulator's clock frozen at NOW, and a test hands that clock to the product
+(``cli.main(argv, clock=sim.clock.now)``, ``run_job(..., now=sim.clock.now)``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import freezegun.api
-import orjson
-from freezegun import freeze_time
 
 from retention.api.client import OpsManagerClient
 from retention.core.timestamps import format_timestamp
+from retention.ops.clock import Clock
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 from tests.conftest import FAST_RETRY, credentials
@@ -117,35 +114,9 @@ def alert(
     }
 
 
-@contextmanager
-def product_clock(at: datetime = NOW) -> Iterator[None]:
-    """The product's wall clock (datetime.now, time.time, time.monotonic) set to ``at`` and
-    running on in real time from there, for code called in this process, pool threads
-    included (tests/conftest.py configures freezegun); the simulator (retention.simulator,
-    which may serve from a thread here) keeps its own clock.
-
-    freezegun's datetimes are a subclass, which orjson refuses to encode: while the clock is
-    set, orjson.dumps writes one as the plain datetime it stands for, and refuses anything
-    else it cannot encode as before.
-    """
-    dumps, plain = orjson.dumps, freezegun.api.real_datetime
-
-    def dumps_unfaked(value: Any, default: Any = None, option: int | None = None) -> bytes:
-        def unfaked(obj: object) -> Any:
-            if isinstance(obj, plain) and type(obj) is not plain:
-                return plain(*obj.timetuple()[:6], obj.microsecond, obj.tzinfo, fold=obj.fold)
-            if default is not None:
-                return default(obj)
-            raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
-
-        return dumps(value, default=unfaked, option=option)
-
-    with freeze_time(at, tick=True, ignore=["retention.simulator"]):
-        orjson.dumps = dumps_unfaked
-        try:
-            yield
-        finally:
-            orjson.dumps = dumps
+def clock_at(when: datetime) -> Clock:
+    """A product clock standing still at ``when``: a time apart from the simulator's."""
+    return lambda: when
 
 
 @contextmanager
@@ -153,8 +124,8 @@ def running(
     fleet_factory: Callable[[datetime], Fleet] = small_fleet, /, **options: object
 ) -> Iterator[Simulator]:
     """A simulator on a free port serving ``fleet_factory(NOW)`` (the small fleet) with its
-    clock frozen at NOW, and the product's clock in this process at the same NOW
-    (product_clock); ``options`` are the simulator's (SimulatorConfig)."""
+    clock frozen at NOW (``sim.clock.now``, the product's clock too in a test);
+    ``options`` are the simulator's (SimulatorConfig)."""
     config = SimulatorConfig(
         public_key=credentials().public_key,
         private_key=KEY,
@@ -162,7 +133,7 @@ def running(
         frozen=True,
         **options,  # type: ignore[arg-type]
     )
-    with Simulator(config, fleet_factory=fleet_factory) as sim, product_clock(NOW):
+    with Simulator(config, fleet_factory=fleet_factory) as sim:
         yield sim
 
 

@@ -17,13 +17,14 @@ from retention import cli
 from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal, apply_plan
 from retention.core.planfile import clusters_by_key
+from retention.ops.clock import Clock
 from retention.runfolder.planread import read_head, read_list
 from retention.simulator.server import Simulator
 from tests.journal import intent_lines, outcome_lines
-from tests.simfleet import NOW, SMALL, P, client_for, product_clock, running, small_fleet
+from tests.simfleet import NOW, SMALL, P, client_for, clock_at, running, small_fleet
 
-# The sim fixture (tests/simfleet.running) freezes the simulator's clock at NOW and sets
-# the product's clock to the same NOW: apply checks plans against the product's clock.
+# The sim fixture (tests/simfleet.running) freezes the simulator's clock at NOW, and the
+# product is given that clock: apply checks plans against the product's clock.
 POLICY = """\
 name: everything
 keep:
@@ -48,9 +49,9 @@ def configure(folder: Path, base_url: str, *, release: bool = False) -> None:
     )
 
 
-def retention(*args: str) -> int:
-    """Run the command line as a user would, in the current folder."""
-    return cli.main(list(args))
+def retention(*args: str, clock: Clock) -> int:
+    """Run the command line as a user would, in the current folder, at ``clock``'s time."""
+    return cli.main(list(args), clock=clock)
 
 
 def patches(sim: Simulator) -> list[dict[str, Any]]:
@@ -68,12 +69,12 @@ def test_a_what_if_plan_is_refused_and_nothing_is_sent(
     says what it is and what to do instead, and sends nothing."""
     configure(folder, sim.base_url)
     at = (NOW + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert retention("plan", "--at", at, "--out", "whatif.json") == planned
+    assert retention("plan", "--at", at, "--out", "whatif.json", clock=sim.clock.now) == planned
     assert read_head(folder / "whatif.json")["whatIf"] is True
     assert list(read_list(folder / "whatif.json", "changes")), "the what-if plan has changes"
     capsys.readouterr()
 
-    code = retention("apply", "whatif.json")
+    code = retention("apply", "whatif.json", clock=sim.clock.now)
 
     err = capsys.readouterr().err
     assert code == 2
@@ -89,15 +90,19 @@ def test_a_plan_older_than_max_age_by_the_shared_clock_is_refused(
     """With the product's clock moved on two hours from the plan, apply --max-age 1h
     refuses it (exit 2, its age named) and sends nothing; half an hour on, it applies."""
     configure(folder, sim.base_url)
-    assert retention("plan", "--out", "plan.json") == 3  # the open alert holds prod-small
+    assert (
+        retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
+    )  # the open alert holds prod-small
     capsys.readouterr()
 
-    with product_clock(NOW + timedelta(hours=2)):
-        stale = retention("apply", "plan.json", "--max-age", "1h")
+    stale = retention(
+        "apply", "plan.json", "--max-age", "1h", clock=clock_at(NOW + timedelta(hours=2))
+    )
     err = capsys.readouterr().err
     sent_when_stale = patches(sim)
-    with product_clock(NOW + timedelta(minutes=30)):
-        fresh = retention("apply", "plan.json", "--max-age", "1h")
+    fresh = retention(
+        "apply", "plan.json", "--max-age", "1h", clock=clock_at(NOW + timedelta(minutes=30))
+    )
 
     assert stale == 2
     assert "the plan is 2.0h old, more than --max-age 1.0h" in err
@@ -112,11 +117,13 @@ def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
     """apply PLAN takes any file name: the run folder under reports.dir gets a copy of the
     plan, its decisions, results.jsonl and both reports; the current folder gets nothing."""
     configure(folder, sim.base_url)
-    assert retention("plan", "--out", "mine.json") == 3  # the open alert holds prod-small
+    assert (
+        retention("plan", "--out", "mine.json", clock=sim.clock.now) == 3
+    )  # the open alert holds prod-small
     before = sorted(p.name for p in folder.iterdir())
     capsys.readouterr()
 
-    code = retention("apply", "mine.json")
+    code = retention("apply", "mine.json", clock=sim.clock.now)
 
     out = capsys.readouterr().out
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
@@ -146,11 +153,11 @@ def test_a_cluster_named_like_a_placeholder_round_trips_through_plan_and_apply(
     fleet.projects[P].clusters[SMALL].name = "@@changes@@"
     with running(lambda _now: fleet) as sim:
         configure(folder, sim.base_url, release=True)
-        assert retention("plan", "--out", "plan.json") == 3
+        assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
         plan = json.loads((folder / "plan.json").read_text())
         names = {c["name"] for c in plan["clusters"]}
 
-        assert retention("apply", "plan.json") == 3
+        assert retention("apply", "plan.json", clock=sim.clock.now) == 3
 
         sent = patches(sim)
     assert "@@changes@@" in names
@@ -165,14 +172,14 @@ def test_a_malformed_entry_refuses_the_whole_plan_before_any_request(
     """A change whose snapshot id is ".." is exit 2 naming the entry, and no request at all
     reaches the API (not even the first of the other changes)."""
     configure(folder, sim.base_url)
-    assert retention("plan", "--out", "plan.json") == 3
+    assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
     document = json.loads((folder / "plan.json").read_text())
     document["changes"][-1]["snapshotId"] = ".."
     (folder / "plan.json").write_text(json.dumps(document, indent=2))
     requests_before = sim.admin("counters")["requests"]
     capsys.readouterr()
 
-    code = retention("apply", "plan.json")
+    code = retention("apply", "plan.json", clock=sim.clock.now)
 
     err = capsys.readouterr().err
     last = len(document["changes"]) - 1
@@ -235,11 +242,11 @@ def test_a_held_clusters_release_of_a_kept_snapshot_is_one_change_everywhere(
     destructive: the plan lists it under changes, and apply sends it (it is not reported
     as held); the cluster's shorten stays held."""
     configure(folder, sim.base_url, release=True)
-    assert retention("plan", "--out", "plan.json") == 3
+    assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
     changes = {c["snapshotId"]: c for c in read_list(folder / "plan.json", "changes")}
     held = {c["snapshotId"]: c for c in read_list(folder / "plan.json", "held")}
 
-    assert retention("apply", "plan.json") == 3
+    assert retention("apply", "plan.json", clock=sim.clock.now) == 3
 
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
     results = {x["snapshotId"]: x for x in outcome_lines(run_dir / "results.jsonl")}
@@ -263,19 +270,27 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
     policy.write_text(
         policy.read_text().replace("max_expire_fraction: 1.0", "max_expire_fraction: 0.1")
     )
-    assert retention("plan", "--out", "plan.json") == 3
+    assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
     held = list(read_list(folder / "plan.json", "held"))
     big = [c for c in held if c["clusterName"] == "prod-big"]
     capsys.readouterr()
 
-    refused = retention("apply", "plan.json", "--approve", "prod-small")
+    refused = retention("apply", "plan.json", "--approve", "prod-small", clock=sim.clock.now)
     err = capsys.readouterr().err
     assert refused == 2
     assert "--approve prod-small: held by alert: OPEN alert BAD_CLUSTERSHOTS" in err
     assert patches(sim) == []
 
     metrics = folder / "apply.prom"
-    code = retention("apply", "plan.json", "--approve", "prod-big", "--metrics-file", str(metrics))
+    code = retention(
+        "apply",
+        "plan.json",
+        "--approve",
+        "prod-big",
+        "--metrics-file",
+        str(metrics),
+        clock=sim.clock.now,
+    )
 
     out = capsys.readouterr().out
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
@@ -320,10 +335,10 @@ def test_approving_every_held_cluster_ends_the_hold(
         policy.read_text().replace("max_expire_fraction: 1.0", "max_expire_fraction: 0.1")
         + "  hold_on_alerts: []\n"
     )
-    assert retention("plan", "--out", "plan.json") == 3
+    assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
     held = json.loads((folder / "plan.json").read_text())["summary"]["clustersHeld"]
 
-    code = retention("apply", "plan.json", "--approve-all")
+    code = retention("apply", "plan.json", "--approve-all", clock=sim.clock.now)
 
     out = capsys.readouterr().out
     assert held >= 1

@@ -41,7 +41,7 @@ def make_plan(folder: Path, sim: Simulator, at: str = AT) -> Path:
         f'api:\n  base_url: {sim.base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
     )
     plan = folder / "plan.json"
-    assert cli.main(["plan", "--out", str(plan), "--at", at]) == 0
+    assert cli.main(["plan", "--out", str(plan), "--at", at], clock=sim.clock.now) == 0
     return plan
 
 

@@ -95,7 +95,7 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
     with serving(fleet, now) as sim:
         configure(folder, sim.base_url)
 
-        code = cli.main(["run"])
+        code = cli.main(["run"], clock=sim.clock.now)
         out = capsys.readouterr().out
         sent = patched(sim)
         counters = sim.admin("counters")
@@ -147,9 +147,9 @@ def test_unusual_ids_are_carried_encoded_and_patched_through_plan_and_apply(
     with serving(fleet, now) as sim:
         configure(folder, sim.base_url)
 
-        planned = cli.main(["plan", "--out", "plan.json"])
+        planned = cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now)
         plan = json.loads((folder / "plan.json").read_text())
-        applied = cli.main(["apply", "plan.json"])
+        applied = cli.main(["apply", "plan.json"], clock=sim.clock.now)
         capsys.readouterr()
         sent = patched(sim)
 

@@ -12,22 +12,28 @@ import jsonschema
 import pytest
 
 from retention import cli
+from retention.ops.clock import Clock, system_clock
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
 from tests.simfleet import KEY
 from tests.test_cli_plan import write_config
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run the CLI; its exit code, stdout and stderr."""
-    code = cli.main(list(args))
+def run(
+    capsys: pytest.CaptureFixture[str], *args: str, clock: Clock = system_clock
+) -> tuple[int, str, str]:
+    """Run the CLI at ``clock``'s time; its exit code, stdout and stderr."""
+    code = cli.main(list(args), clock=clock)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
-def document(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    """Run a command with --format json; its exit code and the one JSON document it printed."""
-    code, out, _ = run(capsys, *args, "--format", "json")
+def document(
+    capsys: pytest.CaptureFixture[str], *args: str, clock: Clock = system_clock
+) -> tuple[int, dict[str, Any]]:
+    """Run a command with --format json at ``clock``'s time; its exit code and the one JSON
+    document it printed."""
+    code, out, _ = run(capsys, *args, "--format", "json", clock=clock)
     parsed = json.loads(out)  # the whole of stdout is one document
     assert isinstance(parsed, dict)
     return code, parsed
@@ -40,7 +46,7 @@ def test_plan_json_is_the_plan_head_with_paths_and_exit_code(
     the plan without its long lists: summary, clusters, holds, warnings."""
     config = write_config(folder, sim.base_url)
 
-    code, doc = document(capsys, "--config", str(config), "plan")
+    code, doc = document(capsys, "--config", str(config), "plan", clock=sim.clock.now)
 
     on_disk = json.loads(Path(doc["planPath"]).read_text())
     assert (doc["command"], doc["exitCode"], code) == ("plan", 0, 0)
@@ -57,7 +63,7 @@ def test_plan_out_dash_writes_the_plan_to_stdout_and_the_summary_to_stderr(
     copy with its decisions in a run folder, and says so on stderr."""
     config = write_config(folder, sim.base_url)
 
-    code, out, err = run(capsys, "plan", "--config", str(config), "--out", "-")
+    code, out, err = run(capsys, "plan", "--config", str(config), "--out", "-", clock=sim.clock.now)
 
     plan = json.loads(out)
     jsonschema.validate(plan, plan_json_schema())
@@ -118,12 +124,19 @@ def test_explain_json_has_the_decision_and_every_rule(
     """explain --format json carries the plan's record of the snapshot and, per policy, each
     rule with whether it kept the snapshot and, if not, why."""
     config = write_config(folder, sim.base_url)
-    _, plan = document(capsys, "--config", str(config), "plan")
+    _, plan = document(capsys, "--config", str(config), "plan", clock=sim.clock.now)
     decisions = Path(plan["decisionsPath"]).read_text().splitlines()
     kept = next(json.loads(x) for x in decisions if json.loads(x)["state"] == "kept")
 
     code, doc = document(
-        capsys, "explain", kept["snapshotId"], "--plan", plan["planPath"], "--config", str(config)
+        capsys,
+        "explain",
+        kept["snapshotId"],
+        "--plan",
+        plan["planPath"],
+        "--config",
+        str(config),
+        clock=sim.clock.now,
     )
 
     [policy] = doc["policies"]
@@ -142,7 +155,7 @@ def test_doctor_json_names_its_command(
     """doctor --format json: the exit code and every check, like the other commands."""
     write_config(folder, sim.base_url)
 
-    code, doc = document(capsys, "doctor")
+    code, doc = document(capsys, "doctor", clock=sim.clock.now)
 
     assert (doc["command"], doc["exitCode"]) == ("doctor", code)
     assert {c["name"] for c in doc["checks"]} >= {"configuration", "policies", "reachable"}
@@ -198,7 +211,7 @@ def test_run_json_says_how_the_run_ended(
     summary and the PATCH outcomes (null for a dry run), and nothing else on stdout."""
     write_config(folder, sim.base_url)
 
-    code, doc = document(capsys, "run", *(["--dry-run"] if dry_run else []))
+    code, doc = document(capsys, "run", *(["--dry-run"] if dry_run else []), clock=sim.clock.now)
 
     sent = sum(n for a, n in doc["summary"]["byAction"].items() if a not in ("held", "advisory"))
     assert (doc["command"], doc["mode"], doc["exitCode"]) == (
@@ -221,7 +234,7 @@ def test_apply_json_names_what_was_approved(
     """apply --format json after --approve says which clusters were approved and how many
     held changes were sent."""
     write_config(folder, sim.base_url, fraction=0.1)
-    _, plan = document(capsys, "plan", "--out", "plan.json")
+    _, plan = document(capsys, "plan", "--out", "plan.json", clock=sim.clock.now)
     held = [c["name"] for c in plan["plan"]["clusters"] if c["holds"]]
     fraction_only = [
         c["name"]
@@ -229,7 +242,9 @@ def test_apply_json_names_what_was_approved(
         if c["holds"] and all(h["kind"] == "max_expire_fraction" for h in c["holds"])
     ]
 
-    code, doc = document(capsys, "apply", "plan.json", "--approve", fraction_only[0])
+    code, doc = document(
+        capsys, "apply", "plan.json", "--approve", fraction_only[0], clock=sim.clock.now
+    )
 
     assert held
     assert (doc["command"], doc["mode"], doc["exitCode"]) == ("apply", "apply", code)
@@ -285,7 +300,7 @@ def test_every_line_of_both_streams_is_json_under_log_format_json(
     (folder / "broken").mkdir()
     (folder / "broken" / "p.yaml").write_text("name: p\nkeep: {dayly: 3}\n")
 
-    got, out, err = run(capsys, "--log-format", "json", *args)
+    got, out, err = run(capsys, "--log-format", "json", *args, clock=sim.clock.now)
 
     values = json_stream(out + err)
     assert got == code

@@ -62,7 +62,9 @@ def test_plan_writes_plan_and_decisions_and_summary(
     """plan writes a valid plan.json and decisions.jsonl in reports/ and prints the summary."""
     config = write_config(tmp_path, sim.base_url)
 
-    code = cli.main(["--config", str(config), "plan", "--at", "2026-11-21T12:00:00Z"])
+    code = cli.main(
+        ["--config", str(config), "plan", "--at", "2026-11-21T12:00:00Z"], clock=sim.clock.now
+    )
 
     out = capsys.readouterr().out
     [plan_path] = (tmp_path / "reports").glob("*/plan.json")
@@ -86,7 +88,9 @@ def test_plan_held_by_the_fraction_gate_is_exit_3(
     summary says how to send what that gate holds after review (not what an alert holds)."""
     config = write_config(tmp_path, sim.base_url, fraction=0.1)
 
-    code = cli.main(["--config", str(config), "plan", "--out", str(tmp_path / "p.json")])
+    code = cli.main(
+        ["--config", str(config), "plan", "--out", str(tmp_path / "p.json")], clock=sim.clock.now
+    )
 
     out = capsys.readouterr().out
     assert code == 3
@@ -103,13 +107,26 @@ def test_explain_prints_every_reason(
     config = write_config(tmp_path, sim.base_url)
     plan_path = tmp_path / "p.json"
     cli.main(
-        ["--config", str(config), "plan", "--out", str(plan_path), "--at", "2026-11-21T12:00:00Z"]
+        ["--config", str(config), "plan", "--out", str(plan_path), "--at", "2026-11-21T12:00:00Z"],
+        clock=sim.clock.now,
     )
     capsys.readouterr()
 
-    assert cli.main(["--config", str(config), "explain", "fresh", "--plan", str(plan_path)]) == 0
+    assert (
+        cli.main(
+            ["--config", str(config), "explain", "fresh", "--plan", str(plan_path)],
+            clock=sim.clock.now,
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert cli.main(["--config", str(config), "explain", "nope", "--plan", str(plan_path)]) == 2
+    assert (
+        cli.main(
+            ["--config", str(config), "explain", "nope", "--plan", str(plan_path)],
+            clock=sim.clock.now,
+        )
+        == 2
+    )
     err = capsys.readouterr().err
 
     assert "snapshot fresh of cluster prod-small" in out
@@ -131,7 +148,9 @@ def test_wrong_key_is_exit_5_and_never_printed(
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", "a-wrong-secret-value")
     config = write_config(tmp_path, sim.base_url)
 
-    code = cli.main(["--config", str(config), "plan", "--out", str(tmp_path / "p.json")])
+    code = cli.main(
+        ["--config", str(config), "plan", "--out", str(tmp_path / "p.json")], clock=sim.clock.now
+    )
 
     err = capsys.readouterr().err
     assert code == 5
@@ -159,7 +178,7 @@ def test_bad_policy_is_exit_2_and_nothing_is_sent(
     config = write_config(tmp_path, sim.base_url)
     (tmp_path / "policies" / "broken.yaml").write_text("name: broken\nkeep:\n  dayly: 7\n")
 
-    code = cli.main(["--config", str(config), "plan"])
+    code = cli.main(["--config", str(config), "plan"], clock=sim.clock.now)
 
     err = capsys.readouterr().err
     assert code == 2
@@ -273,7 +292,16 @@ def test_log_format_json_writes_one_json_object_per_line(
     config.write_text(config.read_text().replace("api:\n", "api:\n  verify_tls: false\n"))
 
     code = cli.main(
-        ["--log-format", "json", "--config", str(config), "plan", "--out", str(tmp_path / "p.json")]
+        [
+            "--log-format",
+            "json",
+            "--config",
+            str(config),
+            "plan",
+            "--out",
+            str(tmp_path / "p.json"),
+        ],
+        clock=sim.clock.now,
     )
 
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from retention import cli
+from retention.ops.clock import Clock
 from retention.simulator.server import Simulator
 from tests.simfleet import P
 
@@ -31,9 +32,9 @@ def setup(folder: Path, base_url: str) -> None:
     )
 
 
-def bad_run(capsys: pytest.CaptureFixture[str]) -> str:
-    """Run the bad policy for real; the run folder."""
-    assert cli.main(["run", "--format", "json"]) == 0
+def bad_run(capsys: pytest.CaptureFixture[str], clock: Clock) -> str:
+    """Run the bad policy for real, at ``clock``'s time; the run folder."""
+    assert cli.main(["run", "--format", "json"], clock=clock) == 0
     document: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert document["outcomes"] == {"applied": 3}
     return str(document["runDir"])
@@ -45,9 +46,9 @@ def test_undo_json_says_what_was_put_back_and_where_the_reports_are(
     """undo --format json prints one document: exit 0, the counts, each snapshot's before,
     written and current state, and a run folder with undo.json and both reports."""
     setup(folder, sim.base_url)
-    run_dir = bad_run(capsys)
+    run_dir = bad_run(capsys, sim.clock.now)
 
-    code = cli.main(["undo", run_dir, "--format", "json"])
+    code = cli.main(["undo", run_dir, "--format", "json"], clock=sim.clock.now)
     document = json.loads(capsys.readouterr().out)
 
     assert code == document["exitCode"] == 0
@@ -76,14 +77,14 @@ def test_undo_tells_a_person_what_it_would_do_and_refuses_an_undo_of_an_undo(
     """The text summary counts what would be put back; undoing the undo's own folder is
     exit 2 with the reason on stderr, and sends nothing."""
     setup(folder, sim.base_url)
-    run_dir = bad_run(capsys)
+    run_dir = bad_run(capsys, sim.clock.now)
 
-    dry = cli.main(["undo", run_dir, "--dry-run"])
+    dry = cli.main(["undo", run_dir, "--dry-run"], clock=sim.clock.now)
     dry_out = capsys.readouterr().out
-    assert cli.main(["undo", run_dir, "--format", "json"]) == 0
+    assert cli.main(["undo", run_dir, "--format", "json"], clock=sim.clock.now) == 0
     undo_dir = json.loads(capsys.readouterr().out)["runDir"]
     patches = len(sim.admin("patches")["patches"])
-    refused = cli.main(["undo", undo_dir])
+    refused = cli.main(["undo", undo_dir], clock=sim.clock.now)
     err = capsys.readouterr().err
 
     assert dry == 0
@@ -98,10 +99,10 @@ def test_undo_writes_its_outcomes_and_exit_code_as_metrics(
 ) -> None:
     """--metrics-file gets the exit code and the outcomes by kind, like run and apply."""
     setup(folder, sim.base_url)
-    run_dir = bad_run(capsys)
+    run_dir = bad_run(capsys, sim.clock.now)
     metrics = folder / "undo.prom"
 
-    assert cli.main(["undo", run_dir, "--metrics-file", str(metrics)]) == 0
+    assert cli.main(["undo", run_dir, "--metrics-file", str(metrics)], clock=sim.clock.now) == 0
 
     text = metrics.read_text()
     assert "retention_last_run_exit_code 0.0" in text

@@ -14,7 +14,7 @@ import pytest
 from retention import cli
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.conftest import PUBLIC_KEY
-from tests.simfleet import KEY, NOW, P, product_clock, small_fleet
+from tests.simfleet import KEY, NOW, P, clock_at, small_fleet
 from tests.wire_server import closed_port
 
 
@@ -23,7 +23,7 @@ def live(
     skew: timedelta = timedelta(0), header: str = "X-MongoDB-Service-Version"
 ) -> Iterator[Simulator]:
     """The small fleet on a simulator frozen at NOW + ``skew``, naming its version in
-    ``header``, and the product's clock at NOW (tests/simfleet.product_clock)."""
+    ``header`` (the product's clock is at NOW: doctor())."""
     config = SimulatorConfig(
         public_key=PUBLIC_KEY,
         private_key=KEY,
@@ -31,7 +31,7 @@ def live(
         frozen=True,
         version_header=header,
     )
-    with Simulator(config, fleet_factory=small_fleet) as sim, product_clock(NOW):
+    with Simulator(config, fleet_factory=small_fleet) as sim:
         yield sim
 
 
@@ -54,8 +54,8 @@ def config_for(folder: Path, base_url: str) -> Path:
 
 
 def doctor(config: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """Run retention doctor; return its exit code and output."""
-    code = cli.main(["--config", str(config), "doctor", *args])
+    """Run retention doctor with the product's clock at NOW; return its exit code and output."""
+    code = cli.main(["--config", str(config), "doctor", *args], clock=clock_at(NOW))
     return code, capsys.readouterr().out
 
 
@@ -186,7 +186,10 @@ def test_doctor_and_the_plan_show_the_version_from_either_header(
     with live(header=header) as sim:
         config = config_for(tmp_path, sim.base_url)
         code, out = doctor(config, capsys, "--format", "json")
-        planned = cli.main(["--config", str(config), "plan", "--out", str(tmp_path / "p.json")])
+        planned = cli.main(
+            ["--config", str(config), "plan", "--out", str(tmp_path / "p.json")],
+            clock=sim.clock.now,
+        )
 
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert code == 0

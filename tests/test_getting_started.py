@@ -13,15 +13,18 @@ import pytest
 from retention import cli
 from retention.cli.common import examples
 from retention.config.settings import schedule_warnings, unwritable
+from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
 from tests.simfleet import P
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run the CLI; its exit code, stdout and stderr."""
-    code = cli.main(list(args))
+def run(
+    capsys: pytest.CaptureFixture[str], *args: str, clock: Clock = system_clock
+) -> tuple[int, str, str]:
+    """Run the CLI at ``clock``'s time; its exit code, stdout and stderr."""
+    code = cli.main(list(args), clock=clock)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -146,7 +149,7 @@ def test_an_unwritable_reports_folder_is_exit_2_before_any_request(
     before = sim.admin("counters")["requests"]
     args = ["apply", "plan.json"] if command == "apply" else [command]
 
-    code, _, err = run(capsys, *args)
+    code, _, err = run(capsys, *args, clock=sim.clock.now)
 
     assert code == 2
     assert "reports.dir: cannot create" in err
@@ -168,14 +171,14 @@ def test_apply_takes_a_run_folder_for_its_plan(
     )
     (folder / "empty").mkdir()
     # prod-small only gets an extend, which no alert holds: nothing is held.
-    assert run(capsys, "plan")[0] == 0
+    assert run(capsys, "plan", clock=sim.clock.now)[0] == 0
     [run_dir] = (folder / "reports").iterdir()
 
-    code, _, err = run(capsys, "apply", "empty")
+    code, _, err = run(capsys, "apply", "empty", clock=sim.clock.now)
     assert code == 2
     assert "empty is a folder without a plan.json: give the plan file" in err
 
-    code, out, _ = run(capsys, "apply", str(run_dir))
+    code, out, _ = run(capsys, "apply", str(run_dir), clock=sim.clock.now)
     assert code == 0
     assert "Applied: applied " in out
     assert sim.admin("counters")["patches"] > 0

@@ -444,7 +444,10 @@ def cli_plan(folder: Path, sim: Simulator) -> Path:
         f'api:\n  base_url: {sim.base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
     )
     plan = folder / "plan.json"
-    assert cli.main(["plan", "--out", str(plan), "--at", "2026-11-21T12:00:00Z"]) == 0
+    assert (
+        cli.main(["plan", "--out", str(plan), "--at", "2026-11-21T12:00:00Z"], clock=sim.clock.now)
+        == 0
+    )
     return plan
 
 
@@ -456,9 +459,14 @@ def test_explain_shows_the_record_of_a_protected_snapshot(
     plan = cli_plan(folder, sim)
     capsys.readouterr()
 
-    assert cli.main(["explain", "big0100", "--plan", str(plan)]) == 0
+    assert cli.main(["explain", "big0100", "--plan", str(plan)], clock=sim.clock.now) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert cli.main(["explain", "big0100", "--plan", str(plan), "--format", "json"]) == 0
+    assert (
+        cli.main(
+            ["explain", "big0100", "--plan", str(plan), "--format", "json"], clock=sim.clock.now
+        )
+        == 0
+    )
     document = json.loads(capsys.readouterr().out)
 
     assert "  decision:  protected; action: protect" in lines
@@ -491,7 +499,7 @@ def test_explain_says_a_formerly_protected_snapshots_hold_ended(
     plan = cli_plan(folder, sim)
     capsys.readouterr()
 
-    assert cli.main(["explain", "big0200", "--plan", str(plan)]) == 0
+    assert cli.main(["explain", "big0200", "--plan", str(plan)], clock=sim.clock.now) == 0
     lines = capsys.readouterr().out.splitlines()
 
     assert "  decision:  unkept; action: shorten" in lines

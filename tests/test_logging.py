@@ -282,7 +282,7 @@ def test_a_run_logs_one_run_finished_event_in_json(
     code and meaning, the plan's counts, the run folder and the duration."""
     write_config(folder, sim.base_url)
 
-    code = cli.main(["--log-format", "json", "run", "--dry-run"])
+    code = cli.main(["--log-format", "json", "run", "--dry-run"], clock=sim.clock.now)
 
     records = json_lines(capsys.readouterr().err)
     [event] = [r for r in records if r.get("event") == "run-finished"]
@@ -309,9 +309,9 @@ def test_in_text_mode_the_run_finished_event_shows_only_with_debug(
     unless --debug asks for everything."""
     write_config(folder, sim.base_url)
 
-    code = cli.main(["run", "--dry-run"])
+    code = cli.main(["run", "--dry-run"], clock=sim.clock.now)
     quiet = capsys.readouterr().err
-    cli.main(["--debug", "run", "--dry-run"])
+    cli.main(["--debug", "run", "--dry-run"], clock=sim.clock.now)
     debug = capsys.readouterr().err
 
     assert "finished: exit" not in quiet
@@ -329,7 +329,8 @@ def test_failed_changes_of_an_apply_are_json_events_before_the_run_finished(
     event (at most 10), and run-finished counts the outcomes; every line is JSON."""
     with running() as simulator:
         write_config(folder, simulator.base_url)
-        assert cli.main(["plan", "--out", "plan.json"]) == 3  # the open alert holds prod-small
+        clock = simulator.clock.now
+        assert cli.main(["plan", "--out", "plan.json"], clock=clock) == 3  # alert holds prod-small
         capsys.readouterr()
 
         def unavailable(self: OpsManagerClient, *_args: Any) -> Any:
@@ -340,7 +341,7 @@ def test_failed_changes_of_an_apply_are_json_events_before_the_run_finished(
             )
 
         monkeypatch.setattr(OpsManagerClient, "patch_snapshot", unavailable)
-        code = cli.main(["--log-format", "json", "apply", "plan.json"])
+        code = cli.main(["--log-format", "json", "apply", "plan.json"], clock=clock)
 
     records = json_lines(capsys.readouterr().err)
     failed = [r for r in records if r.get("event") == "change-failed"]

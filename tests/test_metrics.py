@@ -64,7 +64,8 @@ def test_run_writes_its_metrics(sim: Simulator, tmp_path: Path) -> None:
             "--quiet",
             "--metrics-file",
             str(metrics),
-        ]
+        ],
+        clock=sim.clock.now,
     )
 
     got = samples(metrics)
@@ -96,11 +97,17 @@ def test_last_success_survives_a_failed_run(
     """A failed run (exit 5) records its exit code but keeps the previous success time."""
     metrics = tmp_path / "retention.prom"
     path = config(tmp_path, sim.base_url)
-    cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
+    cli.main(
+        ["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)],
+        clock=sim.clock.now,
+    )
     success = samples(metrics)[("retention_last_success_timestamp_seconds", ())]
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", "wrong")
 
-    code = cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
+    code = cli.main(
+        ["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)],
+        clock=sim.clock.now,
+    )
 
     got = samples(metrics)
     assert code == 5
@@ -162,7 +169,10 @@ def test_a_policy_that_matches_nothing_is_a_warning_in_the_plan_summary_and_metr
     )
     metrics = tmp_path / "retention.prom"
 
-    code = cli.main(["--config", str(path), "run", "--dry-run", "--metrics-file", str(metrics)])
+    code = cli.main(
+        ["--config", str(path), "run", "--dry-run", "--metrics-file", str(metrics)],
+        clock=sim.clock.now,
+    )
 
     out = capsys.readouterr().out
     got = samples(metrics)
@@ -184,13 +194,19 @@ def test_an_internal_error_still_writes_exit_code_1(
     previous run's success."""
     metrics = tmp_path / "retention.prom"
     path = config(tmp_path, sim.base_url)
-    cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
+    cli.main(
+        ["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)],
+        clock=sim.clock.now,
+    )
 
     def broken(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("retention.lifecycle.jobs.run_job", broken)
-    code = cli.main(["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)])
+    monkeypatch.setattr("retention.lifecycle.kinds.run_job", broken)
+    code = cli.main(
+        ["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)],
+        clock=sim.clock.now,
+    )
 
     assert code == 1
     assert samples(metrics)[("retention_last_run_exit_code", ())] == 1

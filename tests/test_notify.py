@@ -21,6 +21,7 @@ from retention.config.settings import load_config
 from retention.errors import ConfigError
 from retention.notices import send as notify
 from retention.notices.settings import NotifySettings
+from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
 from tests.notices import TOKEN, Receiver
 from tests.simfleet import P
@@ -50,9 +51,12 @@ def write_config(
     return path
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
-    """A command with --format json: its exit code, its document and its stderr."""
-    code = cli.main([*args, "--format", "json"])
+def run(
+    capsys: pytest.CaptureFixture[str], *args: str, clock: Clock = system_clock
+) -> tuple[int, dict[str, Any], str]:
+    """A command with --format json at ``clock``'s time: its exit code, its document and its
+    stderr."""
+    code = cli.main([*args, "--format", "json"], clock=clock)
     out, err = capsys.readouterr()
     return code, json.loads(out) if out.strip() else {}, err
 
@@ -80,7 +84,7 @@ def test_a_run_sends_a_notice_that_arrives_with_the_summary(
     summary (what expires from when, what is held, what failed) and the run folder."""
     write_config(folder, sim.base_url, [receiver.url])
 
-    code, doc, _ = run(capsys, "run", "--quiet", "--metrics-file", "m.prom")
+    code, doc, _ = run(capsys, "run", "--quiet", "--metrics-file", "m.prom", clock=sim.clock.now)
 
     summary = plan_summary(doc)
     expiring = summary["byAction"].get("shorten", 0) + summary["byAction"].get("delete", 0)
@@ -114,7 +118,7 @@ def test_a_held_run_notices_what_is_held(
     that counts the held changes and clusters and says how to approve them."""
     write_config(folder, sim.base_url, [receiver.url], on="[holds]", fraction=0.01)
 
-    code, doc, _ = run(capsys, "run", "--quiet")
+    code, doc, _ = run(capsys, "run", "--quiet", clock=sim.clock.now)
 
     summary = plan_summary(doc)
     [notice] = receiver.notices
@@ -137,7 +141,7 @@ def test_on_holds_sends_nothing_for_a_run_that_holds_nothing(
     changes and holds nothing sends no notice and counts none."""
     write_config(folder, sim.base_url, [receiver.url], on="[holds]")
 
-    code, doc, _ = run(capsys, "run", "--quiet", "--metrics-file", "m.prom")
+    code, doc, _ = run(capsys, "run", "--quiet", "--metrics-file", "m.prom", clock=sim.clock.now)
 
     got = metrics(folder / "m.prom")
     assert code == 0
@@ -154,7 +158,7 @@ def test_a_dry_run_notices_the_changes_it_plans(
     information: nothing was changed)."""
     write_config(folder, sim.base_url, [receiver.url], on="[changes]")
 
-    code, doc, _ = run(capsys, "run", "--dry-run", "--quiet")
+    code, doc, _ = run(capsys, "run", "--dry-run", "--quiet", clock=sim.clock.now)
 
     [notice] = receiver.notices
     assert code == 0
@@ -169,10 +173,12 @@ def test_an_apply_notices_the_changes_it_applied(
     """An apply that sends the held changes of a reviewed plan notices it, with the apply's
     own run folder."""
     write_config(folder, sim.base_url, [receiver.url], on="[changes]", fraction=0.01)
-    assert cli.main(["plan", "--out", "plan.json"]) == 3
+    assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 3
     capsys.readouterr()
 
-    code, doc, _ = run(capsys, "apply", "plan.json", "--approve-all", "--quiet")
+    code, doc, _ = run(
+        capsys, "apply", "plan.json", "--approve-all", "--quiet", clock=sim.clock.now
+    )
 
     [notice] = receiver.notices
     assert code == 0
@@ -188,7 +194,7 @@ def test_a_dead_receiver_leaves_the_exit_code_and_is_logged_and_counted(
     code, one warning naming the URL redacted, and retention_notices_failed 1."""
     write_config(folder, sim.base_url, [dead_url()])
 
-    code, doc, err = run(capsys, "run", "--quiet", "--metrics-file", "m.prom")
+    code, doc, err = run(capsys, "run", "--quiet", "--metrics-file", "m.prom", clock=sim.clock.now)
 
     warnings = [line for line in err.splitlines() if "notice" in line]
     got = metrics(folder / "m.prom")
@@ -222,7 +228,7 @@ def test_a_run_that_cannot_reach_the_api_sends_a_failure_notice(
     write_config(folder, sim.base_url, [receiver.url], on="[failure]")
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", "wrong")
 
-    code, doc, _ = run(capsys, "run", "--quiet", "--metrics-file", "m.prom")
+    code, doc, _ = run(capsys, "run", "--quiet", "--metrics-file", "m.prom", clock=sim.clock.now)
 
     [notice] = receiver.notices
     got = metrics(folder / "m.prom")
@@ -250,7 +256,7 @@ def test_no_output_holds_the_secret_of_a_notification_url(
         ["config", "show"],
         ["config", "show", "--format", "json"],
     ):
-        codes.append(cli.main(args))
+        codes.append(cli.main(args, clock=sim.clock.now))
         out, err = capsys.readouterr()
         outputs += [out, err]
     files = [p for p in folder.rglob("*") if p.is_file() and p.parent.name != "policies"]

@@ -325,14 +325,16 @@ def test_urls_from_the_file_and_the_environment_reach_the_service_and_nothing_el
     monkeypatch.setenv("RETENTION_NOTIFY_URLS", f"{dead_url()} {receiver.url}")
     outputs = []
     for args in (["config", "show"], ["config", "show", "--format", "json"], ["doctor"]):
-        cli.main(args)
+        cli.main(args, clock=sim.clock.now)
         outputs += list(capsys.readouterr())
 
-    dry = cli.main(["run", "--format", "json", "--dry-run"])
+    dry = cli.main(["run", "--format", "json", "--dry-run"], clock=sim.clock.now)
     out, err = capsys.readouterr()
     outputs += [out, err]
     monkeypatch.delenv("RETENTION_NOTIFY_URLS")
-    code = cli.main(["--log-format", "json", "--debug", "run", "--format", "json"])
+    code = cli.main(
+        ["--log-format", "json", "--debug", "run", "--format", "json"], clock=sim.clock.now
+    )
     out2, err2 = capsys.readouterr()
     outputs += [out2, err2]
 

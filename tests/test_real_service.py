@@ -60,8 +60,8 @@ def test_restic_9999y_keep_within_plans_and_applies_through_the_cli(
     OverflowError; its horizon now stops at the latest representable time, which keeps."""
     configure(folder, sim.base_url, "name: forever\nkeep:\n  within_yearly: 9999y\n")
 
-    planned = cli.main(["plan", "--out", "plan.json"])
-    applied = cli.main(["apply", "plan.json"])
+    planned = cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now)
+    applied = cli.main(["apply", "plan.json"], clock=sim.clock.now)
 
     out = capsys.readouterr()
     assert "internal error" not in out.err
@@ -152,7 +152,7 @@ def test_a_sharded_deployment_is_planned_through_discovery_with_its_members(
         sharded.listed_shard_name = "sh0"  # as the real row shows it
         configure(folder, sim.base_url, "name: p\nkeep: {last: 1}\n")
         # Held (exit 3): prod-big by max_expire_fraction, prod-small by its open alert.
-        assert cli.main(["plan", "--out", "plan.json"]) == 3
+        assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 3
         rows = sim.admin("fleet")["projects"][0]["clusters"]
 
     plan = json.loads((folder / "plan.json").read_text())

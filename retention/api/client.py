@@ -77,6 +77,7 @@ from retention.errors import (
     RequestTimeoutError,
     TLSError,
 )
+from retention.ops.clock import Clock, system_clock
 from retention.ops.stopping import Stop
 
 log = logging.getLogger("retention.api")
@@ -101,6 +102,7 @@ class OpsManagerClient:
         items_per_page: int = MAX_ITEMS_PER_PAGE,
         max_requests_per_second: float = 0.0,
         stop: Stop | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:
             raise ValueError(f"items_per_page must be 1..{MAX_ITEMS_PER_PAGE}")
@@ -113,6 +115,7 @@ class OpsManagerClient:
         self.service_version: str | None = None
         # The server's Date header and our clock when it arrived: doctor's clock-skew check.
         self.server_date: tuple[datetime, datetime] | None = None
+        self._clock = clock
         # A stop ends a wait for the rate limit's next slot too (then the check below).
         self._limiter = (
             RateLimiter(max_requests_per_second, sleep=stop.sleep)
@@ -395,7 +398,7 @@ class OpsManagerClient:
         except (TypeError, ValueError):
             return
         if sent.tzinfo is not None:
-            self.server_date = (sent.astimezone(UTC), datetime.now(UTC))
+            self.server_date = (sent.astimezone(UTC), self._clock())
 
     def get_page(
         self,

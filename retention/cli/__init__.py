@@ -1,14 +1,18 @@
-"""The command line: a thin layer over the library, and the only place that prints for humans
-and chooses exit codes (DESIGN.md section 7).
+"""The command line: a thin layer over the library (retention.lifecycle runs the jobs), and
+the only place that prints for humans and chooses exit codes.
 
 Exit codes: 0 done; 1 finished with failures; 2 bad usage, configuration or policy (nothing
 sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5 cannot reach
 or authenticate to the API (nothing sent).
 
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
-schema, config, doctor), running.py (run, apply, demo) and simulating.py; each adds its
-commands to the ``cli`` group defined here when it is imported below. ending.py is how a run
-ends (summary, JSON, metrics), explaining.py what explain prints, output.py --format json.
+schema, config, doctor), running.py (run, apply, demo), undoing.py (undo) and
+simulating.py; each adds its commands to the ``cli`` group defined here when it is imported
+below. ending.py is what a run shows (progress, summary, JSON), explaining.py what explain
+prints, output.py --format json.
+
+``main(argv, clock=...)`` takes the clock every command reads the time from (the system
+clock by default; retention.ops.clock): a test gives it the simulator's.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from retention.errors import (
     StopRequestedError,
 )
 from retention.ops import logs
+from retention.ops.clock import Clock, system_clock
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -74,10 +79,11 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool, log_format: st
     ctx.obj["debug"] = debug
     ctx.obj["config_path"] = config_path
     ctx.obj["log_format"] = log_format
-    logs.configure(debug=debug, log_format=log_format)
+    clock = ctx.obj.setdefault("clock", system_clock)
+    logs.configure(debug=debug, log_format=log_format, clock=clock)
 
 
-def _report(error: RetentionError, *, as_json: bool = False) -> None:
+def _report(error: RetentionError, clock: Clock, *, as_json: bool = False) -> None:
     """Say what ended the command: "error: ..." (and its problems) on stderr, or in json
     mode one fatal event with the exit code, the problems and the endpoint and status."""
     if as_json:
@@ -90,6 +96,7 @@ def _report(error: RetentionError, *, as_json: bool = False) -> None:
             problems=problems,
             endpoint=api.endpoint if api is not None else None,
             status=api.status if api is not None else None,
+            clock=clock,
         )
         return
     # A stop is what the person asked for, not an error: its own words, no "error:".
@@ -99,8 +106,48 @@ def _report(error: RetentionError, *, as_json: bool = False) -> None:
             click.echo(f"  - {problem}", err=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _report_usage(error: click.ClickException, clock: Clock, *, as_json: bool) -> int:
+    """Say what was wrong with the command line (click's words, or in json mode one fatal
+    event with the usage); its exit code."""
+    code = EXIT_USAGE if isinstance(error, click.UsageError) else error.exit_code
+    if not as_json:
+        error.show()
+        return code
+    usage = error.ctx.get_usage() if isinstance(error, click.UsageError) and error.ctx else None
+    logs.fatal(
+        error.format_message(),
+        exit_code=code,
+        errorType=type(error).__name__,
+        usage=usage,
+        clock=clock,
+    )
+    return code
+
+
+def _report_bug(error: Exception, clock: Clock, *, as_json: bool, debug: bool) -> None:
+    """Say that a bug ended the command, without a traceback unless --debug."""
+    if as_json:
+        logs.fatal(
+            f"internal error: {type(error).__name__}: {error}",
+            exit_code=EXIT_FAILURES,
+            errorType=type(error).__name__,
+            hint=None if debug else "a bug in retention; run with --debug for the traceback",
+            traceback=traceback.format_exc() if debug else None,
+            clock=clock,
+        )
+        return
+    if debug:
+        traceback.print_exc()
+    click.echo(
+        f"internal error: {type(error).__name__}: {error}\n"
+        "This is a bug in retention; run again with --debug for the traceback.",
+        err=True,
+    )
+
+
+def main(argv: Sequence[str] | None = None, *, clock: Clock = system_clock) -> int:
     """Run the CLI and return its exit code; errors become messages, never tracebacks.
+    ``clock`` is where every command reads the time (retention.ops.clock).
 
     With the json log format (``--log-format json`` or RETENTION_LOG_FORMAT=json) every
     error is one JSON object line on stderr (logs.fatal), usage errors included."""
@@ -112,48 +159,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def say(message: str, code: int, kind: str) -> int:
         if as_json:
-            logs.fatal(message, exit_code=code, errorType=kind)
+            logs.fatal(message, exit_code=code, errorType=kind, clock=clock)
         else:
             click.echo(message, err=True)
         return code
 
     try:
-        result = cli.main(args=argv, prog_name="retention", standalone_mode=False)
+        result = cli.main(
+            args=argv, prog_name="retention", standalone_mode=False, obj={"clock": clock}
+        )
     except click.exceptions.Abort:
         # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
         return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except click.ClickException as exc:
-        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
-        if as_json:
-            usage = exc.ctx.get_usage() if isinstance(exc, click.UsageError) and exc.ctx else None
-            logs.fatal(
-                exc.format_message(), exit_code=code, errorType=type(exc).__name__, usage=usage
-            )
-        else:
-            exc.show()
-        return code
+        return _report_usage(exc, clock, as_json=as_json)
     except RetentionError as exc:
-        _report(exc, as_json=as_json)
+        _report(exc, clock, as_json=as_json)
         return exc.exit_code
     except KeyboardInterrupt:
         return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        if as_json:
-            logs.fatal(
-                f"internal error: {type(exc).__name__}: {exc}",
-                exit_code=EXIT_FAILURES,
-                errorType=type(exc).__name__,
-                hint=None if debug else "a bug in retention; run with --debug for the traceback",
-                traceback=traceback.format_exc() if debug else None,
-            )
-        else:
-            if debug:
-                traceback.print_exc()
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc}\n"
-                "This is a bug in retention; run again with --debug for the traceback.",
-                err=True,
-            )
+        _report_bug(exc, clock, as_json=as_json, debug=debug)
         return EXIT_FAILURES
     return result if isinstance(result, int) else 0
 
@@ -177,14 +203,19 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool | None) 
     if value:
         root = ctx.find_root().obj
         root["debug"] = True
-        logs.configure(debug=True, log_format=root.get("log_format", "text"))
+        logs.configure(
+            debug=True,
+            log_format=root.get("log_format", "text"),
+            clock=root.get("clock", system_clock),
+        )
 
 
 def _set_log_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:
         root = ctx.find_root().obj
         root["log_format"] = value
-        logs.configure(debug=root.get("debug", False), log_format=value)
+        clock = root.get("clock", system_clock)
+        logs.configure(debug=root.get("debug", False), log_format=value, clock=clock)
 
 
 def _global_options() -> list[click.Parameter]:

@@ -1,32 +1,59 @@
-"""Helpers the commands share: loading the configuration, times, shards."""
+"""Helpers the commands share: the clock, loading the configuration, the lifecycle's
+set-up, times, shards."""
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from retention.errors import UsageError
+from retention.ops.clock import Clock, system_clock
 from retention.walk.sharding import Shard, choose_shard
+
+if TYPE_CHECKING:
+    from retention.config.settings import LoadedConfig
+    from retention.lifecycle.job import Progress, Setup
 
 __all__ = ["UsageError"]
 
 
-def load(ctx: click.Context, *, require_credentials: bool = True) -> Any:
-    from retention.config.settings import load_config
+def clock_of(ctx: click.Context) -> Clock:
+    """The clock the command line was given (retention.cli.main), else the system's."""
+    obj = ctx.find_root().obj
+    clock: Clock = obj.get("clock", system_clock) if isinstance(obj, dict) else system_clock
+    return clock
 
-    loaded = load_config(ctx.obj["config_path"], require_credentials=require_credentials)
-    log = logging.getLogger("retention.config")
-    for warning in loaded.warnings:
-        # "warning: ..." as ever on a terminal; a JSON object in json mode (retention.ops.logs).
-        text, fields = f"warning: {warning}", {"event": "config-warning"}
-        log.warning("%s", warning, extra={"text": text, "fields": fields})
-    return loaded
+
+def load(ctx: click.Context, *, require_credentials: bool = True) -> LoadedConfig:
+    """The configuration of --config (its warnings logged)."""
+    from retention.lifecycle.run import load as load_config
+
+    path = ctx.find_root().obj["config_path"]
+    return load_config(path, clock=clock_of(ctx), require_credentials=require_credentials)
+
+
+def lifecycle_setup(
+    ctx: click.Context,
+    metrics_file: str | None = None,
+    pushgateway: str | None = None,
+    progress: Progress | None = None,
+) -> Setup:
+    """How the lifecycle runs a job for this command: its --config, the clock, the
+    metrics options, and the progress shown on a terminal."""
+    from retention.lifecycle.job import Quiet, Setup
+
+    return Setup(
+        config_path=ctx.find_root().obj["config_path"],
+        clock=clock_of(ctx),
+        metrics_file=Path(metrics_file) if metrics_file else None,
+        pushgateway=pushgateway,
+        progress=progress or Quiet(),
+    )
 
 
 def json_logs(ctx: click.Context) -> bool:
@@ -43,9 +70,10 @@ def examples() -> Path:
     return installed if (installed / "policies").is_dir() else package.parent
 
 
-def parse_at(value: str | None) -> datetime:
+def parse_at(value: str | None) -> datetime | None:
+    """--at as a time, or None when not given (the clock's now)."""
     if value is None:
-        return datetime.now(UTC)
+        return None
     from retention.core.timestamps import parse_timestamp
 
     try:

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from retention.cli import cli
-from retention.cli.common import load, parse_at, shard_from, shard_options
+from retention.cli.common import (
+    clock_of,
+    lifecycle_setup,
+    load,
+    parse_at,
+    shard_from,
+    shard_options,
+)
 from retention.cli.output import emit, format_option
 from retention.errors import (
     EXIT_FAILURES,
@@ -24,6 +30,8 @@ from retention.errors import (
 
 if TYPE_CHECKING:
     from retention.cli.explaining import Policies
+    from retention.config.settings import RetentionConfig
+    from retention.planning.job import PlanResult
 
 
 @cli.command()
@@ -73,58 +81,18 @@ def plan(
       retention plan --out - | jq .summary       # the plan itself on stdout
       retention plan --format json | jq .plan.summary.byAction
     """
-    from retention.cli.summary import summary_lines
-    from retention.config.policyfiles import load_policies
-    from retention.config.settings import require_writable
-    from retention.errors import StopRequestedError
-    from retention.lifecycle.jobs import mark_interrupted, planning_stopped
-    from retention.ops.stopping import Stop, on_signals
-    from retention.planning.job import make_plan
-    from retention.runfolder.folder import RunFolder
+    from retention.lifecycle.plan import plan_fleet
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
         raise UsageError("--out - already writes the plan as JSON to stdout: leave out --format")
-    selected = shard_from(shard, shard_count)
-    loaded = load(ctx)
-    config = loaded.config
-    policies = load_policies(config.policies)
-    now = parse_at(at)
-    created = datetime.now(UTC)
-    in_run_folder = out is None or to_stdout
-    if out is not None and not to_stdout:
-        plan_path = Path(out)
-        require_writable(plan_path.parent, "--out")
-    else:
-        base = Path(report_dir) if report_dir else config.reports.dir
-        require_writable(base, "--report-dir" if report_dir else "reports.dir")
-        plan_path = RunFolder.new(base, created).plan
-    projects = config.project_targets()
-    stop = Stop()
-    with on_signals(stop), loaded.build_client(stop=stop) as client:
-        try:
-            result = make_plan(
-                client,
-                policies,
-                projects,
-                now=now,
-                created_at=created,
-                schedule=config.schedule,
-                concurrency=config.api.concurrency,
-                plan_path=plan_path,
-                shard=selected,
-                what_if=at is not None,
-                workers=config.api.planning_workers(),
-            )
-        except StopRequestedError as exc:
-            # A plan's own folder says it was stopped; a file named by --out is left as
-            # it was (make_plan writes nothing in its place).
-            if not in_run_folder:
-                raise planning_stopped(exc, f"{plan_path} is as it was") from None
-            where = mark_interrupted(
-                plan_path.parent, "plan", exc.signal_name, created, datetime.now(UTC)
-            )
-            raise planning_stopped(exc, f"the run folder says so ({where})") from None
+    result = plan_fleet(
+        lifecycle_setup(ctx),
+        out=Path(out) if out is not None and not to_stdout else None,
+        report_dir=Path(report_dir) if report_dir else None,
+        at=parse_at(at),
+        shard=shard_from(shard, shard_count),
+    )
     code = exit_code_for(failed=bool(result.errors), held=result.held)
     if output == "json":
         emit(
@@ -136,26 +104,33 @@ def plan(
                 "plan": result.document,
             }
         )
-        return code
-    if to_stdout:
-        # The plan is the output: the summary goes to stderr, out of a pipe's way.
+    else:
+        _print_plan(result, what_if=at is not None, to_stderr=to_stdout)
+    return code
+
+
+def _print_plan(result: PlanResult, *, what_if: bool, to_stderr: bool) -> None:
+    """The plan's summary, where it is and what next; with ``to_stderr`` the plan itself is
+    the output (--out -), and the summary goes to stderr, out of a pipe's way."""
+    from retention.cli.summary import summary_lines
+
+    if to_stderr:
         click.echo(result.plan_path.read_text(encoding="utf-8"), nl=False)
     for line in summary_lines(result.document):
-        click.echo(line, err=to_stdout)
+        click.echo(line, err=to_stderr)
     click.echo(
-        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.", err=to_stdout
+        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.", err=to_stderr
     )
-    if at is not None:
+    if what_if:
         click.echo(
             "This is a what-if plan (--at): it shows what the policies would do then, and "
             "`retention apply` refuses it.",
-            err=to_stdout,
+            err=to_stderr,
         )
     click.echo(
         f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}",
-        err=to_stdout,
+        err=to_stderr,
     )
-    return code
 
 
 @cli.command()
@@ -184,11 +159,11 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     from retention.core.policy.loader import hold_warnings
 
     if policies_path is not None:
-        source: Any = Path(policies_path)
+        source: Path | list[Path] = Path(policies_path)
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
-    warnings = hold_warnings(policies, datetime.now(UTC))
+    warnings = hold_warnings(policies, clock_of(ctx)())
     log = logging.getLogger("retention.policy")
     for warning in warnings:
         # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.
@@ -253,12 +228,10 @@ def explain(
       retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
       retention explain 5e4e593f70dfbf1e2f6e1d36 --policies policies/ --format json
     """
-    from retention.runfolder.folder import PLAN, decisions_path
-
     config = None
     if plan_path is None:
         config = load(ctx, require_credentials=False).config
-        plans = sorted(Path(config.reports.dir).glob(f"*/{PLAN}"))
+        plans = sorted(Path(config.reports.dir).glob("*/plan.json"))
         if not plans:
             raise UsageError(
                 f"no plan in {config.reports.dir}; run 'retention plan' or give --plan"
@@ -267,6 +240,7 @@ def explain(
     else:
         path = Path(plan_path)
     from retention.cli.explaining import explanation, explanation_document
+    from retention.runfolder.folder import decisions_path
     from retention.runfolder.planread import cluster_decisions, find_decision, read_head
 
     decisions = decisions_path(path)
@@ -285,7 +259,9 @@ def explain(
         click.echo(text)
 
 
-def _explain_policies(ctx: click.Context, config: Any, policies_path: str | None) -> Policies:
+def _explain_policies(
+    ctx: click.Context, config: RetentionConfig | None, policies_path: str | None
+) -> Policies:
     """The policies to trace with: --policies, else those of the configuration. Without
     either, explain still says what the plan recorded (a plan is often read elsewhere)."""
     from retention.cli.explaining import Policies
@@ -378,7 +354,7 @@ def doctor(ctx: click.Context, output: str) -> int:
     """
     from retention.ops.doctor import run_doctor
 
-    report = run_doctor(ctx.obj["config_path"])
+    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx))
     code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(
         report.stopped or "", EXIT_FAILURES if report.failed else 0
     )

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from retention.cli import cli
-from retention.cli.common import examples, json_logs, load, shard_from, shard_options
-from retention.cli.ending import Metrics, Progress, finish, metrics_options
+from retention.cli.common import (
+    clock_of,
+    examples,
+    json_logs,
+    lifecycle_setup,
+    shard_from,
+    shard_options,
+)
+from retention.cli.ending import Progress, metrics_options, show_run
 from retention.cli.output import format_option
 from retention.errors import UsageError
+
+if TYPE_CHECKING:
+    from retention.core.policy.loader import PolicySet
+    from retention.lifecycle.jobs import JobResult
+    from retention.ops.clock import Clock
 
 
 @cli.command("run")
@@ -48,51 +60,12 @@ def run_command(
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
       retention run --dry-run --format json | jq .summary.byAction
     """
-    from retention.config.policyfiles import load_policies
-    from retention.config.settings import require_writable
-    from retention.lifecycle.jobs import run_job
-    from retention.ops.lock import run_lock
-    from retention.ops.stopping import Stop, on_signals
+    from retention.lifecycle.kinds import RunJob
+    from retention.lifecycle.run import run_lifecycle
 
-    selected = shard_from(shard, shard_count)
-    started = datetime.now(UTC)
-    stop = Stop()
-    with on_signals(stop), Metrics(started, selected, metrics_file, pushgateway) as metrics:
-        loaded = load(ctx)
-        config = loaded.config
-        mode = "dry-run" if dry_run else "run"
-        metrics.notifier.configure(config.notify, mode)
-        policies = load_policies(config.policies)
-        projects = config.project_targets()
-        require_writable(config.reports.dir, "reports.dir")
-        progress = Progress(quiet or json_logs(ctx))
-        with run_lock(config.reports.dir, selected):
-            with loaded.build_client(stop=stop) as client:
-                metrics.client = client
-                try:
-                    result = run_job(
-                        client,
-                        policies,
-                        projects,
-                        reports=config.reports.dir,
-                        schedule=config.schedule,
-                        concurrency=config.api.concurrency,
-                        dry_run=dry_run,
-                        acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,
-                        on_outcome=progress.outcome,
-                        on_walk=progress.walk,
-                        on_apply=progress.apply,
-                        shard=selected,
-                        workers=config.api.planning_workers(),
-                        stop=stop,
-                    )
-                finally:
-                    progress.close()
-            code = finish(
-                result, mode, started, config.reports.formats, output, notifier=metrics.notifier
-            )
-        metrics.write(code, result)
-    return code
+    job = RunJob(dry_run=dry_run, shard=shard_from(shard, shard_count))
+    setup = lifecycle_setup(ctx, metrics_file, pushgateway, Progress(quiet or json_logs(ctx)))
+    return show_run(run_lifecycle(job, setup), output)
 
 
 @cli.command("apply")
@@ -154,12 +127,9 @@ def apply_command(
       retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
       retention apply plan.json --metrics-file "$TEXTFILE_DIR/retention.prom"  # run's file
     """
-    from retention.config.settings import require_writable
     from retention.core.policy.duration import RetentionDuration
-    from retention.lifecycle.jobs import apply_saved
-    from retention.ops.lock import run_lock
-    from retention.ops.stopping import Stop, on_signals
-    from retention.runfolder.folder import PLAN, RunFolder
+    from retention.lifecycle.kinds import ApplyJob
+    from retention.lifecycle.run import run_lifecycle
 
     # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
     if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
@@ -169,44 +139,10 @@ def apply_command(
     age = RetentionDuration.parse(max_age)
     if age.zero:
         raise click.BadParameter("must be more than 0, e.g. 6h", param_hint="--max-age")
-    now = datetime.now(UTC)
-    path = Path(plan_path)
-    stop = Stop()
-    with on_signals(stop), Metrics(now, None, metrics_file, pushgateway) as metrics:
-        if path.is_dir():
-            if not RunFolder(path).plan.is_file():
-                raise UsageError(f"{path} is a folder without a {PLAN}: give the plan file")
-            path = RunFolder(path).plan  # a run folder: its plan
-        if not path.is_file():
-            raise UsageError(f"{path}: no such plan file")
-        loaded = load(ctx)
-        config = loaded.config
-        metrics.notifier.configure(config.notify, "apply")
-        require_writable(config.reports.dir, "reports.dir")
-        progress = Progress(quiet or json_logs(ctx))
-        with run_lock(config.reports.dir):
-            with loaded.build_client(stop=stop) as client:
-                metrics.client = client
-                try:
-                    result = apply_saved(
-                        client,
-                        path,
-                        reports=config.reports.dir,
-                        max_age=age.after(now) - now,
-                        concurrency=config.api.concurrency,
-                        on_outcome=progress.outcome,
-                        on_apply=progress.apply,
-                        approve=approve,
-                        approve_all=approve_all,
-                        stop=stop,
-                    )
-                finally:
-                    progress.close()
-            code = finish(
-                result, "apply", now, config.reports.formats, output, notifier=metrics.notifier
-            )
-        metrics.write(code, result)
-    return code
+    now = clock_of(ctx)()
+    job = ApplyJob(Path(plan_path), age.after(now) - now, approve, approve_all)
+    setup = lifecycle_setup(ctx, metrics_file, pushgateway, Progress(quiet or json_logs(ctx)))
+    return show_run(run_lifecycle(job, setup), output)
 
 
 @cli.command()
@@ -226,7 +162,8 @@ def apply_command(
     help="Where the run's outputs go.",
 )
 @format_option
-def demo(policies_path: str | None, report_dir: str, output: str) -> int:
+@click.pass_context
+def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output: str) -> int:
     """Run the whole job on the built-in simulator's demo fleet: no set-up, nothing real touched.
 
     Starts the simulator (3 projects, 10 clusters, a few thousand snapshots) in this
@@ -238,15 +175,10 @@ def demo(policies_path: str | None, report_dir: str, output: str) -> int:
     Example:
       retention demo
     """
-    from pydantic import SecretStr
-
-    from retention.api.client import OpsManagerClient
-    from retention.api.transport import Credentials
     from retention.config.policyfiles import load_policies
     from retention.config.settings import require_writable
-    from retention.lifecycle.jobs import run_job
-    from retention.simulator.server import Simulator, SimulatorConfig
-    from retention.walk.inventory import ProjectTargets
+    from retention.lifecycle.kinds import RunJob
+    from retention.lifecycle.run import conclude
 
     chosen = Path(policies_path) if policies_path is not None else _example_policies()
     if not chosen.exists():
@@ -255,27 +187,42 @@ def demo(policies_path: str | None, report_dir: str, output: str) -> int:
     require_writable(Path(report_dir), "--report-dir")
     if output == "text":
         click.echo("Starting the simulator with the demo fleet ...")
-    started = datetime.now(UTC)
-    with Simulator(SimulatorConfig(fleet="demo", seed=1)) as sim:
-        projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
-        credentials = Credentials(sim.public_key, SecretStr(sim.private_key))
-        with OpsManagerClient(sim.base_url, credentials) as client:
-            result = run_job(
-                client,
-                policies,
-                projects,
-                reports=Path(report_dir),
-                schedule="0 3 * * *",
-                concurrency=8,
-                dry_run=False,
-            )
-    finish(result, "run", started, ["html", "markdown"], output)
+    clock = clock_of(ctx)
+    started = clock()
+    result = _demo_run(policies, Path(report_dir), clock)
+    show_run(conclude(RunJob(), result, started, ["html", "markdown"], clock), output)
     if output == "text":
         click.echo(
             "This was the simulator: nothing real was touched. Open report.html in a "
             "browser; report.md is the same summary for a chat message."
         )
     return 0  # a demo that ran is a success, whatever the gates held
+
+
+def _demo_run(policies: PolicySet, reports: Path, clock: Clock) -> JobResult:
+    """The whole job on the demo fleet of a simulator started for it, at ``clock``'s time."""
+    from pydantic import SecretStr
+
+    from retention.api.client import OpsManagerClient
+    from retention.api.transport import Credentials
+    from retention.lifecycle.jobs import run_job
+    from retention.simulator.server import Simulator, SimulatorConfig
+    from retention.walk.inventory import ProjectTargets
+
+    with Simulator(SimulatorConfig(fleet="demo", seed=1, now=clock())) as sim:
+        projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
+        credentials = Credentials(sim.public_key, SecretStr(sim.private_key))
+        with OpsManagerClient(sim.base_url, credentials, clock=clock) as client:
+            return run_job(
+                client,
+                policies,
+                projects,
+                reports=reports,
+                schedule="0 3 * * *",
+                concurrency=8,
+                dry_run=False,
+                now=clock,
+            )
 
 
 def _example_policies() -> Path:

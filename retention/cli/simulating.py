@@ -5,13 +5,17 @@ from __future__ import annotations
 import signal
 import threading
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from retention.cli import cli
+from retention.cli.common import clock_of
 from retention.cli.output import emit, format_option
 from retention.errors import UsageError
+
+if TYPE_CHECKING:
+    from retention.simulator.server import Simulator
 
 
 @cli.group()
@@ -62,7 +66,9 @@ def simulator() -> None:
     help="Seconds after its expiry that a snapshot is deleted.",
 )
 @format_option
+@click.pass_context
 def simulator_serve(
+    ctx: click.Context,
     *,
     output: str,
     host: str,
@@ -105,49 +111,55 @@ def simulator_serve(
         literal_op=literal_op,
         nonce_ttl=nonce_ttl,
         reap_delay=timedelta(seconds=reap_delay),
+        now=clock_of(ctx)(),  # the simulated time starts at the command line's
     )
-    sim = Simulator(config)
+    # Handled before the banner: a SIGTERM sent once it is read must stop the serving.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    sim = _start(Simulator(config))
+    _announce(sim, output, faults)
+    _serve_until(stop, sim)
+    if output == "text":
+        click.echo("simulator stopped")
+
+
+def _start(sim: Simulator) -> Simulator:
+    """Start ``sim``, or say why it cannot serve (UsageError, exit 2)."""
+    config = sim.config
     try:
-        sim.start()
+        return sim.start()
     except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        where = f"{config.host}:{config.port}"
+        raise UsageError(f"cannot listen on {where}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise UsageError(f"--fleet {fleet}: {exc}") from None
+        raise UsageError(f"--fleet {config.fleet}: {exc}") from None
+
+
+def _announce(sim: Simulator, output: str, faults: str) -> None:
+    """Say where the simulator serves and what (``output`` json: one JSON document)."""
+    config = sim.config
     summary = sim.admin("fleet")
     snapshots = sim.admin("counters")["snapshots"]
     if output == "json":
         emit(
-            {
-                "command": "simulator serve",
-                "fleet": fleet,
-                "seed": seed,
-                "baseUrl": sim.base_url,
-                "publicKey": sim.public_key,
-                "privateKey": sim.private_key,  # the simulator's own, made up for this run
-                "admin": sim.admin_url,
-                "snapshots": snapshots,
-                "projects": [
-                    {
-                        "id": p["id"],
-                        "name": p["name"],
-                        "clusters": sum(1 for c in p["clusters"] if c["snapshots"]),
-                    }
-                    for p in summary["projects"]
-                ],
-            }
+            _started_document(
+                sim, fleet=config.fleet, seed=config.seed, summary=summary, snapshots=snapshots
+            )
         )
-    else:
-        _print_started(
-            sim,
-            fleet=fleet,
-            seed=seed,
-            faults=faults,
-            latency_ms=latency_ms,
-            summary=summary,
-            snapshots=snapshots,
-        )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        return
+    _print_started(
+        sim,
+        fleet=config.fleet,
+        seed=config.seed,
+        faults=faults,
+        latency_ms=config.latency_ms,
+        summary=summary,
+        snapshots=snapshots,
+    )
+
+
+def _serve_until(stop: threading.Event, sim: Simulator) -> None:
+    """Serve until ``stop`` (SIGTERM) or Ctrl-C, then stop the simulator."""
     try:
         while not stop.wait(0.5):
             pass
@@ -155,12 +167,34 @@ def simulator_serve(
         pass
     finally:
         sim.stop()
-    if output == "text":
-        click.echo("simulator stopped")
+
+
+def _started_document(
+    sim: Simulator, *, fleet: str, seed: int, summary: dict[str, Any], snapshots: int
+) -> dict[str, Any]:
+    """simulator serve --format json: where it serves, its keys and its fleet."""
+    return {
+        "command": "simulator serve",
+        "fleet": fleet,
+        "seed": seed,
+        "baseUrl": sim.base_url,
+        "publicKey": sim.public_key,
+        "privateKey": sim.private_key,  # the simulator's own, made up for this run
+        "admin": sim.admin_url,
+        "snapshots": snapshots,
+        "projects": [
+            {
+                "id": p["id"],
+                "name": p["name"],
+                "clusters": sum(1 for c in p["clusters"] if c["snapshots"]),
+            }
+            for p in summary["projects"]
+        ],
+    }
 
 
 def _print_started(
-    sim: Any,
+    sim: Simulator,
     *,
     fleet: str,
     seed: int,

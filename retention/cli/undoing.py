@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from retention import __version__
 from retention.cli import cli
-from retention.cli.common import load
-from retention.cli.ending import Metrics, log_run_finished, metrics_options
+from retention.cli.common import lifecycle_setup
+from retention.cli.ending import metrics_options
 from retention.cli.output import emit, format_option
 from retention.core.restore import SETTLED
-from retention.errors import exit_code_for, exit_meaning
+from retention.errors import exit_meaning
+
+if TYPE_CHECKING:
+    from retention.undo.job import UndoResult
 
 # Items listed in the text summary; the report and undo.json have them all.
 LISTED = 10
@@ -56,76 +57,40 @@ def undo(
       retention undo reports/20261121T030000Z-1a2b3c4d             # I applied the wrong policy
       retention undo "$(ls -d reports/*/ | tail -1)" --format json | jq .counts
     """
-    from retention.config.settings import require_writable
-    from retention.ops.lock import run_lock
-    from retention.ops.stopping import Stop, on_signals
-    from retention.report.model import RunInfo
-    from retention.report.undo import render_undo_reports
-    from retention.undo.job import undo_run
+    from retention.lifecycle.kinds import UndoJob
+    from retention.lifecycle.run import run_lifecycle
 
-    started = datetime.now(UTC)
-    stop = Stop()
-    with on_signals(stop), Metrics(started, None, metrics_file, pushgateway) as metrics:
-        loaded = load(ctx)
-        config = loaded.config
-        require_writable(config.reports.dir, "reports.dir")
-        with run_lock(config.reports.dir), loaded.build_client(stop=stop) as client:
-            metrics.client = client
-            result = undo_run(
-                client,
-                Path(run_dir),
-                reports=config.reports.dir,
-                dry_run=dry_run,
-                concurrency=config.api.concurrency,
-                now=lambda: datetime.now(UTC),
-                stop=stop,
-            )
-        code = exit_code_for(failed=result.failed, held=False, stopped_by=result.interrupted)
-        info = RunInfo(result.run_id, "undo", started, datetime.now(UTC), code, __version__)
-        result.reports = render_undo_reports(
-            result.run_dir, result.document, info, config.reports.formats
-        )
-        document = _document(result, code)
-        if output == "json":
-            emit(document)
-        else:
-            _print_summary(result, code)
-        log_run_finished(
-            "undo",
-            result.run_id,
-            code,
-            started,
-            runDir=document["runDir"],
-            undoOf=document["undoOf"],
-            counts=document["counts"],
-        )
-        metrics.write(code, None, outcomes=result.counts)
-    return code
+    job = UndoJob(Path(run_dir), dry_run=dry_run)
+    ended = run_lifecycle(job, lifecycle_setup(ctx, metrics_file, pushgateway))
+    if output == "json":
+        emit(_document(ended.result, ended.code))
+    else:
+        _print_summary(ended.result, ended.code)
+    return ended.code
 
 
-def _document(result: Any, code: int) -> dict[str, Any]:
+def _document(result: UndoResult, code: int) -> dict[str, Any]:
     """undo --format json: undo.json's facts, with the exit code, run folder and reports."""
-    facts = (
-        "runId",
-        "undoOf",
-        "dryRun",
-        "counts",
-        "unreadableLines",
-        "inDoubt",
-        "interrupted",
-        "items",
-    )
+    document = result.document
     return {
         "command": "undo",
         "exitCode": code,
         "meaning": exit_meaning(code),
         "runDir": str(result.run_dir),
-        **{key: result.document[key] for key in facts},
+        "runId": document["runId"],
+        "undoOf": document["undoOf"],
+        "dryRun": document["dryRun"],
+        "counts": document["counts"],
+        "unreadableLines": document["unreadableLines"],
+        "inDoubt": document["inDoubt"],
+        "interrupted": document["interrupted"],
+        "items": document["items"],
         "reports": [str(path) for path in result.reports],
     }
 
 
-def _print_summary(result: Any, code: int) -> None:
+def _print_summary(result: UndoResult, code: int) -> None:
+    """What a person reads at the end of an undo."""
     counts = result.counts
     what = "would put back" if result.dry_run else "put back"
     back = counts.get("would-restore" if result.dry_run else "restored", 0)

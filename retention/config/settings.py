@@ -21,7 +21,7 @@ import shlex
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -54,6 +54,7 @@ from retention.core.ids import id_problem
 from retention.errors import ConfigError
 from retention.notices.settings import NotifySettings
 from retention.notices.urls import ENV_NOTIFY_URLS, GivenUrls, env_urls, resolve_notify
+from retention.ops.clock import Clock, system_clock
 from retention.planning.workers import available_cpus
 from retention.walk.inventory import ProjectTargets
 
@@ -279,8 +280,10 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     require_credentials: bool = True,
+    clock: Clock = system_clock,
 ) -> LoadedConfig:
-    """Load, validate and resolve the configuration; raise ConfigError listing every problem."""
+    """Load, validate and resolve the configuration; raise ConfigError listing every problem.
+    The schedule's warnings are as of ``clock``'s now."""
     env = os.environ if env is None else env
     config_path, how = _choose_path(path, env)
     problems: list[str] = []
@@ -300,7 +303,7 @@ def load_config(
         raise ConfigError(f"{count} in {config_path}", problems=problems)
     if not config.api.verify_tls:
         warnings.append("api.verify_tls is false: TLS is not verified, answers can be forged")
-    warnings.extend(schedule_warnings(config.schedule, datetime.now(UTC)))
+    warnings.extend(schedule_warnings(config.schedule, clock()))
     return LoadedConfig(config, config_path, credentials, sources, warnings)
 
 

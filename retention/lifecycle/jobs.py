@@ -16,11 +16,10 @@ import heapq
 import logging
 import operator
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from retention.api.client import OpsManagerClient
 from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
@@ -37,6 +36,7 @@ from retention.errors import (
     StopRequestedError,
     UsageError,
 )
+from retention.ops.clock import Clock, system_clock
 from retention.ops.stopping import Stop
 from retention.planning.job import make_plan
 from retention.runfolder.folder import RESULTS, RunFolder, decisions_path
@@ -94,7 +94,7 @@ def run_job(
     concurrency: int,
     dry_run: bool,
     acknowledge_audit_alerts: bool = False,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    now: Clock = system_clock,
     on_outcome: Callable[[Outcome], None] | None = None,
     on_walk: Callable[[Walk], None] | None = None,
     on_apply: Callable[[int], None] | None = None,
@@ -109,7 +109,6 @@ def run_job(
     while planning raises StopRequestedError once the folder says so (nothing was sent);
     while applying, the result's ``interrupted`` names the signal.
     """
-    stop = stop or Stop()
     started = now()
     folder = RunFolder.new(reports, started)
     run_id, run_dir = folder.run_id, folder.path
@@ -133,31 +132,61 @@ def run_job(
         raise planning_stopped(exc, f"nothing was sent ({where})") from None
     result = JobResult(run_id, run_dir, planned.document)
     if not dry_run:
-        # The entries just written pass the checks a saved plan's do before anything is sent.
-        check_entries(planned.plan_path, planned.document, frozenset())
-        if on_apply is not None:
-            on_apply(change_count(planned.document))
-        result.applied = _apply(
+        _apply_planned(
             client,
+            result,
             planned.plan_path,
-            planned.document,
+            started=started,
             concurrency=concurrency,
+            acknowledge_audit_alerts=acknowledge_audit_alerts,
             now=now,
             on_outcome=on_outcome,
-            stop=stop,
+            on_apply=on_apply,
+            stop=stop or Stop(),
         )
-        if acknowledge_audit_alerts and result.applied.changed_clusters:
-            result.acknowledged = acknowledge_own_audit_alerts(
-                client, result.applied, started, run_id, now()
-            )
-        if stop.requested:
-            # However late it came (even while acknowledging): the person asked to stop.
-            result.applied.interrupted = stop.name
-            mark_interrupted(run_dir, "run", stop.name, started, now(), result=result)
     return result
 
 
-def change_count(head: Mapping[str, Any]) -> int:
+def _apply_planned(
+    client: OpsManagerClient,
+    result: JobResult,
+    plan_path: Path,
+    *,
+    started: datetime,
+    concurrency: int,
+    acknowledge_audit_alerts: bool,
+    now: Clock,
+    on_outcome: Callable[[Outcome], None] | None,
+    on_apply: Callable[[int], None] | None,
+    stop: Stop,
+) -> None:
+    """The apply step of a run: the plan just written is sent, its own audit alerts are
+    acknowledged when asked, and a stop that came meanwhile is recorded."""
+    # The entries just written pass the checks a saved plan's do before anything is sent.
+    check_entries(plan_path, result.document, frozenset())
+    if on_apply is not None:
+        on_apply(change_count(result.document))
+    applied = _apply(
+        client,
+        plan_path,
+        result.document,
+        concurrency=concurrency,
+        now=now,
+        on_outcome=on_outcome,
+        stop=stop,
+    )
+    result.applied = applied
+    if acknowledge_audit_alerts and applied.changed_clusters:
+        result.acknowledged = acknowledge_own_audit_alerts(
+            client, applied, started, result.run_id, now()
+        )
+    if stop.requested:
+        # However late it came (even while acknowledging): the person asked to stop.
+        applied.interrupted = stop.name
+        mark_interrupted(result.run_dir, "run", stop.name, started, now(), result=result)
+
+
+def change_count(head: PlanHead) -> int:
     """How many PATCHes a plan would send (held and advisory ones are not sent)."""
     by_action: dict[str, int] = head["summary"]["byAction"]
     return sum(n for action, n in by_action.items() if action not in ("held", "advisory"))
@@ -170,7 +199,7 @@ def apply_saved(
     reports: Path,
     max_age: timedelta,
     concurrency: int,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    now: Clock = system_clock,
     on_outcome: Callable[[Outcome], None] | None = None,
     on_apply: Callable[[int], None] | None = None,
     approve: Sequence[str] = (),
@@ -268,7 +297,7 @@ def _apply(
     head: PlanHead,
     *,
     concurrency: int,
-    now: Callable[[], datetime],
+    now: Clock,
     on_outcome: Callable[[Outcome], None] | None,
     approved: frozenset[tuple[str, str]] = frozenset(),
     stop: Stop | None = None,

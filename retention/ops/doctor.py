@@ -31,6 +31,7 @@ from retention.errors import (
     TransportError,
 )
 from retention.notices.urls import ENV_NOTIFY_URLS
+from retention.ops.clock import Clock, system_clock
 from retention.walk.inventory import ProjectTargets, discover
 
 Status = Literal["pass", "warn", "fail"]
@@ -67,11 +68,12 @@ class Report:
         return any(c.status == "fail" for c in self.checks)
 
 
-def run_doctor(config_path: str | Path | None) -> Report:
-    """Run every check that can run; stop early when a later check could not mean anything."""
+def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -> Report:
+    """Run every check that can run; stop early when a later check could not mean anything.
+    The clock check compares the API's Date header with ``clock``."""
     checks: list[Check] = []
     try:
-        loaded = load_config(config_path)
+        loaded = load_config(config_path, clock=clock)
     except ConfigError as exc:
         detail = "; ".join(exc.problems) or str(exc)
         checks.append(Check("configuration", "fail", detail, "fix the file or environment named"))
@@ -98,7 +100,7 @@ def run_doctor(config_path: str | Path | None) -> Report:
         checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
         return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
-    with loaded.build_client() as client:
+    with loaded.build_client(clock=clock) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
         _tls(loaded, checks)

@@ -28,12 +28,12 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import LockHeldError
+from retention.ops.clock import Clock, system_clock
 from retention.walk.sharding import Shard
 
 LOCK_NAME = ".retention.lock"
@@ -53,21 +53,25 @@ def shard_lock_name(index: int, count: int) -> str:
 
 @contextmanager
 def run_lock(
-    folder: Path, shard: Shard | None = None, *, setup_wait: float = SETUP_WAIT
+    folder: Path,
+    shard: Shard | None = None,
+    *,
+    setup_wait: float = SETUP_WAIT,
+    clock: Clock = system_clock,
 ) -> Iterator[Path]:
     """Hold the fleet's lock of ``folder`` for the block, or raise LockHeldError.
 
     With ``shard`` the fleet's lock is shared with the other shards of its count and the
     shard's own lock is exclusive; a shard file of another count held is a LockHeldError.
-    Yields the file held exclusively.
+    Yields the file held exclusively, signed with the pid and ``clock``'s time.
     """
     folder.mkdir(parents=True, exist_ok=True)
     with ExitStack() as held:
         fleet = held.enter_context((folder / LOCK_NAME).open("a+", encoding="utf-8"))
-        with _setting_up(folder, setup_wait):
+        with _setting_up(folder, setup_wait, clock):
             if shard is None:
                 _take(fleet, folder / LOCK_NAME, fcntl.LOCK_EX)
-                _sign(fleet)
+                _sign(fleet, clock)
                 mine = folder / LOCK_NAME
             else:
                 _take(fleet, folder / LOCK_NAME, fcntl.LOCK_SH)
@@ -75,12 +79,12 @@ def run_lock(
                 mine = folder / shard_lock_name(shard.index, shard.count)
                 own = held.enter_context(mine.open("a+", encoding="utf-8"))
                 _take(own, mine, fcntl.LOCK_EX)
-                _sign(own)
+                _sign(own, clock)
         yield mine
 
 
 @contextmanager
-def _setting_up(folder: Path, wait: float) -> Iterator[None]:
+def _setting_up(folder: Path, wait: float, clock: Clock) -> Iterator[None]:
     """Hold ``.retention-setup.lock`` exclusively while the run's own locks are taken, so
     that no other run looks at the lock files or takes one meanwhile."""
     path = folder / SETUP_NAME
@@ -100,7 +104,7 @@ def _setting_up(folder: Path, wait: float) -> Iterator[None]:
                         f"that process is stuck or stopped, end it ({RELEASED})"
                     ) from None
                 time.sleep(_POLL)
-        _sign(handle)
+        _sign(handle, clock)
         try:
             yield
         finally:
@@ -145,10 +149,10 @@ def _shard_files(folder: Path) -> list[tuple[int, int, Path]]:
     return sorted(found, key=lambda item: (item[1], item[0]))
 
 
-def _sign(handle: IO[str]) -> None:
+def _sign(handle: IO[str], clock: Clock) -> None:
     handle.seek(0)
     handle.truncate()
-    handle.write(f"pid {os.getpid()} since {format_timestamp(datetime.now(UTC))}\n")
+    handle.write(f"pid {os.getpid()} since {format_timestamp(clock())}\n")
     handle.flush()
 
 

@@ -19,11 +19,11 @@ import json
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import IO, Any
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import EXIT_MEANINGS
+from retention.ops.clock import Clock, system_clock
 
 LOG_FORMAT_ENV = "RETENTION_LOG_FORMAT"
 # The run-finished event goes to this logger (INFO): a collector's record of every run.
@@ -34,10 +34,6 @@ URLLIB3_POOL_LOGGER = "urllib3.connectionpool"
 _CLEAR_LINE = "\r\x1b[K"  # back to the start of the line, and erase it
 
 
-def _now() -> str:
-    return format_timestamp(datetime.now(UTC))
-
-
 def _encode(entry: Mapping[str, Any]) -> str:
     # default=str: a Path or a datetime among the fields must not cost the line.
     return json.dumps(entry, default=str)
@@ -45,11 +41,17 @@ def _encode(entry: Mapping[str, Any]) -> str:
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: time, level, logger, event (if any), message, the
-    record's structured ``fields`` and the error, if any."""
+    record's structured ``fields`` and the error, if any. The time is the command's clock
+    (retention.ops.clock), read as the record is written, so that a command run at a given
+    time logs that time."""
+
+    def __init__(self, clock: Clock = system_clock) -> None:
+        super().__init__()
+        self.clock = clock
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": format_timestamp(datetime.fromtimestamp(record.created, UTC)),
+            "time": format_timestamp(self.clock()),
             "level": record.levelname.lower(),
             "logger": record.name,
         }
@@ -103,16 +105,17 @@ class DropUrllib3RetryWarnings(logging.Filter):
         return not str(record.msg).startswith("Retrying (")
 
 
-def configure(*, debug: bool, log_format: str) -> None:
+def configure(*, debug: bool, log_format: str, clock: Clock = system_clock) -> None:
     """Send retention's logs to stderr in the chosen format (replacing earlier handlers).
 
     The level is WARNING (DEBUG with ``debug``). In json mode the run-finished event (INFO
     on ``retention.run``) is logged too; in text mode it shows only with ``debug``, as the
     command prints its own summary on stdout. urllib3's retry warnings are dropped (ours
-    say the same in one line); in json mode Python warnings are logged (py.warnings)."""
+    say the same in one line); in json mode Python warnings are logged (py.warnings), each
+    line with ``clock``'s time."""
     as_json = log_format == "json"
     handler = StderrHandler(sys.stderr, clear_line=not as_json)
-    handler.setFormatter(JsonFormatter() if as_json else TextFormatter())
+    handler.setFormatter(JsonFormatter(clock) if as_json else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -145,7 +148,14 @@ def requested_format(argv: Sequence[str], environ: Mapping[str, str]) -> str:
     return "json" if chosen.strip().lower() == "json" else "text"
 
 
-def fatal(message: str, *, exit_code: int, stream: IO[str] | None = None, **fields: Any) -> None:
+def fatal(
+    message: str,
+    *,
+    exit_code: int,
+    stream: IO[str] | None = None,
+    clock: Clock = system_clock,
+    **fields: Any,
+) -> None:
     """Write the error that ends a command as one JSON object line (json log format):
     ``{"time", "level": "error", "logger": "retention", "event": "fatal", "message",
     "exitCode", "meaning", ...fields}``; fields that are None are left out.
@@ -154,7 +164,7 @@ def fatal(message: str, *, exit_code: int, stream: IO[str] | None = None, **fiel
     before logging is configured, and the last line must get out whatever the handlers.
     """
     entry: dict[str, Any] = {
-        "time": _now(),
+        "time": format_timestamp(clock()),
         "level": "error",
         "logger": "retention",
         "event": "fatal",

@@ -9,6 +9,7 @@ the Pushgateway keeps it because a failed run pushes (pushadd) without it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +49,79 @@ class RunMetrics:
         return self.exit_code in SUCCESSFUL_EXITS
 
 
+# The gauges of a run, in the order the textfile lists them: name, help, value.
+_RUN_GAUGES: tuple[tuple[str, str, Callable[[RunMetrics], float]], ...] = (
+    (
+        "retention_last_run_start_timestamp_seconds",
+        "When the last run started.",
+        lambda m: m.started.timestamp(),
+    ),
+    (
+        "retention_last_run_finish_timestamp_seconds",
+        "When the last run ended.",
+        lambda m: m.finished.timestamp(),
+    ),
+    (
+        "retention_last_run_duration_seconds",
+        "How long the last run took.",
+        lambda m: (m.finished - m.started).total_seconds(),
+    ),
+    (
+        "retention_last_run_exit_code",
+        "Exit code of the last run: 0 done, 1 failures, 2 bad input, 3 held, 4 locked, "
+        "5 API unreachable, 130 stopped by SIGINT, 143 stopped by SIGTERM.",
+        lambda m: m.exit_code,
+    ),
+)
+# After the last success: what the run counted.
+_COUNT_GAUGES: tuple[tuple[str, str, Callable[[RunMetrics], float]], ...] = (
+    ("retention_snapshots_seen", "Snapshots the last run planned.", lambda m: m.snapshots),
+    (
+        "retention_clusters_held",
+        "Clusters whose destructive changes a gate held.",
+        lambda m: m.clusters_held,
+    ),
+    (
+        "retention_changes_approved",
+        "Held changes that an apply with --approve sent and the API applied.",
+        lambda m: m.approved,
+    ),
+    (
+        "retention_bytes_given_back",
+        "Storage (the parts' storageSizeBytes) of the snapshots the plan shortens or deletes.",
+        lambda m: m.bytes_given_back,
+    ),
+    (
+        "retention_bytes_held",
+        "Storage of the snapshots whose destructive changes a safety gate held.",
+        lambda m: m.bytes_held,
+    ),
+    (
+        "retention_clusters_unmanaged",
+        "Clusters and config servers no policy matches (never changed).",
+        lambda m: m.clusters_unmanaged,
+    ),
+    (
+        "retention_policies_unused",
+        "Policies that matched no cluster or config server in the last run.",
+        lambda m: m.unused_policies,
+    ),
+    ("retention_errors", "Walk, plan and PATCH errors of the last run.", lambda m: m.errors),
+    ("retention_api_requests", "API requests of the last run.", lambda m: m.api_requests),
+    ("retention_api_retries", "API retries of the last run.", lambda m: m.api_retries),
+    (
+        "retention_notices_sent",
+        "Notification URLs (notify: in retention.yaml) the last run's notice was sent to.",
+        lambda m: m.notices_sent,
+    ),
+    (
+        "retention_notices_failed",
+        "Notification URLs the last run's notice could not be sent to.",
+        lambda m: m.notices_failed,
+    ),
+)
+
+
 def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorRegistry:
     """The run's metrics; ``previous_success`` is carried when this run did not succeed."""
     reg = CollectorRegistry()
@@ -58,74 +132,13 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
         metric = Gauge(name, doc, labels, registry=reg)
         (metric.labels(*values) if labels else metric).set(value)
 
-    gauge(
-        "retention_last_run_start_timestamp_seconds",
-        "When the last run started.",
-        m.started.timestamp(),
-    )
-    gauge(
-        "retention_last_run_finish_timestamp_seconds",
-        "When the last run ended.",
-        m.finished.timestamp(),
-    )
-    gauge(
-        "retention_last_run_duration_seconds",
-        "How long the last run took.",
-        (m.finished - m.started).total_seconds(),
-    )
-    gauge(
-        "retention_last_run_exit_code",
-        "Exit code of the last run: 0 done, 1 failures, 2 bad input, 3 held, 4 locked, "
-        "5 API unreachable, 130 stopped by SIGINT, 143 stopped by SIGTERM.",
-        m.exit_code,
-    )
+    for name, doc, value in _RUN_GAUGES:
+        gauge(name, doc, value(m))
     success = m.finished.timestamp() if m.succeeded else previous_success
     if success is not None:
         gauge(SUCCESS, "When a run last succeeded (exit 0 or 3).", success)
-    gauge("retention_snapshots_seen", "Snapshots the last run planned.", m.snapshots)
-    gauge(
-        "retention_clusters_held",
-        "Clusters whose destructive changes a gate held.",
-        m.clusters_held,
-    )
-    gauge(
-        "retention_changes_approved",
-        "Held changes that an apply with --approve sent and the API applied.",
-        m.approved,
-    )
-    gauge(
-        "retention_bytes_given_back",
-        "Storage (the parts' storageSizeBytes) of the snapshots the plan shortens or deletes.",
-        m.bytes_given_back,
-    )
-    gauge(
-        "retention_bytes_held",
-        "Storage of the snapshots whose destructive changes a safety gate held.",
-        m.bytes_held,
-    )
-    gauge(
-        "retention_clusters_unmanaged",
-        "Clusters and config servers no policy matches (never changed).",
-        m.clusters_unmanaged,
-    )
-    gauge(
-        "retention_policies_unused",
-        "Policies that matched no cluster or config server in the last run.",
-        m.unused_policies,
-    )
-    gauge("retention_errors", "Walk, plan and PATCH errors of the last run.", m.errors)
-    gauge("retention_api_requests", "API requests of the last run.", m.api_requests)
-    gauge("retention_api_retries", "API retries of the last run.", m.api_retries)
-    gauge(
-        "retention_notices_sent",
-        "Notification URLs (notify: in retention.yaml) the last run's notice was sent to.",
-        m.notices_sent,
-    )
-    gauge(
-        "retention_notices_failed",
-        "Notification URLs the last run's notice could not be sent to.",
-        m.notices_failed,
-    )
+    for name, doc, value in _COUNT_GAUGES:
+        gauge(name, doc, value(m))
     changes = Gauge(
         "retention_changes", "Planned changes by action.", [*labels, "action"], registry=reg
     )

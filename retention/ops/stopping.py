@@ -117,6 +117,28 @@ def on_signals(stop: Stop, *, exit_now: Callable[[int], object] = os._exit) -> I
         yield stop
         return
     wake_read, wake_write = os.pipe()
+    watcher = threading.Thread(
+        target=_watch, args=(stop, wake_read), name="stop-watcher", daemon=True
+    )
+    watcher.start()
+    before = _install(_handler(stop, wake_write, exit_now))
+    try:
+        yield stop
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+        with contextlib.suppress(OSError):
+            os.write(wake_write, b"\0")
+        watcher.join(timeout=5)
+        os.close(wake_read)
+        os.close(wake_write)
+
+
+def _handler(
+    stop: Stop, wake_write: int, exit_now: Callable[[int], object]
+) -> Callable[[int, FrameType | None], None]:
+    """The signal handler: it notes the first signal and wakes the watcher through the
+    pipe; a Ctrl-C while stopping exits at once."""
 
     def handle(signum: int, _frame: FrameType | None) -> None:
         if stop.requested:
@@ -128,25 +150,34 @@ def on_signals(stop: Stop, *, exit_now: Callable[[int], object] = os._exit) -> I
         stop.note(signum)
         os.write(wake_write, bytes([signum]))
 
-    def watch() -> None:
-        woke = os.read(wake_read, 1)
-        if not woke or woke == b"\0":
-            return  # the block ended without a signal
-        stop.request(woke[0])
-        name = stop.name
-        again = "Ctrl-C" if stop.signum == signal.SIGINT else "Ctrl-C (SIGINT)"
-        text = (
-            f"\n{name}: stopping: no new request starts; what is on the wire finishes and "
-            f"is journalled ({again} again exits at once)"
-        )
-        log.warning(
-            "%s: stopping: no new request starts; requests on the wire finish and are journalled",
-            name,
-            extra={"text": text, "fields": {"event": "stop-requested", "signal": name}},
-        )
+    return handle
 
-    watcher = threading.Thread(target=watch, name="stop-watcher", daemon=True)
-    watcher.start()
+
+def _watch(stop: Stop, wake_read: int) -> None:
+    """The watcher thread: woken by the handler, it requests the stop (which takes locks a
+    handler must not) and says so; a zero byte means the block ended without a signal."""
+    woke = os.read(wake_read, 1)
+    if not woke or woke == b"\0":
+        return
+    stop.request(woke[0])
+    name = stop.name
+    again = "Ctrl-C" if stop.signum == signal.SIGINT else "Ctrl-C (SIGINT)"
+    text = (
+        f"\n{name}: stopping: no new request starts; what is on the wire finishes and "
+        f"is journalled ({again} again exits at once)"
+    )
+    log.warning(
+        "%s: stopping: no new request starts; requests on the wire finish and are journalled",
+        name,
+        extra={"text": text, "fields": {"event": "stop-requested", "signal": name}},
+    )
+
+
+def _install(
+    handle: Callable[[int, FrameType | None], None],
+) -> dict[int, signal.Handlers | Callable[..., object] | int]:
+    """Install ``handle`` for SIGINT and SIGTERM (a SIGINT ignored from the start stays
+    ignored); the handlers it replaced, to put back."""
     before: dict[int, signal.Handlers | Callable[..., object] | int] = {}
     for signum in STOP_SIGNALS:
         current = signal.getsignal(signum)
@@ -155,16 +186,7 @@ def on_signals(stop: Stop, *, exit_now: Callable[[int], object] = os._exit) -> I
         # None: a handler not installed from Python; the default is the closest to it.
         before[signum] = signal.SIG_DFL if current is None else current
         signal.signal(signum, handle)
-    try:
-        yield stop
-    finally:
-        for number, handler in before.items():
-            signal.signal(number, handler)
-        with contextlib.suppress(OSError):
-            os.write(wake_write, b"\0")
-        watcher.join(timeout=5)
-        os.close(wake_read)
-        os.close(wake_write)
+    return before
 
 
 def early_stop(signum: int, _frame: FrameType | None) -> None:
