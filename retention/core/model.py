@@ -21,7 +21,7 @@ from retention.core.snapshot import (
     Kind,
     SnapshotFacts,
     SnapshotPatch,
-    StateDocument,
+    StateText,
     state_document,
 )
 from retention.core.timestamps import AwareUtcDatetime, format_timestamp
@@ -145,7 +145,7 @@ class SnapshotView(msgspec.Struct, frozen=True, gc=False):
             snapshot.storage_bytes,
         )
 
-    def observed(self) -> StateDocument:
+    def observed(self) -> StateText:
         """doNotDelete and expires as observed, for compare-and-swap at apply time."""
         return state_document(self.do_not_delete, self.expires)
 

@@ -25,8 +25,8 @@ from typing import Literal
 
 from retention.core.model import ChangeAction
 from retention.core.planfile import Body, Observed
-from retention.core.runfiles import ApplyIntent, ApplyOutcome, PatchText, StateText, UndoOutcome
-from retention.core.snapshot import SnapshotFacts, SnapshotPatch, state_document
+from retention.core.runfiles import ApplyIntent, ApplyOutcome, PatchText, UndoOutcome
+from retention.core.snapshot import SnapshotFacts, SnapshotPatch, StateText, state_document
 from retention.core.timestamps import format_timestamp, parse_timestamp
 
 Verdict = Literal["restore", "unchanged", "protected", "stale", "gone", "expired", "lapsed"]

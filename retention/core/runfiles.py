@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, final
 
-from pydantic import ConfigDict, Discriminator, StringConstraints, Tag, TypeAdapter, with_config
+from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from retention.core.model import ChangeAction
 from retention.core.planfile import Body, Id, Observed, Timestamp
-from retention.core.timestamps import TIMESTAMP_PATTERN
+from retention.core.snapshot import StateText, TimestampText
 
 # What apply did with one change (docs/plan-file.md, "results.jsonl").
 OutcomeName = Literal["applied", "stale", "failed", "held", "refused", "not-sent"]
@@ -48,9 +48,6 @@ Step = Literal["plan", "apply"]
 
 UNDO_FORMAT: Literal["retention-undo/v1"] = "retention-undo/v1"
 INTERRUPTED_FORMAT: Literal["retention-interrupted/v1"] = "retention-interrupted/v1"
-
-# A timestamp kept as the text it is written as: YYYY-MM-DDTHH:MM:SSZ.
-TimestampText = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -113,14 +110,6 @@ APPLY_OUTCOME = TypeAdapter(ApplyOutcome)
 
 
 # ---- results.jsonl and undo.json of an undo --------------------------------------------
-
-
-@with_config(_STRICT)
-class StateText(TypedDict):
-    """A snapshot's state as undo writes it: protected, or its expiry (None: no expiry)."""
-
-    doNotDelete: bool
-    expires: TimestampText | None
 
 
 @with_config(_STRICT)

@@ -10,13 +10,26 @@ it, the client sends it, undo and the simulator use its rules.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StringConstraints,
+    field_validator,
+    model_serializer,
+    model_validator,
+    with_config,
+)
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict
 
-from retention.core.timestamps import UtcDatetime, ceil_to_second, format_timestamp
+from retention.core.timestamps import (
+    TIMESTAMP_PATTERN,
+    UtcDatetime,
+    ceil_to_second,
+    format_timestamp,
+)
 
 # What a target of a plan is: a cluster, or a legacy mirrored config server (advisory).
 Kind = Literal["cluster", "config-server"]
@@ -48,17 +61,23 @@ class SnapshotFacts(Protocol):
     def storage_bytes(self) -> int | None: ...
 
 
-class StateDocument(TypedDict):
-    """A snapshot's doNotDelete and expires as the API shows them (expires None: none)."""
+# A timestamp kept as the text it is written as: YYYY-MM-DDTHH:MM:SSZ.
+TimestampText = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class StateText(TypedDict):
+    """A snapshot's doNotDelete and expires as the API shows them, expires as text (None:
+    no expiry): in the plan's observed state, undo's files and the simulator's PATCH log."""
 
     doNotDelete: bool
-    expires: str | None
+    expires: TimestampText | None
 
 
-def state_document(do_not_delete: bool, expires: datetime | None) -> StateDocument:
+def state_document(do_not_delete: bool, expires: datetime | None) -> StateText:
     """The state in the API's words: what a plan observed, what undo restores, what the
     simulator's PATCH log records."""
-    return StateDocument(
+    return StateText(
         doNotDelete=do_not_delete,
         expires=format_timestamp(expires) if expires is not None else None,
     )

@@ -20,6 +20,7 @@ from retention.lifecycle.jobs import JobResult, apply_saved, change_count, run_j
 from retention.ops.logs import RUN_LOGGER
 from retention.report import render_run
 from retention.report.undo import render_undo_reports
+from retention.runfolder.folder import RunFolder
 from retention.undo.job import UndoResult, undo_run
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class ApplyJob(_PlanEnding):
     @property
     def plan_file(self) -> Path:
         """The plan file: ``plan``, or the plan.json of the run folder ``plan``."""
-        return self.plan / "plan.json" if self.plan.is_dir() else self.plan
+        return RunFolder(self.plan).plan if self.plan.is_dir() else self.plan
 
     def check(self) -> None:
         """UsageError (exit 2) when there is no plan file at ``plan``."""

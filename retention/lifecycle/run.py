@@ -78,14 +78,15 @@ def conclude(
     *,
     notifier: Notifier | None = None,
 ) -> Ended[R]:
-    """End a job that ran: its exit code, its reports (report.md too when a notice is
-    to be sent: the notice is its summary), the notice, its closing log lines and the
-    run-finished event."""
+    """End a job that ran: its exit code, its reports, the notice, its closing log lines
+    and the run-finished event. With a notice to send, report.md is written whatever
+    ``reports.formats`` says: the notice is report.md's head, and its reader is promised the
+    whole of it in the run folder (docs/configuration.md)."""
     held = job.held(result)
     code = exit_code_for(failed=result.failed, held=held, stopped_by=result.interrupted)
     info = RunInfo(result.run_id, job.mode, started, clock(), code, __version__)
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:
-        formats = [*formats, "markdown"]  # the notice is report.md's summary
+        formats = [*formats, "markdown"]
     result.reports, summary = job.write_reports(result, info, formats)
     notices = []
     if notifier is not None and summary is not None:

@@ -27,8 +27,8 @@ from retention.core.wording import printable, size
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.report.summary import RunSummary
+from retention.runfolder.folder import REPORTS, RunFolder, partial_path
 
-FORMATS = {"html": "report.html", "markdown": "report.md"}
 # Timelines drawn in full; the other changed clusters are only in the clusters table.
 MAX_TIMELINES = 50
 # Rows of long lists (failed PATCHes, advisory decisions) in the HTML; the rest are counted.
@@ -215,8 +215,8 @@ def write_reports(
     for fmt in dict.fromkeys(formats):
         env = html_environment() if fmt == "html" else markdown_environment()
         template = env.get_template(templates[fmt])
-        path = run_dir / FORMATS[fmt]
-        partial = path.with_name(path.name + ".partial")
+        path = RunFolder(run_dir).report(fmt)
+        partial = partial_path(path)
         try:
             with partial.open("w", encoding="utf-8") as out:
                 for chunk in template.generate(**context):
@@ -229,6 +229,6 @@ def write_reports(
 
 
 def _check_formats(formats: Sequence[str]) -> None:
-    unknown = [f for f in formats if f not in FORMATS]
+    unknown = [f for f in formats if f not in REPORTS]
     if unknown:
         raise ValueError(f"unknown report format {unknown[0]!r}: use html or markdown")

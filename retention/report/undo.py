@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from retention.core.restore import SETTLED, State
-from retention.core.runfiles import StateText, UndoDocument, UndoOutcome
+from retention.core.runfiles import UndoDocument, UndoOutcome
+from retention.core.snapshot import StateText
 from retention.report.model import RunInfo
 from retention.report.render import write_reports
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from retention.core.snapshot import StateDocument, state_document
+from retention.core.snapshot import StateText, state_document
 from retention.core.timestamps import format_timestamp
 
 
@@ -94,7 +94,7 @@ class SimSnapshot:
     def __post_init__(self) -> None:
         self.created_text = format_timestamp(self.created)
 
-    def state(self) -> StateDocument:
+    def state(self) -> StateText:
         """doNotDelete and expires as the API shows them (for the PATCH log)."""
         return state_document(self.do_not_delete, self.expires)
 
