@@ -5,51 +5,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import freezegun
 import pytest
 import responses
 from freezegun.config import DEFAULT_IGNORE_LIST
-from pydantic import SecretStr
 
-from retention.api import Credentials, OpsManagerClient, RetryPolicy
-from tests.digest import DigestChecker
-from tests.fakeapi import BASE_URL, FakeApi
-from tests.notices import Receiver, receiving
-
-if TYPE_CHECKING:
-    from retention.simulator.server import Simulator
-
-PUBLIC_KEY = "pubkey-abcdef"
-# Distinctive, so a leak into any message or log line is found by a plain substring search.
-PRIVATE_KEY = "priv-3e1b9c0a-DO-NOT-LEAK-7f2d"
+from retention.api import OpsManagerClient, RetryPolicy
+from retention.simulator.server import Simulator
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import FakeApi
+from tests.support.notices import Receiver, receiving
+from tests.support.simfleet import KEY, running
 
 # freezegun gives code called from a module of its ignore list (up to five frames down) the
 # real time.time() and time.monotonic(), though datetime.now() stays frozen. Its default
 # list has threading and queue, the first frames of every pool thread: a deadline taken
 # frozen in the main thread was then compared with the real clock in a worker (apprise's
 # notices timed out once the real monotonic clock passed the frozen one, under faketime).
-# The suite keeps pytest's own timings real and freezes threads like the main thread.
+# The suite keeps pytest's own timings real and freezes threads like the main thread
+# (_pytest.timing too: else --durations reports a frozen fixture's setup as 56 years).
 freezegun.configure(
-    default_ignore_list=[m for m in DEFAULT_IGNORE_LIST if m not in {"threading", "queue"}]
+    default_ignore_list=[
+        *(m for m in DEFAULT_IGNORE_LIST if m not in {"threading", "queue"}),
+        "_pytest.timing",
+    ]
 )
-
-# No waiting in unit tests: backoff 0, no jitter. Waits are tested against a real server.
-FAST_RETRY = RetryPolicy(retries=3, backoff_factor=0.0, jitter=0.0, max_total_seconds=30.0)
-
-
-def credentials(private_key: str = PRIVATE_KEY) -> Credentials:
-    """The fake key pair (or one with another private key)."""
-    return Credentials(PUBLIC_KEY, SecretStr(private_key))
-
-
-def make_client(
-    base_url: str = BASE_URL, private_key: str = PRIVATE_KEY, **options: Any
-) -> OpsManagerClient:
-    """A client for the fake API with fast retries unless told otherwise."""
-    options.setdefault("retry", FAST_RETRY)
-    return OpsManagerClient(base_url, credentials(private_key), **options)
 
 
 @pytest.fixture
@@ -69,10 +51,8 @@ def fake(checker: DigestChecker) -> Iterator[FakeApi]:
 
 @pytest.fixture
 def sim() -> Iterator[Simulator]:
-    """The small test fleet (tests/simfleet.py) on a running simulator, its clock frozen at
-    NOW and the product's clock in this process at the same NOW."""
-    from tests.simfleet import running  # noqa: PLC0415 - simfleet imports this module
-
+    """The small test fleet (tests/support/simfleet.py) on a running simulator, its clock
+    frozen at NOW and the product's clock in this process at the same NOW."""
     with running() as simulator:
         yield simulator
 
@@ -93,7 +73,7 @@ def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    """A running JSON webhook receiver for notices (tests/notices.py)."""
+    """A running JSON webhook receiver for notices (tests/support/notices.py)."""
     with receiving() as got:
         yield got
 
@@ -107,10 +87,8 @@ def no_notify_urls_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user's working folder: the current directory, the simulator's keys (tests/simfleet)
-    in the environment and no other retention setting."""
-    from tests.simfleet import KEY  # noqa: PLC0415 - simfleet imports this module
-
+    """A user's working folder: the current directory, the simulator's keys
+    (tests/support/simfleet.py) in the environment and no other retention setting."""
     for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)

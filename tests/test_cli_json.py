@@ -14,7 +14,7 @@ import pytest
 from retention import cli
 from retention.core.planfile import plan_json_schema
 from retention.simulator.server import Simulator
-from tests.simfleet import KEY
+from tests.support.simfleet import KEY
 from tests.test_cli_plan import write_config
 
 

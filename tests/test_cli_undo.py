@@ -11,7 +11,7 @@ import pytest
 
 from retention import cli
 from retention.simulator.server import Simulator
-from tests.simfleet import P
+from tests.support.simfleet import P
 
 BAD = """\
 name: typo

@@ -11,7 +11,7 @@ import pytest
 
 from retention.api import OpsManagerClient, SnapshotPatch
 from retention.errors import RefusedRequestError
-from tests.fakeapi import (
+from tests.support.fakeapi import (
     BASE_URL,
     SERVICE_VERSION,
     Answer,

@@ -13,9 +13,9 @@ import pytest
 
 from retention import cli
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY
-from tests.simfleet import KEY, NOW, P, product_clock, small_fleet
-from tests.wire_server import closed_port
+from tests.support.client import PUBLIC_KEY
+from tests.support.simfleet import KEY, NOW, P, product_clock, small_fleet
+from tests.support.wire_server import closed_port
 
 
 @contextmanager
@@ -23,7 +23,7 @@ def live(
     skew: timedelta = timedelta(0), header: str = "X-MongoDB-Service-Version"
 ) -> Iterator[Simulator]:
     """The small fleet on a simulator frozen at NOW + ``skew``, naming its version in
-    ``header``, and the product's clock at NOW (tests/simfleet.product_clock)."""
+    ``header``, and the product's clock at NOW (tests/support/simfleet.product_clock)."""
     config = SimulatorConfig(
         public_key=PUBLIC_KEY,
         private_key=KEY,

@@ -18,8 +18,8 @@ from retention.planning.job import make_plan
 from retention.runfolder.planread import read_head, read_list
 from retention.runfolder.planwrite import PlanBuilder, decision_record, encode_cluster
 from retention.walk.inventory import ProjectTargets
-from tests.fakeapi import FakeApi, list_page, paged, snapshot
-from tests.planning import loaded_policy
+from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
+from tests.support.planning import loaded_policy
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

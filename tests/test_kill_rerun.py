@@ -17,7 +17,7 @@ from typing import Any
 
 from retention.api import OpsManagerClient
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY, make_client
+from tests.support.client import PUBLIC_KEY, make_client
 
 KEY = "kill-test-secret"
 FLEET = """\

@@ -1,5 +1,6 @@
-"""The eight invariants of DESIGN.md section 5, checked with hypothesis over generated
-clusters: random creation times, states, policies, alerts, lease and now (500 examples each).
+"""Eight invariants every plan keeps (each test's docstring states its own), checked with
+hypothesis over generated clusters: random creation times, states, policies, alerts, lease and
+now (500 examples each under CI=true, a fifth of that by default: tests/support/examples.py).
 Invariant 3 (dry runs send nothing) needs the executor and is tested there."""
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import EveryRule, KeepSpec
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.timestamps import LATEST
-from tests import strategies
-from tests.planning import HOLD_TYPES, apply, loaded_policy
-from tests.planning import policies as policies_of
+from tests.support import strategies
+from tests.support.planning import HOLD_TYPES, apply, loaded_policy
+from tests.support.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import EveryRule, Item, KeepSpec, evaluate
 from retention.core.policy.trace import trace
-from tests import strategies
+from tests.support import strategies
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 from retention import cli
 from retention.core.timestamps import format_timestamp
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY, make_client
-from tests.journal import intent_lines, outcome_lines
-from tests.notices import Receiver
+from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.journal import intent_lines, outcome_lines
+from tests.support.notices import Receiver
 
 KEY = "stop-test-secret"
 SNAPSHOT_LIST = "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots"

@@ -9,7 +9,7 @@ from pydantic import SecretStr
 
 from retention.api import Credentials, RetryPolicy, Timeouts, TLSConfig
 from retention.api.transport import RateLimiter
-from tests.conftest import make_client
+from tests.support.client import make_client
 
 
 @pytest.mark.parametrize(
