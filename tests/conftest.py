@@ -15,6 +15,7 @@ from retention.api import OpsManagerClient, RetryPolicy
 from retention.simulator.server import Simulator
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker
+from tests.support.examples import load_profile
 from tests.support.fakeapi import FakeApi
 from tests.support.notices import Receiver, receiving
 from tests.support.simfleet import KEY, running
@@ -32,6 +33,9 @@ freezegun.configure(
         "_pytest.timing",
     ]
 )
+
+# Before any test module is imported: their @settings read the profile's example count.
+HYPOTHESIS_PROFILE = load_profile()
 
 
 @pytest.fixture
@@ -95,6 +99,11 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def pytest_report_header() -> str:
+    """The hypothesis profile in the run's header: quick runs a fifth of the examples CI does."""
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE} (CI=true runs the full counts)"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -35,6 +35,7 @@ from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 from retention.walk.inventory import ProjectTargets
 from tests.support.client import PUBLIC_KEY
+from tests.support.examples import examples
 from tests.support.simfleet import KEY, client_for
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -180,7 +181,7 @@ def when(text: str) -> datetime:
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -18,12 +18,13 @@ from retention.core.policy.engine import EveryRule, KeepSpec
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.timestamps import LATEST
 from tests.support import strategies
+from tests.support.examples import examples
 from tests.support.planning import HOLD_TYPES, apply, loaded_policy
 from tests.support.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
-EXAMPLES = settings(max_examples=500, deadline=None)
+EXAMPLES = settings(max_examples=examples(500), deadline=None)
 
 durations = strategies.durations(months=2, days=20, hours=48)
 counts = strategies.COUNTS
@@ -321,7 +322,7 @@ extreme_specs = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     keep=extreme_specs,
     protect=st.none() | extreme_specs,

@@ -18,6 +18,7 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import KeepSpec
 from retention.core.policy.loader import LoadedPolicy
 from tests.support import strategies
+from tests.support.examples import examples
 from tests.support.planning import loaded_policy
 from tests.support.planning import policies as policies_of
 
@@ -106,7 +107,7 @@ def clusters(draw: st.DrawFn) -> list[SnapshotView]:
 
 
 @given(snapshots=clusters(), chosen=st.lists(policies, max_size=2, unique_by=lambda p: p.name))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_rules_traced_as_keeping_are_the_reasons_decide_records(
     snapshots: list[SnapshotView], chosen: list[LoadedPolicy]
 ) -> None:

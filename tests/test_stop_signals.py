@@ -32,6 +32,7 @@ from retention import cli
 from retention.core.timestamps import format_timestamp
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.examples import examples
 from tests.support.journal import intent_lines, outcome_lines
 from tests.support.notices import Receiver
 
@@ -432,7 +433,7 @@ def test_sigterm_to_the_process_group_while_workers_plan_is_a_stop_not_a_crash(
 
 
 @settings(
-    max_examples=6,
+    max_examples=examples(6),
     deadline=None,
     derandomize=True,
     database=None,
