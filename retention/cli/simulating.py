@@ -115,6 +115,9 @@ def simulator_serve(
         raise UsageError(f"--fleet {fleet}: {exc}") from None
     summary = sim.admin("fleet")
     snapshots = sim.admin("counters")["snapshots"]
+    # Before the banner: whoever reads it may send SIGTERM at once, and must get a clean stop.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if output == "json":
         emit(
             {
@@ -146,8 +149,6 @@ def simulator_serve(
             summary=summary,
             snapshots=snapshots,
         )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         while not stop.wait(0.5):
             pass
