@@ -52,13 +52,15 @@ def retention(config: Path, *args: str, capture: bool = True) -> subprocess.Pope
 def kill_after(sim: Simulator, proc: subprocess.Popen[str], patches: int) -> None:
     """Kill ``proc`` once the service's PATCH log holds ``patches`` entries: by that event,
     not after a sleep, so the kill lands while the run applies (or the run ended first)."""
-    wait_for(
-        lambda: len(sim.admin("patches")["patches"]) >= patches or proc.poll() is not None,
-        "the run's PATCHes",
-        timeout=120,
-    )
-    proc.kill()
-    proc.wait()
+    try:
+        wait_for(
+            lambda: len(sim.admin("patches")["patches"]) >= patches or proc.poll() is not None,
+            "the run's PATCHes",
+            timeout=120,
+        )
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def end_state(api: OpsManagerClient, sim: Simulator, now: datetime) -> dict[str, str]:
