@@ -25,8 +25,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict retention tests tools
 
+# One pytest worker per core, at most four (pytest-xdist): the suite is as much waiting on
+# sockets and child processes as computing, and twice as fast on two cores. Hypothesis runs
+# a fifth of its examples here and all of them under CI=true (tests/support/examples.py).
+# A bare `pytest` runs in one process, for a file or a test at a time.
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --numprocesses=auto --maxprocesses=4
 
 demo: $(STAMP)
 	$(BIN)/retention demo

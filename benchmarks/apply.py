@@ -1,4 +1,4 @@
-"""Apply at scale (issue 6): `retention apply` sending 10,000 PATCHes to the simulator with
+"""Apply at scale: `retention apply` sending 10,000 PATCHes to the simulator with
 WAN latency, beside the lower bound measured in the same run:
 
 - ours:  `retention apply PLAN` at api.concurrency 8: compare-and-swap re-reads (one list

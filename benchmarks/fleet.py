@@ -1,5 +1,5 @@
 """The planner against the simulator's bench fleet with WAN latency, beside two yardsticks
-measured in the same run (issue 6):
+measured in the same run:
 
 - ours:     `retention plan` (walk, decide, write) at api.concurrency 8;
 - bound:    a minimal raw fetch of exactly the same list pages at the same concurrency

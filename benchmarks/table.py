@@ -1,6 +1,6 @@
 """The tables of `make bench`, from benchmarks/results/*.json (written by the benchmarks it
-ran), in the shape of the README's performance section: first the goals of issue 16 with
-their status, then every measurement behind them.
+ran), in the shape of the README's performance section: first the four speed goals (goals() below)
+with their status, then every measurement behind them.
 
     .venv/bin/python benchmarks/table.py
 """

@@ -5,40 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import pytest
 import responses
-from pydantic import SecretStr
 
 from retention.api.client import OpsManagerClient
-from retention.api.transport import Credentials, RetryPolicy
-from tests.digest import DigestChecker
-from tests.fakeapi import BASE_URL, FakeApi
-from tests.notices import Receiver, receiving
+from retention.api.transport import RetryPolicy
+from retention.simulator.server import Simulator
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.examples import load_profile
+from tests.support.fakeapi import FakeApi
+from tests.support.notices import Receiver, receiving
+from tests.support.simfleet import KEY, running
 
-if TYPE_CHECKING:
-    from retention.simulator.server import Simulator
-
-PUBLIC_KEY = "pubkey-abcdef"
-# Distinctive, so a leak into any message or log line is found by a plain substring search.
-PRIVATE_KEY = "priv-3e1b9c0a-DO-NOT-LEAK-7f2d"
-
-# No waiting in unit tests: backoff 0, no jitter. Waits are tested against a real server.
-FAST_RETRY = RetryPolicy(retries=3, backoff_factor=0.0, jitter=0.0, max_total_seconds=30.0)
-
-
-def credentials(private_key: str = PRIVATE_KEY) -> Credentials:
-    """The fake key pair (or one with another private key)."""
-    return Credentials(PUBLIC_KEY, SecretStr(private_key))
-
-
-def make_client(
-    base_url: str = BASE_URL, private_key: str = PRIVATE_KEY, **options: Any
-) -> OpsManagerClient:
-    """A client for the fake API with fast retries unless told otherwise."""
-    options.setdefault("retry", FAST_RETRY)
-    return OpsManagerClient(base_url, credentials(private_key), **options)
+# Before any test module is imported: their @settings read the profile's example count.
+HYPOTHESIS_PROFILE = load_profile()
 
 
 @pytest.fixture
@@ -58,10 +40,8 @@ def fake(checker: DigestChecker) -> Iterator[FakeApi]:
 
 @pytest.fixture
 def sim() -> Iterator[Simulator]:
-    """The small test fleet (tests/simfleet.py) on a running simulator, its clock frozen at
-    NOW; a test gives the product that clock (``sim.clock.now``)."""
-    from tests.simfleet import running  # noqa: PLC0415 - simfleet imports this module
-
+    """The small test fleet (tests/support/simfleet.py) on a running simulator, its clock
+    frozen at NOW; a test gives the product that clock (``sim.clock.now``)."""
     with running() as simulator:
         yield simulator
 
@@ -82,7 +62,7 @@ def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    """A running JSON webhook receiver for notices (tests/notices.py)."""
+    """A running JSON webhook receiver for notices (tests/support/notices.py)."""
     with receiving() as got:
         yield got
 
@@ -96,16 +76,19 @@ def no_notify_urls_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user's working folder: the current directory, the simulator's keys (tests/simfleet)
-    in the environment and no other retention setting."""
-    from tests.simfleet import KEY  # noqa: PLC0415 - simfleet imports this module
-
+    """A user's working folder: the current directory, the simulator's keys
+    (tests/support/simfleet.py) in the environment and no other retention setting."""
     for name in ("RETENTION_CONFIG", "RETENTION_BASE_URL", "RETENTION_PRIVATE_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
     monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def pytest_report_header() -> str:
+    """The hypothesis profile in the run's header: quick runs a fifth of the examples CI does."""
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE} (CI=true runs the full counts)"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,9 +1,10 @@
 """Property: whatever a person or a bug does to a plan file between `plan` and `apply`, what
-reaches the API keeps DESIGN.md section 5's invariants 1, 2, 4 and 6. Hypothesis edits a real
-plan (past expiries, protect with expires, shortened kept snapshots, ids of other clusters
-and of a config server, duplicated changes, releases no policy allowed, snapshots that moved
-on after the plan), apply runs it against the simulator, and the simulator's PATCH log is
-checked: either apply refused the plan before any request, or every PATCH it sent is safe."""
+reaches the API keeps invariants 1, 2, 4 and 6 of tests/test_plan_invariants.py. Hypothesis
+edits a real plan (past expiries, protect with expires, shortened kept snapshots, ids of
+other clusters and of a config server, duplicated changes, releases no policy allowed,
+snapshots that moved on after the plan), apply runs it against the simulator, and the
+simulator's PATCH log is checked: either apply refused the plan before any request, or every
+PATCH it sent is safe."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ from retention.runfolder.planwrite import encode_line, write_plan
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 from retention.walk.inventory import ProjectTargets
-from tests.conftest import PUBLIC_KEY
-from tests.simfleet import KEY, client_for
+from tests.support.client import PUBLIC_KEY
+from tests.support.examples import examples
+from tests.support.simfleet import KEY, client_for
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 GRACE = timedelta(hours=24)
@@ -180,7 +182,7 @@ def when(text: str) -> datetime:
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -1,6 +1,6 @@
 """`retention apply` as a new user runs it, against the simulator: the five ways a plan file
-could make apply break our first promise, each reproduced end to end (issue: safety at the
-apply boundary). The simulator's PATCH log is the witness of what was sent."""
+could make apply break our first promise (nothing deleted that the policies keep), each
+reproduced end to end. The simulator's PATCH log is the witness of what was sent."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from retention.core.planfile import clusters_by_key
 from retention.ops.clock import Clock
 from retention.runfolder.planread import read_head, read_list
 from retention.simulator.server import Simulator
-from tests.journal import intent_lines, outcome_lines
-from tests.simfleet import NOW, SMALL, P, client_for, clock_at, running, small_fleet
+from tests.support.journal import intent_lines, outcome_lines
+from tests.support.simfleet import NOW, SMALL, P, client_for, clock_at, running, small_fleet
 
-# The sim fixture (tests/simfleet.running) freezes the simulator's clock at NOW, and the
+# The sim fixture (tests/support/simfleet.running) freezes the simulator's clock at NOW, and the
 # product is given that clock: apply checks plans against the product's clock.
 POLICY = """\
 name: everything

@@ -15,7 +15,7 @@ import pytest
 
 from retention import __version__, cli, entry
 from retention.errors import AuthenticationError, ConfigError, ResponseInfo
-from tests.journal import intent_lines, outcome_lines
+from tests.support.journal import intent_lines, outcome_lines
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -1,4 +1,4 @@
-"""`retention explain` on real plans made against the simulator (tests/simfleet.py): every
+"""`retention explain` on real plans made against the simulator (tests/support/simfleet.py): every
 rule of every policy of the snapshot's cluster, keep and protect apart, kept or passed by.
 
 prod-big has a snapshot every 6 hours, the newest (big0000) at 2026-11-21T06:00Z, 07:00 in
@@ -12,7 +12,7 @@ import pytest
 
 from retention import cli
 from retention.simulator.server import Simulator
-from tests.simfleet import P
+from tests.support.simfleet import P
 
 AT = "2026-11-21T12:00:00Z"
 POLICY = """\

@@ -18,8 +18,8 @@ from retention import cli
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimProject, SimSnapshot
-from tests.conftest import credentials
-from tests.simfleet import KEY
+from tests.support.client import credentials
+from tests.support.simfleet import KEY
 
 P = "5e2211c17a3e5a48f5497d10"
 ODD = "5e4e/../../../alerts"

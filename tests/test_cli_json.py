@@ -15,7 +15,7 @@ from retention import cli
 from retention.ops.clock import Clock, system_clock
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
-from tests.simfleet import KEY
+from tests.support.simfleet import KEY
 from tests.test_cli_plan import write_config
 
 

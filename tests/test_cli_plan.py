@@ -1,5 +1,5 @@
 """The planning commands end to end, as an operator runs them: retention.yaml, keys in the
-environment, the simulator as the API. Exit codes as DESIGN.md section 7 says."""
+environment, the simulator as the API. Exit codes as docs/commands.md lists them."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from retention.planning.job import make_plan
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
 from retention.walk.inventory import ProjectTargets
-from tests.conftest import PUBLIC_KEY, make_client
-from tests.digest import DigestChecker
-from tests.fakeapi import FakeApi, list_page, paged, snapshot
-from tests.simfleet import BIG, KEY, NOW, SMALL, P
-from tests.wire_server import closed_port
+from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
+from tests.support.simfleet import BIG, KEY, NOW, SMALL, P
+from tests.support.wire_server import closed_port
 
 POLICY = """\
 name: everything

@@ -12,7 +12,7 @@ import pytest
 from retention import cli
 from retention.ops.clock import Clock
 from retention.simulator.server import Simulator
-from tests.simfleet import P
+from tests.support.simfleet import P
 
 BAD = """\
 name: typo

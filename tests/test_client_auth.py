@@ -10,9 +10,9 @@ import pytest
 
 from retention.api.client import OpsManagerClient
 from retention.errors import EXIT_UNREACHABLE, AuthenticationError
-from tests.conftest import PRIVATE_KEY, credentials, make_client
-from tests.digest import DigestChecker
-from tests.fakeapi import FakeApi, snapshot
+from tests.support.client import PRIVATE_KEY, credentials, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import FakeApi, snapshot
 
 SNAP_PATH = "/groups/p1/clusters/c1/snapshots/s1"
 

@@ -12,7 +12,7 @@ import pytest
 from retention.api.client import OpsManagerClient
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import RefusedRequestError
-from tests.fakeapi import (
+from tests.support.fakeapi import (
     BASE_URL,
     SERVICE_VERSION,
     Answer,

@@ -19,8 +19,8 @@ from retention.errors import (
     RefusedRequestError,
     ServerError,
 )
-from tests.conftest import FAST_RETRY
-from tests.fakeapi import FakeApi, json_answer, list_page, snapshot
+from tests.support.client import FAST_RETRY
+from tests.support.fakeapi import FakeApi, json_answer, list_page, snapshot
 
 SNAP = "/groups/p1/clusters/c1/snapshots/s1"
 SNAP_ENDPOINT = "GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}"

@@ -6,8 +6,8 @@ import pytest
 
 from retention.api.client import OpsManagerClient
 from retention.errors import InconsistentListError, MalformedResponseError, NotFoundError
-from tests.conftest import make_client
-from tests.fakeapi import (
+from tests.support.client import make_client
+from tests.support.fakeapi import (
     Answer,
     FakeApi,
     Request,

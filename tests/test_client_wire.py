@@ -20,10 +20,10 @@ from retention.errors import (
     ServerError,
     TLSError,
 )
-from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
-from tests.digest import DigestChecker
-from tests.fakeapi import snapshot
-from tests.wire_server import Fault, WireState, closed_port, serve
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import snapshot
+from tests.support.wire_server import Fault, WireState, closed_port, serve
 
 
 @pytest.fixture

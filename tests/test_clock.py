@@ -16,7 +16,7 @@ from retention.core.timestamps import format_timestamp
 from retention.ops.lock import LOCK_NAME
 from retention.runfolder.planread import read_head
 from retention.simulator.server import Simulator
-from tests.simfleet import NOW, clock_at
+from tests.support.simfleet import NOW, clock_at
 from tests.test_logging import write_config
 
 PACKAGE = Path(__file__).resolve().parent.parent / "retention"

@@ -25,9 +25,9 @@ from retention.planning.job import make_plan
 from retention.planning.workers import POOL_FROM, Deciders, Shared, available_cpus
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import ProjectTargets, Walk
-from tests.conftest import PUBLIC_KEY
-from tests.dyingworker import DiesWriting
-from tests.simfleet import KEY, client_for
+from tests.support.client import PUBLIC_KEY
+from tests.support.dyingworker import DiesWriting
+from tests.support.simfleet import KEY, client_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,7 +156,7 @@ STUCK_PLAN = """
 from datetime import timedelta
 from retention.planning.workers import Deciders
 from retention.errors import RetentionError
-from tests.dyingworker import DiesWriting
+from tests.support.dyingworker import DiesWriting
 from tests.test_deciding import NOW, policies, walks
 
 dying = DiesWriting(policies(), {}, {}, NOW, timedelta(days=1), victim="c0005")

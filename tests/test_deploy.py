@@ -1,5 +1,6 @@
 """The deployment files: every Kubernetes manifest validated offline against the Kubernetes
-schemas bundled with kubernetes-validate, the issue's policy on the CronJob and the Jobs,
+schemas bundled with kubernetes-validate, how the CronJob and the Jobs run (never two at once,
+bounded, not retried when a rerun cannot succeed, non-root, secrets as files),
 the cron wrapper run against a stand-in `retention`, and the Dockerfile checked statically
 (no container engine is needed)."""
 

@@ -13,9 +13,9 @@ import pytest
 
 from retention import cli
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY
-from tests.simfleet import KEY, NOW, P, clock_at, small_fleet
-from tests.wire_server import closed_port
+from tests.support.client import PUBLIC_KEY
+from tests.support.simfleet import KEY, NOW, P, clock_at, small_fleet
+from tests.support.wire_server import closed_port
 
 
 @contextmanager

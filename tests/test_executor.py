@@ -24,8 +24,8 @@ from retention.planning.job import make_plan
 from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator
 from retention.walk.inventory import ProjectTargets
-from tests.journal import outcome_lines
-from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
+from tests.support.journal import outcome_lines
+from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
 
 POLICY = """\
 name: everything

@@ -15,7 +15,7 @@ from retention.cli.common import examples
 from retention.config.settings import schedule_warnings, unwritable
 from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
-from tests.simfleet import P
+from tests.support.simfleet import P
 
 ROOT = Path(__file__).resolve().parent.parent
 

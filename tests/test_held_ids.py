@@ -19,8 +19,8 @@ from retention.runfolder.planread import read_head, read_list
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import PlanBuilder, encode_cluster
 from retention.walk.inventory import ProjectTargets
-from tests.fakeapi import FakeApi, list_page, paged, snapshot
-from tests.planning import loaded_policy
+from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
+from tests.support.planning import loaded_policy
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

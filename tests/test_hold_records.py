@@ -29,7 +29,7 @@ from retention.runfolder.planread import read_head
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 from retention.simulator.server import Simulator
-from tests.simfleet import P
+from tests.support.simfleet import P
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -1,6 +1,6 @@
-"""Kill a real `retention run` at random points and run again: the end state converges to
-a clean run's, and no destructive PATCH is ever sent twice for the same snapshot (the
-simulator's PATCH log is the witness)."""
+"""Kill a real `retention run` once the service has seen a random number of its PATCHes, and
+run again: the end state converges to a clean run's, and no destructive PATCH is ever sent
+twice for the same snapshot (the simulator's PATCH log is the witness)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import Any
 
 from retention.api.client import OpsManagerClient
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY, make_client
+from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.waiting import wait_for
 
 KEY = "kill-test-secret"
 FLEET = """\
@@ -47,6 +47,20 @@ def retention(config: Path, *args: str, capture: bool = True) -> subprocess.Pope
         stderr=pipe,
         text=True,
     )
+
+
+def kill_after(sim: Simulator, proc: subprocess.Popen[str], patches: int) -> None:
+    """Kill ``proc`` once the service's PATCH log holds ``patches`` entries: by that event,
+    not after a sleep, so the kill lands while the run applies (or the run ended first)."""
+    try:
+        wait_for(
+            lambda: len(sim.admin("patches")["patches"]) >= patches or proc.poll() is not None,
+            "the run's PATCHes",
+            timeout=120,
+        )
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def end_state(api: OpsManagerClient, sim: Simulator, now: datetime) -> dict[str, str]:
@@ -84,7 +98,8 @@ def destructive_patches(log: list[dict[str, Any]]) -> Counter[str]:
 
 
 def test_killed_runs_converge_and_never_repeat_a_destructive_patch(tmp_path: Path) -> None:
-    """Four runs killed at random moments, then one to the end: converged, no repeats."""
+    """Four runs killed mid-apply after a random number of PATCHes, then one to the end:
+    converged, no repeats."""
     (tmp_path / "fleet.yaml").write_text(FLEET)
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "gfs.yaml").write_text(POLICY)
@@ -105,9 +120,7 @@ def test_killed_runs_converge_and_never_repeat_a_destructive_patch(tmp_path: Pat
         for _ in range(4):
             before = len(sim.admin("patches")["patches"])
             proc = retention(config_file, "run", "--quiet", capture=False)
-            time.sleep(rng.uniform(0.8, 3.0))
-            proc.kill()
-            proc.wait()
+            kill_after(sim, proc, before + rng.randint(1, 25))
             killed_after_patches.append(len(sim.admin("patches")["patches"]) - before)
         final = retention(config_file, "run", "--quiet")
         _out, err = final.communicate(timeout=300)

@@ -13,7 +13,7 @@ from retention.lifecycle.kinds import RunJob, UndoJob
 from retention.lifecycle.run import run_lifecycle
 from retention.ops.logs import RUN_LOGGER
 from retention.simulator.server import Simulator
-from tests.notices import Receiver
+from tests.support.notices import Receiver
 from tests.test_notify import write_config
 
 

@@ -23,7 +23,7 @@ from retention.errors import EXIT_LOCKED, LockHeldError
 from retention.ops import lock
 from retention.ops.lock import LOCK_NAME, SETUP_NAME, run_lock, shard_lock_name
 from retention.walk.sharding import Shard
-from tests.wire_server import closed_port
+from tests.support.wire_server import closed_port
 
 ONE, TWO = Shard(1, 4), Shard(2, 4)
 SINCE = r"since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"

@@ -33,12 +33,12 @@ from retention.errors import (
 from retention.ops import logs
 from retention.runfolder.planread import read_head
 from retention.simulator.server import Simulator
-from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
-from tests.digest import DigestChecker
-from tests.fakeapi import list_page, snapshot
-from tests.journal import outcome_lines
-from tests.simfleet import P, running
-from tests.wire_server import Fault, WireState, closed_port, serve
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import list_page, snapshot
+from tests.support.journal import outcome_lines
+from tests.support.simfleet import P, running
+from tests.support.wire_server import Fault, WireState, closed_port, serve
 
 SNAPSHOT_ENDPOINT = "GET /groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots/{SNAPSHOT-ID}"
 POLICY = "name: everything\nkeep:\n  last: 2\nsafety:\n  min_keep: 1\n  max_expire_fraction: 1.0\n"

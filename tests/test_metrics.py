@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from retention import cli
 from retention.ops.metrics import RunMetrics, push, write_textfile
 from retention.simulator.server import Simulator
-from tests.conftest import PUBLIC_KEY
-from tests.simfleet import KEY, P, running
+from tests.support.client import PUBLIC_KEY
+from tests.support.simfleet import KEY, P, running
 
 
 def samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

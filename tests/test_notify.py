@@ -23,9 +23,9 @@ from retention.notices import send as notify
 from retention.notices.settings import NotifySettings
 from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
-from tests.notices import TOKEN, Receiver
-from tests.simfleet import P
-from tests.wire_server import closed_port
+from tests.support.notices import TOKEN, Receiver
+from tests.support.simfleet import P
+from tests.support.wire_server import closed_port
 
 REDACTED = "json://**********"
 EXAMPLE = Path(__file__).resolve().parent.parent / "retention.example.yaml"

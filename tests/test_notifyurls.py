@@ -16,10 +16,10 @@ from retention.errors import EXIT_USAGE, ConfigError
 from retention.notices.settings import NotifySettings, NotifyUrl
 from retention.notices.urls import Entry, split_urls
 from retention.simulator.server import Simulator
-from tests.notices import TOKEN, Receiver
-from tests.simfleet import P
+from tests.support.notices import TOKEN, Receiver
+from tests.support.simfleet import P
+from tests.support.wire_server import closed_port
 from tests.test_notify import REDACTED, dead_url, write_config
-from tests.wire_server import closed_port
 
 KEYS = {"RETENTION_PUBLIC_KEY": "p", "RETENTION_PRIVATE_KEY": "k"}
 BASE = "https://om.test/api/public/v1.0"

@@ -18,7 +18,7 @@ from retention.planning.job import PlanResult, make_plan
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import ProjectTargets
-from tests.conftest import PUBLIC_KEY, make_client
+from tests.support.client import PUBLIC_KEY, make_client
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -82,7 +82,8 @@ def decisions_of(name: str) -> dict[str, dict[str, object]]:
 
 
 def test_steady_state_decisions_follow_the_table() -> None:
-    """The steady-state golden file says what DESIGN.md's table says for each kind of snapshot."""
+    """The steady-state golden file says what decide's table (retention/core/decide.py) says
+    for each kind of snapshot."""
     d = decisions_of("steady_state_mixed_fleet")
 
     assert (d["running"]["state"], d["running"]["action"]) == ("incomplete", "none")

@@ -1,5 +1,6 @@
-"""The eight invariants of DESIGN.md section 5, checked with hypothesis over generated
-clusters: random creation times, states, policies, alerts, lease and now (500 examples each).
+"""Eight invariants every plan keeps (each test's docstring states its own), checked with
+hypothesis over generated clusters: random creation times, states, policies, alerts, lease and
+now (500 examples each under CI=true, a fifth of that by default: tests/support/examples.py).
 Invariant 3 (dry runs send nothing) needs the executor and is tested there."""
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from retention.core.policy.engine import KeepSpec
 from retention.core.policy.every import EveryRule
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.timestamps import LATEST
-from tests import strategies
-from tests.planning import HOLD_TYPES, apply, loaded_policy
-from tests.planning import policies as policies_of
+from tests.support import strategies
+from tests.support.examples import examples
+from tests.support.planning import HOLD_TYPES, apply, loaded_policy
+from tests.support.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
-EXAMPLES = settings(max_examples=500, deadline=None)
+EXAMPLES = settings(max_examples=examples(500), deadline=None)
 
 durations = strategies.durations(months=2, days=20, hours=48)
 counts = strategies.COUNTS
@@ -322,7 +324,7 @@ extreme_specs = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     keep=extreme_specs,
     protect=st.none() | extreme_specs,

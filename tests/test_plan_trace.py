@@ -17,9 +17,10 @@ from retention.core.model import Reason, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import KeepSpec
 from retention.core.policy.loader import LoadedPolicy
-from tests import strategies
-from tests.planning import loaded_policy
-from tests.planning import policies as policies_of
+from tests.support import strategies
+from tests.support.examples import examples
+from tests.support.planning import loaded_policy
+from tests.support.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
 TARGET = Target("p1", "c1", "prod-orders")
@@ -55,7 +56,7 @@ def traced_reasons(found: SnapshotTrace) -> list[Reason]:
 
 
 def not_counted(s: SnapshotView) -> str | None:
-    """Why the rules skip a snapshot at NOW, as DESIGN.md section 5's table says."""
+    """Why the rules skip a snapshot at NOW, as decide's table (retention/core/decide.py) says."""
     if not s.complete:
         return "incomplete"
     if not s.do_not_delete and s.expires is not None and s.expires <= NOW:
@@ -106,7 +107,7 @@ def clusters(draw: st.DrawFn) -> list[SnapshotView]:
 
 
 @given(snapshots=clusters(), chosen=st.lists(policies, max_size=2, unique_by=lambda p: p.name))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_rules_traced_as_keeping_are_the_reasons_decide_records(
     snapshots: list[SnapshotView], chosen: list[LoadedPolicy]
 ) -> None:

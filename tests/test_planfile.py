@@ -41,7 +41,7 @@ from retention.runfolder.planwrite import (
     write_plan,
 )
 from retention.runfolder.schema import plan_json_schema
-from tests.planning import loaded_policy, renamed
+from tests.support.planning import loaded_policy, renamed
 
 GOLDEN = (
     Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"

@@ -14,7 +14,7 @@ from retention.config.policyfiles import load_policies
 from retention.errors import PermissionDeniedError
 from retention.planning.job import make_plan
 from retention.walk.inventory import ProjectTargets
-from tests.fakeapi import FakeApi, list_page, paged, snapshot
+from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 POLICY = "name: prod\nkeep: {last: 1}\ngrace: 24h\nsafety: {max_expire_fraction: 1.0}\n"

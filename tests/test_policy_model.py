@@ -31,8 +31,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "policies"
 COUNTS = ("last", "hourly", "daily", "weekly", "monthly", "yearly")
 WINDOWS = ("within_hourly", "within_daily", "within_weekly", "within_monthly", "within_yearly")
 
-# The example of DESIGN.md section 4, as YAML gives it to the models.
-DESIGN_EXAMPLE: dict[str, Any] = {
+# The `production` example of docs/policies.md (most of its keys), as YAML gives it to the models.
+PRODUCTION_EXAMPLE: dict[str, Any] = {
     "name": "production",
     "description": "Production clusters, GFS with 7 yearly holds",
     "match": {
@@ -90,7 +90,8 @@ def errors(document: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
 
 
 def test_defaults_are_those_of_the_design() -> None:
-    """Omitted keys take DESIGN.md's defaults: UTC, 24h grace, ignore, min_keep 1, fraction 0.5."""
+    """Omitted keys take the defaults of docs/policies.md: UTC, 24h grace, ignore, min_keep 1,
+    fraction 0.5."""
     p = policy()
     assert p.timezone == "UTC"
     assert p.zone == zoneinfo.ZoneInfo("UTC")
@@ -117,8 +118,8 @@ def test_keep_rules_default_to_nothing() -> None:
 
 
 def test_design_example_converts_to_the_engine_spec() -> None:
-    """The DESIGN.md example turns into exactly the KeepSpec and protect spec the engine needs."""
-    p = Policy.model_validate(DESIGN_EXAMPLE)
+    """The docs' example turns into exactly the KeepSpec and protect spec the engine needs."""
+    p = Policy.model_validate(PRODUCTION_EXAMPLE)
     assert p.keep is not None
     assert p.keep.to_spec() == engine.KeepSpec(
         last=3,
@@ -395,8 +396,8 @@ def test_selector_refuses_empty_lists_and_unknown_kinds() -> None:
 
 
 def test_describe_design_example() -> None:
-    """describe() of the DESIGN.md example is one sentence naming scope, rules, grace and zone."""
-    assert Policy.model_validate(DESIGN_EXAMPLE).describe() == (
+    """describe() of the docs' example is one sentence naming scope, rules, grace and zone."""
+    assert Policy.model_validate(PRODUCTION_EXAMPLE).describe() == (
         "production: clusters and config servers prod-* in project 5e2211c17a3e5a48f5497de3, "
         "keep last 3, 24 hourly, 7 daily, 5 weekly, 12 monthly, 3 yearly, everything within 2d, "
         "daily within 30d and 8 intervals of cron '0 0 1 1,4,7,10 *'; protect 7 yearly and "
@@ -515,7 +516,7 @@ def test_example_documents_fit_the_schema_keys() -> None:
     """The example documents use only schema properties and give every required key."""
     definitions = policy_json_schema()["$defs"]
     nested = {"match": "Selector", "keep": "KeepRules", "protect": "ProtectRules"}
-    documents = [DESIGN_EXAMPLE]
+    documents = [PRODUCTION_EXAMPLE]
     for file in sorted(EXAMPLES.glob("*.yaml")):
         loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
         documents += loaded if isinstance(loaded, list) else [loaded]

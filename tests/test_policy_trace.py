@@ -15,7 +15,8 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import Item, KeepSpec, evaluate
 from retention.core.policy.every import EveryRule
 from retention.core.policy.trace import trace
-from tests import strategies
+from tests.support import strategies
+from tests.support.examples import examples
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -76,7 +77,7 @@ def item_lists(draw: st.DrawFn) -> list[Item]:
     spec=specs,
     zone=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York"]),
 )
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_trace_agrees_with_evaluate(items: list[Item], spec: KeepSpec, zone: str) -> None:
     """For any items and rules, an item is kept by evaluate iff a rule of its trace keeps it,
     and the kept entries carry exactly evaluate's matches (rules, texts and counters)."""

@@ -33,12 +33,12 @@ from retention.errors import ApiError, AuthenticationError
 from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator
 from retention.walk.inventory import Discovery, ProjectTargets, discover
-from tests.conftest import PRIVATE_KEY, PUBLIC_KEY
-from tests.digest import DigestChecker
-from tests.fakeapi import FakeApi, json_answer, paged
-from tests.planning import loaded_policy
-from tests.replay_server import VERSION, Replay, serve
-from tests.simfleet import KEY, NOW, SHARDED, P, running, small_fleet
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import FakeApi, json_answer, paged
+from tests.support.planning import loaded_policy
+from tests.support.replay_server import VERSION, Replay, serve
+from tests.support.simfleet import KEY, NOW, SHARDED, P, running, small_fleet
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 

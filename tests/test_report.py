@@ -302,7 +302,7 @@ def three_tomorrow() -> ClusterPlan:
 
 
 def test_every_section_is_present_in_order(tmp_path: Path) -> None:
-    """report.html has the nine sections with their ids, in the order DESIGN.md lists them."""
+    """report.html has its twelve sections with their ids, in reading order (SECTIONS)."""
     page, _ = render(scenario_run(tmp_path), info("plan", 4))
 
     sections = [a["id"] for tag, a in page.elements if tag == "section"]

@@ -11,7 +11,7 @@ import pytest
 from retention.core.restore import Restoration, State, restorations, state_after, verdict
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.snapshot import SnapshotPatch
-from tests.journal import journal_line
+from tests.support.journal import journal_line
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(days=300)

@@ -19,8 +19,8 @@ from retention.runfolder.journal import apply_lines, read_apply_journal, undo_li
 from retention.simulator.server import Simulator
 from retention.undo.job import undo_run
 from retention.walk.inventory import ProjectTargets
-from tests.journal import journal_lines
-from tests.simfleet import NOW, P, client_for
+from tests.support.journal import journal_lines
+from tests.support.simfleet import NOW, P, client_for
 
 BAD_POLICY = """\
 name: typo

@@ -15,8 +15,8 @@ import pytest
 from retention.errors import UsageError
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.sharding import Shard, choose_shard
-from tests.conftest import PUBLIC_KEY
-from tests.simfleet import NOW
+from tests.support.client import PUBLIC_KEY
+from tests.support.simfleet import NOW
 
 KEY = "shard-secret"
 

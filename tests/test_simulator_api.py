@@ -21,8 +21,8 @@ from retention.api.walked import WalkedSnapshot
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import AuthenticationError, InvalidFieldsError, NotFoundError
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY
-from tests.simfleet import BIG, CFG, KEY, NOW, SHARDED, SMALL, P, client_for, running
+from tests.support.client import PUBLIC_KEY
+from tests.support.simfleet import BIG, CFG, KEY, NOW, SHARDED, SMALL, P, client_for, running
 
 SNAPSHOTS = f"/groups/{P}/clusters/{SMALL}/snapshots"
 

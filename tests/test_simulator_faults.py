@@ -11,7 +11,7 @@ from retention.api.transport import RetryPolicy, Timeouts
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import InconsistentListError
 from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError
-from tests.simfleet import BIG, NOW, SMALL, P, client_for, running
+from tests.support.simfleet import BIG, NOW, SMALL, P, client_for, running
 
 PATIENT = RetryPolicy(retries=8, backoff_factor=0.0, jitter=0.0, max_total_seconds=60)
 

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +31,11 @@ from hypothesis import strategies as st
 from retention import cli
 from retention.core.timestamps import format_timestamp
 from retention.simulator.server import Simulator, SimulatorConfig
-from tests.conftest import PUBLIC_KEY, make_client
-from tests.journal import intent_lines, outcome_lines
-from tests.notices import Receiver
+from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.examples import examples
+from tests.support.journal import intent_lines, outcome_lines
+from tests.support.notices import Receiver
+from tests.support.waiting import wait_for
 
 KEY = "stop-test-secret"
 SNAPSHOT_LIST = "/groups/{PROJECT-ID}/clusters/{CLUSTER-ID}/snapshots"
@@ -196,15 +198,6 @@ def served(
         finally:
             for running in setup.started:
                 running.close()
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Poll until ``condition`` holds; fail naming ``what`` when it does not in time."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def plan(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -432,7 +425,7 @@ def test_sigterm_to_the_process_group_while_workers_plan_is_a_stop_not_a_crash(
 
 
 @settings(
-    max_examples=6,
+    max_examples=examples(6),
     deadline=None,
     derandomize=True,
     database=None,

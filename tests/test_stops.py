@@ -35,12 +35,12 @@ from retention.runfolder.planwrite import encode_line
 from retention.simulator.server import Simulator
 from retention.undo.job import undo_run
 from retention.walk.inventory import ProjectTargets
-from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
-from tests.digest import DigestChecker
-from tests.fakeapi import snapshot
-from tests.journal import intent_lines, journal_line, outcome_lines
-from tests.simfleet import BIG, NOW, SMALL, P, client_for
-from tests.wire_server import Fault, WireState, serve
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import snapshot
+from tests.support.journal import intent_lines, journal_line, outcome_lines
+from tests.support.simfleet import BIG, NOW, SMALL, P, client_for
+from tests.support.wire_server import Fault, WireState, serve
 
 POLICY = """\
 name: everything

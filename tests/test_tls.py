@@ -20,10 +20,10 @@ import pytest
 from retention.api.transport import TLSConfig
 from retention.errors import EXIT_UNREACHABLE, TLSError
 from retention.ops import logs
-from tests.conftest import PRIVATE_KEY, PUBLIC_KEY, make_client
-from tests.digest import DigestChecker
-from tests.fakeapi import snapshot
-from tests.wire_server import WireState, serve, serve_tls
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.digest import DigestChecker
+from tests.support.fakeapi import snapshot
+from tests.support.wire_server import WireState, serve, serve_tls
 
 OPENSSL = shutil.which("openssl")
 LEAF_EXTENSIONS = (

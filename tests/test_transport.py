@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from retention.api.transport import Credentials, RateLimiter, RetryPolicy, Timeouts, TLSConfig
-from tests.conftest import make_client
+from tests.support.client import make_client
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,8 @@ from retention.lifecycle.jobs import JobResult, run_job
 from retention.simulator.server import Simulator
 from retention.undo.job import UndoResult, undo_run
 from retention.walk.inventory import ProjectTargets
-from tests.journal import intent_lines, outcome_lines
-from tests.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for
+from tests.support.journal import intent_lines, outcome_lines
+from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for
 
 # Keeps one snapshot a cluster and lifts every doNotDelete: what a typo in production does.
 BAD_POLICY = """\

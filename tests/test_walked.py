@@ -11,7 +11,8 @@ import pytest
 
 from retention.api.client import OpsManagerClient
 from retention.errors import MalformedResponseError
-from tests.fakeapi import FakeApi, json_answer, list_page, snapshot
+from tests.support.client import make_client
+from tests.support.fakeapi import FakeApi, json_answer, list_page, snapshot
 
 LIST = "/groups/p1/clusters/c1/snapshots"
 
@@ -87,8 +88,6 @@ def test_a_page_that_is_not_json_says_so(fake: FakeApi, client: OpsManagerClient
 
 def test_an_envelope_page_is_read_the_same_way(fake: FakeApi) -> None:
     """With envelope=true the page's content (already parsed) goes through the same rules."""
-    from tests.conftest import make_client  # noqa: PLC0415 - the fixture module
-
     page = {**list_page([snapshot("s1", "2026-11-01T01:00:00+01:00")], 1), "status": 200}
     fake.script("GET", LIST, [json_answer(page)])
     with make_client(envelope=True) as client:

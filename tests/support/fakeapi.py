@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 import responses
 from requests import PreparedRequest
 
-from tests.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
+from tests.support.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
 
 BASE_URL = "https://om.test:8443/api/public/v1.0"
 BASE_PATH = urlsplit(BASE_URL).path

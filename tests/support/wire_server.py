@@ -1,6 +1,7 @@
 """A real HTTP/1.1 server in a thread for wire-level client tests (keep-alive, digest auth,
-scripted faults). The full simulator of the API comes later; this is the minimum that lets
-the tests exercise urllib3's real retry loop, sockets, timeouts and TLS failures."""
+scripted faults). Smaller than the simulator (retention.simulator) and scripted answer by
+answer, so the tests exercise urllib3's real retry loop, sockets, timeouts and TLS failures
+down to a reset connection or a half-written body."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
+from tests.support.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
 
 BASE_PATH = "/api/public/v1.0"
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
-from tests.wire_server import BASE_PATH, JsonHandler, run_server
+from tests.support.digest import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, DigestChecker
+from tests.support.wire_server import BASE_PATH, JsonHandler, run_server
 
-FIXTURES = Path(__file__).parent / "fixtures" / "real"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "real"
 # A value of the form every vendor source shows (goclient's parser, the operator's tests).
 VERSION = (
     "gitHash=f7bdac406b7beceb1415fd32c81fc64501b6e031; versionString=4.2.4.56729.20191105T2247Z"

@@ -14,7 +14,7 @@ from retention.core.timestamps import format_timestamp
 from retention.ops.clock import Clock
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
-from tests.conftest import FAST_RETRY, credentials
+from tests.support.client import FAST_RETRY, credentials
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 P = "5e2211c17a3e5a48f5497de3"
