@@ -1,6 +1,6 @@
 """The suite's own rules: every test states the behaviour it proves in a docstring, the
-modules that are not tests live in tests/support, and the comments of the tests and the
-benchmarks point at files of the repository, not at internal documents or issue numbers."""
+modules that are not tests live in tests/support, and the comments of the code, the tests and
+the benchmarks point at files of the repository, not at internal documents or issue numbers."""
 
 from __future__ import annotations
 
@@ -68,12 +68,12 @@ def remarks(source: str) -> Iterator[tuple[int, str]]:
                 yield node.body[0].lineno, text
 
 
-def test_comments_of_the_tests_and_benchmarks_point_inside_the_repository() -> None:
-    """No comment or docstring under tests/ or benchmarks/ cites the internal design document,
-    the folder beside the checkout or an issue number."""
+def test_comments_of_the_code_tests_and_benchmarks_point_inside_the_repository() -> None:
+    """No comment or docstring under retention/, tools/, tests/ or benchmarks/ cites the
+    internal design document, the folder beside the checkout or an issue number."""
     found = [
         f"{path.relative_to(ROOT)}:{line}"
-        for folder in (TESTS, ROOT / "benchmarks")
+        for folder in (ROOT / "retention", ROOT / "tools", TESTS, ROOT / "benchmarks")
         for path in sorted(folder.rglob("*.py"))
         for line, text in remarks(path.read_text(encoding="utf-8"))
         if POINTS_NOWHERE.search(text)
