@@ -12,6 +12,7 @@ import yaml
 
 from retention.api.client import OpsManagerClient
 from retention.cli.showing import render_config
+from retention.config.loading import load_config
 from retention.config.settings import (
     SECRET_HINT,
     AlertsSettings,
@@ -20,9 +21,9 @@ from retention.config.settings import (
     RetentionConfig,
     TargetSettings,
     config_json_schema,
-    load_config,
 )
 from retention.errors import EXIT_USAGE, ConfigError
+from retention.lifecycle.connect import open_client
 
 PUBLIC = "pub-cfg-4711"
 # Distinctive, so a leak into any message, log line or rendering is found by a substring search.
@@ -313,7 +314,7 @@ def test_missing_keys_are_problems_only_when_required(tmp_path: Path) -> None:
     assert loaded.credentials is None
     assert loaded.sources["credentials.private_key"] == "not set"
     with pytest.raises(ConfigError, match="no API credentials"):
-        loaded.build_client()
+        open_client(loaded)
 
 
 @pytest.mark.parametrize(
@@ -623,16 +624,16 @@ def test_the_example_file_loads_with_keys_in_the_environment() -> None:
     }
 
 
-def test_build_client_uses_the_settings_and_credentials(tmp_path: Path) -> None:
-    """build_client passes base URL, timeouts, TLS, envelope and pool size to the client."""
+def test_open_client_uses_the_settings_and_credentials(tmp_path: Path) -> None:
+    """open_client passes base URL, timeouts, TLS, envelope and pool size to the client."""
     text = MINIMAL.replace("api:\n", "api:\n  timeout_seconds: 12.5\n  envelope: true\n")
     loaded = load_config(write(tmp_path, text), env=ENV)
 
-    with loaded.build_client() as client:
+    with open_client(loaded) as client:
         assert isinstance(client, OpsManagerClient)
         assert client.base_url == BASE_URL
         assert client.timeouts.read == 12.5
         assert client.tls.verify is True
         assert client.envelope is True
-    with loaded.build_client(base_url="http://127.0.0.1:1/api/public/v1.0") as other:
+    with open_client(loaded, base_url="http://127.0.0.1:1/api/public/v1.0") as other:
         assert other.base_url == "http://127.0.0.1:1/api/public/v1.0"

@@ -22,7 +22,13 @@ from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.planning.job import make_plan
-from retention.planning.workers import POOL_FROM, Deciders, Shared, available_cpus
+from retention.planning.workers import (
+    POOL_FROM,
+    Deciders,
+    Shared,
+    available_cpus,
+    planning_workers,
+)
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import ProjectTargets, Walk
 from tests.support.client import PUBLIC_KEY
@@ -283,8 +289,8 @@ def test_api_workers_defaults_to_the_cpus_and_must_be_positive() -> None:
     """api.workers unset means the CPUs available; set, it is taken as it is; 0 is refused."""
     base = {"base_url": "https://om.example.com/api/public/v1.0"}
 
-    assert ApiSettings.model_validate(base).planning_workers() == min(available_cpus(), 8)
-    assert ApiSettings.model_validate({**base, "workers": 3}).planning_workers() == 3
+    assert planning_workers(ApiSettings.model_validate(base)) == min(available_cpus(), 8)
+    assert planning_workers(ApiSettings.model_validate({**base, "workers": 3})) == 3
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ApiSettings.model_validate({**base, "workers": 0})
 

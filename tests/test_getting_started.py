@@ -12,7 +12,8 @@ import pytest
 
 from retention import cli
 from retention.cli.common import examples
-from retention.config.settings import schedule_warnings, unwritable
+from retention.config.schedule import schedule_warnings
+from retention.config.writable import unwritable
 from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
 from tests.support.simfleet import P

@@ -11,10 +11,10 @@ import pytest
 
 from retention import cli
 from retention.cli.showing import render_config
-from retention.config.settings import load_config
+from retention.config.loading import load_config
+from retention.config.notify import NotifySettings, NotifyUrl
+from retention.config.notifyurls import Entry, split_urls
 from retention.errors import EXIT_USAGE, ConfigError
-from retention.notices.settings import NotifySettings, NotifyUrl
-from retention.notices.urls import Entry, split_urls
 from retention.simulator.server import Simulator
 from tests.support.notices import TOKEN, Receiver
 from tests.support.simfleet import P

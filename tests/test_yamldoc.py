@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from retention.config import yamldoc
+from retention.config.loading import load_config
 from retention.config.policyfiles import load_policies
-from retention.config.settings import load_config
 from retention.core import validation
 from retention.errors import ConfigError, PolicyError
 

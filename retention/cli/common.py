@@ -16,7 +16,7 @@ from retention.ops.clock import Clock, system_clock
 from retention.walk.sharding import Shard, choose_shard
 
 if TYPE_CHECKING:
-    from retention.config.settings import LoadedConfig
+    from retention.config.loading import LoadedConfig
     from retention.lifecycle.job import Progress, Setup
 
 __all__ = ["UsageError"]

@@ -176,7 +176,7 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
       retention demo
     """
     from retention.config.policyfiles import load_policies
-    from retention.config.settings import require_writable
+    from retention.config.writable import require_writable
     from retention.lifecycle.kinds import RunJob
     from retention.lifecycle.run import conclude
 

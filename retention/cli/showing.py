@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from retention.config.settings import LoadedConfig, yaml_lines
+from retention.config.loading import LoadedConfig
 
 # The private key is never shown, not even in part: the mask notification URLs use too.
-from retention.notices.settings import REDACTED
+from retention.config.notify import REDACTED
+from retention.config.settings import yaml_lines
 
 
 def render_config(loaded: LoadedConfig) -> str:

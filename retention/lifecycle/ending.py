@@ -17,8 +17,8 @@ from retention.ops.metrics import RunMetrics, push, write_textfile
 
 if TYPE_CHECKING:
     from retention.api.client import OpsManagerClient
+    from retention.config.notify import NotifySettings
     from retention.notices.send import Delivery
-    from retention.notices.settings import NotifySettings
     from retention.report.summary import RunSummary
     from retention.walk.sharding import Shard
 

@@ -111,7 +111,6 @@ def run_job(
     """
     started = now()
     folder = RunFolder.new(reports, started)
-    run_id, run_dir = folder.run_id, folder.path
     try:
         planned = make_plan(
             client,
@@ -128,9 +127,9 @@ def run_job(
         )
     except StopRequestedError as exc:
         mode: Mode = "dry-run" if dry_run else "run"
-        where = mark_interrupted(run_dir, mode, exc.signal_name, started, now())
+        where = mark_interrupted(folder.path, mode, exc.signal_name, started, now())
         raise planning_stopped(exc, f"nothing was sent ({where})") from None
-    result = JobResult(run_id, run_dir, planned.document)
+    result = JobResult(folder.run_id, folder.path, planned.document)
     if not dry_run:
         _apply_planned(
             client,

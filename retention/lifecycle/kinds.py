@@ -18,10 +18,12 @@ from retention.errors import UsageError
 from retention.lifecycle.job import Facts, JobContext, Mode
 from retention.lifecycle.jobs import JobResult, apply_saved, change_count, run_job
 from retention.ops.logs import RUN_LOGGER
+from retention.planning.workers import planning_workers
 from retention.report import render_run
 from retention.report.undo import render_undo_reports
 from retention.runfolder.folder import RunFolder
 from retention.undo.job import UndoResult, undo_run
+from retention.walk.inventory import project_targets
 
 if TYPE_CHECKING:
     from retention.config.settings import RetentionConfig
@@ -133,7 +135,7 @@ class RunJob(_PlanEnding):
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], JobResult]:
         """Load the policies (a policy error stops the run before the lock)."""
         policies = load_policies(config.policies)
-        projects = config.project_targets()
+        projects = project_targets(config)
 
         def step(run: JobContext) -> JobResult:
             progress = run.progress
@@ -151,7 +153,7 @@ class RunJob(_PlanEnding):
                 on_walk=progress.walk,
                 on_apply=progress.apply,
                 shard=self.shard,
-                workers=config.api.planning_workers(),
+                workers=planning_workers(config.api),
                 stop=run.stop,
             )
 

@@ -14,14 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retention.config.policyfiles import load_policies
-from retention.config.settings import RetentionConfig, require_writable
+from retention.config.settings import RetentionConfig
+from retention.config.writable import require_writable
 from retention.errors import StopRequestedError
+from retention.lifecycle.connect import open_client
 from retention.lifecycle.job import Setup
 from retention.lifecycle.jobs import mark_interrupted, planning_stopped
 from retention.lifecycle.run import load
 from retention.ops.stopping import Stop, on_signals
 from retention.planning.job import PlanResult, make_plan
+from retention.planning.workers import planning_workers
 from retention.runfolder.folder import RunFolder
+from retention.walk.inventory import project_targets
 
 if TYPE_CHECKING:
     from retention.walk.sharding import Shard
@@ -43,8 +47,8 @@ def plan_fleet(
     policies = load_policies(config.policies)
     created = setup.clock()
     plan_path = _plan_path(config, out, report_dir, created)
-    projects = config.project_targets()
-    with on_signals(Stop()) as stop, loaded.build_client(stop=stop, clock=setup.clock) as client:
+    projects = project_targets(config)
+    with on_signals(Stop()) as stop, open_client(loaded, stop=stop, clock=setup.clock) as client:
         try:
             return make_plan(
                 client,
@@ -57,7 +61,7 @@ def plan_fleet(
                 plan_path=plan_path,
                 shard=shard,
                 what_if=at is not None,
-                workers=config.api.planning_workers(),
+                workers=planning_workers(config.api),
             )
         except StopRequestedError as exc:
             # A plan's own folder says it was stopped; a file named by --out is left as

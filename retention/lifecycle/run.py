@@ -19,8 +19,10 @@ from datetime import datetime
 from pathlib import Path
 
 from retention import __version__
-from retention.config.settings import LoadedConfig, load_config, require_writable
+from retention.config.loading import LoadedConfig, load_config
+from retention.config.writable import require_writable
 from retention.errors import exit_code_for
+from retention.lifecycle.connect import open_client
 from retention.lifecycle.ending import Metrics, Notifier, log_run_finished
 from retention.lifecycle.job import Ended, Job, JobContext, R, Setup
 from retention.ops.clock import Clock, system_clock
@@ -57,7 +59,7 @@ def run_lifecycle(job: Job[R], setup: Setup | None = None) -> Ended[R]:
         step = job.prepare(config)
         require_writable(config.reports.dir, "reports.dir")
         with run_lock(config.reports.dir, job.shard, clock=clock):
-            with loaded.build_client(stop=stop, clock=clock) as client:
+            with open_client(loaded, stop=stop, clock=clock) as client:
                 metrics.client = client
                 try:
                     result = step(JobContext(client, config, stop, clock, progress))

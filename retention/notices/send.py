@@ -16,26 +16,26 @@ each URL's outcome is known; a notice that fails is logged once, redacted, and c
 never changes the run's exit code.
 
 A notification URL carries its credentials (a webhook token, a password), so it is shown
-only as ``SCHEME://**********`` (``retention.notices.settings.redacted_url``). apprise logs hosts,
+only as ``SCHEME://**********`` (``retention.config.notify.redacted_url``). apprise logs hosts,
 paths and, at debug level, whole URLs, and urllib3 logs each request's path: both are
 silenced while apprise works, and retention logs its own redacted line instead.
 
-apprise takes a fifth of a second to import, so only a configuration with ``notify:``
-imports this module (retention.config.settings checks the URLs with it), and the CLI when it sends.
+apprise takes a fifth of a second to import, so only a run that sends imports this module
+(retention.config.notifycheck checks the URLs as the configuration loads).
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import SecretStr
 
+from retention.config.notify import NotifyWhen, redacted_url
+from retention.config.notifycheck import apprise, asset, silenced
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_INTERRUPTED,
@@ -43,81 +43,16 @@ from retention.errors import (
     EXIT_UNREACHABLE,
     exit_meaning,
 )
-from retention.notices.settings import NotifyWhen, redacted_url, scheme_of
 from retention.report.render import markdown_text, summary_markdown
 
 if TYPE_CHECKING:
     from retention.report.summary import RunSummary
-
-# apprise logs as it loads and as it works (hosts, paths, at debug level whole URLs): none
-# of its records reach retention's logs, which say what became of each notice, redacted.
-logging.getLogger("apprise").propagate = False
-
-import apprise  # noqa: E402 - after its logger is cut off: it logs as it loads
-from apprise.manager_plugins import NotificationManager  # noqa: E402
 
 log = logging.getLogger("retention.notify")
 
 # The exit codes of a failure notice: finished with failures, the API unreachable, or
 # stopped by a signal (Ctrl-C, SIGTERM) before the end.
 FAILURE_EXITS = frozenset({EXIT_FAILURES, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED})
-# Loggers that would write a notification URL, or a part of it, while apprise works.
-_QUIET = ("apprise", "urllib3.connectionpool")
-EXAMPLE_URL = "json://alerts.example.net/retention"
-
-
-@contextmanager
-def _silenced() -> Iterator[None]:
-    """apprise's and urllib3's logging off while apprise works (they would log the host,
-    the path or the whole URL of a notice); as it was afterwards. Nothing else speaks HTTP
-    then: the API client is closed before a notice is sent."""
-    loggers = [logging.getLogger(name) for name in _QUIET]
-    before = [each.disabled for each in loggers]
-    for each in loggers:
-        each.disabled = True
-    try:
-        with warnings.catch_warnings():
-            # apprise loads its services on first use; its e-mail one imports imghdr,
-            # deprecated since Python 3.11: not the operator's concern.
-            warnings.filterwarnings("ignore", "'imghdr' is deprecated", DeprecationWarning)
-            yield
-    finally:
-        for each, was in zip(loggers, before, strict=True):
-            each.disabled = was
-
-
-def _asset() -> apprise.AppriseAsset:
-    """retention's name on the notices, and apprise's persistent store in memory only: a
-    pod's root file system is read-only, and a run must not leave files of apprise's."""
-    return apprise.AppriseAsset(
-        app_id="retention",
-        app_desc="retention: snapshot retention policies",
-        storage_mode="memory",
-    )
-
-
-def url_problem(url: str) -> str | None:
-    """Why apprise cannot use ``url``, in words that never quote it (only its scheme), or
-    None when it can."""
-    scheme = scheme_of(url)
-    if scheme is None:
-        return f"not an Apprise URL: write SERVICE://..., e.g. {EXAMPLE_URL}"
-    with _silenced():
-        # apprise's registry of services by scheme (a singleton); its constructor is untyped.
-        plugins = NotificationManager()  # type: ignore[no-untyped-call]
-        if scheme not in plugins:
-            return (
-                f"{scheme}:// is not a service apprise knows (slack://, workflows:// for Teams, "
-                "mailto://, json:// and about 180 more)"
-            )
-        if not plugins[scheme].enabled:
-            return f"{scheme}:// cannot be used on this system (apprise disabled it)"
-        if apprise.Apprise.instantiate(url.strip(), asset=_asset()) is None:
-            return (
-                f"not a valid {scheme}:// URL: apprise cannot use it; check its parts against "
-                f"apprise's page for {scheme}://"
-            )
-    return None
 
 
 @dataclass(frozen=True)
@@ -241,11 +176,11 @@ def _send_one(url: str, notice: Notice) -> str | None:
     """None when the service took the notice, else why not, in words that hold nothing of
     the URL (apprise's own messages name hosts and paths, so they are not passed on)."""
     try:
-        with _silenced():
-            service = apprise.Apprise.instantiate(url.strip(), asset=_asset())
+        with silenced():
+            service = apprise.Apprise.instantiate(url.strip(), asset=asset())
             if service is None:
                 return "apprise cannot use this URL"
-            sender = apprise.Apprise(asset=_asset())
+            sender = apprise.Apprise(asset=asset())
             sender.add(service)
             result = sender.notify(
                 body=notice.body,

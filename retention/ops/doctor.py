@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from retention.api.client import OpsManagerClient
+from retention.config.loading import LoadedConfig, load_config
+from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.config.policyfiles import load_policies
-from retention.config.settings import WRITE_FIX, LoadedConfig, load_config, unwritable
+from retention.config.writable import WRITE_FIX, unwritable
 from retention.core.model import Target
 from retention.core.policy.loader import PolicySet
 from retention.core.wording import unmanaged_text
@@ -30,9 +32,9 @@ from retention.errors import (
     TLSError,
     TransportError,
 )
-from retention.notices.urls import ENV_NOTIFY_URLS
+from retention.lifecycle.connect import open_client
 from retention.ops.clock import Clock, system_clock
-from retention.walk.inventory import ProjectTargets, discover
+from retention.walk.inventory import ProjectTargets, discover, project_targets
 
 Status = Literal["pass", "warn", "fail"]
 SKEW_WARN = timedelta(seconds=60)
@@ -100,13 +102,13 @@ def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -
         checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
         return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
-    with loaded.build_client(clock=clock) as client:
+    with open_client(loaded, clock=clock) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
         _tls(loaded, checks)
         _version_and_clock(client, checks)
         targets: list[Target] | None = []
-        for wanted in loaded.config.project_targets():
+        for wanted in project_targets(loaded.config):
             found = _project(client, wanted, checks)
             targets = None if found is None or targets is None else [*targets, *found]
         if targets is not None:

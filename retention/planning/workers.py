@@ -57,6 +57,7 @@ from retention.errors import RetentionError
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
 
 if TYPE_CHECKING:
+    from retention.config.settings import ApiSettings
     from retention.walk.inventory import Walk
 
 log = logging.getLogger("retention.planner")
@@ -313,6 +314,20 @@ def _start(shared: Shared) -> None:
 def _decide(target: Target, blob: bytes, walk_error: str | None) -> EncodedCluster:
     assert _shared is not None  # noqa: S101 - _start runs first in every worker
     return _shared.decide(target, _DECODER.decode(blob), walk_error)
+
+
+# The most planning workers a plan starts unless api.workers says more: eight keep up with
+# the walk's default eight connections, at about 40 MiB each.
+DEFAULT_WORKERS_MAX = 8
+
+
+def planning_workers(api: ApiSettings) -> int:
+    """The processes a plan decides on: ``api.workers``, else the CPUs this process may use
+    (its affinity and the container's CPU limit), at most DEFAULT_WORKERS_MAX: 1 on a
+    one-CPU pod, and not a hundred interpreters on an unlimited big host."""
+    if api.workers is not None:
+        return api.workers
+    return min(available_cpus(), DEFAULT_WORKERS_MAX)
 
 
 def available_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:

@@ -3,7 +3,7 @@
 An Apprise URL carries its credentials (a webhook token, a password) in its host, path or
 parameters, so it is kept as a secret and shown only as ``SCHEME://**********`` in every
 output. The URLs may also come from ``RETENTION_NOTIFY_URLS`` or ``notify.urls_file`` (a
-mounted Secret): retention.notices.urls reads those. retention.notices.send does the sending.
+mounted Secret): retention.config.notifyurls reads those. retention.notices.send does the sending.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class NotifyUrl(SecretStr):
 
 def _usable_url(url: NotifyUrl) -> NotifyUrl:
     # Imported here: apprise takes a fifth of a second, paid only by a config with notify:.
-    from retention.notices.send import url_problem  # noqa: PLC0415
+    from retention.config.notifycheck import url_problem  # noqa: PLC0415
 
     problem = url_problem(url.get_secret_value())
     if problem is not None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retention.config.credentials import open_to_others
-from retention.notices.settings import NotifySettings, NotifyUrl
+from retention.config.notify import NotifySettings, NotifyUrl
 
 ENV_NOTIFY_URLS = "RETENTION_NOTIFY_URLS"
 URLS_FILE = "notify.urls_file"
@@ -77,7 +77,7 @@ def split_urls(text: str) -> list[Entry]:
 
 def _problem(url: str) -> str | None:
     # Imported here: apprise takes a fifth of a second, paid only when URLs are given.
-    from retention.notices.send import url_problem  # noqa: PLC0415
+    from retention.config.notifycheck import url_problem  # noqa: PLC0415
 
     return url_problem(url)
 
