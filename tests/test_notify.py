@@ -18,9 +18,9 @@ from pydantic import SecretStr
 from retention import cli
 from retention.cli.showing import render_config
 from retention.config.loading import load_config
+from retention.config.notify import NotifySettings
 from retention.errors import ConfigError
 from retention.notices import send as notify
-from retention.config.notify import NotifySettings
 from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
 from tests.support.notices import TOKEN, Receiver
