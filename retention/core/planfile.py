@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
@@ -254,9 +256,29 @@ DECISION = TypeAdapter(DecisionRecord)
 DOCUMENT = TypeAdapter(PlanDocument)
 
 
+# The shipped schema's names for types the code has renamed since: consumers may refer to
+# its definitions ($ref, title), so a rename in the code must leave the schema as it was.
+_SCHEMA_NAMES = {"HoldRecordNote": "HoldNote"}
+
+
+class _PlanSchema(GenerateJsonSchema):
+    """pydantic's generator, naming each type as the shipped schema names it."""
+
+    def normalize_name(self, name: str) -> str:
+        normal = super().normalize_name(name)
+        return _SCHEMA_NAMES.get(normal, normal)
+
+    def typed_dict_schema(self, schema: core_schema.TypedDictSchema) -> JsonSchemaValue:
+        found = super().typed_dict_schema(schema)
+        title = found.get("title")
+        if title in _SCHEMA_NAMES:
+            found["title"] = _SCHEMA_NAMES[title]
+        return found
+
+
 def generated_schema() -> dict[str, Any]:
     """The JSON Schema of the plan file, generated from the model."""
-    schema = DOCUMENT.json_schema()
+    schema = DOCUMENT.json_schema(schema_generator=_PlanSchema)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://retention.example/schemas/retention-plan-v1.json",
