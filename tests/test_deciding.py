@@ -48,9 +48,9 @@ safety: {min_keep: 2, max_expire_fraction: 1.0}
 """
 
 
-def policies(hold: str = "none") -> PolicySet:
-    """The test policy, its hold record on snapshot ``hold``."""
-    data = POLICY.replace("HOLD", hold).encode()
+def policies(record_id: str = "none") -> PolicySet:
+    """The test policy, its hold record on snapshot ``record_id``."""
+    data = POLICY.replace("HOLD", record_id).encode()
     return PolicySet(parse_policies([(Path("gfs.yaml"), data)]))
 
 
@@ -75,9 +75,9 @@ def walks(count: int, per: int = 40) -> list[Walk]:
     return out
 
 
-def shared(hold: str = "none") -> Shared:
+def shared(record_id: str = "none") -> Shared:
     """What the clusters of the tests share."""
-    return Shared(policies(hold), {}, {}, NOW, timedelta(days=1))
+    return Shared(policies(record_id), {}, {}, NOW, timedelta(days=1))
 
 
 def test_a_pool_decides_every_cluster_as_one_process_does_in_the_same_order() -> None:

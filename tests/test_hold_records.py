@@ -19,8 +19,8 @@ from retention.core.decide import decide
 from retention.core.model import ClusterPlan, SnapshotView, Target, describe
 from retention.core.planfile import DECISION, DecisionRecord
 from retention.core.policy.engine import Item, KeepSpec, evaluate
-from retention.core.policy.holds import IdHold
-from retention.core.policy.loader import LoadedPolicy, hold_warnings
+from retention.core.policy.holdrecords import HoldRecordTerms
+from retention.core.policy.loader import LoadedPolicy, hold_record_warnings
 from retention.core.policy.model import policy_json_schema
 from retention.core.policy.trace import trace
 from retention.errors import PolicyError
@@ -34,7 +34,7 @@ from tests.support.simfleet import P
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 TARGET = Target(P, "5e4e593f70dfbf1e2f6e1d31", "prod-small")
-HOLDS = """\
+HOLD_RECORDS = """\
 name: production
 match:
   clusters: ["prod-*"]
@@ -56,7 +56,7 @@ safety:
 """
 
 
-def policies(text: str = HOLDS, *, release: bool = False) -> list[LoadedPolicy]:
+def policies(text: str = HOLD_RECORDS, *, release: bool = False) -> list[LoadedPolicy]:
     """The policies of one file, policies/holds.yaml, as the loader gives them."""
     data = text.replace("{release}", "true" if release else "false").encode()
     return list(parse_policies([(Path("policies/holds.yaml"), data)]))
@@ -110,10 +110,10 @@ def test_plain_ids_still_load_as_plain_ids_and_keep_their_reason() -> None:
     match = evaluate([Item("a", NOW - DAY)], spec, NOW).reasons["a"].matches[0]
 
     assert spec.ids == frozenset({"a", "b"})
-    assert (match.rule, match.text, match.hold) == ("ids", "listed by id", None)
+    assert (match.rule, match.text, match.record) == ("ids", "listed by id", None)
 
 
-def test_a_record_becomes_an_id_hold_that_ends_after_its_day_in_utc() -> None:
+def test_a_record_becomes_hold_record_terms_that_end_after_its_day_in_utc() -> None:
     """A record's day means to the end of that day, UTC; a timestamp ends at that instant
     (an offset is converted to UTC); the plain id stays a plain id."""
     (loaded,) = policies()
@@ -121,14 +121,14 @@ def test_a_record_becomes_an_id_hold_that_ends_after_its_day_in_utc() -> None:
     assert loaded.policy.protect_spec().ids == frozenset(
         {
             "plain0",
-            IdHold(
+            HoldRecordTerms(
                 "audit1",
                 "restore rehearsal for the Q4 audit",
                 "OPS-1234",
                 "2026-11-30",
                 datetime(2026, 12, 1, tzinfo=UTC),
             ),
-            IdHold(
+            HoldRecordTerms(
                 "done2",
                 "incident review",
                 None,
@@ -140,9 +140,9 @@ def test_a_record_becomes_an_id_hold_that_ends_after_its_day_in_utc() -> None:
     (other,) = policies(
         "name: p\nprotect:\n  ids:\n    - {id: x, reason: r, until: '2027-01-31T18:00:00+02:00'}\n"
     )
-    (hold,) = other.policy.protect_spec().ids
-    assert isinstance(hold, IdHold)
-    assert (hold.until, hold.ends) == (
+    (record,) = other.policy.protect_spec().ids
+    assert isinstance(record, HoldRecordTerms)
+    assert (record.until, record.ends) == (
         "2027-01-31T16:00:00Z",
         datetime(2027, 1, 31, 16, tzinfo=UTC),
     )
@@ -534,13 +534,13 @@ def test_validate_warns_about_an_ended_hold_with_file_and_line_and_exits_0(
     assert warning in document["warnings"]
 
 
-def test_hold_warnings_name_holds_that_ended_or_end_within_seven_days() -> None:
+def test_hold_record_warnings_name_records_that_ended_or_end_within_seven_days() -> None:
     """At 2026-11-25 audit1 (held through 2026-11-30) ends within 7 days and done2 has
     ended; on 2026-10-01 neither is worth a word."""
     loaded = policies()
 
-    soon = hold_warnings(loaded, datetime(2026, 11, 25, tzinfo=UTC))
-    early = hold_warnings(loaded, datetime(2026, 10, 1, tzinfo=UTC))
+    soon = hold_record_warnings(loaded, datetime(2026, 11, 25, tzinfo=UTC))
+    early = hold_record_warnings(loaded, datetime(2026, 10, 1, tzinfo=UTC))
 
     assert soon == [
         "policies/holds.yaml:12: protect.ids[1].until: the hold on snapshot audit1 ends "

@@ -113,13 +113,15 @@ def explanation(
 ) -> list[str]:
     """The lines explain prints for ``record`` (see ``analyse``)."""
     found = analyse(record, head, cluster, policies)
-    holds = _hold_lines(hold_records(record, head))
+    hold_record_lines = _hold_record_lines(hold_records(record, head))
     if found.policies is None:
         # Nothing to trace with: what the plan recorded, and why there is no more.
-        lines = _record_lines(record) + holds + (_reasons(record["reasons"]) or _NO_REASONS)
+        lines = (
+            _record_lines(record) + hold_record_lines + (_reasons(record["reasons"]) or _NO_REASONS)
+        )
         problem = found.problem
         return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
-    lines = [*_record_lines(record), *holds, *_reasons(found.reasons)]
+    lines = [*_record_lines(record), *hold_record_lines, *_reasons(found.reasons)]
     if found.found is not None and found.found.uncounted is not None:
         lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
     elif found.found is not None:
@@ -190,21 +192,21 @@ def _rule_document(side: str, rule: TracedRule) -> dict[str, Any]:
         "horizon": rule.reason["horizon"] if rule.reason is not None else None,
         "why": t.why or None,
         "by": t.by,
-        "hold": _hold_document(rule),
+        "hold": _hold_record_document(rule),
         "text": _rule_words(rule),
     }
 
 
-def _hold_document(rule: TracedRule) -> dict[str, Any] | None:
+def _hold_record_document(rule: TracedRule) -> dict[str, Any] | None:
     """The hold record behind an ids rule (in force when it kept the snapshot, else ended)."""
-    hold = rule.trace.hold
-    if hold is None:
+    record = rule.trace.record
+    if record is None:
         return None
     return {
-        "reason": hold.reason,
-        "ticket": hold.ticket,
-        "until": hold.until,
-        "ends": hold.ends,
+        "reason": record.reason,
+        "ticket": record.ticket,
+        "until": record.until,
+        "ends": record.ends,
         "inForce": rule.trace.kept,
     }
 
@@ -214,7 +216,7 @@ def hold_records(record: DecisionRecord, head: PlanHead) -> list[HoldRecordEntry
     return [h for h in head.get("holdRecords", []) if h["snapshotId"] == record["snapshotId"]]
 
 
-def _hold_lines(records: list[HoldRecordEntry]) -> list[str]:
+def _hold_record_lines(records: list[HoldRecordEntry]) -> list[str]:
     """The hold records of the snapshot: policy, where, reason, ticket, end, in force."""
     lines = ["  hold records (protect: ids):"] if records else []
     for h in records:

@@ -156,14 +156,14 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --format json | jq -r '.policies[].name'
     """
     from retention.config.policyfiles import load_policies
-    from retention.core.policy.loader import hold_warnings
+    from retention.core.policy.loader import hold_record_warnings
 
     if policies_path is not None:
         source: Path | list[Path] = Path(policies_path)
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
-    warnings = hold_warnings(policies, clock_of(ctx)())
+    warnings = hold_record_warnings(policies, clock_of(ctx)())
     log = logging.getLogger("retention.policy")
     for warning in warnings:
         # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.

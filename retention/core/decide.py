@@ -48,11 +48,11 @@ from retention.core.model import (
     SnapshotView,
     Target,
     ended_reason,
-    hold_note,
+    hold_record_note,
     note,
 )
 from retention.core.policy.engine import Item, Match, evaluate
-from retention.core.policy.holds import ended
+from retention.core.policy.holdrecords import ended
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.snapshot import SnapshotPatch
 
@@ -184,8 +184,8 @@ def rule_reason(
         horizon=horizon(match, created, zone) if keeping else None,
         text=match.text if keeping else f"protect: {match.text}",
     )
-    if match.hold is not None:
-        reason["hold"] = hold_note(match.hold)
+    if match.record is not None:
+        reason["hold"] = hold_record_note(match.record)
     return reason
 
 
@@ -208,13 +208,13 @@ def hold_records(
         HoldRecordView(
             loaded.name,
             index,
-            hold,
+            terms,
             loaded.where(f"protect.ids.{index}"),
-            hold.in_force(now),
+            terms.in_force(now),
             states.get(record.id),
         )
         for loaded, index, record in records
-        for hold in (record.to_engine(),)
+        for terms in (record.to_engine(),)
     ]
 
 
@@ -227,8 +227,8 @@ def _evaluate(items: list[Item], policies: Sequence[LoadedPolicy], now: datetime
     for loaded in sorted(policies, key=lambda p: p.name):
         policy, zone = loaded.policy, loaded.policy.zone
         protect = policy.protect_spec()
-        for snapshot_id, hold in ended(protect.ids, now).items():
-            verdicts.ended.setdefault(snapshot_id, []).append(ended_reason(policy.name, hold))
+        for snapshot_id, record in ended(protect.ids, now).items():
+            verdicts.ended.setdefault(snapshot_id, []).append(ended_reason(policy.name, record))
         rules = ((policy.keep_spec(), verdicts.kept), (protect, verdicts.protected))
         for spec, into in rules:
             if spec.empty:
@@ -263,13 +263,13 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
             text = "possibly inconsistent or missing shards: not counted"
             return Decision(s, "inconsistent", reasons=[note("inconsistent", text)])
         if s.do_not_delete:
-            # A hold outranks inconsistent: expire; only release_protection lifts it.
-            return _held_manually(s, v, ctx, [])
+            # A manual hold outranks inconsistent: expire; only release_protection lifts it.
+            return _manual_hold(s, v, ctx, [])
         text = "possibly inconsistent or missing shards; inconsistent: expire"
         return _unkept(s, ctx, [note("inconsistent", text)])
     if s.id not in v.policies:  # no rule kept or protected it: most of a long history
         if s.do_not_delete:
-            return _held_manually(s, v, ctx, [])
+            return _manual_hold(s, v, ctx, [])
         return _unkept(s, ctx, [_NO_RULE])
     policies = sorted(v.policies[s.id])
     if s.id in v.protected:
@@ -278,7 +278,7 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
             return Decision(s, "protected", reasons=reasons, policies=policies)
         return Decision(s, "protected", "protect", reasons, policies, patch=SnapshotPatch.protect())
     if s.do_not_delete:
-        return _held_manually(s, v, ctx, policies)
+        return _manual_hold(s, v, ctx, policies)
     if s.id in v.kept:
         return _kept(s, v.kept[s.id], v.horizons.get(s.id), ctx, policies)
     return _unkept(s, ctx, [_NO_RULE])
@@ -321,7 +321,7 @@ def _unkept(s: SnapshotView, ctx: _Context, reasons: list[Reason]) -> Decision:
     )
 
 
-def _held_manually(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[str]) -> Decision:
+def _manual_hold(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[str]) -> Decision:
     merged = ctx.merged
     if not merged.release_protection:
         why = note(
@@ -372,7 +372,7 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
         if d.state != "unkept" or not d.snapshot.consistent:
             continue
         if d.snapshot.do_not_delete:
-            # A hold release_protection would lift: the safest way to keep it is to leave it.
+            # A manual hold release_protection would lift: the safest way to keep it is to leave it.
             reasons = [*d.reasons, note("min_keep", "safety: min_keep: hold left in place")]
             plan.decisions[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
         else:

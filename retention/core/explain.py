@@ -116,6 +116,6 @@ def _reason(
 ) -> Reason | None:
     if entry.match is not None:
         return rule_reason(policy.name, policy.zone, entry.match, snapshot.created, keeping=keeping)
-    if entry.hold is not None:
-        return ended_reason(policy.name, entry.hold)
+    if entry.record is not None:
+        return ended_reason(policy.name, entry.record)
     return None

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from retention.core.ids import id_problem
-from retention.core.policy.holds import IdHold
+from retention.core.policy.holdrecords import HoldRecordTerms
 from retention.core.snapshot import (
     Kind,
     SnapshotFacts,
@@ -53,7 +53,7 @@ def is_destructive(action: str, kept: bool) -> bool:
 
 
 @with_config(ConfigDict(extra="forbid"))
-class HoldNote(TypedDict):
+class HoldRecordNote(TypedDict):
     """The hold record of ``protect.ids`` behind a reason: why the snapshot is held, the
     ticket, and the end as the policy writes it (``until``) and as an instant (``ends``)."""
 
@@ -81,11 +81,11 @@ class Reason(TypedDict):
     of: int | None
     horizon: AwareUtcDatetime | None
     text: str
-    hold: NotRequired[HoldNote]
+    hold: NotRequired[HoldRecordNote]
 
 
 # The rule of the reason a snapshot gets when a hold record of its policy has ended.
-HOLD_ENDED = "hold-ended"
+HOLD_RECORD_ENDED = "hold-ended"
 
 
 def note(rule: str, text: str, policy: str | None = None) -> Reason:
@@ -93,16 +93,18 @@ def note(rule: str, text: str, policy: str | None = None) -> Reason:
     return Reason(policy=policy, rule=rule, counter=None, of=None, horizon=None, text=text)
 
 
-def hold_note(hold: IdHold) -> HoldNote:
+def hold_record_note(record: HoldRecordTerms) -> HoldRecordNote:
     """The plan's record of a hold record."""
-    return HoldNote(reason=hold.reason, ticket=hold.ticket, until=hold.until, ends=hold.ends)
+    return HoldRecordNote(
+        reason=record.reason, ticket=record.ticket, until=record.until, ends=record.ends
+    )
 
 
-def ended_reason(policy: str, hold: IdHold) -> Reason:
+def ended_reason(policy: str, record: HoldRecordTerms) -> Reason:
     """The reason a snapshot gets when a hold record of ``policy`` on it has ended: it says
-    so, since the snapshot may still carry the doNotDelete the hold gave it."""
-    reason = note(HOLD_ENDED, f"protect: {hold.ended_words}", policy)
-    reason["hold"] = hold_note(hold)
+    so, since the snapshot may still carry the doNotDelete the record gave it."""
+    reason = note(HOLD_RECORD_ENDED, f"protect: {record.ended_words}", policy)
+    reason["hold"] = hold_record_note(record)
     return reason
 
 
@@ -261,7 +263,7 @@ class HoldRecordView:
 
     policy: str
     index: int  # its place in the policy's protect.ids
-    hold: IdHold
+    record: HoldRecordTerms
     setting: str  # where it is written, FILE:LINE
     in_force: bool
     state: State | None = None

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
 from retention.errors import exit_meaning
-from retention.report.holds import HoldRow
+from retention.report.holdrecords import HoldRecordRow
 from retention.report.summary import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, RunSummary
 
 __all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "RunInfo", "exit_meaning"]
@@ -354,7 +354,7 @@ class ReportData:
     advisory: list[AdvisoryRow]  # the first few advisory decisions
     changes: list[ChangeRow] = field(default_factory=list)  # the first MAX_CHANGE_ROWS
     # The hold records of the policies that matched: ended first, then by end.
-    hold_records: list[HoldRow] = field(default_factory=list)
+    hold_records: list[HoldRecordRow] = field(default_factory=list)
 
     @property
     def more_changed(self) -> int:

@@ -22,7 +22,7 @@ from retention.core.planfile import Change, DecisionRecord, PlanHead
 from retention.core.restore import in_doubt, paired
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.timestamps import format_timestamp
-from retention.report.holds import HoldRow
+from retention.report.holdrecords import HoldRecordRow
 from retention.report.model import (
     AdvisoryRow,
     Calendar,
@@ -316,7 +316,7 @@ def _summary(
     outcomes: Outcomes | None,
     clusters: list[ClusterRow],
     calendar: Calendar,
-    hold_records: list[HoldRow],
+    hold_records: list[HoldRecordRow],
 ) -> RunSummary:
     """The run's summary, from what collect read."""
     return RunSummary(
@@ -336,7 +336,7 @@ def _summary(
             month_planned=calendar.total("month", "planned"),
             as_planned=calendar.as_planned,
         ),
-        holds_ended=sum(not h.in_force for h in hold_records),
+        hold_records_ended=sum(not h.in_force for h in hold_records),
     )
 
 
@@ -359,7 +359,9 @@ def collect(
     policies = _policy_rows(head, clusters)
     scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
     problems += _scan(folder.decisions, scan, project_names(head))
-    holds = sorted((HoldRow.of(h) for h in head.get("holdRecords", [])), key=lambda h: h.rank)
+    records = sorted(
+        (HoldRecordRow.of(h) for h in head.get("holdRecords", [])), key=lambda h: h.rank
+    )
     now = head["evaluatedAt"]
     return ReportData(
         run=run,
@@ -369,7 +371,7 @@ def collect(
             outcomes=outcomes,
             clusters=clusters,
             calendar=scan.calendar,
-            hold_records=holds,
+            hold_records=records,
         ),
         clusters=clusters,
         changed=changed,
@@ -381,5 +383,5 @@ def collect(
         problems=problems,
         advisory=_advisory_rows(plan, max_listed),
         changes=list(change_rows(plan)),
-        hold_records=holds,
+        hold_records=records,
     )

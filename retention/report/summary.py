@@ -183,7 +183,7 @@ class RunSummary:
     clusters_changed: int
     clusters_with_problems: int  # with an error or a failed PATCH
     expiring: Expiring
-    holds_ended: int  # hold records whose end has passed: they protect nothing any more
+    hold_records_ended: int  # hold records whose end has passed: they protect nothing any more
 
     @property
     def nothing_changed(self) -> bool:

@@ -128,23 +128,23 @@ def cluster_entry(
     }
 
 
-def hold_record_entry(plan: ClusterPlan, record: HoldRecordView) -> HoldRecordEntry:
+def hold_record_entry(plan: ClusterPlan, view: HoldRecordView) -> HoldRecordEntry:
     """A hold record as plan.json lists it; the cluster is ``plan``'s when its snapshot is
-    among the cluster's (``record.state`` is not None)."""
-    hold, t, found = record.hold, plan.target, record.state is not None
+    among the cluster's (``view.state`` is not None)."""
+    record, t, found = view.record, plan.target, view.state is not None
     return {
-        "policy": record.policy,
-        "snapshotId": hold.id,
-        "reason": hold.reason,
-        "ticket": hold.ticket,
-        "until": hold.until,
-        "ends": _utc(hold.ends),
-        "inForce": record.in_force,
-        "setting": record.setting,
+        "policy": view.policy,
+        "snapshotId": record.id,
+        "reason": record.reason,
+        "ticket": record.ticket,
+        "until": record.until,
+        "ends": _utc(record.ends),
+        "inForce": view.in_force,
+        "setting": view.setting,
         "projectId": t.project_id if found else None,
         "clusterId": t.cluster_id if found else None,
         "clusterName": t.name if found else None,
-        "state": record.state,
+        "state": view.state,
     }
 
 

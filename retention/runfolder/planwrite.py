@@ -181,8 +181,8 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         lists[name] = bytes(lines)
     key = (t.project_id, t.kind, t.cluster_id)
     summary = cluster_entry(plan, counts, entries)
-    holds = [((r.policy, r.index), hold_record_entry(plan, r)) for r in plan.hold_records]
-    return EncodedCluster(key, bytes(decisions), lists, summary, holds)
+    records = [((r.policy, r.index), hold_record_entry(plan, r)) for r in plan.hold_records]
+    return EncodedCluster(key, bytes(decisions), lists, summary, records)
 
 
 @dataclass

@@ -69,15 +69,15 @@ class FleetShape:
     six_hourly_days: tuple[int, ...] = ()  # cycled over the clusters
     target_per_cluster: int = 300
     config_servers: int = 0
-    hold_alert: bool = False
-    min_holds: int = 0
+    gate_alert: bool = False  # one cluster gets OPEN alerts that a safety gate holds it for
+    min_manual_holds: int = 0
     project_names: tuple[str, ...] = ()
     cluster_names: tuple[str, ...] = ()
 
 
 DEMO = FleetShape(
     projects=3, clusters=10, sharded=3, six_hourly_days=(75, 60, 75, 30, 75, 60, 2, 75, 60, 30),
-    config_servers=3, hold_alert=True, min_holds=3,
+    config_servers=3, gate_alert=True, min_manual_holds=3,
     project_names=("production", "analytics", "development"),
     cluster_names=(
         "prod-orders", "prod-billing", "prod-users", "prod-catalog", "analytics-events",
@@ -317,8 +317,9 @@ class FleetBuilder:
             "links": [self.link("groups", project.id, "alerts", aid)], **given,
         }  # fmt: skip
 
-    def standard_alerts(self, project: SimProject, hold: SimCluster | None) -> None:
-        """Hosts and the usual alert mix; ``hold`` gets the only OPEN hold-type alerts."""
+    def standard_alerts(self, project: SimProject, alert_cluster: SimCluster | None) -> None:
+        """Hosts and the usual alert mix; ``alert_cluster`` gets the only OPEN hold-type
+        alerts."""
         sets = sorted(
             (c for c in project.clusters.values() if c.type_name != CONFIG_REPLICA_SET),
             key=lambda c: c.shard_name is not None,
@@ -333,11 +334,12 @@ class FleetBuilder:
         on = [{"hostId": h.id, "hostnameAndPort": f"{h.hostname}:{h.port}",
                "replicaSetName": h.replica_set_name} for h in hosts[:1] + hosts[-1:]]  # fmt: skip
         alerts: list[dict[str, Any]] = []
-        if hold is not None:
+        if alert_cluster is not None:
             alerts += [
-                {"eventTypeName": "BAD_CLUSTERSHOTS", "clusterId": hold.id,
-                 "clusterName": hold.name},
-                {"eventTypeName": "RESYNC_REQUIRED", "replicaSetName": hold.replica_set_name,
+                {"eventTypeName": "BAD_CLUSTERSHOTS", "clusterId": alert_cluster.id,
+                 "clusterName": alert_cluster.name},
+                {"eventTypeName": "RESYNC_REQUIRED",
+                 "replicaSetName": alert_cluster.replica_set_name,
                  "sourceTypeName": "REPLICA_SET"},
             ]  # fmt: skip
         if on:
@@ -358,7 +360,10 @@ class FleetBuilder:
         for given in alerts:
             self.alert(project, {"status": "OPEN", **given})
 
-    def top_up_holds(self, minimum: int) -> None:
+    def top_up_manual_holds(self, minimum: int) -> None:
+        """Set doNotDelete on complete, unexpired snapshots at random until ``minimum`` of
+        the fleet's snapshots carry it, as if set by hand (manual-hold, where no protect rule
+        asks for it)."""
         snapshots = [s for c in self.fleet.clusters() for s in c.snapshots]
         missing = minimum - sum(s.do_not_delete for s in snapshots)
         if missing > 0:
@@ -376,7 +381,7 @@ def generate(
     projects = [b.project(names[j] if j < len(names) else f"project-{j:02d}")
                 for j in range(shape.projects)]  # fmt: skip
     step = max(1, shape.clusters // shape.sharded) if shape.sharded else 0
-    legacy, hold = projects[0], None
+    legacy, alert_cluster = projects[0], None
     for i in range(shape.clusters):
         project = projects[i * shape.projects // shape.clusters]
         name = shape.cluster_names[i] if i < len(shape.cluster_names) else f"rs-{i:04d}"
@@ -387,13 +392,14 @@ def generate(
         cluster = b.cluster(project, name, shards)
         days = shape.six_hourly_days
         b.history(cluster, days[i % len(days)] if days else b.days_for(shape.target_per_cluster))
-        if shape.hold_alert and hold is None and shards is None and project is projects[0]:
-            hold = cluster
+        if shape.gate_alert and alert_cluster is None and shards is None and project is projects[0]:
+            alert_cluster = cluster
     for number in range(shape.config_servers):
         b.config_server(legacy, number)
     for project in projects:
-        b.standard_alerts(project, hold if hold and hold.group_id == project.id else None)
-    b.top_up_holds(shape.min_holds)
+        mine = alert_cluster is not None and alert_cluster.group_id == project.id
+        b.standard_alerts(project, alert_cluster if mine else None)
+    b.top_up_manual_holds(shape.min_manual_holds)
     return b.fleet
 
 

@@ -12,8 +12,8 @@ checked against restic's own test vectors (tests/conformance/restic):
 - reasons and counters are recorded for every kept item, in restic's words and order.
 
 Protect rules add ``ids``: a plain id protects its item for good; a hold record
-(``IdHold``) protects it while ``now`` is before the record's end, and its reason, ticket
-and end travel with the match.
+(``HoldRecordTerms``) protects it while ``now`` is before the record's end, and its reason,
+ticket and end travel with the match (``Match.record``).
 
 The rules themselves (their buckets and words) are the rows of ``rules.RULES``; the states
 below walk them, and ``retention.core.policy.trace`` replays the same walk to say what each rule
@@ -39,7 +39,7 @@ from retention.core.policy import rules
 from retention.core.policy.cron import ticks as cron_ticks
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule
-from retention.core.policy.holds import IdEntry, IdHold, protecting
+from retention.core.policy.holdrecords import HoldRecordTerms, IdEntry, protecting
 from retention.core.policy.rules import Rule
 
 
@@ -64,7 +64,7 @@ def id_match(entry: IdEntry) -> Match:
     """The match of the entry of ``ids`` that protects an item (see ``protecting``)."""
     if isinstance(entry, str):
         return Match(rules.IDS.name, rules.IDS.reason)
-    return Match(rules.IDS.name, f"{rules.IDS.reason}: {entry.words}", hold=entry)
+    return Match(rules.IDS.name, f"{rules.IDS.reason}: {entry.words}", record=entry)
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class Match(msgspec.Struct, frozen=True):
     within: RetentionDuration | None = None
     every: EveryRule | None = None
     counter: int = 0  # this is the rule's n-th kept item, newest first (0: not counted)
-    hold: IdHold | None = None  # the hold record behind an ids match, when it is one
+    record: HoldRecordTerms | None = None  # the hold record behind an ids match, when it is one
 
 
 @dataclass(frozen=True)

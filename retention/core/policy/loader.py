@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from retention.core.policy.holds import HoldRecord, until_instant, until_text
+from retention.core.policy.holdrecords import HoldRecord, until_instant, until_text
 from retention.core.policy.model import Policy
 from retention.core.validation import Lines, Loc, Problem, field_path, validate
 
@@ -79,11 +79,11 @@ class PolicySet:
         return [p for p in self._policies if p.policy.match.matches(project_id, name, kind)]
 
 
-# How soon before its end ``hold_warnings`` warns that a hold record ends.
+# How soon before its end ``hold_record_warnings`` warns that a hold record ends.
 ENDING_SOON = timedelta(days=7)
 
 
-def hold_warnings(
+def hold_record_warnings(
     policies: Iterable[LoadedPolicy], now: datetime, soon: timedelta = ENDING_SOON
 ) -> list[str]:
     """Warnings about the hold records of ``policies`` at ``now``: each one whose end has

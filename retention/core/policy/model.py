@@ -33,7 +33,7 @@ from pydantic import (
 from retention.core.policy import engine, rules
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
-from retention.core.policy.holds import HoldRecord, entry_id, id_entries
+from retention.core.policy.holdrecords import HoldRecord, entry_id, id_entries
 from retention.core.snapshot import Kind
 from retention.core.wording import show_value
 

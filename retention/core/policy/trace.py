@@ -29,7 +29,7 @@ from retention.core.policy.engine import (
     newest_first,
     start,
 )
-from retention.core.policy.holds import IdHold, ended
+from retention.core.policy.holdrecords import HoldRecordTerms, ended
 from retention.core.timestamps import format_timestamp
 
 _ZERO = "a zero duration keeps nothing"
@@ -56,7 +56,8 @@ class RuleTrace:
     match: Match | None = None
     why: str = ""
     by: str | None = None
-    hold: IdHold | None = None  # the hold record behind ids: in force when kept, else ended
+    # The hold record behind ids: in force when the rule kept the item, else ended.
+    record: HoldRecordTerms | None = None
 
 
 def trace(
@@ -187,7 +188,7 @@ def _trace_listed(item: Item, spec: KeepSpec, now: datetime) -> list[RuleTrace]:
             out.append(_kept(rules.IDS.label, match))
         elif gone is not None:
             passed = _passed(rules.IDS.name, rules.IDS.label, 0, gone.ended_words)
-            out.append(replace(passed, hold=gone))
+            out.append(replace(passed, record=gone))
         else:
             out.append(_passed(rules.IDS.name, rules.IDS.label, 0, "not listed"))
     return out
@@ -223,12 +224,12 @@ def _kept(label: str, match: Match) -> RuleTrace:
     if match.counter:
         of = {0: "", -1: " of unlimited"}.get(match.count, f" of {match.count}")
         text += f" #{match.counter}{of}"
-    if match.hold is not None:
-        text += f": {match.hold.words}"  # "ids: legal hold (ticket LEGAL-42, until 2027-01-31)"
+    if match.record is not None:
+        text += f": {match.record.words}"  # "ids: legal hold (ticket LEGAL-42, until 2027-01-31)"
     elif match.text.startswith("oldest ") or match.rule == rules.IDS.name:
         text += f" ({match.text})"  # "(oldest daily snapshot)", "(listed by id)"
     return RuleTrace(
-        match.rule, label, True, text, match.count, match.counter, match, hold=match.hold
+        match.rule, label, True, text, match.count, match.counter, match, record=match.record
     )
 
 

@@ -9,7 +9,7 @@ from retention.core.planfile import HoldRecordEntry
 
 
 @dataclass(frozen=True)
-class HoldRow:
+class HoldRecordRow:
     """A hold record of protect: ids as the report lists it: whose, on which snapshot, why,
     under which ticket, until when, and whether it still protects at the plan's time."""
 
@@ -25,7 +25,7 @@ class HoldRow:
     state: str | None
 
     @classmethod
-    def of(cls, entry: HoldRecordEntry) -> HoldRow:
+    def of(cls, entry: HoldRecordEntry) -> HoldRecordRow:
         """The row of a plan.json holdRecords entry."""
         return cls(
             policy=entry["policy"],

@@ -5,8 +5,9 @@ A record protects its snapshot until its end: ``until`` is a day (held to the en
 day in UTC, whatever the policy's time zone, so one date is one instant in every policy and
 report) or a timestamp with its zone; without it the record holds until it is removed. The
 reason is required: a hold nobody can explain is one nobody dares to lift, and plain ids
-remain for holds without one. The engine's form of a record is ``IdHold``; ``protecting``
-and ``ended`` say which entries of ``ids`` protect at a time, and which have ended.
+remain for holds without one. The engine's form of a record is ``HoldRecordTerms``;
+``protecting`` and ``ended`` say which entries of ``ids`` protect at a time, and which have
+ended.
 """
 
 from __future__ import annotations
@@ -115,10 +116,10 @@ class HoldRecord(BaseModel):
         "a UTC timestamp (2027-01-31T18:00:00Z). Omitted: it holds until it is removed.",
     )
 
-    def to_engine(self) -> IdHold:
+    def to_engine(self) -> HoldRecordTerms:
         """The engine's form of this record."""
         until = self.until
-        return IdHold(
+        return HoldRecordTerms(
             self.id,
             self.reason,
             self.ticket,
@@ -152,7 +153,7 @@ def id_entries(value: object) -> object:
 
 
 @dataclass(frozen=True, slots=True)
-class IdHold:
+class HoldRecordTerms:
     """A snapshot held by id with a reason, maybe a ticket, and maybe an end: it protects
     while the time decided for is before ``ends`` (None: for good). ``until`` is the end as
     the policy writes it ("2027-01-31" for a whole day, or a UTC timestamp)."""
@@ -188,7 +189,7 @@ class IdHold:
 
 
 # An entry of ``ids``: a plain id (protected for good) or a hold record.
-IdEntry = str | IdHold
+IdEntry = str | HoldRecordTerms
 
 
 def entry_id(entry: IdEntry) -> str:
@@ -201,7 +202,7 @@ def protecting(ids: Collection[IdEntry], now: datetime) -> dict[str, IdEntry]:
     record in force that ends last (one without an end before all)."""
     found: dict[str, IdEntry] = {}
     for entry in ids:
-        if isinstance(entry, IdHold) and not entry.in_force(now):
+        if isinstance(entry, HoldRecordTerms) and not entry.in_force(now):
             continue
         key = entry_id(entry)
         if key not in found or _lasts_longer(entry, found[key]):
@@ -209,13 +210,17 @@ def protecting(ids: Collection[IdEntry], now: datetime) -> dict[str, IdEntry]:
     return found
 
 
-def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, IdHold]:
+def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, HoldRecordTerms]:
     """The hold records of ``ids`` that have ended at ``now``, by id (the one that ended
     last), for the ids no entry protects any more."""
     protected = protecting(ids, now)
-    found: dict[str, IdHold] = {}
+    found: dict[str, HoldRecordTerms] = {}
     for entry in ids:
-        if isinstance(entry, IdHold) and entry.id not in protected and entry.ends is not None:
+        if (
+            isinstance(entry, HoldRecordTerms)
+            and entry.id not in protected
+            and entry.ends is not None
+        ):
             last = found.get(entry.id)
             if last is None or (last.ends is not None and entry.ends > last.ends):
                 found[entry.id] = entry
