@@ -14,7 +14,7 @@ import pytest
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.core.snapshot import SnapshotPatch
-from retention.errors import UsageError
+from retention.errors import ApiError, UsageError
 from retention.lifecycle.jobs import JobResult, run_job
 from retention.simulator.server import Simulator
 from retention.undo.job import UndoResult, undo_run
@@ -287,3 +287,27 @@ def test_a_dry_run_run_has_nothing_to_undo(api: OpsManagerClient, tmp_path: Path
 
     assert result.items == []
     assert not result.failed
+
+
+def test_a_failed_restore_names_its_patch_in_the_apis_words(
+    api: OpsManagerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PATCH of undo the API refuses is the item's failure, and its reason shows the body
+    as JSON (``{"expires": ...}``, ``{"doNotDelete": true}``), never in Python's spelling."""
+    run = bad_run(api, tmp_path)
+
+    def refused(*_args: Any) -> Any:
+        raise ApiError("refused by the test", endpoint="PATCH snapshot")
+
+    monkeypatch.setattr(OpsManagerClient, "patch_snapshot", refused)
+    result = take_back(api, run.run_dir, tmp_path)
+
+    reasons = {item.restoration.snapshot_id: item.reason for item in result.items}
+    assert {item.outcome for item in result.items} == {"failed"}
+    assert reasons["noexpiry"] == (
+        'PATCH {"doNotDelete": true} failed: PATCH snapshot: refused by the test'
+    )
+    for reason in reasons.values():
+        assert reason.startswith('PATCH {"')
+        assert "{'" not in reason
+        assert "True" not in reason

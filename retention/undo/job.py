@@ -42,6 +42,7 @@ from retention.core.runfiles import (
     UndoItem,
     UndoOutcome,
 )
+from retention.core.snapshot import json_text
 from retention.core.timestamps import format_timestamp
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
 from retention.ops.stopping import Stop
@@ -247,14 +248,14 @@ def _restore(
             item.outcome, item.reason = "not-sent", _stopped(exc.signal_name)
             if exc.in_doubt:
                 item.outcome = "failed"
-                item.reason = f"PATCH {body}: {exc}; the service may have applied it"
+                item.reason = f"PATCH {json_text(body)}: {exc}; the service may have applied it"
             return item
         except ApiError as exc:
             if exc.stops_everything:
                 raise
             item.outcome, item.status = "failed", exc.status
             done = " after the first of two steps" if item.sent else ""
-            item.reason = f"PATCH {body} failed{done}: {exc}"
+            item.reason = f"PATCH {json_text(body)} failed{done}: {exc}"
             return item
         item.sent.append(body)
         item.current = State.of(answer)
