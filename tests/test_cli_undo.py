@@ -107,3 +107,83 @@ def test_undo_writes_its_outcomes_and_exit_code_as_metrics(
     text = metrics.read_text()
     assert "retention_last_run_exit_code 0.0" in text
     assert 'retention_outcomes{outcome="restored"} 2.0' in text
+
+
+def run_folders(folder: Path) -> set[Path]:
+    """The run folders under the working folder's reports/."""
+    return {path for path in (folder / "reports").iterdir() if path.is_dir()}
+
+
+def test_undo_of_a_plans_folder_names_the_apply_of_that_plan(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Undo of the folder `retention plan` wrote, after an apply of that plan shortened
+    snapshots from a folder of its own, is exit 2: it says the folder is a plan, not an
+    apply, and gives the command that undoes the apply; nothing is sent."""
+    setup(folder, sim.base_url)
+    assert cli.main(["plan"], clock=sim.clock.now) == 0
+    [plan_dir] = run_folders(folder)
+    capsys.readouterr()
+    assert cli.main(["apply", str(plan_dir), "--format", "json"], clock=sim.clock.now) == 0
+    apply_dir = json.loads(capsys.readouterr().out)["runDir"]
+    sent = len(sim.admin("patches")["patches"])
+
+    code = cli.main(["undo", str(plan_dir)], clock=sim.clock.now)
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (
+        f"{plan_dir} is a plan (`retention plan`, or a dry run without reports), not an apply"
+        in err
+    )
+    assert f"\n  retention undo {apply_dir}" in err
+    assert "nothing to undo: that run applied no destructive change" not in err
+    assert len(sim.admin("patches")["patches"]) == sent
+    assert run_folders(folder) == {plan_dir, Path(apply_dir)}
+
+
+def test_undo_of_a_dry_run_or_a_plan_nobody_applied_says_so(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dry run's folder and a plan's folder whose plan no apply used are exit 2: undo says
+    which it is and that no run folder applied its plan."""
+    setup(folder, sim.base_url)
+    assert cli.main(["run", "--dry-run"], clock=sim.clock.now) == 0
+    [dry_dir] = run_folders(folder)
+    assert cli.main(["plan"], clock=sim.clock.now) == 0
+    [plan_dir] = run_folders(folder) - {dry_dir}
+    capsys.readouterr()
+
+    dry = cli.main(["undo", str(dry_dir)], clock=sim.clock.now)
+    dry_err = capsys.readouterr().err
+    plan = cli.main(["undo", str(plan_dir)], clock=sim.clock.now)
+    plan_err = capsys.readouterr().err
+
+    assert (dry, plan) == (2, 2)
+    assert f"{dry_dir} is a dry run (`retention run --dry-run`), not an apply" in dry_err
+    assert (
+        f"{plan_dir} is a plan (`retention plan`, or a dry run without reports), not an apply"
+        in plan_err
+    )
+    for err in (dry_err, plan_err):
+        assert f"No run folder in {folder / 'reports'} applied this plan" in err
+    assert sim.admin("patches")["patches"] == []
+
+
+def test_undo_of_an_apply_that_found_everything_done_has_nothing_to_undo(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real apply whose changes were all unchanged (its plan applied before) is a run
+    folder: undo of it says there is nothing to undo and exits 0."""
+    setup(folder, sim.base_url)
+    assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 0
+    assert cli.main(["apply", "plan.json"], clock=sim.clock.now) == 0
+    capsys.readouterr()
+    assert cli.main(["apply", "plan.json", "--format", "json"], clock=sim.clock.now) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["outcomes"] == {"unchanged": 3}
+
+    code = cli.main(["undo", again["runDir"]], clock=sim.clock.now)
+
+    assert code == 0
+    assert "nothing to undo: that run applied no destructive change" in capsys.readouterr().out

@@ -200,7 +200,7 @@ def test_applying_the_same_plan_twice_sends_nothing_the_second_time(
     sim: Simulator, api: OpsManagerClient, tmp_path: Path
 ) -> None:
     """Compare-and-swap makes a re-apply of the same plan skip everything already applied:
-    each change is stale, since its snapshot no longer shows the state it was planned from."""
+    each change is unchanged, since its snapshot already holds what the change writes."""
     planned = make_plan(
         api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
         schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
@@ -220,7 +220,7 @@ def test_applying_the_same_plan_twice_sends_nothing_the_second_time(
     assert first.applied is not None
     assert second.applied is not None
     assert first.applied.counts["applied"] == sent > 0
-    assert second.applied.counts == {"stale": sent}
+    assert second.applied.counts == {"unchanged": sent}
     assert first.run_dir != second.run_dir
     assert len(sim.admin("patches")["patches"]) == sent
 

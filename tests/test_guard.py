@@ -171,6 +171,56 @@ def test_a_snapshot_that_moved_on_or_is_incomplete_gets_no_patch(
     assert reason in (verdict.reason or "")
 
 
+@pytest.mark.parametrize(
+    ("planned", "current", "outcome"),
+    [
+        (change(), view(expires=NOW + DAY), "unchanged"),
+        # Sent two hours after the plan: the expiry written was then + grace.
+        (change(), view(expires=NOW + DAY + timedelta(hours=2)), "unchanged"),
+        (change(), view(expires=NOW + DAY - timedelta(seconds=1)), "stale"),
+        (change(), view(expires=NOW + DAY + timedelta(hours=3, seconds=1)), "stale"),
+        (change(), view(dnd=True), "stale"),
+        (change("protect"), view(dnd=True), "unchanged"),
+        (
+            change("release", observed={"doNotDelete": True, "expires": None}),
+            view(expires=NOW + 3 * DAY),
+            "unchanged",
+        ),
+    ],
+    ids=[
+        "as-planned",
+        "sent-later",
+        "earlier",
+        "beyond-now-plus-grace",
+        "protected",
+        "protect",
+        "release",
+    ],
+)
+def test_a_snapshot_that_already_holds_what_the_change_writes_is_unchanged(
+    planned: Change, current: SnapshotView, outcome: str
+) -> None:
+    """Three hours after the plan, a snapshot showing what this change writes, or wrote
+    when sent earlier (its expiry from the planned one to now + grace), is unchanged: no
+    PATCH; any other state that differs from the plan's is stale."""
+    verdict = check_send(planned, current, cluster=cluster(), now=NOW + timedelta(hours=3))
+
+    assert (verdict.outcome, verdict.body) == (outcome, None)
+
+
+def test_a_stale_reason_says_both_states_as_json() -> None:
+    """The reason of a stale change gives the state the plan saw and the state now in the
+    API's JSON spelling, not Python's."""
+    planned = change(observed={"doNotDelete": False, "expires": NOW + 5 * DAY})
+
+    verdict = check_send(planned, view(dnd=True), cluster=cluster(), now=NOW)
+
+    assert verdict.reason == (
+        'state changed since the plan: it was {"doNotDelete": false, "expires": '
+        '"2026-11-26T12:00:00Z"}, now {"doNotDelete": true, "expires": null}'
+    )
+
+
 def test_an_expiry_that_passed_since_the_plan_gets_no_patch() -> None:
     """Invariant 2: a snapshot whose expiry is at or before the send time awaits deletion; the
     API forbids editing it, so nothing is sent."""
@@ -247,9 +297,12 @@ def test_a_plan_as_the_planner_writes_it_passes() -> None:
     [
         (change(cid="c9"), "not among the plan's clusters"),
         (change("protect", body={"doNotDelete": True, "expires": NOW}), "doNotDelete: true"),
-        (change("extend", body={"doNotDelete": False}), "a extend body has ['expires']"),
+        (
+            change("extend", body={"doNotDelete": False}),
+            "an extend body has expires, this one has doNotDelete",
+        ),
         (change(destructive=False), "a shorten is destructive"),
-        (change("extend", destructive=True), "a extend is not destructive"),
+        (change("extend", destructive=True), "an extend is not destructive"),
         (change(grace=0), "grace 0 s differs"),
         (change(body={"expires": NOW}), "earlier than the plan's time plus the grace"),
         (change("extend", body={"expires": NOW + timedelta(hours=1)}), "at least the lease"),

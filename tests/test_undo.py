@@ -14,8 +14,8 @@ import pytest
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.core.snapshot import SnapshotPatch
-from retention.errors import UsageError
-from retention.lifecycle.jobs import JobResult, run_job
+from retention.errors import ApiError, UsageError
+from retention.lifecycle.jobs import JobResult, mark_interrupted, run_job
 from retention.simulator.server import Simulator
 from retention.undo.job import UndoResult, undo_run
 from retention.walk.inventory import ProjectTargets
@@ -253,8 +253,8 @@ def test_an_undo_of_an_undo_is_refused_before_any_request(
 def test_folders_that_are_no_run_of_this_service_are_refused(
     api: OpsManagerClient, tmp_path: Path
 ) -> None:
-    """A missing folder, a folder without a plan, and a run against another base URL are
-    usage errors that name the folder."""
+    """A missing folder, a folder without a plan, a run stopped before its plan was
+    written, and a run against another base URL are usage errors that name the folder."""
     run = bad_run(api, tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -264,18 +264,22 @@ def test_folders_that_are_no_run_of_this_service_are_refused(
     (other / "plan.json").write_bytes(
         orjson.dumps({**plan, "baseUrl": "https://elsewhere.example/api/public/v1.0"})
     )
+    (other / "results.jsonl").write_bytes((run.run_dir / "results.jsonl").read_bytes())
+    stopped = mark_interrupted(tmp_path / "stopped", "run", "SIGTERM", NOW, NOW).parent
 
     for folder, message in [
         (tmp_path / "missing", "no such run folder"),
         (empty, "is not a run folder: it has no plan.json"),
+        (stopped, "is a run that SIGTERM stopped while planning: no plan was written"),
         (other, "was a run against https://elsewhere.example"),
     ]:
         with pytest.raises(UsageError, match=message):
             take_back(api, folder, tmp_path)
 
 
-def test_a_dry_run_run_has_nothing_to_undo(api: OpsManagerClient, tmp_path: Path) -> None:
-    """A run that sent nothing leaves undo nothing to do, which is no failure."""
+def test_a_dry_run_is_no_apply_to_undo(api: OpsManagerClient, tmp_path: Path) -> None:
+    """A dry run sent nothing: undo of its folder is a usage error that says it holds a
+    plan, not an apply, and that no apply used its plan."""
     policy = tmp_path / "typo.yaml"
     policy.write_text(BAD_POLICY.format(clusters=SMALL_ONES))
     run = run_job(
@@ -283,7 +287,37 @@ def test_a_dry_run_run_has_nothing_to_undo(api: OpsManagerClient, tmp_path: Path
         schedule=None, concurrency=2, dry_run=True, now=lambda: NOW,
     )  # fmt: skip
 
+    with pytest.raises(UsageError) as refused:
+        take_back(api, run.run_dir, tmp_path)
+
+    # run_job writes no reports (the command's lifecycle does): a plan, by its files.
+    assert str(refused.value) == (
+        f"{run.run_dir} is a plan (`retention plan`, or a dry run without reports), not an "
+        "apply: nothing was sent from it, so it has nothing to undo. No run folder in "
+        f"{tmp_path / 'reports'} applied this plan (an apply copies the plan into a folder "
+        "of its own, with the journal undo reads)"
+    )
+
+
+def test_a_failed_restore_names_its_patch_in_the_apis_words(
+    api: OpsManagerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PATCH of undo the API refuses is the item's failure, and its reason shows the body
+    as JSON (``{"expires": ...}``, ``{"doNotDelete": true}``), never in Python's spelling."""
+    run = bad_run(api, tmp_path)
+
+    def refused(*_args: Any) -> Any:
+        raise ApiError("refused by the test", endpoint="PATCH snapshot")
+
+    monkeypatch.setattr(OpsManagerClient, "patch_snapshot", refused)
     result = take_back(api, run.run_dir, tmp_path)
 
-    assert result.items == []
-    assert not result.failed
+    reasons = {item.restoration.snapshot_id: item.reason for item in result.items}
+    assert {item.outcome for item in result.items} == {"failed"}
+    assert reasons["noexpiry"] == (
+        'PATCH {"doNotDelete": true} failed: PATCH snapshot: refused by the test'
+    )
+    for reason in reasons.values():
+        assert reason.startswith('PATCH {"')
+        assert "{'" not in reason
+        assert "True" not in reason

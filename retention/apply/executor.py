@@ -5,9 +5,11 @@ For each cluster (concurrently, ``api.concurrency`` at a time):
 1. Re-read the current state of the snapshots to change: one list walk when the cluster has
    many changes, GETs when it has a few.
 2. Hold each change to ``core.guard.check_send`` against that state and the clock: skip as
-   ``stale`` a change whose snapshot no longer shows the ``observed`` state the plan was made
-   from, whose expiry has meanwhile passed, or that is gone; refuse (``refused``) one that
-   would break an invariant. A destructive expiry goes out as max(planned, now + grace).
+   ``unchanged`` a change whose snapshot already holds what it writes (the plan was applied
+   before); skip as ``stale`` one whose snapshot no longer shows the ``observed`` state the
+   plan was made from, whose expiry has meanwhile passed, or that is gone; refuse
+   (``refused``) one that would break an invariant. A destructive expiry goes out as
+   max(planned, now + grace).
 3. Send protect and extend first, releases next, shorten and delete last; a cluster the
    plan holds gets no destructive change, whatever its ``changes`` list says.
 4. Journal ahead: before each PATCH its intent (snapshot, observed state, body) is appended
@@ -17,8 +19,9 @@ An error in one cluster's worker is that cluster's alone: its unfinished changes
 journalled as failed, and the other workers go on. A stop (SIGINT, SIGTERM: ``Stop``) is
 checked before every PATCH: the PATCHes on the wire finish and are journalled, and every
 change not sent is journalled ``not-sent``. Killed at any point, running again converges: a
-PATCH that was sent but not journalled shows up in step 2 as a state that no longer matches
-``observed``, so it is skipped, never repeated; and its intent line lets ``undo`` check it.
+PATCH that was sent but not journalled shows up in step 2 as a snapshot that already holds
+what it wrote (``unchanged``), so it is skipped, never repeated; and its intent line lets
+``undo`` check it.
 """
 
 from __future__ import annotations
@@ -310,8 +313,9 @@ def _apply_one(
     stop: Stop,
 ) -> Outcome:
     verdict = check_send(change, current, cluster=cluster, now=now)
-    if verdict.body is None:
-        outcome: OutcomeName = "refused" if verdict.outcome == "refused" else "stale"
+    if verdict.outcome != "send" or verdict.body is None:
+        # Only a send carries a body; a send without one is a bug in the guard: refused.
+        outcome: OutcomeName = "refused" if verdict.outcome == "send" else verdict.outcome
         return Outcome(change, outcome, error=verdict.reason)
     if stop.requested:
         return _not_sent(change, stop.name)

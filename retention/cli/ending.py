@@ -40,6 +40,11 @@ def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> Non
     if result.applied is not None:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(result.applied.counts.items()))
         click.echo(f"Applied: {counts or 'nothing to apply'}.")
+        if unchanged := result.applied.counts.get("unchanged", 0):
+            click.echo(
+                f"Unchanged: the service already held what {unchanged} of these changes "
+                "write (an earlier apply of this plan, or someone, made them): nothing sent."
+            )
     else:
         click.echo("Dry run: nothing was sent to the API.")
     if result.interrupted:

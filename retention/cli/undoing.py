@@ -47,9 +47,11 @@ def undo(
 
     The undo is a run of its own: it takes the lock and writes
     reports/<UTC time>-<run id>/ with undo.json, results.jsonl, report.html and report.md.
-    An undo cannot be undone. Exit 0 everything put back (or nothing to do); 1 something was
-    left alone or failed; 2 not a run folder, an undo, or a run against another service;
-    4 another run holds the lock; 5 API unreachable or keys refused.
+    An undo cannot be undone. A plan's or a dry run's folder sent nothing: undo names the
+    run folders whose apply used that plan, to undo instead. Exit 0 everything put back (or
+    nothing to do); 1 something was left alone or failed; 2 not a run folder, a plan or a
+    dry run, an undo, or a run against another service; 4 another run holds the lock; 5 API
+    unreachable or keys refused.
 
     \b
     Examples:

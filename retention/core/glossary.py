@@ -121,9 +121,15 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
         (
             ("applied", "The API made the change."),
             (
+                "unchanged",
+                "The snapshot already held what the change writes (an earlier apply of the "
+                "same plan, or someone, made it): nothing sent.",
+            ),
+            (
                 "stale",
-                "The snapshot changed since the plan (gone, or another expiry or state): "
-                "skipped; the next plan decides again.",
+                "The snapshot changed since the plan (gone, or another expiry or state than "
+                "both the plan saw and the change writes): skipped; the next plan decides "
+                "again.",
             ),
             (
                 "refused",

@@ -13,7 +13,8 @@ data from outside, like an API answer. Three layers, all pure (the executor does
   a body the API accepts, no change to a snapshot that moved on, no kept snapshot
   shortened, no expiry earlier than now + grace. A destructive expiry is sent as
   max(planned, now + grace), so a plan reviewed for hours still gives every snapshot its
-  full grace on the service.
+  full grace on the service. A snapshot that already holds what the change writes (the
+  plan was applied before) is ``unchanged``: nothing is sent, and it is not called stale.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Literal
 
 from retention.core.model import SnapshotView, is_destructive
 from retention.core.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
-from retention.core.snapshot import SnapshotPatch
-from retention.core.timestamps import add_seconds, format_timestamp
+from retention.core.snapshot import SnapshotPatch, state_document, state_json
+from retention.core.timestamps import add_seconds, ceil_to_second, format_timestamp
 from retention.core.wording import printable
 
 # A plan is evaluated at the time it is made; more apart than this, it was made with --at
@@ -90,12 +91,22 @@ def body_problem(change: Change) -> str | None:
     if body.get("doNotDelete") is True and "expires" in body:
         return "body holds doNotDelete: true together with expires, which the API refuses"
     if members != wanted:
-        return f"a {action} body has {sorted(wanted)}, this one has {sorted(members)}"
+        return f"{_a(action)} body has {_members(wanted)}, this one has {_members(members)}"
     if action == "protect" and body["doNotDelete"] is not True:
         return "a protect body is {doNotDelete: true}"
     if action == "release" and body["doNotDelete"] is not False:
         return "a release body sets doNotDelete: false"
     return None
+
+
+def _a(action: str) -> str:
+    """The action with its article: "a shorten", "an extend"."""
+    return f"{'an' if action[0] in 'aeiou' else 'a'} {action}"
+
+
+def _members(names: frozenset[str]) -> str:
+    """A body's members in words: "doNotDelete and expires", "no member"."""
+    return " and ".join(sorted(names)) or "no member"
 
 
 @dataclass
@@ -151,7 +162,7 @@ class EntryCheck:
         if action in ("shorten", "delete", "protect", "extend"):
             kept = action in ("protect", "extend")
             if change["destructive"] != is_destructive(action, kept=kept):
-                return f"a {action} is {'not ' if kept else ''}destructive"
+                return f"{_a(action)} is {'not ' if kept else ''}destructive"
         expires = body.get("expires")
         if expires is None:
             return None
@@ -165,7 +176,7 @@ class EntryCheck:
                 )
         elif expires < self._lease_end:
             return (
-                f"a {action} that keeps a snapshot writes at least the lease "
+                f"{_a(action)} that keeps a snapshot writes at least the lease "
                 f"({format_timestamp(self._lease_end)}), not {format_timestamp(expires)}"
             )
         return None
@@ -175,7 +186,7 @@ class EntryCheck:
 class Verdict:
     """What to do with one change at send time: send ``body``, or not, and why."""
 
-    outcome: Literal["send", "stale", "refused"]
+    outcome: Literal["send", "stale", "refused", "unchanged"]
     reason: str | None = None
     body: SnapshotPatch | None = None
 
@@ -188,8 +199,9 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     now: datetime,
 ) -> Verdict:
     """The last check before a PATCH: against the state just re-read (``current``, None when
-    the snapshot is gone) and the clock ``now``. ``stale``: the snapshot moved on since the
-    plan, nothing to do. ``refused``: sending would break an invariant."""
+    the snapshot is gone) and the clock ``now``. ``unchanged``: the snapshot already holds
+    what the change writes, nothing to do. ``stale``: the snapshot moved on since the plan,
+    nothing to do. ``refused``: sending would break an invariant."""
     if (problem := body_problem(change)) is not None:
         return Verdict("refused", problem)  # a body the API refuses, or not its action's
     if cluster is None or cluster["kind"] != "cluster":
@@ -199,8 +211,11 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     observed = change["observed"]
     seen = {"doNotDelete": current.do_not_delete, "expires": current.expires}
     if seen != {"doNotDelete": observed["doNotDelete"], "expires": observed["expires"]}:
-        now_text = {**seen, "expires": _text(current.expires)}
-        return Verdict("stale", f"state changed since the plan: now {now_text}")
+        if already_written(change, current, now):
+            return Verdict("unchanged", ALREADY_WRITTEN)
+        was = state_json(state_document(observed["doNotDelete"], observed["expires"]))
+        is_now = state_json(state_document(current.do_not_delete, current.expires))
+        return Verdict("stale", f"state changed since the plan: it was {was}, now {is_now}")
     if not current.complete:
         return Verdict("refused", "the snapshot is incomplete: it is never touched")
     if current.expires is not None and current.expires <= now:
@@ -222,6 +237,28 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     if "doNotDelete" in body:
         return Verdict("send", body=SnapshotPatch.release(expires))
     return Verdict("send", body=SnapshotPatch.expire_at(expires))
+
+
+# Why an ``unchanged`` change is not sent, in the journal's ``error`` and the summaries.
+ALREADY_WRITTEN = (
+    "already as this change leaves it (an earlier apply of this plan, or someone, wrote "
+    "it): nothing sent"
+)
+
+
+def already_written(change: Change, current: SnapshotView, now: datetime) -> bool:
+    """Whether the snapshot holds what ``change`` writes, as a send at any time from the
+    plan until ``now`` would have written it: a protect, protected; an expiry, not
+    protected and expiring from the planned expiry to max(planned, now + grace) (the latest
+    a send until now gives it, rounded up to the second as the PATCH is)."""
+    body = change["body"]
+    if body.get("doNotDelete") is True:
+        return current.do_not_delete
+    planned = body.get("expires")
+    if planned is None or current.do_not_delete or current.expires is None:
+        return False
+    latest = ceil_to_second(max(planned, add_seconds(now, change["grace"])))
+    return planned <= current.expires <= latest
 
 
 def _text(value: datetime | None) -> str | None:

@@ -28,7 +28,7 @@ from retention.core.planfile import Body, Id, Observed, Timestamp
 from retention.core.snapshot import StateText, TimestampText
 
 # What apply did with one change (docs/plan-file.md, "results.jsonl").
-OutcomeName = Literal["applied", "stale", "failed", "held", "refused", "not-sent"]
+OutcomeName = Literal["applied", "unchanged", "stale", "failed", "held", "refused", "not-sent"]
 # What undo did with one snapshot: put back (or would, in a dry run), or why not.
 UndoOutcome = Literal[
     "restored",

@@ -9,9 +9,11 @@ it, the client sends it, undo and the simulator use its rules.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, Protocol
 
+import msgspec
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -81,6 +83,21 @@ def state_document(do_not_delete: bool, expires: datetime | None) -> StateText:
         doNotDelete=do_not_delete,
         expires=format_timestamp(expires) if expires is not None else None,
     )
+
+
+def json_text(members: Mapping[str, object]) -> str:
+    """A state or a PATCH body as JSON text for a message, the way the API spells it:
+    ``{"doNotDelete": true, "expires": null}`` (never Python's True, None or quotes)."""
+    return "{" + ", ".join(f"{_json(k)}: {_json(v)}" for k, v in members.items()) + "}"
+
+
+def _json(value: object) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def state_json(state: StateText) -> str:
+    """A state as JSON text for a message: ``{"doNotDelete": false, "expires": null}``."""
+    return json_text(state)
 
 
 class SnapshotPatch(BaseModel):

@@ -29,7 +29,7 @@ class RunMetrics:
     exit_code: int
     snapshots: int = 0
     changes: dict[str, int] = field(default_factory=dict)  # by action, held and advisory too
-    outcomes: dict[str, int] = field(default_factory=dict)  # applied, stale, failed, held
+    outcomes: dict[str, int] = field(default_factory=dict)  # by outcome (apply or undo)
     clusters_held: int = 0
     approved: int = 0  # held changes an apply --approve let through, applied
     bytes_given_back: int = 0

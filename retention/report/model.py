@@ -206,8 +206,8 @@ class Outcomes:
     failed_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
     # Held changes an apply's --approve let through and that were applied, by cluster.
     approved_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # (clusterId, snapshotId) of changes whose last outcome was not "applied": their
-    # snapshots keep the expiry they had, which the calendar needs to know.
+    # (clusterId, snapshotId) of changes whose last outcome was neither "applied" nor
+    # "unchanged": their snapshots keep the expiry they had, which the calendar needs.
     not_applied: set[tuple[str, str]] = field(default_factory=set)
     unreadable: int = 0
     # PATCHes sent that no answer says were applied (plan.restore.in_doubt): an intent

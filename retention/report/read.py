@@ -68,7 +68,8 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
         outcomes.counts[outcome] += 1
         snapshot = (record["clusterId"], record["snapshotId"])
         # A resumed run journals a PATCH again: the last outcome is the one that stands.
-        if outcome == "applied":
+        # An unchanged snapshot already holds what the change writes, as an applied one.
+        if outcome in ("applied", "unchanged"):
             outcomes.not_applied.discard(snapshot)
         else:
             outcomes.not_applied.add(snapshot)

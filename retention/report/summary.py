@@ -31,7 +31,7 @@ ACTIONS = CHANGE_ACTIONS
 # Counted apart from the actions: destructive changes a safety gate held, and config-server
 # decisions that have no PATCH endpoint.
 NOT_SENT = ("held", "advisory")
-OUTCOMES = ("applied", "stale", "refused", "failed", "held", "not-sent")
+OUTCOMES = ("applied", "unchanged", "stale", "refused", "failed", "held", "not-sent")
 
 
 @dataclass(frozen=True)

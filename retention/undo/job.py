@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -42,12 +43,14 @@ from retention.core.runfiles import (
     UndoItem,
     UndoOutcome,
 )
+from retention.core.snapshot import json_text
 from retention.core.timestamps import format_timestamp
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.runfolder.folder import PLAN, RunFolder
 from retention.runfolder.journal import JournalFile, read_apply_journal
+from retention.runfolder.lineage import applies_of, interrupted, unapplied
 from retention.runfolder.planread import read_head
 
 log = logging.getLogger("retention.undo")
@@ -118,9 +121,10 @@ class UndoResult:
         return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
 
 
-def check_run_dir(run_dir: Path, base_url: str) -> None:
+def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) -> None:
     """UsageError (exit 2, nothing sent) unless ``run_dir`` is a run that applied changes
-    against the service at ``base_url``, and not an undo."""
+    against the service at ``base_url``, and not an undo. A plan's or a dry run's folder is
+    refused with the folders (beside it, or under ``reports``) whose apply used its plan."""
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run folder (give a folder under reports.dir)")
     folder = RunFolder(run_dir)
@@ -130,13 +134,38 @@ def check_run_dir(run_dir: Path, base_url: str) -> None:
             "`retention run` (or plan and apply)"
         )
     if not folder.plan.is_file():
+        stopped = interrupted(folder)
+        if stopped is not None and stopped["step"] == "plan":
+            raise UsageError(
+                f"{run_dir} is a {stopped['mode']} that {stopped['signal']} stopped while "
+                "planning: no plan was written and nothing was sent, so there is nothing to undo"
+            )
         raise UsageError(f"{run_dir} is not a run folder: it has no {PLAN}")
+    if (what := unapplied(folder)) is not None:
+        places = [run_dir.parent]
+        if reports is not None and reports.resolve() != run_dir.parent.resolve():
+            places.append(reports)
+        raise UsageError(_not_an_apply(run_dir, what, applies_of(folder, places), places))
     head = read_head(folder.plan)
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
         raise UsageError(
             f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
             "the configuration of that service"
         )
+
+
+def _not_an_apply(run_dir: Path, what: str, applies: list[Path], places: list[Path]) -> str:
+    """Why a plan's folder has nothing to undo, and the applies of its plan to undo instead."""
+    said = f"{run_dir} is {what}, not an apply: nothing was sent from it, so it has nothing to undo"
+    if not applies:
+        where = " or ".join(str(place) for place in places)
+        return (
+            f"{said}. No run folder in {where} applied this plan (an apply copies the plan "
+            "into a folder of its own, with the journal undo reads)"
+        )
+    commands = "\n".join(f"  retention undo {shlex.quote(str(path))}" for path in applies)
+    which = "this apply" if len(applies) == 1 else f"these {len(applies)} applies"
+    return f"{said}. To take back what {which} of its plan changed:\n{commands}"
 
 
 def undo_run(
@@ -157,7 +186,7 @@ def undo_run(
     left are ``not-sent`` and the result's ``interrupted`` names the signal.
     """
     stop = stop or Stop()
-    check_run_dir(run_dir, client.base_url)
+    check_run_dir(run_dir, client.base_url, reports=reports)
     undone = RunFolder(run_dir).results
     lines, bad = read_apply_journal(undone)
     started = now()
@@ -247,14 +276,14 @@ def _restore(
             item.outcome, item.reason = "not-sent", _stopped(exc.signal_name)
             if exc.in_doubt:
                 item.outcome = "failed"
-                item.reason = f"PATCH {body}: {exc}; the service may have applied it"
+                item.reason = f"PATCH {json_text(body)}: {exc}; the service may have applied it"
             return item
         except ApiError as exc:
             if exc.stops_everything:
                 raise
             item.outcome, item.status = "failed", exc.status
             done = " after the first of two steps" if item.sent else ""
-            item.reason = f"PATCH {body} failed{done}: {exc}"
+            item.reason = f"PATCH {json_text(body)} failed{done}: {exc}"
             return item
         item.sent.append(body)
         item.current = State.of(answer)
