@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench bench-sim bench-fleet bench-apply chaos clean
+.PHONY: test lint typecheck unit demo screenshots bench bench-sim bench-fleet bench-apply chaos clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("retention needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -34,6 +34,11 @@ unit: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/retention demo
+
+# The README's pictures of the demo's report, at 1280 and 800 px (docs/images/report-*.png);
+# needs Chromium. Look at them before committing them.
+screenshots: $(STAMP)
+	$(BIN)/python -m tools.report_screenshots
 
 # make bench takes about twenty minutes on two cores (the 20,000-cluster plan and the naive
 # baseline take five each).

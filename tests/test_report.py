@@ -20,7 +20,15 @@ import msgspec
 import pytest
 from markupsafe import Markup
 
-from retention.core.model import ClusterPlan, Decision, Hold, SnapshotView, Target, note
+from retention.core.model import (
+    ClusterPlan,
+    Decision,
+    Hold,
+    Reason,
+    SnapshotView,
+    Target,
+    note,
+)
 from retention.core.snapshot import SnapshotPatch
 from retention.report import RunInfo, render_reports, render_run
 from retention.report.read import change_rows
@@ -459,8 +467,8 @@ def test_outcomes_from_results_are_counted(tmp_path: Path) -> None:
     outcomes = ("applied", "stale", "refused", "failed", "held")
     counts = {o: page.text_of(f"outcome-{o}") for o in outcomes}
     assert counts == {"applied": "3", "stale": "1", "refused": "1", "failed": "2", "held": "1"}
-    failed = [r for r in page.rows["errors"] if r and r[0] == "2026-11-21T12:05:00Z"]
-    assert [(r[2], r[4], r[5], r[6]) for r in failed] == [
+    failed = [r for r in page.rows["errors"] if r and r[-1] == "2026-11-21T12:05:00Z"]
+    assert [(r[1], r[3], r[4], r[5]) for r in failed] == [
         ("s4", "failed", "500", "HTTP 500 <b>boom</b>"),
         ("s5", "failed", "-", "no answer"),
         ("s7", "refused", "-", "would shorten a kept snapshot"),
@@ -497,7 +505,7 @@ def test_timelines_are_capped_at_fifty(tmp_path: Path) -> None:
     assert all(lanes["taken"] == lanes["expiry"] for lanes in page.marks.values())
     assert "timeline-51" not in page.by_id
     assert page.text_of("more-changed").startswith("10 more changed clusters: see the table")
-    cluster_rows = [r for r in page.rows["clusters"] if r and r[0] == PROJECT]
+    cluster_rows = [r for r in page.rows["clusters"] if r and r[-2] == PROJECT]
     assert len(cluster_rows) == 60
 
 
@@ -507,10 +515,10 @@ def test_policy_table_attributes_changes(tmp_path: Path) -> None:
     page, _ = render(scenario_run(tmp_path))
 
     rows = {r[0]: r for r in page.rows["policies"] if r and r[0] in ("dev", "production")}
-    # Policy, sha256, clusters, matched, protect, extend, shorten, delete, release, held, advisory
-    assert rows["dev"][2:] == ["1", "dev-sandbox", "0", "0", "0", "2", "0", "0", "0"]
-    assert rows["production"][2] == "3"
-    assert rows["production"][4:] == ["2", "2", "3", "0", "0", "0", "1"]
+    # Policy, clusters, protect, extend, shorten, delete, release, held, advisory, matched, sha256
+    assert rows["dev"][1:-1] == ["1", "0", "0", "0", "2", "0", "0", "0", "dev-sandbox"]
+    assert rows["production"][1] == "3"
+    assert rows["production"][2:9] == ["2", "2", "3", "0", "0", "0", "1"]
 
 
 def test_errors_section_lists_plan_and_cluster_errors(tmp_path: Path) -> None:
@@ -575,11 +583,12 @@ def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path)
 
     rows = [r for r in page.rows["holds"] if r and r[0] == "prod-billing"]
     assert len(rows) == 1
-    assert rows[0][-2] == "2"
-    assert rows[0][-1] == "Resolve the alert in the service, then plan again"
-    assert "BAD_CLUSTERSHOTS" in rows[0][2]
-    assert "RESYNC_REQUIRED" in rows[0][2]
-    assert "2 of 3 would expire (67%)set at policies/p.yaml:9" in rows[0][2]
+    # Cluster, changes held, what to do, holds, project
+    assert rows[0][1] == "2"
+    assert rows[0][2] == "Resolve the alert in the service, then plan again"
+    assert "BAD_CLUSTERSHOTS" in rows[0][3]
+    assert "RESYNC_REQUIRED" in rows[0][3]
+    assert "2 of 3 would expire (67%)set at policies/p.yaml:9" in rows[0][3]
     assert "1 cluster held" in page.text_of("holds")
     assert (
         page.text_of("deletion")
@@ -594,16 +603,16 @@ def test_unmanaged_clusters_and_unused_policies_have_their_section(tmp_path: Pat
     page, _ = render(write_run(tmp_path / "run", [bare]), info("dry-run", 0))
 
     assert "No policy manages 1 cluster" in page.text_of("unmanaged")
-    [row] = [r for r in page.rows["unmanaged"] if r and r[1] == "legacy-app"]
-    assert row[2] == bare.target.cluster_id
+    [row] = [r for r in page.rows["unmanaged"] if r and r[0] == "legacy-app"]
+    assert row[-1] == bare.target.cluster_id
 
 
 def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
     tmp_path: Path,
 ) -> None:
-    """The Changes section lists each change by cluster: snapshot, created, action, expiry
-    before and after, the date from which the service may delete it, its size and why;
-    a held change says so and has no deletion date."""
+    """The Changes section lists each change by cluster: snapshot, action, the date from
+    which the service may delete it, its size, why, then created and the expiry before and
+    after; a held change says so and has no deletion date."""
     orders = cluster("orders", [shortened("s1", 30, 500, 22), protected("p1", 6, 100)])
     billing = cluster(
         "billing",
@@ -614,22 +623,18 @@ def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
 
     table = page.rows["changes"]
     rows = {r[0]: r for r in table if r and r[0] in ("s1", "p1", "s2")}
-    assert rows["s1"][:6] == [
-        "s1", "2026-11-20 06:00", "shorten", "2026-12-12 08:00", "2026-11-22 10:00",
-        "2026-11-22 10:00",
-    ]  # fmt: skip
-    assert rows["s1"][7] == "no keep rule matches"
-    assert rows["p1"][2:6] == ["protect", "2026-11-25 16:00", "doNotDelete", "-"]
+    # Snapshot, action, may be deleted from, size, why, created, expiry before, after
+    assert rows["s1"][:3] == ["s1", "shorten", "2026-11-22 10:00"]
+    assert rows["s1"][4] == "no keep rule matches"
+    assert rows["s1"][5:] == ["2026-11-20 06:00", "2026-12-12 08:00", "2026-11-22 10:00"]
+    assert rows["p1"][1:3] == ["protect", "-"]
+    assert rows["p1"][6:] == ["2026-11-25 16:00", "doNotDelete"]
     # Each cluster's rows follow a heading row with its name and id.
     headings = [r[0].split()[0] for r in table if len(r) == 1]
     assert headings == ["orders", "billing"]
     assert table.index(rows["s1"]) > table.index(next(h for h in table if len(h) == 1))
-    assert rows["s2"][2:6] == [
-        "shorten",
-        "no expiry",
-        "2026-11-22 10:00",
-        "2026-11-22 10:00",
-    ]
+    assert rows["s2"][1:3] == ["shorten", "2026-11-22 10:00"]
+    assert rows["s2"][6:] == ["no expiry", "2026-11-22 10:00"]
     assert "held-changes" in page.by_id
     assert page.text_of("held-changes").startswith("Held by a safety gate: not sent")
     # The summary says what may be deleted and from when; the hold says what to do.
@@ -637,7 +642,33 @@ def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
         "1 snapshot may be deleted by the service from 2026-11-22 10:00 UTC on, giving back"
     )
     [hold] = [r for r in page.rows["holds"] if r and r[0] == "billing"]
-    assert hold[-1] == "Review its held changes below, then retention apply PLAN --approve billing"
+    assert hold[2] == "Review its held changes below, then retention apply PLAN --approve billing"
+
+
+def test_why_shows_the_reason_that_decided_and_folds_the_others_away(tmp_path: Path) -> None:
+    """A change kept by three rules shows, under Why, the rule that set its new expiry, then
+    "+2 more" that opens the other two; a change with one reason has nothing to open."""
+    s = snap("e1", 300, 20)
+    to = NOW + timedelta(days=400)
+    reasons = [
+        Reason(policy="prod", rule="daily", counter=1, of=7, horizon=NOW, text="daily snapshot"),
+        Reason(policy="prod", rule="monthly", counter=2, of=12, horizon=to, text="monthly"),
+        Reason(policy="prod", rule="last", counter=1, of=4, horizon=None, text="last snapshot"),
+    ]
+    change = Decision(s, "kept", "extend", reasons, ["prod"], to, SnapshotPatch.expire_at(to))
+    folder = write_run(tmp_path / "run", [cluster("orders", [change, shortened("s1", 30, 9, 22)])])
+    render(folder)
+    raw = (folder / "report.html").read_text(encoding="utf-8")
+
+    why = raw[raw.index('<td class="why">prod: monthly') :]
+    why = why[: why.index("</td>")]
+    assert why == (
+        '<td class="why">prod: monthly #2 of 12 (monthly), until 2027-12-26T12:00:00Z '
+        '<details class="more"><summary>+2 more</summary><ul>'
+        "<li>prod: daily #1 of 7 (daily snapshot), until 2026-11-21T12:00:00Z</li>"
+        "<li>prod: last #1 of 4 (last snapshot)</li></ul></details>"
+    )
+    assert '<td class="why">no keep rule matches</td>' in raw
 
 
 def test_the_changes_table_stops_at_its_limit_and_says_where_the_rest_are(
@@ -716,8 +747,9 @@ def test_each_cluster_says_how_much_storage_its_changes_give_back(tmp_path: Path
     )  # fmt: skip
     page, _ = render(write_run(tmp_path / "run", [cluster("orders", [change])]))
 
-    [row] = [r for r in page.rows["clusters"] if r and r[1] == "orders"]
-    assert row[-2] == "3.0 GiB"
+    [row] = [r for r in page.rows["clusters"] if r and r[0] == "orders"]
+    # Cluster, snapshots, protect, extend, shorten, delete, release, held, advisory, given back
+    assert row[9] == "3.0 GiB"
 
 
 def test_the_notice_says_what_report_md_begins_with(tmp_path: Path) -> None:

@@ -320,7 +320,7 @@ class ChangeRow:
     after: Expiry
     delete_from: datetime | None  # when the service may delete it; None: the change keeps it
     size: int | None
-    reason: str
+    reasons: list[str]  # in words, the one that decided the change first
     held: str | None  # the hold that stops it, or None when it is sent
 
 
@@ -334,7 +334,7 @@ class AdvisoryRow:
     body: Body  # what it would write
     expires: datetime | None  # the expiry the snapshot has
     do_not_delete: bool
-    reasons: list[str]  # in words
+    reasons: list[str]  # in words, the one that decided first
 
 
 @dataclass

@@ -17,11 +17,11 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Literal
 
-from retention.core.model import describe
 from retention.core.planfile import Change, DecisionRecord, PlanHead
 from retention.core.restore import in_doubt, paired
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.timestamps import format_timestamp
+from retention.report.cells import deciding_first
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.model import (
     AdvisoryRow,
@@ -237,7 +237,7 @@ def _row(change: Change) -> ChangeRow:
         after=after,
         delete_from=delete_from,
         size=change["storageBytes"],
-        reason="; ".join(describe(r) for r in change["reasons"]) or "-",
+        reasons=deciding_first(change["reasons"], change["action"]),
         held=held,
     )
 
@@ -304,7 +304,7 @@ def _advisory_rows(plan: Path, limit: int) -> list[AdvisoryRow]:
             body=c["body"],
             expires=c["observed"]["expires"],
             do_not_delete=c["observed"]["doNotDelete"],
-            reasons=[describe(r) for r in c["reasons"]],
+            reasons=deciding_first(c["reasons"], c["action"]),
         )
         for c in islice(read_list(plan, "advisory"), limit)
     ]

@@ -24,9 +24,11 @@ from retention.core.glossary import GLOSSARY
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import printable, size
+from retention.report.cells import ident
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.report.summary import RunSummary
+from retention.report.svg import CALENDAR_MARGINS, TIMELINE_MARGINS, percent
 from retention.runfolder.folder import REPORTS, RunFolder, partial_path
 
 # Timelines drawn in full; the other changed clusters are only in the clusters table.
@@ -124,8 +126,9 @@ def html_text(value: Any) -> Any:
 
 @cache
 def html_environment() -> jinja2.Environment:
-    """The HTML templates' environment: everything autoescaped."""
-    return _filters(
+    """The HTML templates' environment: everything autoescaped; ``ident`` writes an
+    identifier that wraps at its separators only (retention.report.cells)."""
+    env = _filters(
         jinja2.Environment(
             loader=jinja2.PackageLoader("retention.report", "templates"),
             autoescape=jinja2.select_autoescape(
@@ -137,6 +140,10 @@ def html_environment() -> jinja2.Environment:
             lstrip_blocks=True,
         )
     )
+    env.filters["ident"] = ident
+    env.filters["percent"] = percent
+    env.globals.update(TIMELINE_MARGINS=TIMELINE_MARGINS, CALENDAR_MARGINS=CALENDAR_MARGINS)
+    return env
 
 
 @cache

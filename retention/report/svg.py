@@ -5,6 +5,14 @@ the new expiries this plan writes. Both are binned into columns a few pixels wid
 stacked by category, so 300 snapshots a cluster stay a readable histogram instead of a
 solid block; each column's tooltip counts what it holds (and names it when there are few).
 
+The template draws each chart as an outer <svg> without a viewBox, whose side padding
+(``TIMELINE_MARGINS``, ``CALENDAR_MARGINS``, in CSS px) holds the labels beside the plot,
+and inside it the plot: an inner <svg> whose viewBox is the plot's stretch of these
+coordinates, stretched over the outer one's width. So the bars and columns fill any width,
+while every label is placed in the outer <svg> (``percent`` of the plot's width across,
+these coordinates down) and keeps its font size in CSS px: at 800 px a label is as large
+as at 1280.
+
 Only numbers and plain strings come out of here; the HTML template draws them as inline SVG,
 so every piece of text (snapshot ids in tooltips) goes through Jinja's autoescape like any
 other. Coordinates are rounded to 0.1 px: the SVG of 50 clusters x 300 snapshots stays small.
@@ -42,7 +50,8 @@ AXIS_Y = TAKEN_BASE
 BIN_PX = 5.0  # one column per 5 px: about 190 columns across the plot
 MAX_LINKS = 40  # more lines than this cross into a mesh nobody can follow
 MAX_NAMED = 3  # a column of up to this many snapshots names each in its tooltip
-MAX_TICKS = 9
+# A date label is about 65 px wide at 11 px; at 800 px the plot is about 540 px wide.
+MAX_TICKS = 6
 TICK_MARGIN = 32.0  # half the width of a date label
 CATEGORIES = ("keep", "expire", "held", "other")  # stacking order, bottom up
 WORDS = {
@@ -309,6 +318,16 @@ def build_timeline(cluster: ClusterRow, snaps: list[Snap], now: datetime) -> Tim
     )
 
 
+# The room beside a timeline's plot for its labels, left and right, in CSS px.
+TIMELINE_MARGINS = (PLOT_LEFT, WIDTH - PLOT_RIGHT)
+
+
+def percent(x: float, left: float, right: float) -> str:
+    """Where ``x`` of a chart's coordinates falls across its plot (from ``left`` to
+    ``right``), as an SVG length: "37.5%"."""
+    return f"{(x - left) / (right - left) * 100:.2f}%"
+
+
 def _minute(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ")
 
@@ -318,6 +337,7 @@ CAL_WIDTH = 1100
 CAL_HEIGHT = 190
 CAL_LEFT, CAL_RIGHT = 64.0, CAL_WIDTH - 12.0
 CAL_TOP, CAL_BASE = 22.0, 150.0
+CALENDAR_MARGINS = (CAL_LEFT, CAL_WIDTH - CAL_RIGHT)
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 

@@ -1,0 +1,128 @@
+"""The reports the browser test lays out, and the measurements it takes of them.
+
+``steady_state_run`` is the steady-state scenario's golden plan as a run folder (the demo's
+kinds of clusters, a few of each); ``long_names_run`` plans a generated fleet of 200
+clusters with long names on the simulator (every separator an identifier may wrap at, and
+names with none), so every table is long and wide. ``measure`` runs report_layout.js in a
+page and returns what it found.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from retention.config.policyfiles import load_policies
+from retention.planning.job import make_plan
+from retention.report import RunInfo, render_reports
+from retention.simulator.fleet import FleetShape, generate
+from retention.simulator.server import Simulator, SimulatorConfig
+from retention.simulator.store import Fleet
+from retention.walk.inventory import ProjectTargets
+from tests.support.browser import Page
+from tests.support.client import PUBLIC_KEY, make_client
+
+SCENARIOS = Path(__file__).parent.parent / "scenarios"
+POLICIES = Path(__file__).parent.parent.parent / "policies"  # the shipped examples
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+KEY = "layout-secret"
+LAYOUT_JS = (Path(__file__).parent / "report_layout.js").read_text(encoding="utf-8")
+
+# The example policies match prod-*, analytics-* and dev-*: every name starts with one, so
+# every cluster has changes, and the first run's max_expire_fraction holds most of them.
+_STEMS = (
+    "prod-customer-orders-eu-west-1-primary",
+    "analytics-events_clickstream.warehouse-v2",
+    "dev-sandbox/feature-branch-preview",
+    "prod-billingledgerreconciliationarchive",  # one long segment: no separator inside
+    "analytics-search.index:rebuild@nightly",
+)
+LONG_NAMES = FleetShape(
+    projects=4,
+    clusters=200,
+    sharded=4,
+    six_hourly_days=(2, 3),
+    config_servers=2,
+    gate_alert=True,
+    project_names=(
+        "customer-data-platform-europe-production",
+        "analytics_and_reporting.shared-services",
+        "development-sandboxes-for-every-team",
+        "payments",
+    ),
+    cluster_names=tuple(f"{_STEMS[i % len(_STEMS)]}-{i:03d}" for i in range(200)),
+)
+
+
+def steady_state_run(folder: Path) -> Path:
+    """report.html of the steady-state scenario's golden plan, rendered into ``folder``."""
+    scenario = SCENARIOS / "steady_state_mixed_fleet"
+    folder.mkdir(parents=True)
+    shutil.copy(scenario / "expected.plan.json", folder / "plan.json")
+    shutil.copy(scenario / "expected.decisions.jsonl", folder / "decisions.jsonl")
+    return _render(folder)
+
+
+def long_names_fleet(now: datetime) -> Fleet:
+    """The 200 clusters of ``LONG_NAMES``, their snapshots relative to ``now``."""
+    return generate(LONG_NAMES, seed=7, now=now)
+
+
+def long_names_run(folder: Path) -> Path:
+    """report.html of a plan of ``long_names_fleet`` with the example policies."""
+    config = SimulatorConfig(now=NOW, frozen=True, public_key=PUBLIC_KEY, private_key=KEY)
+    with (
+        Simulator(config, fleet_factory=long_names_fleet) as sim,
+        make_client(sim.base_url, private_key=KEY) as client,
+    ):
+        projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
+        make_plan(
+            client,
+            load_policies(POLICIES),
+            projects,
+            now=NOW,
+            created_at=NOW,
+            schedule="0 3 * * *",
+            concurrency=4,
+            plan_path=folder / "plan.json",
+        )
+    return _render(folder)
+
+
+def _render(folder: Path) -> Path:
+    run = RunInfo("1a2b3c4d", "dry-run", NOW, NOW + timedelta(seconds=42), 0, "0.1.0")
+    (html,) = render_reports(folder, run, formats=["html"])
+    return html
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What report_layout.js measured in one page."""
+
+    viewport: int  # the visible width, CSS px
+    scroll_width: int  # the page's
+    tables: int
+    scrolling: int  # tables wider than their box, scrolling in it
+    identifiers: int  # elements of class ident
+    charts: int
+    labels: int  # text elements of the charts
+    problems: list[str]
+
+
+def measure(page: Page, html: Path) -> Layout:
+    """Load ``html`` into the page and measure its layout."""
+    page.load(html)
+    found: dict[str, Any] = page.evaluate(LAYOUT_JS)
+    return Layout(
+        viewport=found["viewport"],
+        scroll_width=found["scrollWidth"],
+        tables=found["tables"],
+        scrolling=found["scrolling"],
+        identifiers=found["identifiers"],
+        charts=found["charts"],
+        labels=found["labels"],
+        problems=list(found["problems"]),
+    )

@@ -1,0 +1,64 @@
+"""report.html fits the screen, measured in a real browser: headless Chromium lays out the
+steady-state scenario's report and a report of 200 clusters with long names, each at 1280
+and 800 px, and the page itself says what it looks like (tests/support/report_layout.js):
+no sideways scroll, every table inside the viewport (a wide one scrolling in its own box
+with its first column in view), no identifier wrapped inside a word, chart labels at least
+11 px on screen. One browser for all of it. Skipped, saying how to install Chromium, where
+it is missing; under CI (CI=true, where .ci/run installs it) a missing Chromium fails."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.browser import INSTALL, Browser, find_chromium
+from tests.support.report_layout import long_names_run, measure, steady_state_run
+
+WIDTHS = (1280, 800)
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """A headless Chromium, or a skip that says how to get one (a failure under CI)."""
+    found = find_chromium()
+    if found is None:
+        message = f"chromium not installed: {INSTALL} to run the layout check"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)  # a check that skips in CI checks nothing
+        pytest.skip(message)
+    with Browser(found) as running:
+        yield running
+
+
+def test_report_fits_the_screen_at_1280_and_800_px(tmp_path: Path, browser: Browser) -> None:
+    """Both reports at both widths: the page does not scroll sideways, no table ends past
+    the viewport, a table wider than its box keeps its first column in view when scrolled,
+    no identifier wraps inside a word and no chart label is under 11 px; every cluster's
+    name is marked as an identifier, so the check covers them."""
+    reports = {
+        "steady-state report": steady_state_run(tmp_path / "steady"),
+        "report of 200 long-named clusters": long_names_run(tmp_path / "long"),
+    }
+    page = browser.page(WIDTHS[0])
+    problems: list[str] = []
+    for name, html in reports.items():
+        clusters = len(json.loads((html.parent / "plan.json").read_bytes())["clusters"])
+        for width in WIDTHS:
+            page.resize(width, 1000)
+            layout = measure(page, html)
+            where = f"{name} at {width} px"
+            assert layout.viewport <= width, f"{where}: the viewport is {layout.viewport} px"
+            assert layout.tables >= 5, f"{where}: only {layout.tables} tables laid out"
+            assert layout.labels >= 20, f"{where}: only {layout.labels} chart labels laid out"
+            if layout.identifiers < clusters:
+                problems.append(
+                    f"{where}: {layout.identifiers} elements of class ident for {clusters} "
+                    "clusters: the names are not marked as identifiers"
+                )
+            problems += [f"{where}: {problem}" for problem in layout.problems]
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
