@@ -27,12 +27,36 @@ def show_run(ended: Ended[JobResult], output: str) -> int:
     if output == "json":
         emit(_run_document(ended.result, ended.mode, ended.code, ended.notices))
     else:
-        _print_summary(ended.result, ended.code, ended.notices)
+        _print_summary(ended.result, ended.notices)
+        click.echo(f"Exit {ended.code}: {exit_meaning(ended.code)}")
     return ended.code
 
 
-def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> None:
-    """What a person reads at the end of a run, apply or demo."""
+def show_demo(ended: Ended[JobResult], output: str, code: int) -> int:
+    """Print how the demo's run ended, as show_run does, but with ``code``, the exit code
+    of the demo itself: the demo succeeded whatever its run held, so ``exitCode`` is what
+    the process returns and the run's own code is ``runExitCode``."""
+    if output == "json":
+        document = _run_document(ended.result, ended.mode, ended.code, ended.notices)
+        document.update(
+            command="demo",
+            exitCode=code,
+            meaning=exit_meaning(code),
+            runExitCode=ended.code,
+            runMeaning=exit_meaning(ended.code),
+        )
+        emit(document)
+    else:
+        _print_summary(ended.result, ended.notices)
+        click.echo(
+            f"The run would exit {ended.code} ({exit_meaning(ended.code)}); "
+            f"the demo exits {code}."
+        )
+    return code
+
+
+def _print_summary(result: JobResult, notices: list[Delivery]) -> None:
+    """What a person reads at the end of a run, apply or demo, but its exit code."""
     from retention.cli.summary import summary_lines
 
     for line in summary_lines(result.document):
@@ -61,7 +85,6 @@ def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> Non
     if notices:
         said = [f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices]
         click.echo(f"Notices: {', '.join(said)}.")
-    click.echo(f"Exit {code}: {exit_meaning(code)}")
 
 
 MAX_FAILURES_LISTED = 100

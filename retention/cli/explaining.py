@@ -148,6 +148,7 @@ def explanation_document(
     uncounted = found.found.uncounted if found.found is not None else None
     document: dict[str, Any] = {
         "command": "explain",
+        "exitCode": 0,  # explain either reports, or fails before it can (stdout empty)
         "evaluatedAt": head["evaluatedAt"],
         "whatIf": head["whatIf"],
         "decision": record,

@@ -172,9 +172,11 @@ def _serve_until(stop: threading.Event, sim: Simulator) -> None:
 def _started_document(
     sim: Simulator, *, fleet: str, seed: int, summary: dict[str, Any], snapshots: int
 ) -> dict[str, Any]:
-    """simulator serve --format json: where it serves, its keys and its fleet."""
+    """simulator serve --format json: where it serves, its keys and its fleet. Printed once
+    it serves, when nothing but a signal ends it: Ctrl-C and SIGTERM stop it with exit 0."""
     return {
         "command": "simulator serve",
+        "exitCode": 0,
         "fleet": fleet,
         "seed": seed,
         "baseUrl": sim.base_url,
