@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from retention.cli.output import emit
+from retention.core.wording import counted
 from retention.errors import exit_meaning
 
 if TYPE_CHECKING:
@@ -49,8 +50,7 @@ def show_demo(ended: Ended[JobResult], output: str, code: int) -> int:
     else:
         _print_summary(ended.result, ended.notices)
         click.echo(
-            f"The run would exit {ended.code} ({exit_meaning(ended.code)}); "
-            f"the demo exits {code}."
+            f"The run would exit {ended.code} ({exit_meaning(ended.code)}); the demo exits {code}."
         )
     return code
 
@@ -69,16 +69,21 @@ def _print_summary(result: JobResult, notices: list[Delivery]) -> None:
     if result.interrupted:
         not_sent = result.applied.counts.get("not-sent", 0) if result.applied else 0
         click.echo(
-            f"Stopped by {result.interrupted} before the end: {not_sent} changes were not "
-            f"sent (journalled not-sent in results.jsonl). Run again to finish, or put back "
+            f"Stopped by {result.interrupted} before the end: {counted(not_sent, 'change')} "
+            f"{'was' if not_sent == 1 else 'were'} not sent (journalled not-sent in "
+            "results.jsonl). Run again to finish, or put back "
             f"what this run shortened: retention undo {result.run_dir}"
         )
     approval = result.approval
     if approval is not None and approval.names:
         sent = result.applied.approved if result.applied else 0
-        click.echo(f"Approved: {sent} held changes of {', '.join(approval.names)} were sent.")
+        verb = "was" if sent == 1 else "were"
+        click.echo(
+            f"Approved: {counted(sent, 'held change')} of {', '.join(approval.names)} {verb} sent."
+        )
     if result.acknowledged:
-        click.echo(f"Acknowledged {len(result.acknowledged)} audit alerts this run caused.")
+        alerts = counted(len(result.acknowledged), "audit alert")
+        click.echo(f"Acknowledged {alerts} this run caused.")
     click.echo(f"\nRun folder: {result.run_dir}")
     for path in result.reports:
         click.echo(f"  {path.name}: {path}")
@@ -139,7 +144,7 @@ class Progress:
         """One more cluster walked."""
         if self.on:
             self.walked += 1
-            click.echo(f"\rwalked {self.walked} clusters", nl=False, err=True)
+            click.echo(f"\rwalked {counted(self.walked, 'cluster')}", nl=False, err=True)
 
     def apply(self, total: int) -> None:
         """Applying starts: ``total`` PATCHes to send."""

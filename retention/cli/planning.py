@@ -19,6 +19,7 @@ from retention.cli.common import (
     shard_options,
 )
 from retention.cli.output import emit, format_option
+from retention.core.wording import counted
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_UNREACHABLE,
@@ -187,7 +188,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
             }
         )
         return
-    click.echo(f"{len(policies)} policies are valid:")
+    click.echo(f"{counted(len(policies), 'policy')} {'is' if len(policies) == 1 else 'are'} valid:")
     for loaded in policies:
         click.echo(f"  {loaded.path}: {loaded.policy.describe()}")
 
@@ -369,5 +370,7 @@ def doctor(ctx: click.Context, output: str) -> int:
             click.echo(f"      -> {check.remedy}")
     failed = sum(c.status == "fail" for c in report.checks)
     warned = sum(c.status == "warn" for c in report.checks)
-    click.echo(f"\n{len(report.checks)} checks: {failed} failed, {warned} warnings.")
+    click.echo(
+        f"\n{counted(len(report.checks), 'check')}: {failed} failed, {counted(warned, 'warning')}."
+    )
     return code

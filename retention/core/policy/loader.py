@@ -18,6 +18,7 @@ from pathlib import Path
 from retention.core.policy.holdrecords import HoldRecord, until_instant, until_text
 from retention.core.policy.model import Policy
 from retention.core.validation import Lines, Loc, Problem, field_path, validate
+from retention.core.wording import counted
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,10 @@ def hold_record_warnings(
                     "until if the hold still stands"
                 )
             elif ends - now <= soon:
-                days = soon.days
                 found.append(
                     f"{where}: the hold on snapshot {record.id} ends {until_text(record.until)}, "
-                    f"within {days} days ({about}); set a later until if it must stay"
+                    f"within {counted(soon.days, 'day')} ({about}); set a later until if it "
+                    "must stay"
                 )
     return found
 
