@@ -157,19 +157,21 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --format json | jq -r '.policies[].name'
     """
     from retention.config.policyfiles import load_policies
-    from retention.core.policy.loader import hold_record_warnings
+    from retention.core.policy.loader import grace_warnings, hold_record_warnings
 
     if policies_path is not None:
         source: Path | list[Path] = Path(policies_path)
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
-    warnings = hold_record_warnings(policies, clock_of(ctx)())
+    found = [(w, "grace-warning") for w in grace_warnings(policies)]
+    found += [(w, "hold-warning") for w in hold_record_warnings(policies, clock_of(ctx)())]
     log = logging.getLogger("retention.policy")
-    for warning in warnings:
+    for warning, event in found:
         # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.
-        text, fields = f"warning: {warning}", {"event": "hold-warning"}
+        text, fields = f"warning: {warning}", {"event": event}
         log.warning("%s", warning, extra={"text": text, "fields": fields})
+    warnings = [warning for warning, _ in found]
     if output == "json":
         emit(
             {

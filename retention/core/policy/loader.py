@@ -115,6 +115,22 @@ def hold_record_warnings(
     return found
 
 
+def grace_warnings(policies: Iterable[LoadedPolicy]) -> list[str]:
+    """A warning for each policy whose grace has months, as ``FILE:LINE: grace: ...``. In
+    restic's units m is months, right for ``within`` but seldom what a grace means: a grace
+    of "30m" was nearly always meant as 30 minutes, and keeps snapshots 30 months longer."""
+    found: list[str] = []
+    for loaded in policies:
+        grace = loaded.policy.grace
+        if grace.months:
+            found.append(
+                f"{loaded.where('grace')}: grace: {str(grace)!r} is {grace.words()} (in "
+                "durations m is months); if minutes were meant, write hours, e.g. 1h: "
+                "durations have no minutes"
+            )
+    return found
+
+
 def _about(record: HoldRecord) -> str:
     return f"{record.reason}; ticket {record.ticket}" if record.ticket else record.reason
 

@@ -269,7 +269,7 @@ class Policy(BaseModel):
     )
     grace: Duration = Field(
         RetentionDuration(hours=24),
-        description="Unkept snapshots expire at now + grace (0h = delete at once).",
+        description="Unkept snapshots expire at now + grace (0h = delete at once; m is months).",
         # The schema shows the default as written in YAML, not as the dataclass.
         json_schema_extra={"default": "24h"},
     )
@@ -305,7 +305,10 @@ class Policy(BaseModel):
             parts.append(protect)
         if self.release_protection:
             parts.append("release other protections")
-        parts.append(f"grace {self.grace}" + (" (delete at once)" if self.grace.zero else ""))
+        # A grace in months is seldom meant (m is months, not minutes): said in words.
+        said = " (delete at once)" if self.grace.zero else ""
+        said = f" ({self.grace.words()})" if self.grace.months else said
+        parts.append(f"grace {self.grace}{said}")
         if self.inconsistent == "expire":
             parts.append("expire inconsistent snapshots")
         parts.extend(_describe_safety(self.safety))
