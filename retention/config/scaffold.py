@@ -57,14 +57,14 @@ def write_starter(examples: Path, folder: Path) -> Starter:
             "init never overwrites; choose another folder (retention init DIR) or move "
             f"{'it' if len(present) == 1 else 'them'} away"
         )
-    written = {path.relative_to(folder).as_posix() for path in files}
+    names = {path.relative_to(folder).as_posix() for path in files}
     try:
         for target, source in files.items():
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.suffix == ".md":
                 where = target.relative_to(folder).as_posix()
                 text = source.read_text(encoding="utf-8")
-                target.write_text(local_links(text, where, written), encoding="utf-8")
+                target.write_text(local_links(text, where, names), encoding="utf-8")
             else:
                 shutil.copyfile(source, target)
     except OSError as exc:

@@ -101,7 +101,8 @@ def _broken_policies(stage: Stage) -> Path:
 
 def _doctor(stage: Stage) -> list[Invocation]:
     bad = stage.folder / "bad.yaml"
-    text = stage.config.read_text().replace("policies: policies/", f"policies: {_broken_policies(stage)}")
+    broken = _broken_policies(stage)
+    text = stage.config.read_text().replace("policies: policies/", f"policies: {broken}")
     bad.write_text(text)
     # A configuration problem is one of doctor's checks: it still reports, with exit 2.
     return [Invocation(["doctor"], 0), Invocation(["doctor", "--config", str(bad)], 2)]
@@ -152,7 +153,15 @@ def invocations(command: str, stage: Stage) -> list[Invocation]:
     return INVOCATIONS[command](stage)
 
 
-POLICY = "name: everything\nkeep:\n  last: 3\n  daily: 7\nsafety:\n  min_keep: 2\n  max_expire_fraction: 1.0\n"
+POLICY = """\
+name: everything
+keep:
+  last: 3
+  daily: 7
+safety:
+  min_keep: 2
+  max_expire_fraction: 1.0
+"""
 
 
 def stage_for(sim: Simulator, folder: Path, main: Callable[[list[str]], int]) -> Stage:
