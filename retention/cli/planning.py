@@ -12,6 +12,7 @@ import click
 from retention.cli import cli
 from retention.cli.common import (
     clock_of,
+    interactive,
     lifecycle_setup,
     load,
     parse_at,
@@ -357,7 +358,7 @@ def doctor(ctx: click.Context, output: str) -> int:
     """
     from retention.ops.doctor import run_doctor
 
-    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx))
+    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx), interactive=interactive(ctx))
     code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(
         report.stopped or "", EXIT_FAILURES if report.failed else 0
     )

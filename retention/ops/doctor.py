@@ -70,9 +70,12 @@ class Report:
         return any(c.status == "fail" for c in self.checks)
 
 
-def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -> Report:
+def run_doctor(
+    config_path: str | Path | None, *, clock: Clock = system_clock, interactive: bool = False
+) -> Report:
     """Run every check that can run; stop early when a later check could not mean anything.
-    The clock check compares the API's Date header with ``clock``."""
+    The clock check compares the API's Date header with ``clock``; ``interactive`` (a
+    person waits at a terminal): a refused connection fails after a short try."""
     checks: list[Check] = []
     try:
         loaded = load_config(config_path, clock=clock)
@@ -106,7 +109,7 @@ def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -
         checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
         return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
-    with open_client(loaded, clock=clock) as client:
+    with open_client(loaded, clock=clock, interactive=interactive) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
         _tls(loaded, checks)
