@@ -203,7 +203,7 @@ def test_validate_lists_policies_or_every_problem(
     assert cli.main(["validate", "--policies", str(bad)]) == 2
     err = capsys.readouterr().err
 
-    assert "1 policies are valid" in out
+    assert "1 policy is valid" in out
     assert "everything: " in out
     assert "a.yaml:2: keep.daily: must be -1 (unlimited) or a number >= 0" in err
     assert (

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from retention.api import transport as transport_module
+from retention.api import retrying as retrying_module
 from retention.api.transport import RetryPolicy, Timeouts
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import (
@@ -41,10 +41,10 @@ def base_url(state: WireState) -> Iterator[str]:
 
 @pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Record the retry waits instead of sleeping them (only in the transport module)."""
+    """Record the retry waits instead of sleeping them (only in the retrying module)."""
     recorded: list[float] = []
     fake_time = SimpleNamespace(monotonic=time.monotonic, sleep=recorded.append)
-    monkeypatch.setattr(transport_module, "time", fake_time)
+    monkeypatch.setattr(retrying_module, "time", fake_time)
     return recorded
 
 

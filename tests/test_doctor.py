@@ -79,10 +79,10 @@ def test_every_check_passes_against_the_simulator(
         assert f"ok    {name}:" in out
     assert "WARN  tls: plain HTTP" in out
     assert f"ok    project {P}: agents: backup agents link present" in out
-    assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config servers" in out
+    assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config server" in out
     assert f"ok    project {P}: snapshots: one page of prod-big read" in out
     assert "ok    coverage: a policy matches each of 4 targets" in out
-    assert "0 failed, 1 warnings." in out
+    assert "0 failed, 1 warning." in out
 
 
 def test_a_policy_that_matches_nothing_is_a_warning(

@@ -4,6 +4,7 @@ points to it, a schedule whose lease is too short, a reports folder that cannot 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from retention import cli
 from retention.cli.common import examples
+from retention.config.scaffold import local_links
 from retention.config.schedule import schedule_warnings
 from retention.config.writable import unwritable
 from retention.ops.clock import Clock, system_clock
@@ -50,6 +52,49 @@ def test_init_writes_a_configuration_and_policies_that_validate(
     code, out, _ = run(capsys, "--config", "start/retention.yaml", "validate")
     assert code == 0
     assert out.startswith("4 policies are valid:")
+
+
+def relative_links(page: Path) -> list[str]:
+    """The targets of the Markdown links of ``page`` that are neither URLs nor anchors."""
+    targets = re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8"))
+    return [t for t in targets if not re.match(r"[a-z][a-z0-9+.-]*:|#", t)]
+
+
+def test_every_link_in_what_init_writes_resolves_inside_the_folder(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The files init writes link only to files it wrote too: a link to the repository's
+    docs (../docs/policies.md) would be broken in the user's folder."""
+    code, _, _ = run(capsys, "init", "start")
+
+    start = (folder / "start").resolve()
+    pages = sorted(start.rglob("*.md"))
+    links = {(page, target) for page in pages for target in relative_links(page)}
+    broken = [
+        f"{page.relative_to(start)}: {target}"
+        for page, target in links
+        if not (page.parent / target.split("#")[0]).resolve().is_relative_to(start)
+        or not (page.parent / target.split("#")[0]).exists()
+    ]
+    assert code == 0
+    assert pages  # policies/README.md
+    assert broken == []
+    assert "docs/policies.md" in (start / "policies" / "README.md").read_text()
+
+
+def test_links_to_written_files_stay_and_others_name_the_repository_page() -> None:
+    """A link to a file init writes too, a URL and an anchor are kept; a link out of the
+    folder becomes its label and the repository page it named."""
+    text = (
+        "[prod](production.yaml), [rules](../docs/policies.md#grace), [u](https://x.org), [a](#b)"
+    )
+
+    local = local_links(text, "policies/README.md", {"policies/production.yaml"})
+
+    assert local == (
+        "[prod](production.yaml), rules (docs/policies.md in the retention repository), "
+        "[u](https://x.org), [a](#b)"
+    )
 
 
 def test_init_never_overwrites(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:

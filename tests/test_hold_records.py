@@ -524,7 +524,7 @@ def test_validate_warns_about_an_ended_hold_with_file_and_line_and_exits_0(
     document = json.loads(capsys.readouterr().out)
 
     assert (code, json_code) == (0, 0)
-    assert "1 policies are valid:" in out
+    assert "1 policy is valid:" in out
     warning = (
         "policies/production.yaml:14: protect.ids[1].until: the hold on snapshot big0200 ended "
         "2026-11-01 (incident review) and protects it no more; remove the entry, or set a "

@@ -153,7 +153,7 @@ def test_a_policy_is_traced_rule_by_rule_keep_and_protect_apart() -> None:
     [policy] = found.policies
     assert found.uncounted is None
     assert [r.trace.text for r in policy.keep] == [
-        "last: all 1 used by newer snapshots",
+        "last: its 1 used by a newer snapshot",
         "daily #2 of 7",
         "weekly: week 2026-W47 already kept by a newer snapshot (today)",
     ]
@@ -180,7 +180,7 @@ def test_uncounted_snapshots_are_neither_counted_nor_fill_a_bucket() -> None:
     }
     old = trace_snapshot(CLUSTER, [GFS], "old", now=NOW).policies[0]
     assert [r.trace.text for r in old.keep] == [
-        "last: all 1 used by newer snapshots",
+        "last: its 1 used by a newer snapshot",
         "daily #3 of 7",
         "weekly #2 of 4",
     ]

@@ -150,9 +150,9 @@ def test_a_used_up_count_says_so() -> None:
     """A count rule whose count newer items used up says "all N used by newer snapshots"
     (n4 is the only October item: its month is free, the count is not)."""
     assert texts(KeepSpec(last=2), "n2") == ["last: all 2 used by newer snapshots"]
-    assert texts(KeepSpec(monthly=1), "n4") == ["monthly: all 1 used by newer snapshots"]
+    assert texts(KeepSpec(monthly=1), "n4") == ["monthly: its 1 used by a newer snapshot"]
     assert texts(KeepSpec(every=(EveryRule("0 0 1 * *", 1),)), "n4") == [
-        "every cron 0 0 1 * *: all 1 used by newer snapshots"
+        "every cron 0 0 1 * *: its 1 used by a newer snapshot"
     ]
 
 
@@ -239,7 +239,7 @@ def test_a_window_says_its_cut_off() -> None:
         "(2d before the newest snapshot)"
     ]
     assert texts(KeepSpec(within=RetentionDuration(), daily=1), "n4") == [
-        "daily: all 1 used by newer snapshots",
+        "daily: its 1 used by a newer snapshot",
         "within 0h: a zero duration keeps nothing",
     ]
 

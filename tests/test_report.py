@@ -532,7 +532,7 @@ def test_errors_section_lists_plan_and_cluster_errors(tmp_path: Path) -> None:
     errors = page.text_of("errors")
     assert "cannot read alerts" in errors
     assert "walk failed: HTTP 503" in errors
-    assert "results.jsonl: 1 unreadable lines skipped" in errors
+    assert "results.jsonl: 1 unreadable line skipped" in errors
     assert "- broken: walk failed: HTTP 503" in markdown
 
 

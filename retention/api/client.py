@@ -54,21 +54,26 @@ from retention.api.models import (
     ConfigServerSnapshot,
     Snapshot,
 )
-from retention.api.transport import (
+from retention.api.retrying import (
     ApiStats,
+    RetryNotes,
+    RetryPolicy,
+    calling,
+    connection_failure,
+    tries_made,
+)
+from retention.api.transport import (
     Credentials,
     DigestAuth,
     RateLimiter,
-    RetryPolicy,
     Timeouts,
     TLSConfig,
     build_session,
-    calling,
-    connection_failure,
     is_stale_challenge,
 )
 from retention.api.walked import WALK_DECODER, WalkedSnapshot
 from retention.core.snapshot import SnapshotPatch
+from retention.core.wording import counted
 from retention.errors import (
     ApiError,
     ConnectError,
@@ -87,7 +92,11 @@ STALE_RETRIES = 3
 
 
 class OpsManagerClient:
-    """The API client: one requests.Session shared by all threads, digest auth per thread."""
+    """The API client: one requests.Session shared by all threads, digest auth per thread.
+
+    ``interactive``: a person waits at a terminal, so a refused connection before the
+    service's first answer fails after a short try (retention.api.retrying.RetryNotes).
+    """
 
     def __init__(
         self,
@@ -103,6 +112,7 @@ class OpsManagerClient:
         max_requests_per_second: float = 0.0,
         stop: Stop | None = None,
         clock: Clock = system_clock,
+        interactive: bool = False,
     ) -> None:
         if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:
             raise ValueError(f"items_per_page must be 1..{MAX_ITEMS_PER_PAGE}")
@@ -116,12 +126,7 @@ class OpsManagerClient:
         # The server's Date header and our clock when it arrived: doctor's clock-skew check.
         self.server_date: tuple[datetime, datetime] | None = None
         self._clock = clock
-        # A stop ends a wait for the rate limit's next slot too (then the check below).
-        self._limiter = (
-            RateLimiter(max_requests_per_second, sleep=stop.sleep)
-            if stop is not None
-            else RateLimiter(max_requests_per_second)
-        )
+        self._limiter = _rate_limiter(max_requests_per_second, stop)
         self._config_server_warned = False
         self._lock = threading.Lock()
         if not self.tls.verify:
@@ -129,6 +134,7 @@ class OpsManagerClient:
             # Said once, above: not again by urllib3 for every request, as raw text.
             warnings.filterwarnings("ignore", category=InsecureRequestWarning)
         self.stats = ApiStats()
+        self.notes = RetryNotes(interactive=interactive)
         # Checked before every request: after a stop (SIGINT, SIGTERM) none starts.
         self.stop = stop
         self._session = build_session(
@@ -138,6 +144,7 @@ class OpsManagerClient:
             pool_size=pool_size,
             stats=self.stats,
             stop=stop,
+            notes=self.notes,
         )
         # requests reads the proxy variables (HTTPS_PROXY, NO_PROXY...) and the CA-bundle
         # ones from the environment on every request: half a millisecond a page, a tenth of
@@ -341,6 +348,7 @@ class OpsManagerClient:
                     raw = b"".join(response.iter_content(chunk_size=None))
             except requests.exceptions.RequestException as exc:
                 raise self._transport_error(exc, name, request) from None
+            self.notes.answer()
             if not is_stale_challenge(response) or attempt == STALE_RETRIES:
                 break
             # The key is right but the nonce went stale twice in one request (a retry reused
@@ -363,15 +371,22 @@ class OpsManagerClient:
                 endpoint=name,
                 request=request,
             )
+        tries = counted(tries_made(), "try")
         if isinstance(exc, requests.exceptions.ReadTimeout) or isinstance(cause, ReadTimeoutError):
             return RequestTimeoutError(
-                f"no answer within {self.timeouts.read:g}s after {self.retry.retries + 1} tries",
+                f"no answer within {self.timeouts.read:g}s after {tries}",
                 endpoint=name,
                 request=request,
             )
-        described = connection_failure(cause, host_port(self.base_url))
+        described = connection_failure(cause, host_port(self.base_url)) or first_line(exc)
+        # Nothing has answered yet: the URL itself is the likeliest mistake.
+        check = (
+            "; check api.base_url in the configuration (RETENTION_BASE_URL overrides it)"
+            if not self.notes.answered
+            else ""
+        )
         return ConnectError(
-            f"cannot reach the API at {self.base_url}: {described or first_line(exc)}",
+            f"cannot reach the API at {self.base_url}: {described}, after {tries}{check}",
             endpoint=name,
             request=request,
         )
@@ -410,6 +425,11 @@ class OpsManagerClient:
         """One page of a list endpoint (ListWalk reads the pages in turn)."""
         answer = self._call(endpoint, ids, params=params)
         return parse_answer(endpoint, answer, adapter)
+
+
+def _rate_limiter(rate: float, stop: Stop | None) -> RateLimiter:
+    # A stop ends a wait for the rate limit's next slot too (then the check in _call).
+    return RateLimiter(rate, sleep=stop.sleep) if stop is not None else RateLimiter(rate)
 
 
 _SNAPSHOT: TypeAdapter[Snapshot] = TypeAdapter(Snapshot)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from retention.api.answers import Decoder
 from retention.api.endpoints import Endpoint
+from retention.core.wording import counted
 from retention.errors import InconsistentListError, MalformedResponseError, RequestInfo
 
 if TYPE_CHECKING:
@@ -109,8 +110,9 @@ class ListWalk(Generic[ItemT]):
                 else ""
             )
             raise self._inconsistent(
-                f"saw {len(seen_ids)} unique items but totalCount is {self.total_count} "
-                f"({self.pages} pages, {self.duplicates} repeated ids dropped){changed}",
+                f"saw {counted(len(seen_ids), 'unique item')} but totalCount is "
+                f"{self.total_count} ({counted(self.pages, 'page')}, "
+                f"{counted(self.duplicates, 'repeated id')} dropped){changed}",
                 seen=len(seen_ids),
             )
 

@@ -12,7 +12,10 @@ below. ending.py is what a run shows (progress, summary, JSON), explaining.py wh
 prints, output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
-clock by default; retention.ops.clock): a test gives it the simulator's.
+clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
+says whether a person waits at a terminal (default: stdin and stderr are both terminals);
+then a refused first connection to the API fails after a short try, where an unattended
+run (cron, a Kubernetes Job) retries it fully, as for a service restarting.
 """
 
 from __future__ import annotations
@@ -145,9 +148,15 @@ def _report_bug(error: Exception, clock: Clock, *, as_json: bool, debug: bool) -
     )
 
 
-def main(argv: Sequence[str] | None = None, *, clock: Clock = system_clock) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    clock: Clock = system_clock,
+    interactive: bool | None = None,
+) -> int:
     """Run the CLI and return its exit code; errors become messages, never tracebacks.
-    ``clock`` is where every command reads the time (retention.ops.clock).
+    ``clock`` is where every command reads the time (retention.ops.clock); ``interactive``
+    whether a person waits at a terminal (None: stdin and stderr are terminals).
 
     With the json log format (``--log-format json`` or RETENTION_LOG_FORMAT=json) every
     error is one JSON object line on stderr (logs.fatal), usage errors included."""
@@ -166,7 +175,13 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock = system_clock) -> i
 
     try:
         result = cli.main(
-            args=argv, prog_name="retention", standalone_mode=False, obj={"clock": clock}
+            args=argv,
+            prog_name="retention",
+            standalone_mode=False,
+            obj={
+                "clock": clock,
+                "interactive": on_terminal() if interactive is None else interactive,
+            },
         )
     except click.exceptions.Abort:
         # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
@@ -182,6 +197,20 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock = system_clock) -> i
         _report_bug(exc, clock, as_json=as_json, debug=debug)
         return EXIT_FAILURES
     return result if isinstance(result, int) else 0
+
+
+def on_terminal() -> bool:
+    """Whether a person runs this command at a terminal: stdin and stderr are both one
+    (under cron, in a pod or with input from a pipe or /dev/null, one of them is not)."""
+    return all(_is_terminal(stream) for stream in (sys.stdin, sys.stderr))
+
+
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return callable(isatty) and bool(isatty())
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
 
 
 # Imported for their side effect: each registers its commands on the group above.

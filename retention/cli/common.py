@@ -44,7 +44,7 @@ def lifecycle_setup(
     progress: Progress | None = None,
 ) -> Setup:
     """How the lifecycle runs a job for this command: its --config, the clock, the
-    metrics options, and the progress shown on a terminal."""
+    metrics options, the progress shown on a terminal, and whether a person waits there."""
     from retention.lifecycle.job import Quiet, Setup
 
     return Setup(
@@ -53,7 +53,14 @@ def lifecycle_setup(
         metrics_file=Path(metrics_file) if metrics_file else None,
         pushgateway=pushgateway,
         progress=progress or Quiet(),
+        interactive=interactive(ctx),
     )
+
+
+def interactive(ctx: click.Context) -> bool:
+    """Whether a person waits at a terminal for this command (retention.cli.main decides)."""
+    obj = ctx.find_root().obj
+    return bool(obj.get("interactive", False)) if isinstance(obj, dict) else False
 
 
 def json_logs(ctx: click.Context) -> bool:

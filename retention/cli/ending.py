@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from retention.cli.output import emit
+from retention.core.wording import counted
 from retention.errors import exit_meaning
 
 if TYPE_CHECKING:
@@ -27,12 +28,35 @@ def show_run(ended: Ended[JobResult], output: str) -> int:
     if output == "json":
         emit(_run_document(ended.result, ended.mode, ended.code, ended.notices))
     else:
-        _print_summary(ended.result, ended.code, ended.notices)
+        _print_summary(ended.result, ended.notices)
+        click.echo(f"Exit {ended.code}: {exit_meaning(ended.code)}")
     return ended.code
 
 
-def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> None:
-    """What a person reads at the end of a run, apply or demo."""
+def show_demo(ended: Ended[JobResult], output: str, code: int) -> int:
+    """Print how the demo's run ended, as show_run does, but with ``code``, the exit code
+    of the demo itself: the demo succeeded whatever its run held, so ``exitCode`` is what
+    the process returns and the run's own code is ``runExitCode``."""
+    if output == "json":
+        document = _run_document(ended.result, ended.mode, ended.code, ended.notices)
+        document.update(
+            command="demo",
+            exitCode=code,
+            meaning=exit_meaning(code),
+            runExitCode=ended.code,
+            runMeaning=exit_meaning(ended.code),
+        )
+        emit(document)
+    else:
+        _print_summary(ended.result, ended.notices)
+        click.echo(
+            f"The run would exit {ended.code} ({exit_meaning(ended.code)}); the demo exits {code}."
+        )
+    return code
+
+
+def _print_summary(result: JobResult, notices: list[Delivery]) -> None:
+    """What a person reads at the end of a run, apply or demo, but its exit code."""
     from retention.cli.summary import summary_lines
 
     for line in summary_lines(result.document):
@@ -50,23 +74,27 @@ def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> Non
     if result.interrupted:
         not_sent = result.applied.counts.get("not-sent", 0) if result.applied else 0
         click.echo(
-            f"Stopped by {result.interrupted} before the end: {not_sent} changes were not "
-            f"sent (journalled not-sent in results.jsonl). Run again to finish, or put back "
+            f"Stopped by {result.interrupted} before the end: {counted(not_sent, 'change')} "
+            f"{'was' if not_sent == 1 else 'were'} not sent (journalled not-sent in "
+            "results.jsonl). Run again to finish, or put back "
             f"what this run shortened: retention undo {result.run_dir}"
         )
     approval = result.approval
     if approval is not None and approval.names:
         sent = result.applied.approved if result.applied else 0
-        click.echo(f"Approved: {sent} held changes of {', '.join(approval.names)} were sent.")
+        verb = "was" if sent == 1 else "were"
+        click.echo(
+            f"Approved: {counted(sent, 'held change')} of {', '.join(approval.names)} {verb} sent."
+        )
     if result.acknowledged:
-        click.echo(f"Acknowledged {len(result.acknowledged)} audit alerts this run caused.")
+        alerts = counted(len(result.acknowledged), "audit alert")
+        click.echo(f"Acknowledged {alerts} this run caused.")
     click.echo(f"\nRun folder: {result.run_dir}")
     for path in result.reports:
         click.echo(f"  {path.name}: {path}")
     if notices:
         said = [f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices]
         click.echo(f"Notices: {', '.join(said)}.")
-    click.echo(f"Exit {code}: {exit_meaning(code)}")
 
 
 MAX_FAILURES_LISTED = 100
@@ -121,7 +149,7 @@ class Progress:
         """One more cluster walked."""
         if self.on:
             self.walked += 1
-            click.echo(f"\rwalked {self.walked} clusters", nl=False, err=True)
+            click.echo(f"\rwalked {counted(self.walked, 'cluster')}", nl=False, err=True)
 
     def apply(self, total: int) -> None:
         """Applying starts: ``total`` PATCHes to send."""

@@ -28,6 +28,7 @@ from retention.core.planfile import (
 )
 from retention.core.restore import State
 from retention.core.timestamps import format_timestamp
+from retention.core.wording import counted
 from retention.runfolder.planwrite import jsonable
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ def explanation_document(
     uncounted = found.found.uncounted if found.found is not None else None
     document: dict[str, Any] = {
         "command": "explain",
+        "exitCode": 0,  # explain either reports, or fails before it can (stdout empty)
         "evaluatedAt": head["evaluatedAt"],
         "whatIf": head["whatIf"],
         "decision": record,
@@ -239,7 +241,8 @@ def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | No
     wanted = entry["counts"].get("snapshots", 0)
     if valid != wanted or valid != len(cluster):
         return (
-            f"decisions.jsonl holds {valid} valid records of the cluster's {wanted} snapshots "
+            f"decisions.jsonl holds {counted(valid, 'valid record')} of the cluster's "
+            f"{counted(wanted, 'snapshot')} "
             "(cut short or edited)"
         )
     return None

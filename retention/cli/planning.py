@@ -12,6 +12,7 @@ import click
 from retention.cli import cli
 from retention.cli.common import (
     clock_of,
+    interactive,
     lifecycle_setup,
     load,
     parse_at,
@@ -19,6 +20,7 @@ from retention.cli.common import (
     shard_options,
 )
 from retention.cli.output import emit, format_option
+from retention.core.wording import counted
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_UNREACHABLE,
@@ -156,19 +158,21 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --format json | jq -r '.policies[].name'
     """
     from retention.config.policyfiles import load_policies
-    from retention.core.policy.loader import hold_record_warnings
+    from retention.core.policy.loader import grace_warnings, hold_record_warnings
 
     if policies_path is not None:
         source: Path | list[Path] = Path(policies_path)
     else:
         source = load(ctx, require_credentials=False).config.policies
     policies = load_policies(source)
-    warnings = hold_record_warnings(policies, clock_of(ctx)())
+    found = [(w, "grace-warning") for w in grace_warnings(policies)]
+    found += [(w, "hold-warning") for w in hold_record_warnings(policies, clock_of(ctx)())]
     log = logging.getLogger("retention.policy")
-    for warning in warnings:
+    for warning, event in found:
         # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.
-        text, fields = f"warning: {warning}", {"event": "hold-warning"}
+        text, fields = f"warning: {warning}", {"event": event}
         log.warning("%s", warning, extra={"text": text, "fields": fields})
+    warnings = [warning for warning, _ in found]
     if output == "json":
         emit(
             {
@@ -187,7 +191,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
             }
         )
         return
-    click.echo(f"{len(policies)} policies are valid:")
+    click.echo(f"{counted(len(policies), 'policy')} {'is' if len(policies) == 1 else 'are'} valid:")
     for loaded in policies:
         click.echo(f"  {loaded.path}: {loaded.policy.describe()}")
 
@@ -354,7 +358,7 @@ def doctor(ctx: click.Context, output: str) -> int:
     """
     from retention.ops.doctor import run_doctor
 
-    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx))
+    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx), interactive=interactive(ctx))
     code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(
         report.stopped or "", EXIT_FAILURES if report.failed else 0
     )
@@ -369,5 +373,7 @@ def doctor(ctx: click.Context, output: str) -> int:
             click.echo(f"      -> {check.remedy}")
     failed = sum(c.status == "fail" for c in report.checks)
     warned = sum(c.status == "warn" for c in report.checks)
-    click.echo(f"\n{len(report.checks)} checks: {failed} failed, {warned} warnings.")
+    click.echo(
+        f"\n{counted(len(report.checks), 'check')}: {failed} failed, {counted(warned, 'warning')}."
+    )
     return code

@@ -12,6 +12,7 @@ import click
 from retention.cli import cli
 from retention.cli.common import clock_of
 from retention.cli.output import emit, format_option
+from retention.core.wording import counted
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -172,9 +173,11 @@ def _serve_until(stop: threading.Event, sim: Simulator) -> None:
 def _started_document(
     sim: Simulator, *, fleet: str, seed: int, summary: dict[str, Any], snapshots: int
 ) -> dict[str, Any]:
-    """simulator serve --format json: where it serves, its keys and its fleet."""
+    """simulator serve --format json: where it serves, its keys and its fleet. Printed once
+    it serves, when nothing but a signal ends it: Ctrl-C and SIGTERM stop it with exit 0."""
     return {
         "command": "simulator serve",
+        "exitCode": 0,
         "fleet": fleet,
         "seed": seed,
         "baseUrl": sim.base_url,
@@ -214,12 +217,14 @@ def _print_started(
     click.echo(f"  faults:      {FaultSpec.parse(faults)}; latency {latency_ms:g} ms")
     for project in summary["projects"]:
         owners = [c for c in project["clusters"] if c["snapshots"]]
-        click.echo(f"  project {project['id']} ({project['name']}): {len(owners)} clusters")
+        click.echo(
+            f"  project {project['id']} ({project['name']}): {counted(len(owners), 'cluster')}"
+        )
     example = next(
         ((p["id"], c["id"]) for p in summary["projects"] for c in p["clusters"] if c["snapshots"]),
         None,
     )
-    click.echo(f"  {snapshots} snapshots in all")
+    click.echo(f"  {counted(snapshots, 'snapshot')} in all")
     if example:
         click.echo(
             f"try: curl --digest -u {sim.public_key}:{sim.private_key} "

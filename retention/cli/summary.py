@@ -12,7 +12,7 @@ import shlex
 
 from retention.core.planfile import ClusterEntry, PlanHead
 from retention.core.timestamps import format_timestamp
-from retention.core.wording import printable, size, unmanaged_text
+from retention.core.wording import counted, printable, size, unmanaged_text
 from retention.report.summary import ACTIONS, PlanSummary
 
 
@@ -54,9 +54,10 @@ def summary_lines(document: PlanHead, *, max_clusters: int = 50) -> list[str]:
             lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
         hidden = len(changed) - len(rows)
         if hidden > 0:
-            lines.append(f"  ... and {hidden} more clusters with changes (see plan.json)")
+            more = counted(hidden, "more cluster")
+            lines.append(f"  ... and {more} with changes (see plan.json)")
     unchanged = len(document["clusters"]) - len(changed)
-    lines.append(f"  {unchanged} clusters without changes")
+    lines.append(f"  {counted(unchanged, 'cluster')} without changes")
     lines.append("")
     # Names and ids come from the service: none of their characters may act on a terminal.
     return [printable(line) for line in lines + _totals(plan, document)]
@@ -70,19 +71,20 @@ def plan_totals_lines(plan: PlanSummary) -> list[str]:
     expiring = plan.expiring
     if expiring and plan.expires_from:
         lines.append(
-            f"Deletion: {expiring} snapshot{'s' if expiring != 1 else ''} may be deleted by "
+            f"Deletion: {counted(expiring, 'snapshot')} may be deleted by "
             "the service from "
             f"{format_timestamp(plan.expires_from)} on, giving back "
             f"{size(plan.bytes_given_back)}."
         )
     if plan.count("held"):
         lines.append(
-            f"Held by safety gates: {plan.count('held')} destructive changes (not applied; "
+            f"Held by safety gates: {counted(plan.count('held'), 'destructive change')} "
+            "(not applied; "
             f"{size(plan.bytes_held)})."
         )
     if plan.count("advisory"):
         lines.append(
-            f"Advisory: {plan.count('advisory')} changes on legacy config servers "
+            f"Advisory: {counted(plan.count('advisory'), 'change')} on legacy config servers "
             "(no API to apply them)."
         )
     return lines
@@ -128,7 +130,7 @@ def hold_record_lines(document: PlanHead, *, listed: int = 5) -> list[str]:
         return []
     gone = [r for r in records if not r["inForce"]]
     missing = sum(r["state"] is None for r in records)
-    counts = [f"{len(records)} hold record{'s' if len(records) != 1 else ''}"]
+    counts = [counted(len(records), "hold record")]
     counts += [f"{len(gone)} ended"] if gone else []
     counts += [f"{missing} not found in this plan's clusters"] if missing else []
     lines = [f"Hold records (protect: ids): {', '.join(counts)}."]
@@ -139,7 +141,8 @@ def hold_record_lines(document: PlanHead, *, listed: int = 5) -> list[str]:
             f"{record['until']} ({record['reason']}{ticket}) [set at {record['setting']}]"
         )
     if len(gone) > listed:
-        lines.append(f"  ... and {len(gone) - listed} more ended hold records (see the report)")
+        more = counted(len(gone) - listed, "more ended hold record")
+        lines.append(f"  ... and {more} (see the report)")
     return lines
 
 

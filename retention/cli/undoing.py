@@ -12,6 +12,7 @@ from retention.cli.common import lifecycle_setup
 from retention.cli.ending import metrics_options
 from retention.cli.output import emit, format_option
 from retention.core.restore import SETTLED
+from retention.core.wording import counted
 from retention.errors import exit_meaning
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def _print_summary(result: UndoResult, code: int) -> None:
     if not result.items:
         click.echo("  nothing to undo: that run applied no destructive change")
     else:
-        click.echo(f"  {what} {back} of {len(result.items)} snapshots that run shortened")
+        shortened = counted(len(result.items), "snapshot")
+        click.echo(f"  {what} {back} of {shortened} that run shortened")
     if counts.get("unchanged"):
         click.echo(f"  already as before the run: {counts['unchanged']}")
     if counts.get("protected"):
@@ -120,7 +122,8 @@ def _print_summary(result: UndoResult, code: int) -> None:
             click.echo(f"    and {len(left) - LISTED} more: see the report")
     if result.in_doubt:
         click.echo(
-            f"  {result.in_doubt} of them were in doubt (sent, with no answer saying the "
+            f"  {result.in_doubt} of them {'was' if result.in_doubt == 1 else 'were'} in doubt "
+            "(sent, with no answer saying the "
             "service applied them): each was put back only if the service showed what it "
             "would have written"
         )
@@ -130,6 +133,8 @@ def _print_summary(result: UndoResult, code: int) -> None:
             "run the same undo again to finish"
         )
     if result.unreadable:
-        click.echo(f"  {result.unreadable} journal lines could not be read and were not undone")
+        unread = counted(result.unreadable, "journal line")
+        verb = "was" if result.unreadable == 1 else "were"
+        click.echo(f"  {unread} could not be read and {verb} not undone")
     for path in result.reports:
         click.echo(f"  report: {path}")

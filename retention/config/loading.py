@@ -38,6 +38,7 @@ from retention.config.settings import (
 )
 from retention.core import validation
 from retention.core.validation import Loc, Problem
+from retention.core.wording import counted
 from retention.errors import ConfigError
 from retention.ops.clock import Clock, system_clock
 
@@ -87,7 +88,7 @@ def load_config(
     problems += env_problems
     credentials = read_credentials(env, require_credentials, problems, warnings, sources)
     if problems or config is None:
-        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        count = counted(len(problems), "problem")
         raise ConfigError(f"{count} in {config_path}", problems=problems)
     if not config.api.verify_tls:
         warnings.append("api.verify_tls is false: TLS is not verified, answers can be forged")

@@ -16,6 +16,7 @@ from pathlib import Path
 from retention.config import yamldoc
 from retention.core.policy.loader import Found, PolicySet, duplicate_names, policies_in
 from retention.core.validation import in_file_order
+from retention.core.wording import counted
 from retention.errors import PolicyError
 
 POLICY_SUFFIXES = (".yaml", ".yml")
@@ -55,8 +56,7 @@ def parse_policies(files: Iterable[tuple[Path, bytes]], unread: Sequence[str] = 
         problems += [problem.at(str(path)) for problem in in_file_order(found)]
     problems += duplicate_names(loaded)
     if problems:
-        count = len(problems)
-        raise PolicyError(f"{count} problem{'s' if count > 1 else ''} in policies", problems)
+        raise PolicyError(f"{counted(len(problems), 'problem')} in policies", problems)
     return PolicySet(found.policy for found in loaded)
 
 

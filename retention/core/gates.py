@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from retention.core.ids import carries, id_problem
 from retention.core.merged import Merged
 from retention.core.model import AlertView, ClusterPlan, Hold, note
+from retention.core.wording import counted
 
 
 def hold_uncarried(plan: ClusterPlan) -> None:
@@ -33,11 +34,11 @@ def hold_uncarried(plan: ClusterPlan) -> None:
         if len(named) < 3:
             named.append(f"{d.snapshot.id!r}: {why}")
     more = f"; and {len(odd) - 3} more" if len(odd) > 3 else ""
-    count = f"{len(odd)} snapshot id{'s' if len(odd) != 1 else ''}"
     plan.holds.append(
         Hold(
             "id",
-            f"{count} cannot be carried by a plan ({'; '.join(named)}{more}): never "
+            f"{counted(len(odd), 'snapshot id')} cannot be carried by a plan "
+            f"({'; '.join(named)}{more}): never "
             "changed, and the cluster's destructive changes are held",
         )
     )
@@ -59,13 +60,14 @@ def hold_destructive(
             reason = f"OPEN alert {alert.event_type} ({alert.id})"
             setting = merged.alert_setting(alert.event_type)
             holds.append(Hold("alert", reason, alert_id=alert.id, setting=setting))
-    counted = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
-    share = len(destructive) / counted if counted else 1.0
+    eligible = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
+    share = len(destructive) / eligible if eligible else 1.0
     if share > merged.max_expire_fraction:
         holds.append(
             Hold(
                 "max_expire_fraction",
-                f"{len(destructive)} of {counted} snapshots would expire ({share:.0%}), "
+                f"{len(destructive)} of {counted(eligible, 'snapshot')} would expire "
+                f"({share:.0%}), "
                 f"more than max_expire_fraction {merged.max_expire_fraction:g}",
                 setting=merged.fraction_setting(),
             )

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from retention.core.wording import show_value
+from retention.core.wording import counted, show_value
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -161,7 +161,7 @@ def describe(error: ErrorDetails, root: type[BaseModel], *, echo: bool = True) -
         message = f"must be greater than {ctx.get('gt', 0):g}{shown}"
     elif kind == "too_short":
         least = ctx.get("min_length", 1)
-        message = f"must have at least {least} item{'s' if least != 1 else ''}"
+        message = f"must have at least {counted(least, 'item')}"
     else:
         message = str(error["msg"][:1].lower() + error["msg"][1:])
     return message

@@ -1,5 +1,6 @@
-"""Phrases the terminal, the report and doctor share: a byte count, a list of unmanaged
-clusters, text from the service made safe to show, a value from a document in a message."""
+"""Phrases the terminal, the report and doctor share: a count with its noun, a byte count,
+a list of unmanaged clusters, text from the service made safe to show, a value from a
+document in a message."""
 
 from __future__ import annotations
 
@@ -19,6 +20,25 @@ def printable(text: str, *, html: bool = False) -> str:
     ``html``: tab and line breaks stay, as the white space they are there."""
     pattern = _CONTROL_IN_HTML if html else _CONTROL
     return pattern.sub(lambda found: repr(found.group())[1:-1], text)
+
+
+def plural(noun: str, count: float) -> str:
+    """``noun`` as it goes with ``count``: "check" for 1, "checks" for 0 or 2; "policy",
+    "policies"; "PATCH", "PATCHes". ``noun`` is the singular; its last word takes the
+    ending, by the English rules the nouns of this project follow."""
+    if count == 1:
+        return noun
+    lower = noun.lower()
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "o", "u", ""):
+        return noun[:-1] + "ies"
+    if lower.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
+
+
+def counted(count: int, noun: str) -> str:
+    """A count and its noun: "1 check", "3 checks", "0 policies" (see ``plural``)."""
+    return f"{count} {plural(noun, count)}"
 
 
 def size(count: int) -> str:

@@ -18,9 +18,11 @@ def open_client(
     stop: Stop | None = None,
     clock: Clock = system_clock,
     base_url: str | None = None,
+    interactive: bool = False,
 ) -> OpsManagerClient:
     """An OpsManagerClient for ``loaded``'s settings and credentials, stopped by ``stop``
-    and telling the time by ``clock``; ``base_url`` overrides ``api.base_url``.
+    and telling the time by ``clock``; ``base_url`` overrides ``api.base_url``;
+    ``interactive``: a person waits at a terminal (a refused first contact fails fast).
     ConfigError (exit 2) when there are no keys."""
     if loaded.credentials is None:
         raise ConfigError(f"no API credentials for {loaded.path}", problems=MISSING_KEYS)
@@ -35,4 +37,5 @@ def open_client(
         max_requests_per_second=api.max_requests_per_second,
         stop=stop,
         clock=clock,
+        interactive=interactive,
     )

@@ -153,14 +153,16 @@ class Job(Protocol[R]):
 @dataclass(frozen=True)
 class Setup:
     """How the lifecycle runs a job: the configuration file (None: $RETENTION_CONFIG, then
-    ./retention.yaml), the clock, where the metrics go (nowhere unless asked), and who
-    hears the progress."""
+    ./retention.yaml), the clock, where the metrics go (nowhere unless asked), who hears
+    the progress, and whether a person waits at a terminal (``interactive``: a refused
+    first contact with the API fails after a short try instead of the full retries)."""
 
     config_path: str | Path | None = None
     clock: Clock = system_clock
     metrics_file: Path | None = None
     pushgateway: str | None = None
     progress: Progress = field(default_factory=Quiet)
+    interactive: bool = False
 
 
 @dataclass(frozen=True)

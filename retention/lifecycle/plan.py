@@ -48,7 +48,10 @@ def plan_fleet(
     created = setup.clock()
     plan_path = _plan_path(config, out, report_dir, created)
     projects = project_targets(config)
-    with on_signals(Stop()) as stop, open_client(loaded, stop=stop, clock=setup.clock) as client:
+    with (
+        on_signals(Stop()) as stop,
+        open_client(loaded, stop=stop, clock=setup.clock, interactive=setup.interactive) as client,
+    ):
         try:
             return make_plan(
                 client,

@@ -59,7 +59,9 @@ def run_lifecycle(job: Job[R], setup: Setup | None = None) -> Ended[R]:
         step = job.prepare(config)
         require_writable(config.reports.dir, "reports.dir")
         with run_lock(config.reports.dir, job.shard, clock=clock):
-            with open_client(loaded, stop=stop, clock=clock) as client:
+            with open_client(
+                loaded, stop=stop, clock=clock, interactive=setup.interactive
+            ) as client:
                 metrics.client = client
                 try:
                     result = step(JobContext(client, config, stop, clock, progress))

@@ -23,7 +23,7 @@ from retention.config.policyfiles import load_policies
 from retention.config.writable import WRITE_FIX, unwritable
 from retention.core.model import Target
 from retention.core.policy.loader import PolicySet
-from retention.core.wording import unmanaged_text
+from retention.core.wording import counted, unmanaged_text
 from retention.errors import (
     ApiError,
     AuthenticationError,
@@ -70,9 +70,12 @@ class Report:
         return any(c.status == "fail" for c in self.checks)
 
 
-def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -> Report:
+def run_doctor(
+    config_path: str | Path | None, *, clock: Clock = system_clock, interactive: bool = False
+) -> Report:
     """Run every check that can run; stop early when a later check could not mean anything.
-    The clock check compares the API's Date header with ``clock``."""
+    The clock check compares the API's Date header with ``clock``; ``interactive`` (a
+    person waits at a terminal): a refused connection fails after a short try."""
     checks: list[Check] = []
     try:
         loaded = load_config(config_path, clock=clock)
@@ -81,7 +84,11 @@ def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -
         checks.append(Check("configuration", "fail", detail, "fix the file or environment named"))
         return Report(checks, "configuration")
     checks.append(
-        Check("configuration", "pass", f"{loaded.path} ({len(loaded.config.targets)} targets)")
+        Check(
+            "configuration",
+            "pass",
+            f"{loaded.path} ({counted(len(loaded.config.targets), 'target')})",
+        )
     )
     for warning in loaded.warnings:
         checks.append(Check("configuration", "warn", warning))
@@ -102,7 +109,7 @@ def run_doctor(config_path: str | Path | None, *, clock: Clock = system_clock) -
         checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
         return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
-    with open_client(loaded, clock=clock) as client:
+    with open_client(loaded, clock=clock, interactive=interactive) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
         _tls(loaded, checks)
@@ -267,9 +274,13 @@ def _project(
         servers = [t for t in found.targets if t.kind == "config-server"]
         members = sum(len(t.members) for t in clusters)
         sharded = sum(1 for t in clusters if t.members)
-        detail = f"{len(clusters)} clusters, {len(servers)} legacy config servers"
+        detail = (
+            f"{counted(len(clusters), 'cluster')}, {counted(len(servers), 'legacy config server')}"
+        )
         if sharded:
-            detail += f"; {sharded} sharded, with {members} shard and config rows as members"
+            detail += (
+                f"; {sharded} sharded, with {counted(members, 'shard and config row')} as members"
+            )
         checks.append(Check(f"{name}: discovery", "pass", detail))
         for warning in found.warnings:
             checks.append(Check(f"{name}: discovery", "warn", warning, "check the clusters list"))
@@ -320,4 +331,6 @@ def _coverage(policies: PolicySet, targets: list[Target], checks: list[Check]) -
             )
         )
     else:
-        checks.append(Check("coverage", "pass", f"a policy matches each of {len(targets)} targets"))
+        checks.append(
+            Check("coverage", "pass", f"a policy matches each of {counted(len(targets), 'target')}")
+        )

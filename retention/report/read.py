@@ -21,6 +21,7 @@ from retention.core.planfile import Change, DecisionRecord, PlanHead
 from retention.core.restore import in_doubt, paired
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.timestamps import format_timestamp
+from retention.core.wording import counted
 from retention.report.cells import deciding_first
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.model import (
@@ -283,7 +284,7 @@ def _scan(path: Path, scan: _DecisionScan, names: dict[str, str | None]) -> list
             else:
                 scan.add(record)
         if scan.unreadable:
-            problems.append(f"{DECISIONS}: {scan.unreadable} unreadable lines skipped")
+            problems.append(f"{DECISIONS}: {counted(scan.unreadable, 'unreadable line')} skipped")
     else:
         problems.append(f"{DECISIONS} is missing: no calendar, timelines or policy counts")
     for expiries in scan.calendar.clusters.values():
@@ -356,7 +357,7 @@ def collect(
         cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
     problems: list[str] = []
     if outcomes is not None and outcomes.unreadable:
-        problems.append(f"{RESULTS}: {outcomes.unreadable} unreadable lines skipped")
+        problems.append(f"{RESULTS}: {counted(outcomes.unreadable, 'unreadable line')} skipped")
     policies = _policy_rows(head, clusters)
     scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
     problems += _scan(folder.decisions, scan, project_names(head))

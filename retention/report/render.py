@@ -23,7 +23,7 @@ import markupsafe
 from retention.core.glossary import GLOSSARY
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
-from retention.core.wording import printable, size
+from retention.core.wording import plural, printable, size
 from retention.report.cells import ident
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
@@ -74,13 +74,6 @@ def _minutes(value: datetime | str) -> str:
     return text
 
 
-def _plural(word: str, count: int) -> str:
-    """The word for a count: "cluster" for 1, "clusters" otherwise ("policies")."""
-    if count == 1:
-        return word
-    return word[:-1] + "ies" if word.endswith("y") else word + "s"
-
-
 def _body_text(body: Body) -> str:
     """A PATCH body as the API spells it, e.g. "doNotDelete: true"."""
     return ", ".join(f"{k}: {_body_value(v)}" for k, v in sorted(body.items()))
@@ -107,7 +100,7 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["number"] = _number
     env.filters["shorten_text"] = _shorten
     env.filters["exit_meaning"] = exit_meaning
-    env.filters["plural"] = _plural
+    env.filters["plural"] = plural
     env.filters["body_text"] = _body_text
     env.filters["size"] = lambda count: "-" if count is None else size(count)
     env.filters["minutes"] = _minutes

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, NamedTuple
 
 from retention.core.planfile import DecisionRecord
+from retention.core.wording import counted, plural
 from retention.report.model import (
     Bar,
     Beyond,
@@ -151,11 +152,16 @@ def duration_words(seconds: float) -> str:
     """A span for people: "6 hours", "4.2 days", "3 weeks"."""
     hours = seconds / 3600
     if hours < 36:
-        return f"{hours:.3g} hours"
+        return _amount(hours, "hour")
     days = hours / 24
     if days < 21:
-        return f"{days:.3g} days"
-    return f"{days / 7:.3g} weeks"
+        return _amount(days, "day")
+    return _amount(days / 7, "week")
+
+
+def _amount(value: float, unit: str) -> str:
+    shown = f"{value:.3g}"
+    return f"{shown} {plural(unit, float(shown))}"
 
 
 class _Bins:
@@ -190,7 +196,7 @@ class _Bins:
                 title = "\n".join(self.labels[index])
             else:
                 parts = ", ".join(f"{counts[n]} {WORDS[n]}" for n in CATEGORIES if counts[n])
-                title = f"{when(index)}: {total} snapshots: {parts}"
+                title = f"{when(index)}: {counted(total, 'snapshot')}: {parts}"
             x = round(PLOT_LEFT + index * BIN_PX, 1)
             columns.append(Column(x, BIN_PX - 1.0, total, segments, title))
         return Lane(label, top, base, peak, columns)

@@ -45,6 +45,7 @@ from retention.core.runfiles import (
 )
 from retention.core.snapshot import json_text
 from retention.core.timestamps import format_timestamp
+from retention.core.wording import counted
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
@@ -193,7 +194,7 @@ def undo_run(
     folder = RunFolder.new(reports, started)
     folder.path.mkdir(parents=True)
     if bad:
-        log.warning("%s: %d journal lines could not be read and are not undone", undone, bad)
+        log.warning("%s: %s unreadable, not undone", undone, counted(bad, "journal line"))
     journal = JournalFile(folder.results)
 
     def intent(r: Restoration, bodies: list[PatchText]) -> None:

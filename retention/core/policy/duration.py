@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from retention.core.timestamps import EARLIEST, LATEST
+from retention.core.wording import counted
 
 _TOKEN = re.compile(r"(\d+)([ymdh])")
 
@@ -64,6 +65,16 @@ class RetentionDuration:
             if value
         ]
         return "".join(parts) or "0h"
+
+    def words(self) -> str:
+        """The duration for people: "30 months", "1 year and 6 months", "0 hours"."""
+        units = ((self.years, "year"), (self.months, "month"), (self.days, "day"))
+        parts = [counted(value, unit) for value, unit in units if value]
+        if self.hours or not parts:
+            parts.append(counted(self.hours, "hour"))
+        if len(parts) == 1:
+            return parts[0]
+        return f"{', '.join(parts[:-1])} and {parts[-1]}"
 
     @property
     def zero(self) -> bool:

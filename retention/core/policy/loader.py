@@ -18,6 +18,7 @@ from pathlib import Path
 from retention.core.policy.holdrecords import HoldRecord, until_instant, until_text
 from retention.core.policy.model import Policy
 from retention.core.validation import Lines, Loc, Problem, field_path, validate
+from retention.core.wording import counted
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,27 @@ def hold_record_warnings(
                     "until if the hold still stands"
                 )
             elif ends - now <= soon:
-                days = soon.days
                 found.append(
                     f"{where}: the hold on snapshot {record.id} ends {until_text(record.until)}, "
-                    f"within {days} days ({about}); set a later until if it must stay"
+                    f"within {counted(soon.days, 'day')} ({about}); set a later until if it "
+                    "must stay"
                 )
+    return found
+
+
+def grace_warnings(policies: Iterable[LoadedPolicy]) -> list[str]:
+    """A warning for each policy whose grace has months, as ``FILE:LINE: grace: ...``. In
+    restic's units m is months, right for ``within`` but seldom what a grace means: a grace
+    of "30m" was nearly always meant as 30 minutes, and keeps snapshots 30 months longer."""
+    found: list[str] = []
+    for loaded in policies:
+        grace = loaded.policy.grace
+        if grace.months:
+            found.append(
+                f"{loaded.where('grace')}: grace: {str(grace)!r} is {grace.words()} (in "
+                "durations m is months); if minutes were meant, write hours, e.g. 1h: "
+                "durations have no minutes"
+            )
     return found
 
 

@@ -35,7 +35,7 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
 from retention.core.policy.holdrecords import HoldRecord, entry_id, id_entries
 from retention.core.snapshot import Kind
-from retention.core.wording import show_value
+from retention.core.wording import counted, plural, show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -269,7 +269,7 @@ class Policy(BaseModel):
     )
     grace: Duration = Field(
         RetentionDuration(hours=24),
-        description="Unkept snapshots expire at now + grace (0h = delete at once).",
+        description="Unkept snapshots expire at now + grace (0h = delete at once; m is months).",
         # The schema shows the default as written in YAML, not as the dataclass.
         json_schema_extra={"default": "24h"},
     )
@@ -305,7 +305,10 @@ class Policy(BaseModel):
             parts.append(protect)
         if self.release_protection:
             parts.append("release other protections")
-        parts.append(f"grace {self.grace}" + (" (delete at once)" if self.grace.zero else ""))
+        # A grace in months is seldom meant (m is months, not minutes): said in words.
+        said = " (delete at once)" if self.grace.zero else ""
+        said = f" ({self.grace.words()})" if self.grace.months else said
+        parts.append(f"grace {self.grace}{said}")
         if self.inconsistent == "expire":
             parts.append("expire inconsistent snapshots")
         parts.extend(_describe_safety(self.safety))
@@ -328,7 +331,7 @@ def _describe_scope(selector: Selector) -> str:
         noun = "config servers"
     scope = f"{noun} {_join(selector.clusters, 'or')}" if selector.clusters else f"all {noun}"
     if selector.projects:
-        label = "project" if len(selector.projects) == 1 else "projects"
+        label = plural("project", len(selector.projects))
         scope += f" in {label} {_join(selector.projects, 'or')}"
     return scope
 
@@ -359,9 +362,12 @@ def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
             words = rule.reason.format(within=window)  # "daily within 30d"
         return [words] if window is not None and not window.zero else []
     if rule.kind == "every":
-        return [f"{_amount(every.count)} intervals of cron '{every.cron}'" for every in spec.every]
+        return [
+            f"{_amount(every.count)} {plural('interval', every.count)} of cron '{every.cron}'"
+            for every in spec.every
+        ]
     ids = len({entry_id(e) for e in spec.ids}) if rule.kind == "ids" else 0
-    return [f"{ids} snapshot{'s' if ids > 1 else ''} by id"] if ids else []
+    return [f"{counted(ids, 'snapshot')} by id"] if ids else []
 
 
 def _describe_safety(safety: Safety) -> list[str]:

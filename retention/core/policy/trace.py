@@ -242,6 +242,8 @@ def _taken(words: str, by: str | None) -> tuple[str, str | None]:
 
 
 def _all_used(count: int) -> str:
+    if count == 1:
+        return "its 1 used by a newer snapshot"
     return (
         f"all {count} used by newer snapshots" if count > 0 else f"a count of {count} keeps nothing"
     )
