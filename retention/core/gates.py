@@ -62,11 +62,20 @@ def hold_destructive(
     counted = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
     share = len(destructive) / counted if counted else 1.0
     if share > merged.max_expire_fraction:
+        # The share is of the snapshots that count; the tables count all of them, so the
+        # reason says how the two differ.
+        left_out = len(plan.decisions) - counted
+        aside = (
+            f"; {left_out} of the cluster's {len(plan.decisions)} snapshots not counted "
+            "(incomplete or awaiting deletion)"
+            if left_out
+            else ""
+        )
         holds.append(
             Hold(
                 "max_expire_fraction",
                 f"{len(destructive)} of {counted} snapshots would expire ({share:.0%}), "
-                f"more than max_expire_fraction {merged.max_expire_fraction:g}",
+                f"more than max_expire_fraction {merged.max_expire_fraction:g}{aside}",
                 setting=merged.fraction_setting(),
             )
         )

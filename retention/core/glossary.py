@@ -92,8 +92,10 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
         (
             (
                 "max_expire_fraction",
-                "More of the cluster would expire in one run than the policy allows; after "
-                "review, `retention apply PLAN --approve CLUSTER` sends them.",
+                "More of the cluster would expire in one run than the policy allows (counted "
+                "over its snapshots that are neither incomplete nor awaiting deletion); after "
+                "review, `retention apply PLAN --approve CLUSTER` sends them, and that apply's "
+                "reports list the cluster as approved, no longer held.",
             ),
             (
                 "alert",
