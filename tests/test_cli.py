@@ -105,7 +105,8 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
         rf"hold prod-orders: \d+ of \d+ snapshots would expire \(\d+%\), {fraction}{setting}", out
     )
     assert f"[set at {policies}/production.yaml:4 (default hold_on_alerts)]" in out
-    assert f"Applied: applied {len(results)}." in out
+    held = document["summary"]["byAction"]["held"]
+    assert f"Outcomes: applied {len(results)}, held {held}." in out
     assert "nothing real was touched" in out
 
 

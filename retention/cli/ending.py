@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from retention.lifecycle.job import Ended
     from retention.lifecycle.jobs import JobResult
     from retention.notices.send import Delivery
+    from retention.report.summary import RunSummary
     from retention.walk.inventory import Walk
 
 
@@ -27,19 +28,24 @@ def show_run(ended: Ended[JobResult], output: str) -> int:
     if output == "json":
         emit(_run_document(ended.result, ended.mode, ended.code, ended.notices))
     else:
-        _print_summary(ended.result, ended.code, ended.notices)
+        _print_summary(ended.result, ended.code, ended.notices, ended.summary)
     return ended.code
 
 
-def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> None:
-    """What a person reads at the end of a run, apply or demo."""
+def _print_summary(
+    result: JobResult, code: int, notices: list[Delivery], summary: RunSummary | None
+) -> None:
+    """What a person reads at the end of a run, apply or demo: the run's summary, the one
+    report.md and report.html begin with, in lines."""
     from retention.cli.summary import summary_lines
+    from retention.report.summary import OUTCOMES
 
-    for line in summary_lines(result.document):
+    for line in summary_lines(result.document, summary=summary):
         click.echo(line)
     if result.applied is not None:
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(result.applied.counts.items()))
-        click.echo(f"Applied: {counts or 'nothing to apply'}.")
+        counts = summary.outcomes.counts if summary and summary.outcomes else result.applied.counts
+        said = ", ".join(f"{o} {counts[o]}" for o in OUTCOMES if counts.get(o))
+        click.echo(f"Outcomes: {said or 'nothing to apply'}.")
     else:
         click.echo("Dry run: nothing was sent to the API.")
     if result.interrupted:
@@ -49,18 +55,14 @@ def _print_summary(result: JobResult, code: int, notices: list[Delivery]) -> Non
             f"sent (journalled not-sent in results.jsonl). Run again to finish, or put back "
             f"what this run shortened: retention undo {result.run_dir}"
         )
-    approval = result.approval
-    if approval is not None and approval.names:
-        sent = result.applied.approved if result.applied else 0
-        click.echo(f"Approved: {sent} held changes of {', '.join(approval.names)} were sent.")
     if result.acknowledged:
         click.echo(f"Acknowledged {len(result.acknowledged)} audit alerts this run caused.")
     click.echo(f"\nRun folder: {result.run_dir}")
     for path in result.reports:
         click.echo(f"  {path.name}: {path}")
     if notices:
-        said = [f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices]
-        click.echo(f"Notices: {', '.join(said)}.")
+        said = ", ".join(f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices)
+        click.echo(f"Notices: {said}.")
     click.echo(f"Exit {code}: {exit_meaning(code)}")
 
 

@@ -133,7 +133,11 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "(exit 1).",
             ),
             ("failed", "The API answered with an error, or not at all (exit 1)."),
-            ("held", "A safety gate holds it: not sent."),
+            (
+                "held",
+                "A safety gate holds it and no `--approve` let it through: not sent. The "
+                "reports count here every change still held, journalled or not.",
+            ),
             (
                 "not-sent",
                 "The run was stopped (Ctrl-C, SIGTERM) before this change was sent: run "
