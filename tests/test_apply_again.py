@@ -87,7 +87,7 @@ def test_a_second_apply_says_unchanged_on_the_terminal(
 
     out = capsys.readouterr().out
     assert code == 0
-    assert "Applied: unchanged 3." in out
+    assert "Outcomes: unchanged 3." in out
     assert "the service already held what 3 of these changes write" in out
     assert "stale" not in out
 

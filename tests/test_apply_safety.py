@@ -308,9 +308,11 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
         for c in big
     )
     assert not any(c["snapshotId"] in sent for c in held if c["clusterName"] == "prod-small")
-    assert f"Approved: {len(big)} held changes of prod-big were sent." in out
+    said = f"prod-big, {len(big)} held changes let through ({len(big)} applied)"
+    assert f"Approved by --approve: {said}." in out
     page = (run_dir / "report.html").read_text()
-    assert f"approved: {len(big):,} sent".replace(",", "\u2009") in page
+    thin = f"{len(big):,}".replace(",", "\u2009")  # report.html groups digits so
+    assert f"<b>prod-big</b>, {thin} held changes let through ({thin} applied)" in page
     # The apply's metrics count what was approved, and the storage the plan frees or holds.
     summary = json.loads((folder / "plan.json").read_text())["summary"]
     gauges = {
@@ -328,7 +330,8 @@ def test_approving_every_held_cluster_ends_the_hold(
     sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """When --approve-all lets every held cluster through, nothing is held any more: the
-    apply exits 0, not 3 (the plan itself still records its holds)."""
+    apply exits 0, not 3, and its summary says what was approved and holds nothing (the
+    plan itself still records its holds)."""
     configure(folder, sim.base_url)
     policy = folder / "policies" / "everything.yaml"
     policy.write_text(
@@ -337,10 +340,12 @@ def test_approving_every_held_cluster_ends_the_hold(
     )
     assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
     held = json.loads((folder / "plan.json").read_text())["summary"]["clustersHeld"]
+    capsys.readouterr()
 
     code = retention("apply", "plan.json", "--approve-all", clock=sim.clock.now)
 
     out = capsys.readouterr().out
     assert held >= 1
     assert code == 0
-    assert "Approved:" in out
+    assert "Approved by --approve: prod-big, " in out
+    assert "Held by safety gates" not in out

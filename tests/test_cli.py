@@ -95,12 +95,18 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     assert len(intent_lines(run_dir / "results.jsonl")) == len(results)
     assert "hold prod-billing: OPEN alert" in out
     # Each hold names the line of the policy setting behind it.
-    fraction = f"more than max_expire_fraction 0.5 [set at {policies}/production.yaml:24]"
+    # The fraction's share is of the snapshots it counts; it says how many of the table's
+    # it left out.
+    fraction = re.escape("more than max_expire_fraction 0.5; ") + (
+        r"\d+ of the cluster's \d+ snapshots not counted \(incomplete or awaiting deletion\) "
+    )
+    setting = re.escape(f"[set at {policies}/production.yaml:24]")
     assert re.search(
-        rf"hold prod-orders: \d+ of \d+ snapshots would expire \(\d+%\), {re.escape(fraction)}", out
+        rf"hold prod-orders: \d+ of \d+ snapshots would expire \(\d+%\), {fraction}{setting}", out
     )
     assert f"[set at {policies}/production.yaml:4 (default hold_on_alerts)]" in out
-    assert f"Applied: applied {len(results)}." in out
+    held = document["summary"]["byAction"]["held"]
+    assert f"Outcomes: applied {len(results)}, held {held}." in out
     assert "nothing real was touched" in out
 
 

@@ -226,7 +226,7 @@ def test_apply_takes_a_run_folder_for_its_plan(
 
     code, out, _ = run(capsys, "apply", str(run_dir), clock=sim.clock.now)
     assert code == 0
-    assert "Applied: applied " in out
+    assert "Outcomes: applied " in out
     assert sim.admin("counters")["patches"] > 0
 
 

@@ -115,7 +115,7 @@ def test_a_held_run_notices_what_is_held(
     sim: Simulator, folder: Path, receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With on: [holds], a run whose changes a safety gate held (exit 3) sends a warning
-    that counts the held changes and clusters and says how to approve them."""
+    that counts the held changes and clusters and gives the command that approves them."""
     write_config(folder, sim.base_url, [receiver.url], on="[holds]", fraction=0.01)
 
     code, doc, _ = run(capsys, "run", "--quiet", clock=sim.clock.now)
@@ -131,7 +131,7 @@ def test_a_held_run_notices_what_is_held(
     assert summary["clustersHeld"] == 1
     assert f"{summary['byAction']['held']} held, " in notice["message"]
     assert "clusters with changes, 1 held, 0 with errors." in notice["message"]
-    assert "`retention apply PLAN --approve CLUSTER`" in notice["message"]
+    assert "`retention apply PLAN --approve prod-big`" in notice["message"]
 
 
 def test_on_holds_sends_nothing_for_a_run_that_holds_nothing(

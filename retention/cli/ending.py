@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from retention.lifecycle.job import Ended
     from retention.lifecycle.jobs import JobResult
     from retention.notices.send import Delivery
+    from retention.report.summary import RunSummary
     from retention.walk.inventory import Walk
 
 
@@ -28,7 +29,7 @@ def show_run(ended: Ended[JobResult], output: str) -> int:
     if output == "json":
         emit(_run_document(ended.result, ended.mode, ended.code, ended.notices))
     else:
-        _print_summary(ended.result, ended.notices)
+        _print_summary(ended.result, ended.notices, ended.summary)
         click.echo(f"Exit {ended.code}: {exit_meaning(ended.code)}")
     return ended.code
 
@@ -48,22 +49,25 @@ def show_demo(ended: Ended[JobResult], output: str, code: int) -> int:
         )
         emit(document)
     else:
-        _print_summary(ended.result, ended.notices)
+        _print_summary(ended.result, ended.notices, ended.summary)
         click.echo(
             f"The run would exit {ended.code} ({exit_meaning(ended.code)}); the demo exits {code}."
         )
     return code
 
 
-def _print_summary(result: JobResult, notices: list[Delivery]) -> None:
-    """What a person reads at the end of a run, apply or demo, but its exit code."""
+def _print_summary(result: JobResult, notices: list[Delivery], summary: RunSummary | None) -> None:
+    """What a person reads at the end of a run, apply or demo, but its exit code: the run's
+    summary, the one report.md and report.html begin with, in lines."""
     from retention.cli.summary import summary_lines
+    from retention.report.summary import OUTCOMES
 
-    for line in summary_lines(result.document):
+    for line in summary_lines(result.document, summary=summary):
         click.echo(line)
     if result.applied is not None:
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(result.applied.counts.items()))
-        click.echo(f"Applied: {counts or 'nothing to apply'}.")
+        counts = summary.outcomes.counts if summary and summary.outcomes else result.applied.counts
+        said = ", ".join(f"{o} {counts[o]}" for o in OUTCOMES if counts.get(o))
+        click.echo(f"Outcomes: {said or 'nothing to apply'}.")
         if unchanged := result.applied.counts.get("unchanged", 0):
             click.echo(
                 f"Unchanged: the service already held what {unchanged} of these changes "
@@ -79,13 +83,6 @@ def _print_summary(result: JobResult, notices: list[Delivery]) -> None:
             "results.jsonl). Run again to finish, or put back "
             f"what this run shortened: retention undo {result.run_dir}"
         )
-    approval = result.approval
-    if approval is not None and approval.names:
-        sent = result.applied.approved if result.applied else 0
-        verb = "was" if sent == 1 else "were"
-        click.echo(
-            f"Approved: {counted(sent, 'held change')} of {', '.join(approval.names)} {verb} sent."
-        )
     if result.acknowledged:
         alerts = counted(len(result.acknowledged), "audit alert")
         click.echo(f"Acknowledged {alerts} this run caused.")
@@ -93,8 +90,8 @@ def _print_summary(result: JobResult, notices: list[Delivery]) -> None:
     for path in result.reports:
         click.echo(f"  {path.name}: {path}")
     if notices:
-        said = [f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices]
-        click.echo(f"Notices: {', '.join(said)}.")
+        sent = ", ".join(f"{n.url} {'sent' if n.sent else 'not sent'}" for n in notices)
+        click.echo(f"Notices: {sent}.")
 
 
 MAX_FAILURES_LISTED = 100

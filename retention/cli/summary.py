@@ -2,23 +2,39 @@
 per cluster, the holds that need a human, and the errors. Lines of text, which the commands
 print.
 
-The plan's totals come from ``report.summary.PlanSummary``, the value report.md, report.html
-and the notice render too, so every output counts the same way.
+A plan's totals come from ``report.summary.PlanSummary``; a run's or an apply's from its
+``RunSummary``, the value report.md, report.html and the notice render too, so every output
+counts the same way and says what the run did: a cluster an --approve let through is
+approved, not held, and the deletion line counts what the service applied.
 """
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Iterable, Sequence
 
-from retention.core.planfile import ClusterEntry, PlanHead
+from retention.core.guard import APPROVABLE
+from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable, size, unmanaged_text
-from retention.report.summary import ACTIONS, PlanSummary
+from retention.report.summary import (
+    ACTIONS,
+    PlanSummary,
+    RunSummary,
+    approve_command,
+    outcome_counts,
+)
+
+# Clusters named in one line of the summary; the report has the others.
+LISTED = 10
 
 
-def summary_lines(document: PlanHead, *, max_clusters: int = 50) -> list[str]:
-    """Readable lines for a plan document (retention-plan/v1), or its head."""
+def summary_lines(
+    document: PlanHead, *, summary: RunSummary | None = None, max_clusters: int = 50
+) -> list[str]:
+    """Readable lines for a plan document (retention-plan/v1), or its head; with the
+    ``summary`` of the run that applied it, what that run did."""
     plan = PlanSummary.of(document)
+    approved = {(c.project_id, c.cluster_id): c for c in summary.approved} if summary else {}
     lines = [
         f"retention plan: evaluated at {format_timestamp(plan.evaluated_at)} "
         f"against {plan.base_url}",
@@ -34,8 +50,13 @@ def summary_lines(document: PlanHead, *, max_clusters: int = 50) -> list[str]:
     rows: list[tuple[str, ...]] = []
     changed = [c for c in document["clusters"] if _changes(c) or c["holds"] or c["errors"]]
     for cluster in changed[:max_clusters]:
-        counts = cluster["counts"]
-        note = "errors" if cluster["errors"] else "held" if cluster["holds"] else ""
+        counts = {k.removeprefix("action:"): n for k, n in cluster["counts"].items()}
+        let_through = approved.get((cluster["projectId"], cluster["clusterId"]))
+        if let_through is not None:
+            counts.update(let_through.by_action)  # its held changes, sent by --approve
+        note = "errors" if cluster["errors"] else ""
+        if cluster["holds"]:
+            note = note or ("approved" if let_through is not None else "held")
         if not cluster["policies"]:
             note = note or "no policy"
         rows.append(
@@ -43,8 +64,8 @@ def summary_lines(document: PlanHead, *, max_clusters: int = 50) -> list[str]:
                 cluster["name"],
                 cluster["kind"],
                 str(counts.get("snapshots", 0)),
-                *(str(counts.get(f"action:{a}", 0)) for a in ACTIONS),
-                str(counts.get("action:held", 0)),
+                *(str(counts.get(a, 0)) for a in ACTIONS),
+                str(counts.get("held", 0)),
                 note,
             )
         )
@@ -59,8 +80,9 @@ def summary_lines(document: PlanHead, *, max_clusters: int = 50) -> list[str]:
     unchanged = len(document["clusters"]) - len(changed)
     lines.append(f"  {counted(unchanged, 'cluster')} without changes")
     lines.append("")
+    totals = _totals(plan, document) if summary is None else run_totals_lines(summary, document)
     # Names and ids come from the service: none of their characters may act on a terminal.
-    return [printable(line) for line in lines + _totals(plan, document)]
+    return [printable(line) for line in lines + totals]
 
 
 def plan_totals_lines(plan: PlanSummary) -> list[str]:
@@ -96,30 +118,100 @@ def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
     lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
     lines.extend(f"  note {notice}" for notice in plan.notices)
-    approvable = []
-    for cluster in document["clusters"]:
-        for hold in cluster["holds"]:
+    held = [c for c in document["clusters"] if c["holds"]]
+    lines.extend(_hold_lines((c["name"], c["holds"]) for c in held))
+    approvable = [c["name"] for c in held if all(h["kind"] in APPROVABLE for h in c["holds"])]
+    return lines + _approve_lines(approvable) + _problem_lines(plan, document)
+
+
+def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
+    """What a run or an apply did in all (``summary``, of its run folder): its changes by
+    action, what the service may delete from when, what is still held and what an
+    --approve let through, what expires soon; then the notes, the holds that still need
+    a human, the errors and the warnings of its plan (``document``)."""
+    changes = ", ".join(f"{summary.count(a)} {a}" for a in ACTIONS)
+    lines = [
+        f"Changes: {changes}; {summary.held_changes} held, {summary.count('advisory')} advisory."
+    ]
+    lines.extend(_deletion_lines(summary))
+    if summary.held_changes:
+        held, clusters = summary.held_changes, len(summary.held)
+        lines.append(
+            f"Held by safety gates: {held} destructive change{'s' if held != 1 else ''} of "
+            f"{clusters} cluster{'s' if clusters != 1 else ''} (not sent; "
+            f"{size(summary.held_bytes)})."
+        )
+    if summary.approved:
+        approved = "; ".join(
+            f"{c.name}, {c.let_through} held changes let through ({outcome_counts(c.outcomes)})"
+            for c in summary.approved[:LISTED]
+        )
+        more = len(summary.approved) - LISTED
+        approved += f"; and {more} more (see the report)" if more > 0 else ""
+        lines.append(f"Approved by --approve: {approved}.")
+    expiring = summary.expiring
+    setter = "this plan" if expiring.as_planned else f"this {summary.run.mode}"
+    lines.append(
+        f"Expiring{' if the plan is applied' if expiring.as_planned else ''}: {expiring.week} "
+        f"snapshots in the next 7 days ({expiring.week_planned} set by {setter}), "
+        f"{expiring.month} in the next 30 ({expiring.month_planned} set by {setter})."
+    )
+    if summary.count("advisory"):
+        lines.append(
+            f"Advisory: {summary.count('advisory')} changes on legacy config servers "
+            "(no API to apply them)."
+        )
+    lines.extend(hold_record_lines(document))
+    lines.extend(f"  note {notice}" for notice in summary.plan.notices)
+    lines.extend(_hold_lines((c.name, c.holds) for c in summary.held))
+    lines.extend(_approve_lines([c.name for c in summary.approvable]))
+    return lines + _problem_lines(summary.plan, document)
+
+
+def _deletion_lines(summary: RunSummary) -> list[str]:
+    deletion = summary.deletion
+    if not (deletion.count and deletion.expires_from):
+        if deletion.as_planned:
+            return []
+        mode = summary.run.mode
+        return [f"Deletion: this {mode} applied no change that lets the service delete sooner."]
+    plural = "s" if deletion.count != 1 else ""
+    back = f", giving back {size(deletion.bytes)}" if deletion.bytes is not None else ""
+    by = "" if deletion.as_planned else f" (applied by this {summary.run.mode})"
+    return [
+        f"Deletion: {deletion.count} snapshot{plural} may be deleted by the service from "
+        f"{format_timestamp(deletion.expires_from)} on{back}{by}."
+    ]
+
+
+def _hold_lines(held: Iterable[tuple[str, Sequence[HoldEntry]]]) -> list[str]:
+    lines = []
+    for name, holds in held:
+        for hold in holds:
             setting = hold.get("setting")
             where = f" [set at {setting}]" if setting else ""
-            lines.append(f"  hold {cluster['name']}: {hold['reason']}{where}")
-        if cluster["holds"] and all(h["kind"] == "max_expire_fraction" for h in cluster["holds"]):
-            approvable.append(cluster)
-    if approvable:
-        names = " ".join(f"--approve {shlex.quote(c['name'])}" for c in approvable[:5])
-        more = " ..." if len(approvable) > 5 else ""
-        lines.append(
-            "  After review, send what max_expire_fraction holds (alert holds need the alert "
-            f"resolved): retention apply PLAN {names}{more}  (or --approve-all)"
-        )
+            lines.append(f"  hold {name}: {hold['reason']}{where}")
+    return lines
+
+
+def _approve_lines(approvable: Sequence[str]) -> list[str]:
+    if not approvable:
+        return []
+    return [
+        "  After review, send what max_expire_fraction holds (alert holds need the alert "
+        f"resolved): {approve_command(approvable)}  (or --approve-all)"
+    ]
+
+
+def _problem_lines(plan: PlanSummary, document: PlanHead) -> list[str]:
+    """The plan's errors (once each), its warnings and what no policy manages."""
     errors = [
         *plan.errors,
         *(f"{c['name']}: {e}" for c in document["clusters"] for e in c["errors"]),
     ]
-    for error in dict.fromkeys(errors):
-        lines.append(f"  error {error}")
+    lines = [f"  error {error}" for error in dict.fromkeys(errors)]
     lines.extend(f"  warning {w}" for w in plan.warnings)
-    lines.extend(unmanaged_lines(document))
-    return lines
+    return lines + unmanaged_lines(document)
 
 
 def hold_record_lines(document: PlanHead, *, listed: int = 5) -> list[str]:

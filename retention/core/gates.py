@@ -63,12 +63,21 @@ def hold_destructive(
     eligible = sum(d.state not in ("incomplete", "awaiting-deletion") for d in plan.decisions)
     share = len(destructive) / eligible if eligible else 1.0
     if share > merged.max_expire_fraction:
+        # The share is of the snapshots that count; the tables count all of them, so the
+        # reason says how the two differ.
+        left_out = len(plan.decisions) - eligible
+        aside = (
+            f"; {left_out} of the cluster's {counted(len(plan.decisions), 'snapshot')} not counted "
+            "(incomplete or awaiting deletion)"
+            if left_out
+            else ""
+        )
         holds.append(
             Hold(
                 "max_expire_fraction",
                 f"{len(destructive)} of {counted(eligible, 'snapshot')} would expire "
                 f"({share:.0%}), "
-                f"more than max_expire_fraction {merged.max_expire_fraction:g}",
+                f"more than max_expire_fraction {merged.max_expire_fraction:g}{aside}",
                 setting=merged.fraction_setting(),
             )
         )

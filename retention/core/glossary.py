@@ -92,8 +92,10 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
         (
             (
                 "max_expire_fraction",
-                "More of the cluster would expire in one run than the policy allows; after "
-                "review, `retention apply PLAN --approve CLUSTER` sends them.",
+                "More of the cluster would expire in one run than the policy allows (counted "
+                "over its snapshots that are neither incomplete nor awaiting deletion); after "
+                "review, `retention apply PLAN --approve CLUSTER` sends them, and that apply's "
+                "reports list the cluster as approved, no longer held.",
             ),
             (
                 "alert",
@@ -137,7 +139,11 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "(exit 1).",
             ),
             ("failed", "The API answered with an error, or not at all (exit 1)."),
-            ("held", "A safety gate holds it: not sent."),
+            (
+                "held",
+                "A safety gate holds it and no `--approve` let it through: not sent. The "
+                "reports count here every change still held, journalled or not.",
+            ),
             (
                 "not-sent",
                 "The run was stopped (Ctrl-C, SIGTERM) before this change was sent: run "

@@ -167,13 +167,15 @@ class Setup:
 
 @dataclass(frozen=True)
 class Ended(Generic[R]):
-    """How a job ended: its exit code, its result (its run folder and reports in it) and
-    the notices sent."""
+    """How a job ended: its exit code, its result (its run folder and reports in it), the
+    notices sent and the summary they said."""
 
     mode: Mode
     code: int
     result: R
     notices: list[Delivery] = field(default_factory=list)
+    # The summary the reports and the notice were rendered from (None: an undo's).
+    summary: RunSummary | None = None
 
     @property
     def run_dir(self) -> Path:

@@ -12,11 +12,9 @@ only (no half plan); stopped while applying, it also has the plan, the journal (
 
 from __future__ import annotations
 
-import heapq
 import logging
-import operator
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -25,7 +23,7 @@ from retention.api.client import OpsManagerClient
 from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.core.guard import Approval, EntryCheck, plan_refusal
 from retention.core.guard import approve as approval_of
-from retention.core.planfile import Change, PlanHead, clusters_by_key
+from retention.core.planfile import PlanHead, clusters_by_key
 from retention.core.policy.loader import PolicySet
 from retention.core.runfiles import INTERRUPTED_FORMAT, InterruptedDocument, Mode
 from retention.core.timestamps import format_timestamp
@@ -40,7 +38,7 @@ from retention.ops.clock import Clock, system_clock
 from retention.ops.stopping import Stop
 from retention.planning.job import make_plan
 from retention.runfolder.folder import RESULTS, RunFolder, decisions_path
-from retention.runfolder.planread import read_head, read_list
+from retention.runfolder.planread import read_head, to_send
 from retention.walk.inventory import ProjectTargets, Walk
 from retention.walk.sharding import Shard
 
@@ -269,25 +267,6 @@ def check_entries(path: Path, head: PlanHead, approved: frozenset[tuple[str, str
         if (problem := entries.problem(change)) is not None:
             where = f"{path}: entry {n} to send (snapshot {change['snapshotId']})"
             raise PlanFileError(where, problem)
-
-
-def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
-    """The changes to send, in plan order: ``changes``, merged with the held changes of the
-    approved clusters (no longer held)."""
-    if not approved:
-        yield from read_list(path, "changes")
-        return
-    released = (
-        _unheld(c) for c in read_list(path, "held") if (c["projectId"], c["clusterId"]) in approved
-    )
-    order = operator.itemgetter("projectId", "clusterId", "snapshotId")
-    yield from heapq.merge(read_list(path, "changes"), released, key=order)
-
-
-def _unheld(change: Change) -> Change:
-    released = dict(change)
-    released.pop("held", None)
-    return released  # type: ignore[return-value] # the same record less its optional "held"
 
 
 def _apply(

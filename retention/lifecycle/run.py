@@ -100,4 +100,4 @@ def conclude(
         )
     facts = job.log_end(result)
     log_run_finished(job.mode, result.run_id, code, started, clock, **facts)
-    return Ended(job.mode, code, result, notices)
+    return Ended(job.mode, code, result, notices, summary)

@@ -10,8 +10,9 @@ A notice goes out when the run's ending is one of the kinds ``notify.on`` names:
   or 5 (the API unreachable or the keys refused) once the configuration was loaded.
 
 Its title is the run's exit code and what it means, its body the run's summary in Markdown
-(the very text report.md begins with: ``report.render.summary_markdown``) and the run
-folder. Each URL gets its own Apprise object, so
+(the very text report.md begins with: ``report.render.summary_markdown``), which names the
+clusters held and why, those approved, those with the most changes and those with errors,
+and the run folder. Each URL gets its own Apprise object, so
 each URL's outcome is known; a notice that fails is logged once, redacted, and counted, and
 never changes the run's exit code.
 
@@ -120,18 +121,30 @@ def run_notice(
     run_dir: Path,
 ) -> Notice:
     """The notice of a run that finished: the exit code in the title; the run's summary (as
-    report.md begins) and the run folder in the body."""
+    report.md begins: what it did, and the clusters held, approved, changed most and with
+    errors, by name) and the run folder in the body."""
     title = f"retention {mode} {run_id}: exit {code}, {exit_meaning(code)}"
     text = summary_markdown(summary)
     if "holds" in why:
-        text += (
-            "\n\nHeld changes wait for a human: read the report, then "
-            "`retention apply PLAN --approve CLUSTER`, resolve the alert, or change the policy."
-        )
+        text += f"\n\nHeld changes wait for a human: read the report, then {_next_steps(summary)}."
     body = f"{text}\n\nRun folder: {_code_span(str(run_dir))}"
     kind = _kind(why)
     # A dry run changed nothing, so its planned changes are news, not a success.
     return Notice(title, body, "info" if kind == "success" and mode == "dry-run" else kind)
+
+
+def _next_steps(summary: RunSummary) -> str:
+    """What ends the holds of the run's held clusters, in words."""
+    steps = []
+    if summary.approvable:
+        steps.append(
+            "send what max_expire_fraction holds with the command above (PLAN: the run "
+            "folder below)"
+        )
+    if any(h["kind"] == "alert" for c in summary.held for h in c.holds):
+        steps.append("resolve the alerts")
+    steps.append("change the policy")
+    return ", ".join(steps[:-1]) + f"{', or ' if len(steps) > 1 else ''}{steps[-1]}"
 
 
 def error_notice(*, mode: str, code: int, error: str) -> Notice:

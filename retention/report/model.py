@@ -49,8 +49,11 @@ class ClusterRow:
     # A sharded cluster's shards and config-server replica set, listed not walked.
     members: list[str] = field(default_factory=list)
     bytes_given_back: int = 0  # the storage its sent destructive changes free
+    bytes_held: int = 0  # the storage its held destructive changes would free
     project_name: str | None = None  # from GET /groups/{id}, when it answered
-    approved: int = 0  # held changes an --approve let through (results.jsonl)
+    # What became of its held changes an --approve let through, by outcome (results.jsonl);
+    # empty when this run approved nothing of it.
+    approval: Counter[str] = field(default_factory=Counter)
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn
 
@@ -70,7 +73,29 @@ class ClusterRow:
             errors=list(cluster["errors"]),
             members=[_member(m) for m in cluster.get("members", [])],
             bytes_given_back=cluster.get("bytesGivenBack", 0),
+            bytes_held=cluster.get("bytesHeld", 0),
         )
+
+    def approve(self, tally: ApprovedTally) -> None:
+        """This run sent its held changes (an --approve): they count under their actions,
+        and what they free as given back."""
+        self.approval = Counter(tally.outcomes)
+        moved = sum(tally.actions.values())
+        self.by_action["held"] = max(0, self.by_action["held"] - moved)
+        for action, count in tally.actions.items():
+            self.by_action[action] = self.by_action.get(action, 0) + count
+        self.bytes_given_back += self.bytes_held
+        self.bytes_held = 0
+
+    @property
+    def approved(self) -> int:
+        """Held changes an --approve let through that the service applied."""
+        return self.approval["applied"]
+
+    @property
+    def held_now(self) -> bool:
+        """A gate holds it and this run did not let its held changes through."""
+        return bool(self.holds) and not self.approval
 
     @property
     def key(self) -> tuple[str, str]:
@@ -197,6 +222,15 @@ class CalendarChart:
 
 
 @dataclass
+class ApprovedTally:
+    """The held changes of one cluster an apply's --approve let through: what became of
+    them, and their actions (results.jsonl's lines marked approved)."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    actions: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
 class Outcomes:
     """What results.jsonl says happened to the PATCHes."""
 
@@ -204,11 +238,18 @@ class Outcomes:
     failures: list[dict[str, Any]] = field(default_factory=list)  # the first few, for the table
     failed_total: int = 0
     failed_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # Held changes an apply's --approve let through and that were applied, by cluster.
-    approved_by_cluster: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # The clusters whose held changes an apply's --approve let through, by (project, id).
+    approved: dict[tuple[str, str], ApprovedTally] = field(default_factory=dict)
+    # Destructive changes the service applied, and the earliest expiry among those sent:
+    # from then on it may delete what this run expired.
+    expired: int = 0
+    expires_from: datetime | None = None
     # (clusterId, snapshotId) of changes whose last outcome was neither "applied" nor
     # "unchanged": their snapshots keep the expiry they had, which the calendar needs.
     not_applied: set[tuple[str, str]] = field(default_factory=set)
+    # (clusterId, snapshotId) of changes whose last outcome was "unchanged": an earlier
+    # apply (or someone) set what they write, so this run neither set nor gave back anything.
+    unchanged: set[tuple[str, str]] = field(default_factory=set)
     unreadable: int = 0
     # PATCHes sent that no answer says were applied (plan.restore.in_doubt): an intent
     # with no outcome after it (the run was killed while it was on the wire), or failed.
@@ -363,9 +404,10 @@ class ReportData:
 
     @property
     def held(self) -> list[ClusterRow]:
-        """The clusters a gate holds, in plan order: one row each, whatever the number of
-        holds (a cluster's held changes are counted once, not once per hold)."""
-        return [c for c in self.clusters if c.holds]
+        """The clusters a gate still holds after this run, in plan order: one row each,
+        whatever the number of holds (a cluster's held changes are counted once, not once
+        per hold). A cluster an --approve let through is not among them."""
+        return [c for c in self.clusters if c.held_now]
 
     @property
     def unmanaged(self) -> list[ClusterRow]:

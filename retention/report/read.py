@@ -26,6 +26,7 @@ from retention.report.cells import deciding_first
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.model import (
     AdvisoryRow,
+    ApprovedTally,
     Calendar,
     CalendarDay,
     ChangeRow,
@@ -37,11 +38,11 @@ from retention.report.model import (
     ReportData,
     RunInfo,
 )
-from retention.report.summary import Expiring, OutcomeTotals, PlanSummary, RunSummary
+from retention.report.summarize import summarize
 from retention.report.svg import Snap, build_calendar, build_timeline, category
 from retention.runfolder.folder import DECISIONS, RESULTS, RunFolder
 from retention.runfolder.journal import apply_lines
-from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planread import read_decisions, read_head, read_list, to_send
 from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
@@ -63,25 +64,44 @@ def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
 
     for intent, record in paired(readable()):
         outcomes.in_doubt += in_doubt(intent, record)
-        if record is None:
-            continue
-        outcome = record["outcome"]
-        outcomes.counts[outcome] += 1
-        snapshot = (record["clusterId"], record["snapshotId"])
-        # A resumed run journals a PATCH again: the last outcome is the one that stands.
-        # An unchanged snapshot already holds what the change writes, as an applied one.
-        if outcome in ("applied", "unchanged"):
-            outcomes.not_applied.discard(snapshot)
-        else:
-            outcomes.not_applied.add(snapshot)
-        if outcome == "applied" and record["approved"]:
-            outcomes.approved_by_cluster[(record["projectId"], snapshot[0])] += 1
-        if outcome in ("failed", "refused"):
-            outcomes.failed_total += 1
-            outcomes.failed_by_cluster[(record["projectId"], snapshot[0])] += 1
-            if len(outcomes.failures) < max_listed:
-                outcomes.failures.append(jsonable(record))  # its timestamps as written
+        line = record if record is not None else intent
+        if line is not None and line["approved"]:
+            tally = outcomes.approved.setdefault(
+                (line["projectId"], line["clusterId"]), ApprovedTally()
+            )
+            tally.actions[line["action"]] += 1
+            if record is not None:
+                tally.outcomes[record["outcome"]] += 1
+        if record is not None:
+            _count(outcomes, record, max_listed)
     return outcomes
+
+
+def _count(outcomes: Outcomes, record: ApplyOutcome, max_listed: int) -> None:
+    """Take one outcome line."""
+    outcome = record["outcome"]
+    outcomes.counts[outcome] += 1
+    snapshot = (record["clusterId"], record["snapshotId"])
+    # A resumed run journals a PATCH again: the last outcome is the one that stands.
+    # An unchanged snapshot already holds what the change writes, as an applied one.
+    if outcome in ("applied", "unchanged"):
+        outcomes.not_applied.discard(snapshot)
+    else:
+        outcomes.not_applied.add(snapshot)
+    if outcome == "unchanged":
+        outcomes.unchanged.add(snapshot)
+    else:
+        outcomes.unchanged.discard(snapshot)
+    if outcome == "applied" and record["destructive"]:
+        outcomes.expired += 1
+        sent = (record["body"] or {}).get("expires")
+        if sent is not None and (outcomes.expires_from is None or sent < outcomes.expires_from):
+            outcomes.expires_from = sent
+    if outcome in ("failed", "refused"):
+        outcomes.failed_total += 1
+        outcomes.failed_by_cluster[(record["projectId"], snapshot[0])] += 1
+        if len(outcomes.failures) < max_listed:
+            outcomes.failures.append(jsonable(record))  # its timestamps as written
 
 
 class _DecisionScan:
@@ -109,6 +129,11 @@ class _DecisionScan:
         ]
         self.calendar = Calendar(days=list(self.days), as_planned=outcomes is None)
         self.not_applied = outcomes.not_applied if outcomes is not None else set()
+        self.unchanged = outcomes.unchanged if outcomes is not None else set()
+        # The clusters whose held changes this run sent (--approve): not held any more.
+        self.approved = frozenset(outcomes.approved) if outcomes is not None else frozenset()
+        # What the destructive changes the service applied take (see add).
+        self.bytes_applied = 0
         self.cluster_policies = {c.key: c.policies for c in clusters}
         self.policies = policies
         self.snaps: dict[tuple[str, str], list[Snap]] = {c.key: [] for c in drawn}
@@ -118,9 +143,10 @@ class _DecisionScan:
         """Take one decision record."""
         key = (record["projectId"], record["clusterId"])
         action: str = record["action"]
-        not_sent = bool(record["held"]) or bool(record["advisory"])
+        held = bool(record["held"]) and key not in self.approved
+        not_sent = held or bool(record["advisory"])
         if action != "none":
-            counted = "held" if record["held"] else "advisory" if record["advisory"] else action
+            counted = "held" if held else "advisory" if record["advisory"] else action
             # A change no rule keeps (a shorten) names no policy: it belongs to the cluster's.
             for name in record["policies"] or self.cluster_policies.get(key) or ["(none)"]:
                 if name not in self.policies:
@@ -128,14 +154,16 @@ class _DecisionScan:
                 self.policies[name].changes[counted] += 1
         if record["state"] == "awaiting-deletion":
             self.calendar.awaiting_deletion += 1
-        applied = not not_sent and (
-            self.calendar.as_planned
-            or (record["clusterId"], record["snapshotId"]) not in self.not_applied
-        )
+        snapshot = (record["clusterId"], record["snapshotId"])
+        applied = not not_sent and (self.calendar.as_planned or snapshot not in self.not_applied)
+        # Unchanged: the snapshot holds what the change writes, but not by this run's doing.
+        set_here = applied and snapshot not in self.unchanged
+        if set_here and record["destructive"]:
+            self.bytes_applied += record["storageBytes"] or 0
         expiry = self._resulting_expiry(record, action, applied)
         at = expiry.timestamp() if expiry is not None else -1.0
         if self.now <= at < self.month_end:
-            self._count(record, key, at, applied and action in _CHANGING)
+            self._count(record, key, at, set_here and action in _CHANGING)
         snaps = self.snaps.get(key)
         if snaps is not None:
             target: datetime | Literal["forever"] | None = None
@@ -145,10 +173,10 @@ class _DecisionScan:
                 Snap(
                     id=record["snapshotId"],
                     created=record["created"],
-                    category=category(record),
+                    category=category(record, held=held),
                     changed=action != "none",
                     target=target,
-                    label=_label(record),
+                    label=_label(record, held=held),
                 )
             )
 
@@ -189,14 +217,16 @@ class _DecisionScan:
         return observed["expires"]
 
 
-def _label(record: DecisionRecord) -> str:
-    """A snapshot's tooltip on a timeline."""
+def _label(record: DecisionRecord, *, held: bool) -> str:
+    """A snapshot's tooltip on a timeline (``held``: a gate still holds its change)."""
     created = format_timestamp(record["created"])
     parts = [f"{record['snapshotId']}, created {created}: {record['state']}"]
     if record["action"] != "none":
         parts.append(f"{record['action']}")
-        if record["held"]:
+        if held:
             parts.append("(held)")
+        elif record["held"]:
+            parts.append("(approved)")
         elif record["advisory"]:
             parts.append("(advisory)")
         if record["expiresAfter"]:
@@ -207,11 +237,16 @@ def _label(record: DecisionRecord) -> str:
 MAX_CHANGE_ROWS = 5000
 
 
-def change_rows(plan: Path, limit: int = MAX_CHANGE_ROWS) -> Iterator[ChangeRow]:
-    """The plan's changes as rows, cluster by cluster in plan order: the ones it sends
-    first, then the held ones, at most ``limit`` in all."""
-    both = chain(read_list(plan, "changes"), read_list(plan, "held"))
-    for change in islice(both, limit):
+def change_rows(
+    plan: Path, limit: int = MAX_CHANGE_ROWS, approved: frozenset[tuple[str, str]] = frozenset()
+) -> Iterator[ChangeRow]:
+    """The plan's changes as rows, cluster by cluster in plan order: the ones this run
+    sends first (those of ``changes``, and the held ones of the clusters an --approve let
+    through), then those still held, at most ``limit`` in all."""
+    still_held = (
+        c for c in read_list(plan, "held") if (c["projectId"], c["clusterId"]) not in approved
+    )
+    for change in islice(chain(to_send(plan, approved), still_held), limit):
         yield _row(change)
 
 
@@ -255,7 +290,8 @@ def _cluster_rows(head: PlanHead, outcomes: Outcomes | None) -> list[ClusterRow]
         row.project_name = names.get(row.project_id)
         if outcomes is not None:
             row.failed = outcomes.failed_by_cluster.get(row.key, 0)
-            row.approved = outcomes.approved_by_cluster.get(row.key, 0)
+            if (tally := outcomes.approved.get(row.key)) is not None:
+                row.approve(tally)
     return clusters
 
 
@@ -311,37 +347,6 @@ def _advisory_rows(plan: Path, limit: int) -> list[AdvisoryRow]:
     ]
 
 
-def _summary(
-    run: RunInfo,
-    head: PlanHead,
-    *,
-    outcomes: Outcomes | None,
-    clusters: list[ClusterRow],
-    calendar: Calendar,
-    hold_records: list[HoldRecordRow],
-) -> RunSummary:
-    """The run's summary, from what collect read."""
-    return RunSummary(
-        run=run,
-        plan=PlanSummary.of(head),
-        outcomes=(
-            OutcomeTotals(dict(outcomes.counts), outcomes.in_doubt)
-            if outcomes is not None
-            else None
-        ),
-        clusters_changed=sum(1 for c in clusters if c.changes),
-        clusters_with_problems=sum(1 for c in clusters if c.problems),
-        expiring=Expiring(
-            week=calendar.total("week"),
-            week_planned=calendar.total("week", "planned"),
-            month=calendar.total("month"),
-            month_planned=calendar.total("month", "planned"),
-            as_planned=calendar.as_planned,
-        ),
-        hold_records_ended=sum(not h.in_force for h in hold_records),
-    )
-
-
 def collect(
     run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
 ) -> ReportData:
@@ -367,13 +372,14 @@ def collect(
     now = head["evaluatedAt"]
     return ReportData(
         run=run,
-        summary=_summary(
+        summary=summarize(
             run,
             head,
             outcomes=outcomes,
             clusters=clusters,
             calendar=scan.calendar,
             hold_records=records,
+            bytes_applied=scan.bytes_applied if folder.decisions.exists() else None,
         ),
         clusters=clusters,
         changed=changed,
@@ -384,6 +390,6 @@ def collect(
         outcomes=outcomes,
         problems=problems,
         advisory=_advisory_rows(plan, max_listed),
-        changes=list(change_rows(plan)),
+        changes=list(change_rows(plan, approved=scan.approved)),
         hold_records=records,
     )

@@ -27,7 +27,13 @@ from retention.core.wording import plural, printable, size
 from retention.report.cells import ident
 from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
-from retention.report.summary import RunSummary
+from retention.report.summary import (
+    RunSummary,
+    action_counts,
+    approve_command,
+    holds_text,
+    outcome_counts,
+)
 from retention.report.svg import CALENDAR_MARGINS, TIMELINE_MARGINS, percent
 from retention.runfolder.folder import REPORTS, RunFolder, partial_path
 
@@ -41,10 +47,29 @@ MAX_LISTED = 200
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
 
 
+class MarkdownCode(str):
+    """A code span the ``code`` filter made: inert already, so finalize leaves it as it is."""
+
+    __slots__ = ()
+
+
+def markdown_code(value: Any) -> MarkdownCode:
+    """A value as a Markdown code span on one line, fenced with more backticks than it
+    holds in a row, so nothing in it can end the span or mean anything."""
+    text = printable(" ".join(str(value).splitlines()))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return MarkdownCode(f"{fence}{pad}{text}{pad}{fence}")
+
+
 def markdown_text(value: Any) -> str:
-    """A value as inert Markdown on one line: specials backslash-escaped, newlines as spaces."""
+    """A value as inert Markdown on one line: specials backslash-escaped, newlines as spaces
+    (a code span the ``code`` filter made is inert already)."""
     if value is None:
         return ""
+    if isinstance(value, MarkdownCode):
+        return str(value)
     if isinstance(value, bool | int | float):
         return str(value)
     text = printable(" ".join(str(value).splitlines()))
@@ -104,6 +129,11 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["body_text"] = _body_text
     env.filters["size"] = lambda count: "-" if count is None else size(count)
     env.filters["minutes"] = _minutes
+    # Counts written as the environment writes a number (report.md overrides it).
+    env.filters["action_counts"] = lambda counts: action_counts(counts, env.filters["number"])
+    env.filters["outcome_counts"] = lambda counts: outcome_counts(counts, env.filters["number"])
+    env.filters["approve_command"] = approve_command
+    env.filters["holds_text"] = holds_text
     env.globals.update(_globals())
     return env
 
@@ -156,6 +186,7 @@ def markdown_environment() -> jinja2.Environment:
     # Plain digits: report.md is grepped and pasted into chats, where a thin space in
     # 1 673 breaks a search for 1673.
     env.filters["number"] = str
+    env.filters["code"] = markdown_code
     return env
 
 

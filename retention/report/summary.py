@@ -14,7 +14,8 @@ so the two cannot drift apart), HTML in the Summary section of templates/report.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ from retention.core.timestamps import parse_timestamp
 from retention.errors import SIGNAL_EXITS
 
 if TYPE_CHECKING:
-    from retention.core.planfile import PlanHead
+    from retention.core.planfile import HoldEntry, PlanHead
 
 # The actions that send a PATCH, in the order tables show them (docs/glossary.md, Actions).
 ACTIONS = CHANGE_ACTIONS
@@ -57,15 +58,22 @@ class RunInfo:
 
     @property
     def duration(self) -> str:
-        """The run's duration, e.g. "2m 05s"."""
-        seconds = max(0, round((self.finished_at - self.started_at).total_seconds()))
-        hours, rest = divmod(seconds, 3600)
-        minutes, secs = divmod(rest, 60)
-        if hours:
-            return f"{hours}h {minutes:02d}m {secs:02d}s"
-        if minutes:
-            return f"{minutes}m {secs:02d}s"
-        return f"{secs}s"
+        """The run's duration: "0.8 s" and "12.4 s" under a minute, then "3 min 05 s" and
+        "1 h 02 min 05 s"."""
+        return duration_text((self.finished_at - self.started_at).total_seconds())
+
+
+def duration_text(seconds: float) -> str:
+    """A duration in words, to the tenth of a second under a minute ("0.8 s"), then to the
+    second ("3 min 05 s", "1 h 02 min 05 s")."""
+    seconds = max(0.0, seconds)
+    if round(seconds, 1) < 60:
+        return f"{seconds:.1f} s"
+    hours, rest = divmod(round(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min {secs:02d} s"
+    return f"{minutes} min {secs:02d} s"
 
 
 def _instant(value: object) -> datetime | None:
@@ -149,21 +157,23 @@ class PlanSummary:
 
 @dataclass(frozen=True)
 class OutcomeTotals:
-    """What results.jsonl says became of the run's PATCHes, in all."""
+    """What became of the run's changes, in all: results.jsonl's outcomes, and as "held"
+    also the destructive changes a safety gate held and no --approve let through (never
+    sent, so never journalled)."""
 
     counts: Mapping[str, int]  # by outcome; absent means 0
     # Sent, and no answer says the service applied them (core.restore.in_doubt).
     in_doubt: int
 
     def count(self, outcome: str) -> int:
-        """How many PATCHes ended with this outcome."""
+        """How many changes ended with this outcome."""
         return self.counts.get(outcome, 0)
 
 
 @dataclass(frozen=True)
 class Expiring:
     """How many snapshots expire in the 7 and the 30 days after the plan's evaluatedAt, and
-    how many of those expiries this plan set."""
+    how many of those expiries this plan set (this run, once it applied them)."""
 
     week: int
     week_planned: int
@@ -173,15 +183,93 @@ class Expiring:
 
 
 @dataclass(frozen=True)
+class Deletion:
+    """The snapshots whose expiry this run brought forward, so that the service may delete
+    them: how many, from when, and the storage they take. A run counts the destructive
+    changes the service applied (results.jsonl); a dry run, those its plan would send."""
+
+    count: int
+    expires_from: datetime | None  # the earliest expiry among them
+    bytes: int | None  # None: unknown (decisions.jsonl could not be read)
+    as_planned: bool  # True: the plan's figures, nothing was sent
+
+
+@dataclass(frozen=True)
+class ClusterNote:
+    """One cluster a summary names: its name and ids, and its changes by action (the
+    actions, "held" while a gate holds them and "advisory")."""
+
+    name: str
+    project_id: str
+    cluster_id: str
+    by_action: Mapping[str, int]
+
+    @property
+    def sent(self) -> int:
+        """The changes it sends (held and advisory ones are not sent)."""
+        return sum(n for action, n in self.by_action.items() if action in ACTIONS)
+
+
+@dataclass(frozen=True)
+class HeldCluster(ClusterNote):
+    """A cluster a safety gate still holds after this run, and why."""
+
+    holds: tuple[HoldEntry, ...]
+    approvable: bool  # held by max_expire_fraction only: --approve may let it through
+
+    @property
+    def held(self) -> int:
+        """Its destructive changes the gate holds: not sent."""
+        return self.by_action.get("held", 0)
+
+
+@dataclass(frozen=True)
+class ApprovedCluster(ClusterNote):
+    """A cluster whose held changes this run's --approve let through, and what became of
+    them (results.jsonl)."""
+
+    outcomes: Mapping[str, int]
+
+    @property
+    def let_through(self) -> int:
+        """Its held changes this run took on: sent, or journalled as not sent."""
+        return sum(self.outcomes.values())
+
+
+@dataclass(frozen=True)
+class FailedCluster(ClusterNote):
+    """A cluster with errors (its walk or checks) or PATCHes that failed or were refused,
+    and the first of them in words."""
+
+    errors: int
+    failed: int
+    first: str
+
+
+@dataclass(frozen=True)
 class RunSummary:
-    """What a run comes to: its plan's summary, what became of its PATCHes, how many
-    clusters it changed, held or failed, and what will expire."""
+    """What a run comes to: its plan's summary, what became of its changes, the clusters
+    it held, let through, changed most and failed on, what the service may delete from
+    when, and what will expire.
+
+    ``by_action`` counts what the run did: the plan's decisions, with the held changes an
+    --approve let through under their actions. Lists are complete; each output shows the
+    first few of each and counts the rest.
+    """
 
     run: RunInfo
     plan: PlanSummary
     outcomes: OutcomeTotals | None  # None: no results.jsonl
+    by_action: Mapping[str, int]
     clusters_changed: int
     clusters_with_problems: int  # with an error or a failed PATCH
+    held: tuple[HeldCluster, ...]  # in plan order
+    held_bytes: int  # the storage the held changes would free
+    approved: tuple[ApprovedCluster, ...]  # in plan order
+    busiest: tuple[ClusterNote, ...]  # the clusters that send changes, the most first
+    failed: tuple[FailedCluster, ...]  # in plan order
+    unmanaged: tuple[str, ...]  # clusters and config servers no policy matches
+    deletion: Deletion
     expiring: Expiring
     hold_records_ended: int  # hold records whose end has passed: they protect nothing any more
 
@@ -189,3 +277,50 @@ class RunSummary:
     def nothing_changed(self) -> bool:
         """True when this run sent no PATCH: a dry run, or no results.jsonl."""
         return self.run.dry_run or self.outcomes is None
+
+    def count(self, action: str) -> int:
+        """How many of this run's changes have this action (or are held, or advisory)."""
+        return self.by_action.get(action, 0)
+
+    @property
+    def held_changes(self) -> int:
+        """Destructive changes a gate holds after this run: not sent."""
+        return self.count("held")
+
+    @property
+    def approvable(self) -> tuple[HeldCluster, ...]:
+        """The held clusters an --approve may let through, after review."""
+        return tuple(c for c in self.held if c.approvable)
+
+    @property
+    def approved_sent(self) -> int:
+        """Held changes this run let through, whatever became of them."""
+        return sum(c.let_through for c in self.approved)
+
+
+def approve_command(names: Sequence[str], listed: int = 5) -> str:
+    """The command that sends what max_expire_fraction holds in the clusters ``names``,
+    e.g. "retention apply PLAN --approve prod-orders --approve prod-users", naming the
+    first ``listed`` (" ..." for the others), each quoted for a shell."""
+    chosen = " ".join(f"--approve {shlex.quote(name)}" for name in names[:listed])
+    more = " ..." if len(names) > listed else ""
+    return f"retention apply PLAN {chosen}{more}"
+
+
+def action_counts(by_action: Mapping[str, int], number: Callable[[int], str] = str) -> str:
+    """The changes sent by action, in the actions' order, e.g. "1 protect, 265 shorten"
+    (``number`` writes a count)."""
+    return ", ".join(f"{number(by_action[a])} {a}" for a in ACTIONS if by_action.get(a))
+
+
+def outcome_counts(outcomes: Mapping[str, int], number: Callable[[int], str] = str) -> str:
+    """Outcomes in their order, "applied" always, the others when any, e.g. "0 applied,
+    265 stale" (``number`` writes a count)."""
+    return ", ".join(
+        f"{number(outcomes.get(o, 0))} {o}" for o in OUTCOMES if o == "applied" or outcomes.get(o)
+    )
+
+
+def holds_text(holds: Sequence[HoldEntry]) -> str:
+    """A cluster's holds in one line: "alert: OPEN alert ...; max_expire_fraction: ..."."""
+    return "; ".join(f"{h['kind']}: {h['reason']}" for h in holds)

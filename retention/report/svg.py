@@ -75,12 +75,12 @@ class Snap(NamedTuple):
     label: str
 
 
-def category(record: DecisionRecord) -> str:
+def category(record: DecisionRecord, *, held: bool) -> str:
     """The colour of a decision: keep (kept, protected, extended), expire (a destructive
-    change: shortened, deleted, released unkept), held (a safety gate stopped it), other
-    (unchanged for any other reason)."""
+    change: shortened, deleted, released unkept), held (``held``: a safety gate stopped it
+    and no --approve let it through), other (unchanged for any other reason)."""
     action, state = record["action"], record["state"]
-    if record["held"]:
+    if held:
         return "held"
     if record["destructive"]:
         return "expire"
@@ -368,6 +368,8 @@ def build_calendar(calendar: Calendar, week_end: float) -> CalendarChart:
     top = -(-peak // step) * step  # the scale ends on a gridline
     scale = (CAL_BASE - CAL_TOP) / top
     bars, labels, months = [], [], []
+    # After a run the planned part is what the run applied.
+    setter = "this plan" if calendar.as_planned else "this run"
     for i, day in enumerate(days):
         left = CAL_LEFT + i * slot
         planned = day.planned * scale
@@ -381,7 +383,7 @@ def build_calendar(calendar: Calendar, week_end: float) -> CalendarChart:
                 existing_y=round(CAL_BASE - planned - existing, 1),
                 existing_height=round(existing, 1),
                 title=f"{day.day.isoformat()}: {day.count} expiring, {day.planned} set by "
-                f"this plan, {day.existing} already set",
+                f"{setter}, {day.existing} already set",
             )
         )
         when = day.day

@@ -11,6 +11,8 @@ that names the file, the entry and the field.
 
 from __future__ import annotations
 
+import heapq
+import operator
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,25 @@ def read_list(path: Path, name: ListName) -> Iterator[Change]:
             # An id that failed validation may hold control characters: escaped for people.
             named = f" (snapshot {printable(str(snapshot))})" if snapshot else ""
             raise _problem(f"{path}: {name}[{n}]{named}", exc) from None
+
+
+def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
+    """The changes to send, in plan order: ``changes``, merged with the held changes of the
+    approved clusters (no longer held)."""
+    if not approved:
+        yield from read_list(path, "changes")
+        return
+    released = (
+        _unheld(c) for c in read_list(path, "held") if (c["projectId"], c["clusterId"]) in approved
+    )
+    order = operator.itemgetter("projectId", "clusterId", "snapshotId")
+    yield from heapq.merge(read_list(path, "changes"), released, key=order)
+
+
+def _unheld(change: Change) -> Change:
+    released = dict(change)
+    released.pop("held", None)
+    return released  # type: ignore[return-value] # the same record less its optional "held"
 
 
 def _raw_entries(path: Path, name: str) -> Iterator[Any]:
