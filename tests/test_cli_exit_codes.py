@@ -15,7 +15,7 @@ from tests.support.jsoncommands import (
     Invocation,
     invocations,
     json_commands,
-    json_values,
+    json_stream,
     serve_once,
     stage_for,
 )
@@ -70,10 +70,10 @@ def _run(
         captured = capsys.readouterr()
         out, err = captured.out, captured.err
     assert code == invocation.code, f"{invocation.argv}: exit {code}\n{out}\n{err}"
-    values = json_values(out)
+    values = json_stream(out)
     assert len(values) <= 1, "stdout holds one document at most"
     if invocation.code:
-        values += json_values(err)
+        values += json_stream(err)
     else:
         assert json.loads(out)  # a command that succeeds reports
     return code, values

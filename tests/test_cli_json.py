@@ -15,6 +15,7 @@ from retention import cli
 from retention.ops.clock import Clock, system_clock
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
+from tests.support.jsoncommands import json_stream
 from tests.support.simfleet import KEY
 from tests.test_cli_plan import write_config
 
@@ -251,24 +252,6 @@ def test_apply_json_names_what_was_approved(
     assert doc["approved"]["clusters"] == [fraction_only[0]]
     assert doc["approved"]["sent"] > 0
     assert doc["outcomes"]["applied"] >= doc["approved"]["sent"]
-
-
-def json_stream(text: str) -> list[Any]:
-    """Every JSON value in ``text``, in order; AssertionError at the first thing that is not
-    one (what `jq -c .` would choke on)."""
-    decoder = json.JSONDecoder()
-    values: list[Any] = []
-    at = 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at == len(text):
-            return values
-        try:
-            value, at = decoder.raw_decode(text, at)
-        except json.JSONDecodeError as exc:
-            raise AssertionError(f"not JSON at {at}: {text[at : at + 80]!r}") from exc
-        values.append(value)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from retention.notices.send import run_notice
 from retention.report.model import Calendar, ClusterRow, Outcomes
 from retention.report.summarize import summarize
 from retention.report.summary import ACTIONS, NOT_SENT, RunInfo
+from tests.support.reportpage import bullets
 from tests.support.simfleet import NOW, P
 
 
@@ -127,15 +128,3 @@ def test_the_notice_names_the_clusters_held_changed_and_failed_ten_of_each() -> 
     assert failed[2] == "  - broken-00: cannot list snapshots (0)"
     assert failed[11] == "  - and 4 more clusters with errors"
     assert len(failed) == 12
-
-
-def bullets(markdown: str, start: str) -> list[str]:
-    """The lines of the summary's bullet that begins with ``start``, its sub-items included."""
-    lines = markdown.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith(start))
-    rest = []
-    for line in lines[first + 1 :]:
-        if not line.startswith("  - "):
-            break
-        rest.append(line)
-    return [lines[first], *rest]

@@ -19,7 +19,7 @@ from retention.report.summary import RunInfo
 from retention.simulator.server import Simulator
 from tests.support.journal import outcome_lines
 from tests.support.notices import Receiver
-from tests.support.reportpage import ReportPage
+from tests.support.reportpage import ReportPage, bullets, section
 from tests.support.simfleet import NOW, P
 
 # prod-* clusters only, held by the fraction gate at 10%: prod-big (1,234 snapshots, all
@@ -53,24 +53,6 @@ def configure(folder: Path, base_url: str, notify_url: str) -> None:
 def run_folders(folder: Path) -> list[Path]:
     """The run folders under reports/, oldest first."""
     return sorted(d for d in (folder / "reports").iterdir() if d.is_dir())
-
-
-def bullets(markdown: str, start: str) -> list[str]:
-    """The lines of the summary's bullet that begins with ``start``, its sub-items included."""
-    lines = markdown.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith(start))
-    rest = []
-    for line in lines[first + 1 :]:
-        if not line.startswith("  - "):
-            break
-        rest.append(line)
-    return [lines[first], *rest]
-
-
-def section(markdown: str, heading: str) -> str:
-    """The text of report.md's ``### heading`` section."""
-    after = markdown.split(f"### {heading}\n", 1)[1]
-    return after.split("\n### ", 1)[0]
 
 
 def applied_expiries(results: Sequence[dict[str, Any]]) -> list[datetime]:

@@ -88,11 +88,6 @@ class ClusterRow:
         self.bytes_held = 0
 
     @property
-    def approved(self) -> int:
-        """Held changes an --approve let through that the service applied."""
-        return self.approval["applied"]
-
-    @property
     def held_now(self) -> bool:
         """A gate holds it and this run did not let its held changes through."""
         return bool(self.holds) and not self.approval

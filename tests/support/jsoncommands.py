@@ -216,8 +216,9 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def json_values(text: str) -> list[Any]:
-    """Every JSON value in ``text`` (documents and JSON log lines), in order."""
+def json_stream(text: str) -> list[Any]:
+    """Every JSON value in ``text``, in order; AssertionError at the first thing that is not
+    one (what `jq -c .` would choke on)."""
     decoder = json.JSONDecoder()
     values: list[Any] = []
     at = 0
@@ -226,5 +227,8 @@ def json_values(text: str) -> list[Any]:
             at += 1
         if at == len(text):
             return values
-        value, at = decoder.raw_decode(text, at)
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"not JSON at {at}: {text[at : at + 80]!r}") from exc
         values.append(value)

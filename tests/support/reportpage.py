@@ -1,5 +1,6 @@
-"""report.html read back as a person reads it: the text of each section and element with an
-id, and the rows of each section's tables, with the standard library's html.parser."""
+"""The reports read back as a person reads them: report.html's text of each section and element
+with an id and the rows of each section's tables (the standard library's html.parser), and
+report.md's sections and summary bullets."""
 
 from __future__ import annotations
 
@@ -82,3 +83,21 @@ def _words(text: str) -> str:
     """``text`` with each run of white space as one space, and numbers without the thin
     space that groups their digits (1 232 reads 1232, as in report.md)."""
     return " ".join(text.replace("\u2009", "").split())
+
+
+def bullets(markdown: str, start: str) -> list[str]:
+    """The lines of the summary's bullet that begins with ``start``, its sub-items included."""
+    lines = markdown.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(start))
+    rest = []
+    for line in lines[first + 1 :]:
+        if not line.startswith("  - "):
+            break
+        rest.append(line)
+    return [lines[first], *rest]
+
+
+def section(markdown: str, heading: str) -> str:
+    """The text of report.md's ``### heading`` section."""
+    after = markdown.split(f"### {heading}\n", 1)[1]
+    return after.split("\n### ", 1)[0]
