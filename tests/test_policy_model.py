@@ -476,7 +476,7 @@ def test_json_schema_top_level() -> None:
     assert policy_schema["required"] == ["name"]
     assert set(policy_schema["properties"]) == {
         "name", "description", "match", "timezone", "keep", "protect",
-        "release_protection", "grace", "inconsistent", "safety",
+        "release_protection", "grace", "inconsistent", "safety", "expect",
     }  # fmt: skip
     assert policy_schema["properties"]["grace"]["default"] == "24h"
     assert policy_schema["properties"]["inconsistent"]["enum"] == ["ignore", "expire"]
@@ -487,6 +487,7 @@ def test_json_schema_forbids_extra_keys_and_describes_fields() -> None:
     definitions = policy_json_schema()["$defs"]
     assert set(definitions) == {
         "Policy", "Selector", "KeepRules", "ProtectRules", "EveryRule", "Safety", "HoldRecord",
+        "Expect",
     }  # fmt: skip
     for name, definition in definitions.items():
         assert definition["additionalProperties"] is False, name

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Literal
 
+from retention.core.freshness import freshness
 from retention.core.gates import hold_destructive, hold_uncarried
 from retention.core.horizon import horizon, required_and_written
 from retention.core.merged import Merged
@@ -54,7 +55,12 @@ from retention.core.model import (
 from retention.core.policy.engine import Item, Match, evaluate
 from retention.core.policy.holdrecords import ended
 from retention.core.policy.loader import LoadedPolicy
+from retention.core.restorepoints import ladder_of
 from retention.core.snapshot import SnapshotPatch
+
+# The states of a snapshot the plan leaves in place: the cluster's restore points, when
+# complete and consistent.
+RESTORE_STATES = frozenset({"kept", "protected", "manual-hold", "unmatched"})
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).
 Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
@@ -124,6 +130,7 @@ def decide(
     if not policies:
         unmatched = note("unmatched", "no policy matches this cluster")
         plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
+        describe_restore_points(plan, now, within=None)
         return plan
     merged = Merged.of(policies, now)
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())
@@ -142,7 +149,31 @@ def decide(
     if target.kind == "config-server":
         for decision in plan.decisions:
             decision.advisory = decision.action != "none"
+    describe_restore_points(plan, now, within=merged.newest_within)
     return plan
+
+
+def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta | None) -> None:
+    """Put the cluster's ladder of restore points and the freshness of its backups on
+    ``plan``: neither when its walk failed, since part of its snapshots may be missing.
+
+    A restore point is a complete, consistent snapshot the plan leaves in place (kept,
+    protected, held by hand, or of a cluster no policy matches); restorable, for the
+    freshness, is any complete, consistent snapshot not awaiting deletion."""
+    if plan.errors:
+        return
+    points = [
+        d.snapshot.created
+        for d in plan.decisions
+        if d.state in RESTORE_STATES and d.snapshot.consistent and d.snapshot.complete
+    ]
+    plan.ladder = ladder_of(points, now)
+    restorable = [
+        d.snapshot.created
+        for d in plan.decisions
+        if d.snapshot.complete and d.snapshot.consistent and not _awaiting(d.snapshot, now)
+    ]
+    plan.freshness = freshness(restorable, now, within=within, any_snapshot=bool(plan.decisions))
 
 
 def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.timestamps import ceil_to_second
@@ -22,6 +22,8 @@ class Merged:
     release_protection: bool
     expire_inconsistent: bool
     policies: tuple[LoadedPolicy, ...]  # sorted by name: holds say which one's setting held
+    # The shortest expect.newest_within of the policies that set one (None: none does).
+    newest_within: timedelta | None = None
 
     @classmethod
     def of(cls, policies: Sequence[LoadedPolicy], now: datetime) -> Merged:
@@ -37,6 +39,7 @@ class Merged:
             release_protection=all(p.release_protection for p in settings),
             expire_inconsistent=all(p.inconsistent == "expire" for p in settings),
             policies=tuple(sorted(policies, key=lambda p: p.name)),
+            newest_within=newest_within(policies, now),
         )
 
     def fraction_setting(self) -> str:
@@ -50,3 +53,14 @@ class Merged:
             if event_type in loaded.policy.safety.hold_on_alerts:
                 return loaded.where("safety.hold_on_alerts")
         return None
+
+
+def newest_within(policies: Sequence[LoadedPolicy], now: datetime) -> timedelta | None:
+    """The most demanding expect.newest_within of ``policies`` as a span ending at ``now``,
+    or None when none sets it."""
+    spans = [
+        now - p.policy.expect.newest_within.before(now, UTC)
+        for p in policies
+        if p.policy.expect.newest_within is not None
+    ]
+    return min(spans, default=None)

@@ -15,8 +15,10 @@ import msgspec
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
+from retention.core.freshness import Freshness
 from retention.core.ids import id_problem
 from retention.core.policy.holdrecords import HoldRecordTerms
+from retention.core.restorepoints import Ladder
 from retention.core.snapshot import (
     Kind,
     SnapshotFacts,
@@ -284,3 +286,7 @@ class ClusterPlan:
     release_protection: bool = False
     # The hold records of the cluster's policies (every one, found here or not).
     hold_records: list[HoldRecordView] = field(default_factory=list)
+    # What it can be restored to once the plan is applied, and how fresh its newest
+    # restorable snapshot is (None when its walk failed; freshness also when not checked).
+    ladder: Ladder | None = None
+    freshness: Freshness | None = None

@@ -16,8 +16,10 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
+from retention.core.freshness import Freshness, Source
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
 from retention.core.model import Action, ChangeAction, Reason, SnapshotView, State
+from retention.core.restorepoints import Grain, Ladder
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
@@ -128,6 +130,59 @@ class MemberEntry(TypedDict):
 
 
 @with_config(_STRICT)
+class MissingEntry(TypedDict):
+    """A hole in a tier of restore points: ``count`` buckets (``unit``) with no restore
+    point between two of its points, named from ``first`` to ``last``."""
+
+    after: Timestamp
+    before: Timestamp
+    count: Annotated[int, Field(ge=1)]
+    unit: str
+    first: str
+    last: str
+
+
+@with_config(_STRICT)
+class TierEntry(TypedDict):
+    """A rung of the ladder: "daily for 7 days" (``every`` for ``span`` ``unit``s)."""
+
+    grain: Grain
+    every: str
+    everySeconds: Annotated[int, Field(ge=0)]
+    reaches: Timestamp
+    points: Annotated[int, Field(ge=2)]
+    span: Annotated[int, Field(ge=1)]
+    unit: str
+    missing: list[MissingEntry]
+    text: str
+
+
+@with_config(_STRICT)
+class RestorePointsEntry(TypedDict):
+    """What the cluster can be restored to once the plan is applied, read off the
+    snapshots it keeps: how many, the newest and oldest, and the ladder."""
+
+    count: Annotated[int, Field(ge=0)]
+    newest: Timestamp | None
+    oldest: Timestamp | None
+    gaps: bool
+    tiers: list[TierEntry]
+    text: str
+
+
+@with_config(_STRICT)
+class FreshnessEntry(TypedDict):
+    """The age of the cluster's newest restorable snapshot against what is expected."""
+
+    newest: Timestamp | None
+    ageSeconds: Annotated[int, Field(ge=0)] | None
+    withinSeconds: Annotated[int, Field(ge=0)]
+    expectedFrom: Source
+    stale: bool
+    text: str
+
+
+@with_config(_STRICT)
 class ClusterEntry(TypedDict):
     """A cluster (or config server) of the plan: its policies, holds, errors and counts."""
 
@@ -151,6 +206,11 @@ class ClusterEntry(TypedDict):
     bytesHeld: Annotated[int, Field(ge=0)]
     # The earliest time from which the service may delete a snapshot this plan expires.
     expiresFrom: Timestamp | None
+    # Its restore points once the plan is applied, and whether its backups stopped: absent
+    # when its walk failed, and in plans written before they were added. A cluster with no
+    # snapshot and no expectation is not checked (no newestRestorable).
+    restorePoints: NotRequired[RestorePointsEntry]
+    newestRestorable: NotRequired[FreshnessEntry]
 
 
 @with_config(_STRICT)
@@ -184,6 +244,9 @@ class Summary(TypedDict):
     bytesGivenBack: int
     bytesHeld: int
     expiresFrom: Timestamp | None
+    # Clusters whose newest restorable snapshot is older than expected (backups that
+    # stopped). Optional: plans written before it was added still read.
+    clustersStale: NotRequired[int]
 
 
 @with_config(_STRICT)
@@ -283,3 +346,50 @@ def snapshot_view(record: DecisionRecord) -> SnapshotView:
         record["consistent"],
         record["storageBytes"],
     )
+
+
+def restore_points_entry(ladder: Ladder) -> RestorePointsEntry:
+    """A ladder as plan.json and the JSON outputs carry it."""
+    return {
+        "count": ladder.points,
+        "newest": ladder.newest,
+        "oldest": ladder.oldest,
+        "gaps": ladder.has_gaps,
+        "tiers": [
+            {
+                "grain": t.grain,
+                "every": t.every,
+                "everySeconds": t.every_seconds,
+                "reaches": t.reaches,
+                "points": t.points,
+                "span": t.span,
+                "unit": t.unit,
+                "missing": [
+                    {
+                        "after": m.after,
+                        "before": m.before,
+                        "count": m.count,
+                        "unit": m.unit,
+                        "first": m.first,
+                        "last": m.last,
+                    }
+                    for m in t.missing
+                ],
+                "text": t.words(),
+            }
+            for t in ladder.tiers
+        ],
+        "text": ladder.words(),
+    }
+
+
+def freshness_entry(fresh: Freshness) -> FreshnessEntry:
+    """The freshness of a cluster's backups as plan.json carries it."""
+    return {
+        "newest": fresh.newest,
+        "ageSeconds": fresh.age_seconds,
+        "withinSeconds": fresh.within_seconds,
+        "expectedFrom": fresh.source,
+        "stale": fresh.stale,
+        "text": fresh.words(),
+    }

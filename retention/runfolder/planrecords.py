@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from retention.core.model import ClusterPlan, Decision, HoldRecordView
-from retention.core.planfile import Body, Change, ClusterEntry, DecisionRecord, HoldRecordEntry
+from retention.core.planfile import (
+    Body,
+    Change,
+    ClusterEntry,
+    DecisionRecord,
+    HoldRecordEntry,
+    freshness_entry,
+    restore_points_entry,
+)
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import to_utc
 
@@ -91,7 +99,7 @@ def cluster_entry(
     """The cluster's entry in plan.json's ``clusters``: what it is, its holds and errors,
     ``counts`` of its snapshots, and what the ``entries`` of its lists give back or hold."""
     t = plan.target
-    return {
+    entry: ClusterEntry = {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
         "name": t.name,
@@ -126,6 +134,11 @@ def cluster_entry(
             default=None,
         ),
     }
+    if plan.ladder is not None:
+        entry["restorePoints"] = restore_points_entry(plan.ladder)
+    if plan.freshness is not None:
+        entry["newestRestorable"] = freshness_entry(plan.freshness)
+    return entry
 
 
 def hold_record_entry(plan: ClusterPlan, view: HoldRecordView) -> HoldRecordEntry:

@@ -317,6 +317,9 @@ class PlanBuilder:
                 (c["expiresFrom"] for c in self.clusters if c["expiresFrom"] is not None),
                 default=None,
             ),
+            "clustersStale": sum(
+                1 for c in self.clusters if c.get("newestRestorable", {}).get("stale")
+            ),
         }
 
 

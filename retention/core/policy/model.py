@@ -245,6 +245,20 @@ class Safety(BaseModel):
     )
 
 
+class Expect(BaseModel):
+    """What the policy expects of the clusters it matches, checked on every plan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    newest_within: OptionalDuration = Field(
+        None,
+        description=(
+            "Warn when a cluster's newest restorable snapshot is older than this "
+            "(default: twice the cluster's own cadence and an hour)."
+        ),
+    )
+
+
 class Policy(BaseModel):
     """One retention policy: scope, keep and protect rules, grace and safety gates."""
 
@@ -277,6 +291,9 @@ class Policy(BaseModel):
         "ignore", description="What to do with possibly inconsistent snapshots."
     )
     safety: Safety = Field(default_factory=Safety, description="Safety gates.")
+    expect: Expect = Field(
+        default_factory=Expect, description="What to expect of the clusters' backups."
+    )
 
     @model_validator(mode="after")
     def _keeps_something(self) -> Policy:
@@ -312,6 +329,8 @@ class Policy(BaseModel):
         if self.inconsistent == "expire":
             parts.append("expire inconsistent snapshots")
         parts.extend(_describe_safety(self.safety))
+        if self.expect.newest_within is not None:
+            parts.append(f"expect a snapshot within {self.expect.newest_within}")
         parts.append(f"times in {self.timezone}")
         return f"{self.name}: {_describe_scope(self.match)}, {'; '.join(parts)}."
 
