@@ -101,6 +101,8 @@ def _run_document(
     result: JobResult, mode: str, code: int, notices: list[Delivery]
 ) -> dict[str, Any]:
     """run, apply --format json: the same facts as the summary, for scripts."""
+    from retention.report.summary import stale_clusters
+
     applied = result.applied
     approval = result.approval
     return {
@@ -112,6 +114,7 @@ def _run_document(
         "runDir": str(result.run_dir),
         "reports": [str(path) for path in result.reports],
         "summary": result.document["summary"],
+        "staleBackups": [c.document() for c in stale_clusters(result.document)],
         "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
         "interrupted": result.interrupted,
         "failures": [

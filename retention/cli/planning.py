@@ -84,6 +84,7 @@ def plan(
       retention plan --format json | jq .plan.summary.byAction
     """
     from retention.lifecycle.plan import plan_fleet
+    from retention.report.summary import stale_clusters
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
@@ -103,6 +104,7 @@ def plan(
                 "exitCode": code,
                 "planPath": str(result.plan_path),
                 "decisionsPath": str(result.decisions_path),
+                "staleBackups": [c.document() for c in stale_clusters(result.document)],
                 "plan": result.document,
             }
         )

@@ -22,6 +22,7 @@ from retention.report.summary import (
     RunSummary,
     approve_command,
     outcome_counts,
+    stale_text,
 )
 
 # Clusters named in one line of the summary; the report has the others.
@@ -115,6 +116,7 @@ def plan_totals_lines(plan: PlanSummary) -> list[str]:
 def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
     """What the plan does in all, what holds it, its notes, errors and warnings."""
     lines = plan_totals_lines(plan)
+    lines.extend(stale_lines(plan))
     lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
     lines.extend(f"  note {notice}" for notice in plan.notices)
@@ -161,11 +163,20 @@ def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
             f"Advisory: {summary.count('advisory')} changes on legacy config servers "
             "(no API to apply them)."
         )
+    lines.extend(stale_lines(summary.plan))
     lines.extend(hold_record_lines(document))
     lines.extend(f"  note {notice}" for notice in summary.plan.notices)
     lines.extend(_hold_lines((c.name, c.holds) for c in summary.held))
     lines.extend(_approve_lines([c.name for c in summary.approvable]))
     return lines + _problem_lines(summary.plan, document)
+
+
+def stale_lines(plan: PlanSummary) -> list[str]:
+    """The warning for clusters whose backups stopped (their newest restorable snapshot is
+    older than expected), naming the first LISTED: a warning, never a hold."""
+    if not plan.stale:
+        return []
+    return [f"Warning: {stale_text(plan.stale, LISTED)}."]
 
 
 def _deletion_lines(summary: RunSummary) -> list[str]:

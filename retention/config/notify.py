@@ -23,8 +23,8 @@ from pydantic import (
     model_validator,
 )
 
-NotifyWhen = Literal["changes", "holds", "failure"]
-NOTIFY_ON: tuple[NotifyWhen, ...] = ("changes", "holds", "failure")
+NotifyWhen = Literal["changes", "holds", "failure", "stale-backups"]
+NOTIFY_ON: tuple[NotifyWhen, ...] = ("changes", "holds", "failure", "stale-backups")
 REDACTED = "**********"
 # A scheme as apprise spells one (slack, workflows, mailto, jsons ...); anything else is not
 # shown at all, since it might be part of the secret.
@@ -87,7 +87,8 @@ class NotifySettings(BaseModel):
         list(NOTIFY_ON),
         min_length=1,
         description="When to send: changes (applied; planned in a dry run), holds (a safety "
-        "gate held changes), failure (exit 1 or 5)",
+        "gate held changes), failure (exit 1 or 5), stale-backups (the plan found clusters "
+        "whose backups stopped)",
     )
 
     # Where each URL of ``urls`` was given, when not in retention.yaml (notify.urls[N]):

@@ -74,15 +74,16 @@ class Notifier:
         held: bool,
     ) -> list[Delivery]:
         """Send the notice of a finished job when ``notify.on`` names a kind of its
-        ending: ``changed`` (applied, or for a dry run planned), ``held`` by a gate, or a
-        failure by its exit ``code``. The deliveries (none when nothing was sent)."""
+        ending: ``changed`` (applied, or for a dry run planned), ``held`` by a gate, a
+        failure by its exit ``code``, or clusters whose backups stopped (``summary``'s
+        plan). The deliveries (none when nothing was sent)."""
         if self.done or self.settings is None:
             return []
         self.done = True
         # Imported when a notice may go out: apprise costs most runs 80 ms for nothing.
         from retention.notices.send import reasons, run_notice, send  # noqa: PLC0415
 
-        why = reasons(code=code, changed=changed, held=held)
+        why = reasons(code=code, changed=changed, held=held, stale=bool(summary.stale))
         if not why.intersection(self.settings.on):
             return []
         notice = run_notice(

@@ -8,6 +8,8 @@ A notice goes out when the run's ending is one of the kinds ``notify.on`` names:
 - ``holds``: a safety gate held destructive changes that no ``--approve`` let through;
 - ``failure``: the run finished with failures (exit 1) or stopped on an error with exit 1
   or 5 (the API unreachable or the keys refused) once the configuration was loaded.
+- ``stale-backups``: the run's plan found clusters whose backups stopped (their newest
+  restorable snapshot is older than expected: retention.core.freshness).
 
 Its title is the run's exit code and what it means, its body the run's summary in Markdown
 (the very text report.md begins with: ``report.render.summary_markdown``), which names the
@@ -82,10 +84,11 @@ class Delivery:
         return {"url": self.url, "setting": self.setting, "sent": self.sent, "error": self.error}
 
 
-def reasons(*, code: int, changed: bool, held: bool) -> set[NotifyWhen]:
+def reasons(*, code: int, changed: bool, held: bool, stale: bool = False) -> set[NotifyWhen]:
     """The kinds of ending a run had: ``changed`` (changes applied, or for a dry run
-    planned), ``held`` (a gate held changes no --approve let through), ``code`` its exit
-    code (1, 5, 130 and 143 are failures)."""
+    planned), ``held`` (a gate held changes no --approve let through), ``stale`` (its plan
+    found clusters whose backups stopped), ``code`` its exit code (1, 5, 130 and 143 are
+    failures)."""
     found: set[NotifyWhen] = set()
     if changed:
         found.add("changes")
@@ -93,13 +96,15 @@ def reasons(*, code: int, changed: bool, held: bool) -> set[NotifyWhen]:
         found.add("holds")
     if code in FAILURE_EXITS:
         found.add("failure")
+    if stale:
+        found.add("stale-backups")
     return found
 
 
 def _kind(why: set[NotifyWhen]) -> Literal["info", "success", "warning", "failure"]:
     if "failure" in why:
         return "failure"
-    if "holds" in why:
+    if "holds" in why or "stale-backups" in why:
         return "warning"
     return "success" if "changes" in why else "info"
 
@@ -127,6 +132,11 @@ def run_notice(
     text = summary_markdown(summary)
     if "holds" in why:
         text += f"\n\nHeld changes wait for a human: read the report, then {_next_steps(summary)}."
+    if "stale-backups" in why:
+        text += (
+            "\n\nBackups stopped: check the backup of the clusters named above in the "
+            "service; the snapshots they have are kept as the policies say."
+        )
     body = f"{text}\n\nRun folder: {_code_span(str(run_dir))}"
     kind = _kind(why)
     # A dry run changed nothing, so its planned changes are news, not a success.

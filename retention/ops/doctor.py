@@ -3,7 +3,8 @@
 One check per line, each passed, warning or failed, with a remedy when it is not passed:
 configuration and policies; where the notices go (redacted, nothing sent to them); the API
 reachable with TLS verified; the credentials accepted; the service version; the clock skew
-from the Date header (expiry decisions depend on the clock); and per target project the
+from the Date header (expiry decisions depend on the clock); backups that stopped, as the
+newest plan in the reports folder found them; and per target project the
 backup agents' link, discovery, one snapshot page and the alerts. Returns results; the CLI
 prints them and picks the exit code.
 """
@@ -21,6 +22,7 @@ from retention.config.loading import LoadedConfig, load_config
 from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.config.policyfiles import load_policies
 from retention.config.writable import WRITE_FIX, unwritable
+from retention.core.freshness import age_words
 from retention.core.model import Target
 from retention.core.policy.loader import PolicySet
 from retention.core.wording import counted, unmanaged_text
@@ -29,11 +31,15 @@ from retention.errors import (
     AuthenticationError,
     ConfigError,
     PermissionDeniedError,
+    PlanFileError,
     TLSError,
     TransportError,
 )
 from retention.lifecycle.connect import open_client
 from retention.ops.clock import Clock, system_clock
+from retention.report.summary import stale_clusters, stale_text
+from retention.runfolder.lineage import newest_plans
+from retention.runfolder.planread import read_head
 from retention.walk.inventory import ProjectTargets, discover, project_targets
 
 Status = Literal["pass", "warn", "fail"]
@@ -109,6 +115,7 @@ def run_doctor(
         checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
         return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
+    checks.append(_backups(reports, clock))
     with open_client(loaded, clock=clock, interactive=interactive) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
@@ -121,6 +128,34 @@ def run_doctor(
         if targets is not None:
             _coverage(policies, targets, checks)
     return Report(checks)
+
+
+def _backups(reports: Path, clock: Clock) -> Check:
+    """Backups that stopped, as the newest plan in ``reports`` found them (not a what-if
+    plan): the doctor reads its plan.json and never walks the snapshots, which only a plan
+    does in full. A warning, as in the plan: backups are not retention's to fix."""
+    for path in newest_plans(reports):
+        try:
+            head = read_head(path)
+        except (OSError, PlanFileError):
+            continue  # half written, or not a plan: an older one says as much
+        if head["whatIf"]:
+            continue
+        seconds = int((clock() - head["evaluatedAt"]).total_seconds())
+        ago = f"{age_words(seconds)} ago" if seconds >= 60 else "just now"
+        where = f"the newest plan ({path}, evaluated {ago})"
+        stale = stale_clusters(head)
+        if not stale:
+            checked = sum("newestRestorable" in c for c in head["clusters"])
+            detail = f"{where}: {counted(checked, 'cluster')} checked, none stopped"
+            return Check("backups", "pass", detail)
+        return Check(
+            "backups",
+            "warn",
+            f"{where}: {stale_text(stale)}",
+            "check these clusters' backup in the service; a plan or run checks again",
+        )
+    return Check("backups", "pass", f"not checked: no plan in {reports} yet")
 
 
 def _notices(loaded: LoadedConfig) -> Check:

@@ -20,6 +20,16 @@ SUCCESS = "retention_last_success_timestamp_seconds"
 SUCCESSFUL_EXITS = frozenset({0, 3})  # 3: done, and a gate held changes for a human
 
 
+@dataclass(frozen=True)
+class Freshness:
+    """How old one cluster's newest restorable snapshot is, and how old it may be."""
+
+    project: str  # the project id
+    cluster: str  # the cluster's name
+    age_seconds: int | None  # None: no restorable snapshot
+    within_seconds: int
+
+
 @dataclass
 class RunMetrics:
     """What one run did, in numbers."""
@@ -41,6 +51,10 @@ class RunMetrics:
     api_retries: int = 0
     notices_sent: int = 0  # notify: URLs that took the run's notice
     notices_failed: int = 0  # notify: URLs the notice could not be sent to
+    clusters_stale: int = 0  # clusters whose backups stopped
+    # Per checked cluster (plan.json's newestRestorable): its project id and name, the age
+    # of its newest restorable snapshot (None: it has none) and the age expected at most.
+    freshness: list[Freshness] = field(default_factory=list)
     shard: str | None = None
 
     @property
@@ -110,6 +124,11 @@ _COUNT_GAUGES: tuple[tuple[str, str, Callable[[RunMetrics], float]], ...] = (
     ("retention_api_requests", "API requests of the last run.", lambda m: m.api_requests),
     ("retention_api_retries", "API retries of the last run.", lambda m: m.api_retries),
     (
+        "retention_clusters_stale",
+        "Clusters whose newest restorable snapshot is older than expected (backups stopped).",
+        lambda m: m.clusters_stale,
+    ),
+    (
         "retention_notices_sent",
         "Notification URLs (notify: in retention.yaml) the last run's notice was sent to.",
         lambda m: m.notices_sent,
@@ -149,7 +168,31 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
     )
     for outcome, count in sorted(m.outcomes.items()):
         outcomes.labels(*values, outcome).set(count)
+    _freshness(reg, m, labels, values)
     return reg
+
+
+def _freshness(reg: CollectorRegistry, m: RunMetrics, labels: list[str], values: list[str]) -> None:
+    """A sample per checked cluster: the age of its newest restorable snapshot (when it has
+    one), and the age expected at most (expect.newest_within, or from its cadence), so that
+    one alert rule compares the two with each cluster's own threshold."""
+    names = [*labels, "project", "cluster"]
+    age = Gauge(
+        "retention_newest_restorable_age_seconds",
+        "Age of the cluster's newest restorable snapshot when the last run planned.",
+        names,
+        registry=reg,
+    )
+    expected = Gauge(
+        "retention_newest_restorable_expected_seconds",
+        "The age the cluster's newest restorable snapshot may reach before it is a warning.",
+        names,
+        registry=reg,
+    )
+    for f in m.freshness:
+        if f.age_seconds is not None:
+            age.labels(*values, f.project, f.cluster).set(f.age_seconds)
+        expected.labels(*values, f.project, f.cluster).set(f.within_seconds)
 
 
 def previous_success(path: Path) -> float | None:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import jinja2
 import markupsafe
 
+from retention.core.freshness import age_words
 from retention.core.glossary import GLOSSARY
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
@@ -41,6 +42,13 @@ from retention.runfolder.folder import REPORTS, RunFolder, partial_path
 MAX_TIMELINES = 50
 # Rows of long lists (failed PATCHes, advisory decisions) in the HTML; the rest are counted.
 MAX_LISTED = 200
+
+# Where a cluster's expected age of its newest restorable snapshot comes from, in words.
+EXPECTED_FROM = {
+    "policy": "expect.newest_within",
+    "cadence": "twice its cadence",
+    "default": "the default, too few snapshots for a cadence",
+}
 
 # Characters with a meaning in GitHub-flavoured Markdown; escaped with a backslash, which
 # CommonMark allows before any ASCII punctuation. "|" would split a table cell.
@@ -134,6 +142,8 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["outcome_counts"] = lambda counts: outcome_counts(counts, env.filters["number"])
     env.filters["approve_command"] = approve_command
     env.filters["holds_text"] = holds_text
+    env.filters["age"] = age_words
+    env.filters["expected_from"] = EXPECTED_FROM.__getitem__
     env.globals.update(_globals())
     return env
 

@@ -21,11 +21,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from retention.core.model import CHANGE_ACTIONS
-from retention.core.timestamps import parse_timestamp
+from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.errors import SIGNAL_EXITS
 
 if TYPE_CHECKING:
-    from retention.core.planfile import HoldEntry, PlanHead
+    from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
 
 # The actions that send a PATCH, in the order tables show them (docs/glossary.md, Actions).
 ACTIONS = CHANGE_ACTIONS
@@ -92,6 +92,71 @@ def _required(value: object) -> datetime:
 
 
 @dataclass(frozen=True)
+class StaleCluster:
+    """A cluster whose backups stopped: its newest restorable snapshot is older than
+    expected (plan.json's ``newestRestorable``; retention.core.freshness says how)."""
+
+    name: str
+    project_id: str
+    cluster_id: str
+    project_name: str | None
+    newest: datetime | None  # None: no restorable snapshot at all
+    age_seconds: int | None
+    within_seconds: int
+    expected_from: str  # policy, cadence or default
+    text: str  # "newest restorable snapshot 3 days 2 h old; expected within 13 h (...)"
+
+    @classmethod
+    def of(cls, cluster: ClusterEntry, project_name: str | None) -> StaleCluster | None:
+        """The cluster as a stale one, or None when its backups are on time (or it is
+        not checked: no ``newestRestorable``)."""
+        fresh = cluster.get("newestRestorable")
+        if fresh is None or not fresh["stale"]:
+            return None
+        return cls(
+            name=cluster["name"],
+            project_id=cluster["projectId"],
+            cluster_id=cluster["clusterId"],
+            project_name=project_name,
+            newest=_instant(fresh["newest"]),
+            age_seconds=fresh["ageSeconds"],
+            within_seconds=fresh["withinSeconds"],
+            expected_from=fresh["expectedFrom"],
+            text=fresh["text"],
+        )
+
+    def document(self) -> dict[str, object]:
+        """The cluster in ``--format json`` (``staleBackups``)."""
+        return {
+            "projectId": self.project_id,
+            "clusterId": self.cluster_id,
+            "name": self.name,
+            "newest": None if self.newest is None else format_timestamp(self.newest),
+            "ageSeconds": self.age_seconds,
+            "withinSeconds": self.within_seconds,
+            "expectedFrom": self.expected_from,
+            "text": self.text,
+        }
+
+
+def stale_clusters(head: PlanHead) -> tuple[StaleCluster, ...]:
+    """The clusters of a plan whose backups stopped, in plan order."""
+    names = {p["projectId"]: p["name"] for p in head.get("projects", [])}
+    found = (StaleCluster.of(c, names.get(c["projectId"])) for c in head["clusters"])
+    return tuple(c for c in found if c is not None)
+
+
+def stale_text(stale: Sequence[StaleCluster], listed: int = 10) -> str:
+    """The clusters whose backups stopped in one line: "2 clusters whose backups stopped:
+    prod-a (newest restorable snapshot 3 days 2 h old; expected within 13 h (twice its
+    cadence)), prod-b (...)", the first ``listed`` named, then "and N more"."""
+    count = len(stale)
+    named = ", ".join(f"{c.name} ({c.text})" for c in stale[:listed])
+    more = f", and {count - listed} more" if count > listed else ""
+    return f"{count} {'cluster' if count == 1 else 'clusters'} whose backups stopped: {named}{more}"
+
+
+@dataclass(frozen=True)
 class PlanSummary:
     """What a plan says in all: where and when it was made, its counts, what it gives back
     and from when, and its notes, errors and warnings."""
@@ -114,6 +179,8 @@ class PlanSummary:
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
     unused_policies: tuple[str, ...]  # policies that matched no cluster or config server
+    # Clusters whose newest restorable snapshot is older than expected, in plan order.
+    stale: tuple[StaleCluster, ...] = ()
 
     @classmethod
     def of(cls, head: PlanHead) -> PlanSummary:
@@ -138,6 +205,7 @@ class PlanSummary:
             errors=tuple(head.get("errors", [])),
             warnings=tuple(head.get("warnings", [])),
             unused_policies=tuple(head.get("unusedPolicies", [])),
+            stale=stale_clusters(head),
         )
 
     def count(self, action: str) -> int:
@@ -281,6 +349,11 @@ class RunSummary:
     def count(self, action: str) -> int:
         """How many of this run's changes have this action (or are held, or advisory)."""
         return self.by_action.get(action, 0)
+
+    @property
+    def stale(self) -> tuple[StaleCluster, ...]:
+        """The clusters whose backups stopped, as its plan found them."""
+        return self.plan.stale
 
     @property
     def held_changes(self) -> int:

@@ -1,4 +1,5 @@
-"""What a run folder without an apply in it holds, and which applies used its plan.
+"""What a run folder without an apply in it holds, which applies used its plan, and the
+newest plans of a reports folder.
 
 A folder with plan.json and no results.jsonl sent nothing: it is a plan (`retention plan`,
 which writes plan.json and decisions.jsonl only) or a dry run (`retention run --dry-run`,
@@ -70,6 +71,22 @@ def applies_of(folder: RunFolder, places: Iterable[Path]) -> list[Path]:
             if digest is not None and _sha256(copy) == digest:
                 found[where] = candidate.path
     return sorted(found.values(), key=lambda path: path.name)
+
+
+def newest_plans(reports: Path) -> list[Path]:
+    """The plan.json of each run folder in ``reports``, the newest first (a run folder's
+    name starts with its UTC time, to the second; the file's time decides between two of
+    one second); none when the folder does not exist (yet)."""
+    plans = [RunFolder(path).plan for path in _folders(reports)]
+    return sorted((p for p in plans if p.is_file()), key=_made, reverse=True)
+
+
+def _made(plan: Path) -> tuple[str, float]:
+    try:
+        written = plan.stat().st_mtime
+    except OSError:
+        written = 0.0  # gone since it was listed: read_head says so
+    return plan.parent.name.partition("-")[0], written
 
 
 def _folders(place: Path) -> list[Path]:

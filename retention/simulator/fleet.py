@@ -264,8 +264,10 @@ class FleetBuilder:
             days += 1
         return days
 
-    def history(self, cluster: SimCluster, days: int) -> None:
-        """Attach a generated history; per snapshot only id, hold and shard flags are drawn."""
+    def history(self, cluster: SimCluster, days: int, stopped_days_ago: int = 0) -> None:
+        """Attach a generated history; per snapshot only id, hold and shard flags are drawn.
+        ``stopped_days_ago``: the cluster's backups stopped that many days before now, so
+        it has no snapshot since (nor one running); what it took before expires as usual."""
         rng, plan, now = self.rng, self.plan(days), self.now
         rows = plan.alive
         if rng.random() < 0.5:
@@ -274,7 +276,10 @@ class FleetBuilder:
                 for epoch, created in plan.expired[: rng.randint(1, 2)]
             ]
             rows = sorted([*rows, *late], key=lambda row: row[0], reverse=True)
-        incomplete = rng.random() < 0.3
+        incomplete = rng.random() < 0.3 and not stopped_days_ago
+        if stopped_days_ago:
+            last = now - timedelta(days=stopped_days_ago)
+            rows = [row for row in rows if row[1] <= last]
         out: list[SimSnapshot] = []
         for epoch, created, expires in rows:
             snapshot = SimSnapshot(self.snapshot_id(epoch), created, expires=expires)

@@ -14,6 +14,8 @@ absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+
               - {id: s1, created: "now-6h", expires: "now+2d"}
               - {id: s2, created: "now-3d", doNotDelete: true}
               - {id: s3, created: "now-1h", complete: false}
+          - name: prod-stopped                   # backups stopped: none for 3 days
+            generate: {six_hourly_days: 2, stopped_days_ago: 3}
           - name: prod-sh
             type: SHARDED_REPLICA_SET
             shards: [prod-sh-shard0, prod-sh-shard1]
@@ -28,6 +30,8 @@ absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+
           - {eventTypeName: OPLOG_BEHIND, status: CLOSED, replicaSetName: prod-rs0,
              created: "now-2d", resolved: "now-1d"}
 
+``stopped_days_ago`` (0 by default) makes a cluster whose backups stopped that many days ago:
+its generated history ends then, and what it took before expires as usual.
 ``missingShards`` lists shard names; the API's missing-shard documents are filled in.
 Ids left out are filled in as fleet.py describes: project, cluster, shard, host and alert ids
 from the seed and the names (the same on every run, whatever the clock), snapshot ids from
@@ -106,6 +110,7 @@ class _Snapshot(_Spec):
 
 class _Generate(_Spec):
     six_hourly_days: int = Field(default=2, ge=1, le=400, alias="six_hourly_days")
+    stopped_days_ago: int = Field(default=0, ge=0, le=400, alias="stopped_days_ago")
 
 
 class _Cluster(_Spec):
@@ -254,7 +259,7 @@ def load_fleet_file(
             shards = (c.shards or [f"{c.name}-shard{k}" for k in range(2)]) if sharded else None
             cluster = b.cluster(project, c.name, shards, c.id, c.replica_set_name)
             if c.generate:
-                b.history(cluster, c.generate.six_hourly_days)
+                b.history(cluster, c.generate.six_hourly_days, c.generate.stopped_days_ago)
             for s in c.snapshots:
                 cluster.add(_snapshot(b, s, cluster))
         for h in p.hosts:
