@@ -293,7 +293,7 @@ def test_a_bad_notification_url_is_a_config_error_that_does_not_echo_it(
         "workflows:// for Teams, mailto://, json:// and about 180 more)",
         "retention.yaml:6: notify.urls[2]: not an Apprise URL: write SERVICE://..., "
         "e.g. json://alerts.example.net/retention",
-        "retention.yaml:7: notify.on[1]: must be 'changes', 'holds' or 'failure'",
+        "retention.yaml:7: notify.on[1]: must be 'changes', 'holds', 'failure' or 'stale-backups'",
     ]
     assert TOKEN not in said
     assert TOKEN not in caplog.text
@@ -335,13 +335,13 @@ def test_notify_on_defaults_to_every_kind_and_a_url_shows_only_its_scheme(
     shown = [" ".join(line.split()) for line in render_config(loaded).splitlines()]
     assert settings is not None
     assert settings.urls is not None
-    assert settings.on == ["changes", "holds", "failure"]
+    assert settings.on == ["changes", "holds", "failure", "stale-backups"]
     assert (str(settings.urls[0]), repr(settings.urls[0])) == (
         "slack://**********",
         "NotifyUrl('slack://**********')",
     )
     assert 'urls: ["slack://**********"] # file' in shown
-    assert 'on: ["changes", "holds", "failure"] # default' in shown
+    assert 'on: ["changes", "holds", "failure", "stale-backups"] # default' in shown
     assert secret not in "\n".join(shown) + repr(loaded)
     again = yaml.safe_load(f"urls: [json://127.0.0.1/{TOKEN}]\non: [failure]\n")
     assert NotifySettings.model_validate(again).on == ["failure"]
@@ -363,4 +363,4 @@ def test_the_example_notify_block_loads_once_uncommented(tmp_path: Path) -> None
     settings = NotifySettings.model_validate(data["notify"])
 
     assert [str(url) for _, url in settings.destinations()] == ["slack://**********", REDACTED]
-    assert settings.on == ["changes", "holds", "failure"]
+    assert settings.on == ["changes", "holds", "failure", "stale-backups"]

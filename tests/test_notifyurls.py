@@ -90,7 +90,7 @@ def test_the_environment_alone_turns_notices_on(tmp_path: Path) -> None:
     ]
     assert notify.urls is not None
     assert notify.urls[0].get_secret_value() == f"json://127.0.0.1/{TOKEN}"
-    assert notify.on == ["changes", "holds", "failure"]
+    assert notify.on == ["changes", "holds", "failure", "stale-backups"]
     assert loaded.sources["notify.urls"] == "env RETENTION_NOTIFY_URLS"
     assert loaded.warnings == []
     shown = [" ".join(line.split()) for line in render_config(loaded).splitlines()]
@@ -349,7 +349,7 @@ def test_urls_from_the_file_and_the_environment_reach_the_service_and_nothing_el
     ]
     assert receiver.paths == [f"/hooks/{TOKEN}"] * 2  # the secret did reach the service
     assert (
-        f"ok    notices: on changes, holds, failure, from env RETENTION_NOTIFY_URLS: "
+        f"ok    notices: on changes, holds, failure, stale-backups, from env RETENTION_NOTIFY_URLS: "
         f"{REDACTED} (RETENTION_NOTIFY_URLS[0]); {REDACTED} (RETENTION_NOTIFY_URLS[1])"
     ) in outputs[4]
     assert [text for text in outputs if TOKEN in text] == []

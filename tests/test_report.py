@@ -43,6 +43,7 @@ SECTIONS = [
     "run",
     "summary",
     "holds",
+    "stale-backups",
     "changes",
     "unmanaged",
     "policies",

@@ -668,6 +668,9 @@ def test_the_docstring_example_is_a_valid_fleet_file(tmp_path: Path) -> None:
     assert {"s1", "s2", "s3"} <= set(rs.index)
     assert len(rs.snapshots) > 20
     assert rs.index["s2"].do_not_delete
+    stopped = next(c for c in project.clusters.values() if c.name == "prod-stopped")
+    assert stopped.snapshots
+    assert max(s.created for s in stopped.snapshots) <= NOW - timedelta(days=3)
     sharded = next(c for c in project.clusters.values() if c.name == "prod-sh")
     assert sharded.index["s4"].missing_shards is not None
     assert sharded.index["s4"].missing_shards[0]["shardName"] == "prod-sh-shard1"

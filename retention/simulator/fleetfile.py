@@ -30,9 +30,9 @@ absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+
           - {eventTypeName: OPLOG_BEHIND, status: CLOSED, replicaSetName: prod-rs0,
              created: "now-2d", resolved: "now-1d"}
 
+``missingShards`` lists shard names; the API's missing-shard documents are filled in.
 ``stopped_days_ago`` (0 by default) makes a cluster whose backups stopped that many days ago:
 its generated history ends then, and what it took before expires as usual.
-``missingShards`` lists shard names; the API's missing-shard documents are filled in.
 Ids left out are filled in as fleet.py describes: project, cluster, shard, host and alert ids
 from the seed and the names (the same on every run, whatever the clock), snapshot ids from
 their creation time and the seed.
