@@ -349,8 +349,9 @@ def test_urls_from_the_file_and_the_environment_reach_the_service_and_nothing_el
     ]
     assert receiver.paths == [f"/hooks/{TOKEN}"] * 2  # the secret did reach the service
     assert (
-        f"ok    notices: on changes, holds, failure, stale-backups, from env RETENTION_NOTIFY_URLS: "
-        f"{REDACTED} (RETENTION_NOTIFY_URLS[0]); {REDACTED} (RETENTION_NOTIFY_URLS[1])"
+        "ok    notices: on changes, holds, failure, stale-backups, from env "
+        f"RETENTION_NOTIFY_URLS: {REDACTED} (RETENTION_NOTIFY_URLS[0]); "
+        f"{REDACTED} (RETENTION_NOTIFY_URLS[1])"
     ) in outputs[4]
     assert [text for text in outputs if TOKEN in text] == []
     files = [p for p in folder.rglob("*") if p.is_file() and p.parent.name != "policies"]
