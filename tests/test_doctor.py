@@ -75,6 +75,7 @@ def test_every_check_passes_against_the_simulator(
         "service version",
         "clock",
         "reports",
+        "backups",
     ):
         assert f"ok    {name}:" in out
     assert "WARN  tls: plain HTTP" in out
