@@ -18,7 +18,7 @@ from retention.errors import UsageError
 from retention.lifecycle.job import Facts, JobContext, Mode
 from retention.lifecycle.jobs import JobResult, apply_saved, change_count, run_job
 from retention.ops.logs import RUN_LOGGER
-from retention.ops.metrics import Freshness
+from retention.ops.metrics import NewestRestorable
 from retention.planning.workers import planning_workers
 from retention.report import render_run
 from retention.report.undo import render_undo_reports
@@ -91,7 +91,7 @@ class _PlanEnding:
         m.errors = len(result.document.get("errors", [])) + summary["clustersWithErrors"]
         m.clusters_stale = summary.get("clustersStale", 0)
         m.freshness = [
-            Freshness(c["projectId"], c["name"], fresh["ageSeconds"], fresh["withinSeconds"])
+            NewestRestorable(c["projectId"], c["name"], fresh["ageSeconds"], fresh["withinSeconds"])
             for c in result.document["clusters"]
             if (fresh := c.get("newestRestorable")) is not None
         ]

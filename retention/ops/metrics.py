@@ -21,7 +21,7 @@ SUCCESSFUL_EXITS = frozenset({0, 3})  # 3: done, and a gate held changes for a h
 
 
 @dataclass(frozen=True)
-class Freshness:
+class NewestRestorable:
     """How old one cluster's newest restorable snapshot is, and how old it may be."""
 
     project: str  # the project id
@@ -54,7 +54,7 @@ class RunMetrics:
     clusters_stale: int = 0  # clusters whose backups stopped
     # Per checked cluster (plan.json's newestRestorable): its project id and name, the age
     # of its newest restorable snapshot (None: it has none) and the age expected at most.
-    freshness: list[Freshness] = field(default_factory=list)
+    freshness: list[NewestRestorable] = field(default_factory=list)
     shard: str | None = None
 
     @property

@@ -140,9 +140,10 @@ class StaleCluster:
 
 
 def stale_clusters(head: PlanHead) -> tuple[StaleCluster, ...]:
-    """The clusters of a plan whose backups stopped, in plan order."""
+    """The clusters of a plan whose backups stopped, in plan order (a head without its
+    clusters, as a summary of counts alone may be, has none)."""
     names = {p["projectId"]: p["name"] for p in head.get("projects", [])}
-    found = (StaleCluster.of(c, names.get(c["projectId"])) for c in head["clusters"])
+    found = (StaleCluster.of(c, names.get(c["projectId"])) for c in head.get("clusters", []))
     return tuple(c for c in found if c is not None)
 
 
