@@ -30,7 +30,7 @@ _TAIL = 2_000
 TABLE_ROWS = 10  # snapshots shown per cluster in Markdown
 TEXT_ROWS = 20  # ... and on a terminal
 JSON_HINT = "`retention diff --format json`"
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
 def compared_with(base: Baseline) -> str:
@@ -244,7 +244,8 @@ def _short(text: str, limit: int) -> str:
 def _md(text: str) -> str:
     """``text`` safe in a Markdown table cell: control characters and line breaks written
     out, Markdown and HTML characters escaped."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", printable(text).replace("&", "&amp;"))
+    html = printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html)
 
 
 def _code(text: str) -> str:
