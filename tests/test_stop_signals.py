@@ -400,6 +400,29 @@ def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
     assert "Traceback" not in err
 
 
+def test_a_stop_while_diff_walks_writes_nothing_and_sends_nothing(tmp_path: Path) -> None:
+    """SIGTERM during a diff's walk: exit 143 with its own words, no PATCH, no output on
+    stdout and no reports folder (a review writes nothing)."""
+    with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
+        proc = setup.start("diff", "--base", "policies", "--format", "json")
+
+        def walking() -> bool:
+            by_endpoint: dict[str, int] = setup.sim.admin("counters")["byEndpoint"]
+            return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) > 0
+
+        wait_for(walking, "the walk to start")
+        proc.proc.send_signal(signal.SIGTERM)
+        out, err = proc.finish(timeout=30)
+        service = setup.patches()
+
+    assert proc.returncode == 143, err
+    assert service == []
+    assert out == ""
+    assert not setup.reports.exists()
+    assert "stopped by SIGTERM while reviewing: nothing was written and nothing was sent" in err
+    assert "Traceback" not in err
+
+
 def test_sigterm_to_the_process_group_while_workers_plan_is_a_stop_not_a_crash(
     tmp_path: Path,
 ) -> None:

@@ -127,6 +127,10 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["plan", "--at", "yesterday"], 2),
     ],
     "explain": _explain,
+    "diff": lambda _stage: [
+        Invocation(["diff", "--base", "policies"], 0),
+        Invocation(["diff", "--base", "no-such-folder"], 2),
+    ],
     "run": lambda stage: [
         Invocation(["run", "--dry-run"], 0),
         Invocation(["run", "--dry-run", "--config", "no-such.yaml"], 2),

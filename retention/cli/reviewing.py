@@ -1,0 +1,104 @@
+"""Reviewing commands: diff (what a policy change does to the restore points)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from retention.cli import cli
+from retention.cli.common import json_logs, lifecycle_setup, parse_at
+from retention.cli.output import emit
+from retention.errors import EXIT_FAILURES, EXIT_HELD, EXIT_OK
+
+if TYPE_CHECKING:
+    from retention.lifecycle.review import Reviewed
+
+
+def _format(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+    # As --format of the other commands: json by default under --log-format json.
+    if value is not None:
+        return value
+    return "json" if json_logs(ctx) else "text"
+
+
+@cli.command("diff")
+@click.option(
+    "--base",
+    "base",
+    required=True,
+    metavar="git:REF|PATH",
+    help="The policies to compare with: git:REF reads the policies folder as it is on REF "
+    "of the git repository it lives in (e.g. git:origin/main); a PATH is a policy folder or "
+    "file.",
+)
+@click.option(
+    "--at",
+    "at",
+    metavar="TIMESTAMP",
+    help="Evaluate both sides as of this time instead of now, e.g. 2027-01-01T00:00:00Z.",
+)
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["text", "markdown", "json"]),
+    default=None,
+    callback=_format,
+    help="text for a terminal; markdown for a pull-request comment (under 60,000 "
+    "characters); json: one JSON document on stdout (docs/commands.md). Default: text, or "
+    "json with --log-format json.",
+)
+@click.pass_context
+def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
+    """Say what a policy change does to the restore points, before it merges: the snapshots
+    the current policies stop keeping (and from when the service may delete them), those
+    they newly keep, the storage, the safety holds they add or lift, and each cluster's
+    restore points before and after.
+
+    One read-only walk of the fleet, decided with both sets of policies at the same time:
+    nothing is sent or written and no lock is taken; a read-only API key is enough. Exit 0:
+    the current policies keep at least what the base keeps; 3: they stop keeping snapshots
+    the base keeps (even when a cluster could not be walked too); 1: a cluster could not be
+    walked; 2: invalid policies on either side or a bad --base; 5: API unreachable.
+
+    \b
+    Examples:
+      retention diff --base git:origin/main
+      retention diff --base ../policies-old
+      retention diff --base git:main --format markdown > comment.md
+      retention diff --base git:main --format json | jq .summary
+    """
+    from retention.lifecycle.review import review_change
+
+    reviewed = review_change(lifecycle_setup(ctx), base=base, at=parse_at(at))
+    code = diff_exit_code(reviewed)
+    if output == "json":
+        from retention.review.document import review_document
+
+        emit(
+            review_document(
+                reviewed.review,
+                reviewed.base,
+                reviewed.current,
+                exit_code=code,
+                what_if=reviewed.what_if,
+            )
+        )
+    elif output == "markdown":
+        from retention.review.render import markdown
+
+        click.echo(markdown(reviewed.review, reviewed.base, what_if=reviewed.what_if), nl=False)
+    else:
+        from retention.review.render import text_lines
+
+        for line in text_lines(reviewed.review, reviewed.base, what_if=reviewed.what_if):
+            click.echo(line)
+    return code
+
+
+def diff_exit_code(reviewed: Reviewed) -> int:
+    """3 when the current policies stop keeping a snapshot the base keeps (what a reviewer
+    must see wins over a cluster that could not be walked), else 1 for walk errors, else 0."""
+    if reviewed.review.keeps_less:
+        return EXIT_HELD
+    return EXIT_FAILURES if reviewed.review.errors else EXIT_OK

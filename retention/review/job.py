@@ -1,0 +1,158 @@
+"""The review as a job: one read-only walk of the fleet, each cluster decided twice (base
+policies, current policies) at one ``now``, and the difference kept.
+
+Only the difference of a cluster that changes is kept (core.compare.ClusterDiff: the
+snapshots whose fate changes, not every decision), and an unchanged cluster is only
+counted, so memory holds the walk's window of clusters and what the change does, whatever
+the size of the fleet. One process decides both sides: a review is one pass that nobody
+waits on at three in the morning, and twice the CPU of a plan's deciding is still small
+beside the walk.
+
+Nothing is sent, written or locked: the client only reads (a read-only key is enough).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from retention.api.client import OpsManagerClient
+from retention.core.compare import ClusterDiff, Shift, compare
+from retention.core.decide import decide
+from retention.core.horizon import lease
+from retention.core.model import AlertView, Target
+from retention.core.policy.loader import PolicySet
+from retention.ops.stopping import Stop
+from retention.walk.inventory import ProjectTargets, survey_all, walk_all
+
+
+@dataclass
+class Review:
+    """What the current policies do to the fleet against the base policies."""
+
+    evaluated_at: datetime
+    diffs: list[ClusterDiff] = field(default_factory=list)  # changed clusters, largest first
+    compared: int = 0  # clusters walked and decided on both sides
+    unchanged: int = 0
+    errors: list[str] = field(default_factory=list)  # survey and walk errors
+
+    @property
+    def keeps_less(self) -> bool:
+        """True when the current policies stop keeping a snapshot the base keeps."""
+        return any(d.keeps_less for d in self.diffs)
+
+    def totals(self) -> Totals:
+        """The counts every output's summary gives."""
+        of = [(d, {s: len(d.of(s)) for s in SHIFTS}) for d in self.diffs]
+        return Totals(
+            changed=len(self.diffs),
+            keeping_less=sum(1 for d in self.diffs if d.keeps_less),
+            stops_keeping=sum(n["stops keeping"] for _, n in of),
+            newly_keeps=sum(n["newly keeps"] for _, n in of),
+            newly_protects=sum(n["newly protects"] for _, n in of),
+            stops_protecting=sum(n["stops protecting"] for _, n in of),
+            bytes_given_back=sum(d.bytes_given_back for d in self.diffs),
+            bytes_newly_kept=sum(d.bytes_newly_kept for d in self.diffs),
+            holds_added=sum(len(d.holds_added) for d in self.diffs),
+            holds_gone=sum(len(d.holds_gone) for d in self.diffs),
+        )
+
+
+SHIFTS: tuple[Shift, ...] = ("stops keeping", "newly keeps", "newly protects", "stops protecting")
+
+
+@dataclass(frozen=True)
+class Totals:
+    """A review in counts: clusters, snapshots by shift, bytes and holds."""
+
+    changed: int
+    keeping_less: int  # clusters where the current policies stop keeping a snapshot
+    stops_keeping: int
+    newly_keeps: int
+    newly_protects: int
+    stops_protecting: int
+    bytes_given_back: int
+    bytes_newly_kept: int
+    holds_added: int
+    holds_gone: int
+
+
+@dataclass
+class _Survey:
+    targets: list[Target] = field(default_factory=list)
+    alerts: dict[str, list[AlertView]] = field(default_factory=dict)
+    unread: dict[str, str] = field(default_factory=dict)  # why a project's alerts are unknown
+    errors: list[str] = field(default_factory=list)
+
+
+def review(
+    client: OpsManagerClient,
+    base: PolicySet,
+    current: PolicySet,
+    projects: Sequence[ProjectTargets],
+    *,
+    now: datetime,
+    schedule: str | None,
+    concurrency: int,
+    stop: Stop,
+) -> Review:
+    """Walk every target of ``projects`` once, decide each with ``base`` and ``current`` as
+    of ``now``, and keep the difference. StopRequestedError when ``stop`` is asked for."""
+    found = _survey(client, projects, concurrency)
+    lease_for = lease(schedule, now)
+    result = Review(now, errors=list(found.errors))
+    for walk in walk_all(client, found.targets, concurrency=concurrency):
+        stop.check("comparing the next cluster")
+        target = walk.target
+        if walk.error:
+            result.errors.append(f"{target.kind} {target.cluster_id}: {walk.error}")
+        walk_error = walk.error or found.unread.get(target.project_id)
+        alerts = found.alerts.get(target.project_id, [])
+        before, after = (
+            decide(
+                target,
+                walk.snapshots,
+                policies.matching(target.project_id, target.name, target.kind),
+                alerts,
+                now=now,
+                lease_for=lease_for,
+                walk_error=walk_error,
+            )
+            for policies in (base, current)
+        )
+        diff = compare(before, after)
+        result.compared += 1
+        if diff.changed:
+            result.diffs.append(diff)
+        else:
+            result.unchanged += 1
+    result.diffs.sort(key=_largest_first)
+    return result
+
+
+def _largest_first(diff: ClusterDiff) -> tuple[int, int, int, str, str]:
+    lost, given_back, shifts = diff.weight
+    return (-lost, -given_back, -shifts, diff.target.name, diff.target.cluster_id)
+
+
+def _survey(
+    client: OpsManagerClient, projects: Sequence[ProjectTargets], concurrency: int
+) -> _Survey:
+    """The targets and open alerts of every project, as the plan surveys them."""
+    ordered = sorted(projects, key=lambda p: p.project_id)
+    found = _Survey()
+    for survey in survey_all(client, ordered, concurrency=concurrency):
+        project = survey.project_id
+        found.alerts[project] = survey.alerts
+        if survey.alerts_error is not None:
+            found.unread[project] = (
+                f"cannot read the project's alerts, so no alert can be honoured: "
+                f"{survey.alerts_error}"
+            )
+            found.errors.append(found.unread[project])
+        if survey.discovery_error is not None:
+            found.errors.append(f"project {project}: discovery failed: {survey.discovery_error}")
+            continue
+        found.targets += survey.targets
+    return found
