@@ -103,7 +103,7 @@ def _text_cluster(diff: ClusterDiff) -> list[str]:
     lines += [f"  held today by: {printable(reason)}" for reason in held_by(diff)]
     if diff.shifts:
         rows = [_row(s) for s in diff.shifts[:TEXT_ROWS]]
-        header = ("snapshot", "created", "size", "change", "may be deleted from", "why now")
+        header = ("snapshot", "created", "size", "change", "may be deleted from", "why: was -> now")
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
         for row in [header, *rows]:
             cells = [c.ljust(w) for c, w in zip(row, widths, strict=False)]
