@@ -4,19 +4,36 @@ months; oldest 2025-11-30".
 
 The ladder is read off the restore points themselves (the complete, consistent snapshots the
 plan keeps), not off the policy text: a policy can promise monthly snapshots the fleet does
-not have. Pure: the points and ``now`` in, a ``Ladder`` out.
+not have. Pure: the points in, a ``Ladder`` out.
 
 How it is read. Newest first, each gap between two neighbouring points gets a grain by its
 length (under 18 h: a sub-daily cadence; under 3.5 days: daily; under 18 days: weekly; under
-200 days: monthly; yearly beyond). Runs of gaps of one grain are the tiers, after two
-smoothings that keep one odd gap from splitting a tier: a lone gap between two runs of the
-same grain is a hole in (or an extra point of) that tier, and a lone finer gap at the newest
-end or between two tiers (a manual snapshot, the weekly and the monthly snapshot a day apart)
-joins its older neighbour or the tier before it. A tier reaches as far back as its oldest
-point; its span is counted from ``now`` in the tier's unit, rounded up ("daily for 7 days"
-when the oldest daily point is 6 days 4 hours old). Calendar buckets (days, ISO weeks,
-months, years) are UTC's; one with no point between two points of its tier is missing, and
-the tier says so.
+200 days: monthly; yearly beyond). Runs of gaps of one grain are the tiers, after smoothings
+that keep an odd point from splitting a tier:
+
+- a lone coarser gap between two runs of one grain is a hole in that tier;
+- finer gaps between two runs of one grain, spanning no more than one and a half of that
+  tier's usual interval, are extra points of it (a snapshot held by hand mid-month);
+- a lone finer gap at either end, or between two coarser tiers, is an extra point of its
+  neighbour (a newest manual snapshot; the weekly and the monthly snapshot a day apart): at
+  the ends it joins the one tier beside it, between two it joins the newer;
+- the gap where a tier meets the next coarser one (sub-daily and daily, daily and weekly,
+  ...) belongs to the coarser tier when it would be a hole in the finer one: the last
+  6-hourly point at 06:00, the daily points at 18:00; the last daily point on a Wednesday,
+  the weekly ones on Sundays.
+
+A tier reaches as far back as its oldest point. Its span is counted from the newest restore
+point (of the whole ladder: the tiers are read from there back), in the calendar buckets of
+its unit, both ends included: "daily for 7 days" when its oldest point was made six days
+before the newest, "weekly for 5 weeks" back to the fourth ISO week before the newest's,
+"monthly for 12 months" back to December from a November, so a regular history reads as the
+rules that keep it ("daily: 7"). A sub-daily tier spans the time from the newest point to
+its oldest plus one usual interval (24 hourly points: 24 hours), rounded up: in hours up to
+36 h, in days beyond. A ladder whose newest point is old still reads the same; how old it is
+is the freshness's business (``retention.core.freshness``). Calendar buckets (days,
+ISO weeks, months, years) are UTC's; one with no point between two points of its tier is
+missing, and the tier says so; in a sub-daily tier, a gap longer than one and a half of its
+usual interval misses the intervals that would fit in it.
 """
 
 from __future__ import annotations
@@ -37,15 +54,13 @@ GRAINS: tuple[Grain, ...] = ("sub-daily", "daily", "weekly", "monthly", "yearly"
 _GRAIN_BELOW = (("sub-daily", 18.0), ("daily", 84.0), ("weekly", 432.0), ("monthly", 4800.0))
 _HOUR = 3600.0
 _DAY = 24 * _HOUR
-# The unit a tier's span is counted in, in seconds, and its noun.
-_UNITS: dict[Grain, tuple[float, str]] = {
-    "daily": (_DAY, "day"),
-    "weekly": (7 * _DAY, "week"),
-    "monthly": (365.2425 / 12 * _DAY, "month"),
-    "yearly": (365.2425 * _DAY, "year"),
-}
-# A sub-daily gap longer than this many of the tier's usual interval leaves points missing.
+# The calendar bucket of each grain but sub-daily: its span and its holes are counted in it.
+_UNITS: dict[Grain, str] = {"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year"}
+# A sub-daily gap longer than this many of the tier's usual interval leaves points missing;
+# finer gaps between two runs of a tier, spanning no more than this many, are extra points.
 _HOLE_FACTOR = 1.5
+# A sub-daily tier's span is in hours up to this many, in days beyond.
+_HOURS_AT_MOST = 36
 
 
 def grain_of(gap: timedelta) -> Grain:
@@ -129,16 +144,17 @@ class Ladder:
         return ", ".join(t.words() for t in self.tiers) + f"; oldest {_day(self.oldest)}"
 
 
-def ladder_of(points: Iterable[datetime], now: datetime) -> Ladder:
-    """The ladder of restore points created at ``points`` (any order), seen at ``now``."""
+def ladder_of(points: Iterable[datetime]) -> Ladder:
+    """The ladder of restore points created at ``points`` (any order)."""
     ordered = sorted(set(points), reverse=True)
     if not ordered:
         return Ladder(0, None, None)
     if len(ordered) == 1:
         return Ladder(1, ordered[0], ordered[0])
     gaps = [newer - older for newer, older in pairwise(ordered)]
-    runs = _smoothed([_Run(grain_of(g), i, i) for i, g in enumerate(gaps)])
-    tiers = tuple(_tier(run, ordered, gaps, now) for run in runs)
+    runs = _smoothed([_Run(grain_of(g), i, i) for i, g in enumerate(gaps)], gaps)
+    runs = _met(runs, ordered, gaps)
+    tiers = tuple(_tier(run, ordered, gaps) for run in runs)
     return Ladder(len(ordered), ordered[0], ordered[-1], tiers)
 
 
@@ -151,35 +167,59 @@ class _Run:
     last: int
 
 
-def _smoothed(runs: list[_Run]) -> list[_Run]:
+def _smoothed(runs: list[_Run], gaps: list[timedelta]) -> list[_Run]:
+    """``runs`` merged, each odd run taking its neighbours' grain (the module docstring's
+    smoothings) until none changes. Each change merges two runs, so this ends."""
     runs = _merged(runs)
-    changed = True
-    while changed and len(runs) > 1:
-        changed = False
+    while len(runs) > 1:
         for r, run in enumerate(runs):
-            if run.first != run.last:
-                continue  # only a lone gap is smoothed away
-            grain = _lone_gap_grain(runs, r)
+            grain = _taken_grain(runs, r, gaps)
             if grain is not None and grain != run.grain:
                 run.grain = grain
-                changed = True
+                break
+        else:
+            return runs
         runs = _merged(runs)
     return runs
 
 
-def _lone_gap_grain(runs: list[_Run], r: int) -> Grain | None:
-    """The grain a lone gap at ``runs[r]`` takes from its neighbours, or None to keep its own."""
+def _taken_grain(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """The grain the run at ``runs[r]`` takes from its neighbours, or None to keep its own."""
     rank = GRAINS.index
-    own = rank(runs[r].grain)
-    newer = runs[r - 1].grain if r > 0 else None
-    older = runs[r + 1].grain if r + 1 < len(runs) else None
-    if newer is not None and newer == older:
-        return newer  # a hole in the tier, or an extra point of it
-    if older is not None and own < rank(older) and (newer is None or own < rank(newer)):
-        # Finer than what surrounds it: an extra point. At the newest end it joins the tier
-        # behind it; between two tiers, the newer one.
-        return older if newer is None else newer
+    run = runs[r]
+    own = rank(run.grain)
+    newer = runs[r - 1] if r > 0 else None
+    older = runs[r + 1] if r + 1 < len(runs) else None
+    lone = run.first == run.last
+    if newer is not None and older is not None and newer.grain == older.grain:
+        if own > rank(newer.grain):
+            return newer.grain if lone else None  # a hole in the tier around it
+        usual = median(_seconds(gaps, newer) + _seconds(gaps, older))
+        extra = sum(_seconds(gaps, run))
+        return newer.grain if extra <= _HOLE_FACTOR * usual else None  # extra points
+    beside = [n for n in (newer, older) if n is not None]
+    if lone and all(own < rank(n.grain) for n in beside):
+        return beside[0].grain  # an extra point: of the tier beside it, or the newer one
     return None
+
+
+def _met(runs: list[_Run], ordered: list[datetime], gaps: list[timedelta]) -> list[_Run]:
+    """``runs`` with the gap where a tier meets the next coarser one moved to the coarser
+    tier when it would be a hole in the finer one."""
+    rank = GRAINS.index
+    for finer, coarser in pairwise(runs):
+        if rank(finer.grain) + 1 != rank(coarser.grain) or finer.first == finer.last:
+            continue
+        every = median(_seconds(gaps, _Run(finer.grain, finer.first, finer.last - 1)))
+        newer, older = ordered[finer.last], ordered[finer.last + 1]
+        if _hole(finer.grain, older, newer, every) is not None:
+            finer.last -= 1
+            coarser.first -= 1
+    return runs
+
+
+def _seconds(gaps: list[timedelta], run: _Run) -> list[float]:
+    return [g.total_seconds() for g in gaps[run.first : run.last + 1]]
 
 
 def _merged(runs: list[_Run]) -> list[_Run]:
@@ -192,23 +232,30 @@ def _merged(runs: list[_Run]) -> list[_Run]:
     return out
 
 
-def _tier(run: _Run, ordered: list[datetime], gaps: list[timedelta], now: datetime) -> Tier:
+def _tier(run: _Run, ordered: list[datetime], gaps: list[timedelta]) -> Tier:
     grain, first, last = run.grain, run.first, run.last
-    own = gaps[first : last + 1]
-    every = median(g.total_seconds() for g in own)
+    every = median(_seconds(gaps, run))
     reaches = ordered[last + 1]
-    age = max(0.0, (now - reaches).total_seconds())
-    if grain == "sub-daily":
-        seconds, unit = (_HOUR, "hour") if age < 2 * _DAY else (_DAY, "day")
-    else:
-        seconds, unit = _UNITS[grain]
-    span = max(1, math.ceil(age / seconds - 1e-9))
+    span, unit = _span(grain, reaches, ordered[0], every)
     missing = tuple(
         hole
         for i in range(first, last + 1)
         if (hole := _hole(grain, ordered[i + 1], ordered[i], every)) is not None
     )
     return Tier(grain, round(every), reaches, last - first + 2, span, unit, missing)
+
+
+def _span(grain: Grain, reaches: datetime, newest: datetime, every: float) -> tuple[int, str]:
+    """How far back from the ladder's ``newest`` point a tier reaching ``reaches`` goes, and
+    in which unit: the calendar buckets of its grain, both ends included; a sub-daily tier's
+    time plus one usual interval, rounded up."""
+    if grain != "sub-daily":
+        return _bucket(grain, newest) - _bucket(grain, reaches) + 1, _UNITS[grain]
+    age = (newest - reaches).total_seconds() + every
+    hours = max(1, math.ceil(age / _HOUR - 1e-9))
+    if hours <= _HOURS_AT_MOST:
+        return hours, "hour"
+    return math.ceil(age / _DAY - 1e-9), "day"
 
 
 def _hole(grain: Grain, older: datetime, newer: datetime, every: float) -> Missing | None:
@@ -228,7 +275,7 @@ def _hole(grain: Grain, older: datetime, newer: datetime, every: float) -> Missi
         return None
     first = _bucket_name(grain, _bucket(grain, older) + 1)
     last = _bucket_name(grain, _bucket(grain, newer) - 1)
-    return Missing(older, newer, count, plural(_UNITS[grain][1], count), first, last)
+    return Missing(older, newer, count, plural(_UNITS[grain], count), first, last)
 
 
 def _bucket(grain: Grain, moment: datetime) -> int:
