@@ -11,12 +11,18 @@ length (under 18 h: a sub-daily cadence; under 3.5 days: daily; under 18 days: w
 200 days: monthly; yearly beyond). Runs of gaps of one grain are the tiers, after smoothings
 that keep an odd point from splitting a tier:
 
-- a lone coarser gap between two runs of one grain is a hole in that tier;
-- finer gaps between two runs of one grain, spanning no more than one and a half of that
-  tier's usual interval, are extra points of it (a snapshot held by hand mid-month);
-- a lone finer gap at either end, or between two coarser tiers, is an extra point of its
-  neighbour (a newest manual snapshot; the weekly and the monthly snapshot a day apart): at
-  the ends it joins the one tier beside it, between two it joins the newer;
+- a lone coarser gap between two runs of one grain, each of two gaps or more, is a hole in
+  that tier (a daily tier missing two weeks);
+- then a lone finer gap is an extra point of the tier beside it (a newest manual snapshot;
+  the weekly and the monthly snapshot a day apart), of the newer one between two tiers;
+- and finer gaps spanning no more than one and a half of the usual interval of the tier
+  before them (of the tiers around them, when both are of one grain) are extra points of
+  it: a snapshot held by hand mid-month, a few old ones held by hand below the monthly
+  tier. At the newest end only a lone finer gap is, since the last few 6-hourly points
+  before the daily ones are a tier of their own;
+- last, any other lone coarser gap between two runs of one grain is a hole in that tier.
+  Reading extra points before these holes makes alternating weekly points and monthly
+  points a day apart one weekly tier, not a daily one full of holes;
 - the gap where a tier meets the next coarser one (sub-daily and daily, daily and weekly,
   ...) belongs to the coarser tier when it would be a hole in the finer one: the last
   6-hourly point at 06:00, the daily points at 18:00; the last daily point on a Wednesday,
@@ -111,14 +117,20 @@ class Tier:
         hours = max(1, round(self.every_seconds / _HOUR))
         return f"every {hours} h"
 
+    def rung(self) -> str:
+        """ "daily for 7 days": how often, and how far back."""
+        return f"{self.every} for {counted(self.span, self.unit)}"
+
+    def holes(self) -> str:
+        """What the tier misses, the first three holes and a count of the rest: "3 days
+        missing: 2026-10-02 to 2026-10-04; 1 more hole"; empty when it misses nothing."""
+        text = "; ".join(m.words() for m in self.missing[:3])
+        more = len(self.missing) - 3
+        return text + (f"; {counted(more, 'more hole')}" if more > 0 else "")
+
     def words(self) -> str:
         """ "daily for 7 days", with what is missing: "(3 days missing: 2026-10-02 to ...)"."""
-        text = f"{self.every} for {counted(self.span, self.unit)}"
-        if self.missing:
-            text += " (" + "; ".join(m.words() for m in self.missing[:3])
-            more = len(self.missing) - 3
-            text += f"; {counted(more, 'more hole')})" if more > 0 else ")"
-        return text
+        return self.rung() + (f" ({self.holes()})" if self.missing else "")
 
 
 @dataclass(frozen=True)
@@ -168,39 +180,58 @@ class _Run:
 
 
 def _smoothed(runs: list[_Run], gaps: list[timedelta]) -> list[_Run]:
-    """``runs`` merged, each odd run taking its neighbours' grain (the module docstring's
-    smoothings) until none changes. Each change merges two runs, so this ends."""
+    """``runs`` merged, odd runs taking a neighbour's grain (the module docstring's
+    smoothings, in its order) until none does. Each change merges two runs, so this ends."""
     runs = _merged(runs)
     while len(runs) > 1:
-        for r, run in enumerate(runs):
-            grain = _taken_grain(runs, r, gaps)
-            if grain is not None and grain != run.grain:
-                run.grain = grain
+        grain = None
+        for taken in (_hole_in_tiers, _extra_points_of, _hole_of):
+            r, grain = next(
+                ((r, g) for r in range(len(runs)) if (g := taken(runs, r, gaps)) is not None),
+                (0, None),
+            )
+            if grain is not None:
+                runs[r].grain = grain
                 break
-        else:
+        if grain is None:
             return runs
         runs = _merged(runs)
     return runs
 
 
-def _taken_grain(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
-    """The grain the run at ``runs[r]`` takes from its neighbours, or None to keep its own."""
+def _extra_points_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """The grain of the tier whose extra points the finer run ``runs[r]`` holds, or None."""
     rank = GRAINS.index
     run = runs[r]
-    own = rank(run.grain)
     newer = runs[r - 1] if r > 0 else None
     older = runs[r + 1] if r + 1 < len(runs) else None
-    lone = run.first == run.last
-    if newer is not None and older is not None and newer.grain == older.grain:
-        if own > rank(newer.grain):
-            return newer.grain if lone else None  # a hole in the tier around it
-        usual = median(_seconds(gaps, newer) + _seconds(gaps, older))
-        extra = sum(_seconds(gaps, run))
-        return newer.grain if extra <= _HOLE_FACTOR * usual else None  # extra points
     beside = [n for n in (newer, older) if n is not None]
-    if lone and all(own < rank(n.grain) for n in beside):
-        return beside[0].grain  # an extra point: of the tier beside it, or the newer one
-    return None
+    if not all(rank(run.grain) < rank(n.grain) for n in beside):
+        return None
+    if run.first == run.last:
+        return beside[0].grain  # a lone finer gap: of the tier beside it, or the newer one
+    if newer is None:
+        return None  # a finer tier at the newest end is a tier of its own
+    around = [newer, older] if older is not None and older.grain == newer.grain else [newer]
+    usual = median(x for n in around for x in _seconds(gaps, n))
+    return newer.grain if sum(_seconds(gaps, run)) <= _HOLE_FACTOR * usual else None
+
+
+def _hole_in_tiers(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """As ``_hole_of``, between two runs of two gaps or more only."""
+    tiers = 0 < r < len(runs) - 1 and all(n.first < n.last for n in (runs[r - 1], runs[r + 1]))
+    return _hole_of(runs, r, gaps) if tiers else None
+
+
+def _hole_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """The grain of the tier the lone coarser gap ``runs[r]`` is a hole in, or None."""
+    run = runs[r]
+    if run.first != run.last or r == 0 or r + 1 == len(runs):
+        return None
+    newer, older = runs[r - 1], runs[r + 1]
+    if newer.grain != older.grain or GRAINS.index(run.grain) < GRAINS.index(newer.grain):
+        return None
+    return newer.grain
 
 
 def _met(runs: list[_Run], ordered: list[datetime], gaps: list[timedelta]) -> list[_Run]:
