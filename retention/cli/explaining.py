@@ -24,11 +24,12 @@ from retention.core.planfile import (
     DecisionRecord,
     HoldRecordEntry,
     PlanHead,
+    RestorePointsEntry,
     clusters_by_key,
 )
 from retention.core.restore import State
 from retention.core.timestamps import format_timestamp
-from retention.core.wording import counted
+from retention.core.wording import counted, printable
 from retention.runfolder.planwrite import jsonable
 
 if TYPE_CHECKING:
@@ -117,12 +118,20 @@ def explanation(
     hold_record_lines = _hold_record_lines(hold_records(record, head))
     if found.policies is None:
         # Nothing to trace with: what the plan recorded, and why there is no more.
-        lines = (
-            _record_lines(record) + hold_record_lines + (_reasons(record["reasons"]) or _NO_REASONS)
-        )
+        lines = [
+            *_record_lines(record),
+            *_restore_points_lines(record, head),
+            *hold_record_lines,
+            *(_reasons(record["reasons"]) or _NO_REASONS),
+        ]
         problem = found.problem
         return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
-    lines = [*_record_lines(record), *hold_record_lines, *_reasons(found.reasons)]
+    lines = [
+        *_record_lines(record),
+        *_restore_points_lines(record, head),
+        *hold_record_lines,
+        *_reasons(found.reasons),
+    ]
     if found.found is not None and found.found.uncounted is not None:
         lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
     elif found.found is not None:
@@ -135,6 +144,22 @@ def explanation(
         elif name in found.untraced and found.policies.loaded is not None:
             lines += _recorded_lines(name, record, found.policies.loaded, found.policies.source)
     return lines
+
+
+def _restore_points(record: DecisionRecord, head: PlanHead) -> RestorePointsEntry | None:
+    """The restore points of the snapshot's cluster, as plan.json has them (None when it
+    has none: a failed walk, or a plan from before they were recorded)."""
+    entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
+    return None if entry is None else entry.get("restorePoints")
+
+
+def _restore_points_lines(record: DecisionRecord, head: PlanHead) -> list[str]:
+    """ "restore points of orders: daily for 7 days, ...", under the decision: the
+    cluster's restore points once the plan is applied, the snapshot among them or not."""
+    points = _restore_points(record, head)
+    if points is None:
+        return []
+    return [f"  restore points of {printable(record['clusterName'])}: {points['text']}"]
 
 
 def explanation_document(
@@ -156,6 +181,7 @@ def explanation_document(
         "uncounted": uncounted,
         "notTraced": found.problem,
         "holdRecords": hold_records(record, head),
+        "restorePoints": _restore_points(record, head),
         "policies": [],
     }
     for name in found.names:

@@ -167,7 +167,7 @@ def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta 
         for d in plan.decisions
         if d.state in RESTORE_STATES and d.snapshot.consistent and d.snapshot.complete
     ]
-    plan.ladder = ladder_of(points, now)
+    plan.ladder = ladder_of(points)
     restorable = [
         d.snapshot.created
         for d in plan.decisions

@@ -213,6 +213,12 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "never sooner than the send time plus the grace.",
             ),
             (
+                "restore point",
+                "A complete, consistent snapshot the plan leaves in place (kept, protected, "
+                "held by hand, or of a cluster no policy matches). A cluster's restore points "
+                "read as a ladder: every 6 h for 2 days, daily for 7 days, ...",
+            ),
+            (
                 "horizon",
                 "How long the rule that keeps a snapshot wants it: daily 7 keeps a day's "
                 "snapshot until 7 days after that day ends.",

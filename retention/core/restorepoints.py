@@ -4,19 +4,42 @@ months; oldest 2025-11-30".
 
 The ladder is read off the restore points themselves (the complete, consistent snapshots the
 plan keeps), not off the policy text: a policy can promise monthly snapshots the fleet does
-not have. Pure: the points and ``now`` in, a ``Ladder`` out.
+not have. Pure: the points in, a ``Ladder`` out.
 
 How it is read. Newest first, each gap between two neighbouring points gets a grain by its
 length (under 18 h: a sub-daily cadence; under 3.5 days: daily; under 18 days: weekly; under
-200 days: monthly; yearly beyond). Runs of gaps of one grain are the tiers, after two
-smoothings that keep one odd gap from splitting a tier: a lone gap between two runs of the
-same grain is a hole in (or an extra point of) that tier, and a lone finer gap at the newest
-end or between two tiers (a manual snapshot, the weekly and the monthly snapshot a day apart)
-joins its older neighbour or the tier before it. A tier reaches as far back as its oldest
-point; its span is counted from ``now`` in the tier's unit, rounded up ("daily for 7 days"
-when the oldest daily point is 6 days 4 hours old). Calendar buckets (days, ISO weeks,
-months, years) are UTC's; one with no point between two points of its tier is missing, and
-the tier says so.
+200 days: monthly; yearly beyond). Runs of gaps of one grain are the tiers, after smoothings
+that keep an odd point from splitting a tier:
+
+- a lone coarser gap between two runs of one grain, each of two gaps or more, is a hole in
+  that tier (a daily tier missing two weeks);
+- then a lone finer gap is an extra point of the tier beside it (a newest manual snapshot;
+  the weekly and the monthly snapshot a day apart), of the newer one between two tiers;
+- and finer gaps spanning no more than one and a half of the usual interval of the tier
+  before them (of the tiers around them, when both are of one grain) are extra points of
+  it: a snapshot held by hand mid-month, a few old ones held by hand below the monthly
+  tier. At the newest end only a lone finer gap is, since the last few 6-hourly points
+  before the daily ones are a tier of their own;
+- last, any other lone coarser gap between two runs of one grain is a hole in that tier.
+  Reading extra points before these holes makes alternating weekly points and monthly
+  points a day apart one weekly tier, not a daily one full of holes;
+- the gap where a tier meets the next coarser one (sub-daily and daily, daily and weekly,
+  ...) belongs to the coarser tier when it would be a hole in the finer one: the last
+  6-hourly point at 06:00, the daily points at 18:00; the last daily point on a Wednesday,
+  the weekly ones on Sundays.
+
+A tier reaches as far back as its oldest point. Its span is counted from the newest restore
+point (of the whole ladder: the tiers are read from there back), in the calendar buckets of
+its unit, both ends included: "daily for 7 days" when its oldest point was made six days
+before the newest, "weekly for 5 weeks" back to the fourth ISO week before the newest's,
+"monthly for 12 months" back to December from a November, so a regular history reads as the
+rules that keep it ("daily: 7"). A sub-daily tier spans the time from the newest point to
+its oldest plus one usual interval (24 hourly points: 24 hours), rounded up: in hours up to
+36 h, in days beyond. A ladder whose newest point is old still reads the same; how old it is
+is the freshness's business (``retention.core.freshness``). Calendar buckets (days,
+ISO weeks, months, years) are UTC's; one with no point between two points of its tier is
+missing, and the tier says so; in a sub-daily tier, a gap longer than one and a half of its
+usual interval misses the intervals that would fit in it.
 """
 
 from __future__ import annotations
@@ -37,15 +60,13 @@ GRAINS: tuple[Grain, ...] = ("sub-daily", "daily", "weekly", "monthly", "yearly"
 _GRAIN_BELOW = (("sub-daily", 18.0), ("daily", 84.0), ("weekly", 432.0), ("monthly", 4800.0))
 _HOUR = 3600.0
 _DAY = 24 * _HOUR
-# The unit a tier's span is counted in, in seconds, and its noun.
-_UNITS: dict[Grain, tuple[float, str]] = {
-    "daily": (_DAY, "day"),
-    "weekly": (7 * _DAY, "week"),
-    "monthly": (365.2425 / 12 * _DAY, "month"),
-    "yearly": (365.2425 * _DAY, "year"),
-}
-# A sub-daily gap longer than this many of the tier's usual interval leaves points missing.
+# The calendar bucket of each grain but sub-daily: its span and its holes are counted in it.
+_UNITS: dict[Grain, str] = {"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year"}
+# A sub-daily gap longer than this many of the tier's usual interval leaves points missing;
+# finer gaps between two runs of a tier, spanning no more than this many, are extra points.
 _HOLE_FACTOR = 1.5
+# A sub-daily tier's span is in hours up to this many, in days beyond.
+_HOURS_AT_MOST = 36
 
 
 def grain_of(gap: timedelta) -> Grain:
@@ -96,14 +117,20 @@ class Tier:
         hours = max(1, round(self.every_seconds / _HOUR))
         return f"every {hours} h"
 
+    def rung(self) -> str:
+        """ "daily for 7 days": how often, and how far back."""
+        return f"{self.every} for {counted(self.span, self.unit)}"
+
+    def holes(self) -> str:
+        """What the tier misses, the first three holes and a count of the rest: "3 days
+        missing: 2026-10-02 to 2026-10-04; 1 more hole"; empty when it misses nothing."""
+        text = "; ".join(m.words() for m in self.missing[:3])
+        more = len(self.missing) - 3
+        return text + (f"; {counted(more, 'more hole')}" if more > 0 else "")
+
     def words(self) -> str:
         """ "daily for 7 days", with what is missing: "(3 days missing: 2026-10-02 to ...)"."""
-        text = f"{self.every} for {counted(self.span, self.unit)}"
-        if self.missing:
-            text += " (" + "; ".join(m.words() for m in self.missing[:3])
-            more = len(self.missing) - 3
-            text += f"; {counted(more, 'more hole')})" if more > 0 else ")"
-        return text
+        return self.rung() + (f" ({self.holes()})" if self.missing else "")
 
 
 @dataclass(frozen=True)
@@ -129,16 +156,17 @@ class Ladder:
         return ", ".join(t.words() for t in self.tiers) + f"; oldest {_day(self.oldest)}"
 
 
-def ladder_of(points: Iterable[datetime], now: datetime) -> Ladder:
-    """The ladder of restore points created at ``points`` (any order), seen at ``now``."""
+def ladder_of(points: Iterable[datetime]) -> Ladder:
+    """The ladder of restore points created at ``points`` (any order)."""
     ordered = sorted(set(points), reverse=True)
     if not ordered:
         return Ladder(0, None, None)
     if len(ordered) == 1:
         return Ladder(1, ordered[0], ordered[0])
     gaps = [newer - older for newer, older in pairwise(ordered)]
-    runs = _smoothed([_Run(grain_of(g), i, i) for i, g in enumerate(gaps)])
-    tiers = tuple(_tier(run, ordered, gaps, now) for run in runs)
+    runs = _smoothed([_Run(grain_of(g), i, i) for i, g in enumerate(gaps)], gaps)
+    runs = _met(runs, ordered, gaps)
+    tiers = tuple(_tier(run, ordered, gaps) for run in runs)
     return Ladder(len(ordered), ordered[0], ordered[-1], tiers)
 
 
@@ -151,35 +179,78 @@ class _Run:
     last: int
 
 
-def _smoothed(runs: list[_Run]) -> list[_Run]:
+def _smoothed(runs: list[_Run], gaps: list[timedelta]) -> list[_Run]:
+    """``runs`` merged, odd runs taking a neighbour's grain (the module docstring's
+    smoothings, in its order) until none does. Each change merges two runs, so this ends."""
     runs = _merged(runs)
-    changed = True
-    while changed and len(runs) > 1:
-        changed = False
-        for r, run in enumerate(runs):
-            if run.first != run.last:
-                continue  # only a lone gap is smoothed away
-            grain = _lone_gap_grain(runs, r)
-            if grain is not None and grain != run.grain:
-                run.grain = grain
-                changed = True
+    while len(runs) > 1:
+        grain = None
+        for taken in (_hole_in_tiers, _extra_points_of, _hole_of):
+            r, grain = next(
+                ((r, g) for r in range(len(runs)) if (g := taken(runs, r, gaps)) is not None),
+                (0, None),
+            )
+            if grain is not None:
+                runs[r].grain = grain
+                break
+        if grain is None:
+            return runs
         runs = _merged(runs)
     return runs
 
 
-def _lone_gap_grain(runs: list[_Run], r: int) -> Grain | None:
-    """The grain a lone gap at ``runs[r]`` takes from its neighbours, or None to keep its own."""
+def _extra_points_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """The grain of the tier whose extra points the finer run ``runs[r]`` holds, or None."""
     rank = GRAINS.index
-    own = rank(runs[r].grain)
-    newer = runs[r - 1].grain if r > 0 else None
-    older = runs[r + 1].grain if r + 1 < len(runs) else None
-    if newer is not None and newer == older:
-        return newer  # a hole in the tier, or an extra point of it
-    if older is not None and own < rank(older) and (newer is None or own < rank(newer)):
-        # Finer than what surrounds it: an extra point. At the newest end it joins the tier
-        # behind it; between two tiers, the newer one.
-        return older if newer is None else newer
-    return None
+    run = runs[r]
+    newer = runs[r - 1] if r > 0 else None
+    older = runs[r + 1] if r + 1 < len(runs) else None
+    beside = [n for n in (newer, older) if n is not None]
+    if not all(rank(run.grain) < rank(n.grain) for n in beside):
+        return None
+    if run.first == run.last:
+        return beside[0].grain  # a lone finer gap: of the tier beside it, or the newer one
+    if newer is None:
+        return None  # a finer tier at the newest end is a tier of its own
+    around = [newer, older] if older is not None and older.grain == newer.grain else [newer]
+    usual = median(x for n in around for x in _seconds(gaps, n))
+    return newer.grain if sum(_seconds(gaps, run)) <= _HOLE_FACTOR * usual else None
+
+
+def _hole_in_tiers(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """As ``_hole_of``, between two runs of two gaps or more only."""
+    tiers = 0 < r < len(runs) - 1 and all(n.first < n.last for n in (runs[r - 1], runs[r + 1]))
+    return _hole_of(runs, r, gaps) if tiers else None
+
+
+def _hole_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+    """The grain of the tier the lone coarser gap ``runs[r]`` is a hole in, or None."""
+    run = runs[r]
+    if run.first != run.last or r == 0 or r + 1 == len(runs):
+        return None
+    newer, older = runs[r - 1], runs[r + 1]
+    if newer.grain != older.grain or GRAINS.index(run.grain) < GRAINS.index(newer.grain):
+        return None
+    return newer.grain
+
+
+def _met(runs: list[_Run], ordered: list[datetime], gaps: list[timedelta]) -> list[_Run]:
+    """``runs`` with the gap where a tier meets the next coarser one moved to the coarser
+    tier when it would be a hole in the finer one."""
+    rank = GRAINS.index
+    for finer, coarser in pairwise(runs):
+        if rank(finer.grain) + 1 != rank(coarser.grain) or finer.first == finer.last:
+            continue
+        every = median(_seconds(gaps, _Run(finer.grain, finer.first, finer.last - 1)))
+        newer, older = ordered[finer.last], ordered[finer.last + 1]
+        if _hole(finer.grain, older, newer, every) is not None:
+            finer.last -= 1
+            coarser.first -= 1
+    return runs
+
+
+def _seconds(gaps: list[timedelta], run: _Run) -> list[float]:
+    return [g.total_seconds() for g in gaps[run.first : run.last + 1]]
 
 
 def _merged(runs: list[_Run]) -> list[_Run]:
@@ -192,23 +263,30 @@ def _merged(runs: list[_Run]) -> list[_Run]:
     return out
 
 
-def _tier(run: _Run, ordered: list[datetime], gaps: list[timedelta], now: datetime) -> Tier:
+def _tier(run: _Run, ordered: list[datetime], gaps: list[timedelta]) -> Tier:
     grain, first, last = run.grain, run.first, run.last
-    own = gaps[first : last + 1]
-    every = median(g.total_seconds() for g in own)
+    every = median(_seconds(gaps, run))
     reaches = ordered[last + 1]
-    age = max(0.0, (now - reaches).total_seconds())
-    if grain == "sub-daily":
-        seconds, unit = (_HOUR, "hour") if age < 2 * _DAY else (_DAY, "day")
-    else:
-        seconds, unit = _UNITS[grain]
-    span = max(1, math.ceil(age / seconds - 1e-9))
+    span, unit = _span(grain, reaches, ordered[0], every)
     missing = tuple(
         hole
         for i in range(first, last + 1)
         if (hole := _hole(grain, ordered[i + 1], ordered[i], every)) is not None
     )
     return Tier(grain, round(every), reaches, last - first + 2, span, unit, missing)
+
+
+def _span(grain: Grain, reaches: datetime, newest: datetime, every: float) -> tuple[int, str]:
+    """How far back from the ladder's ``newest`` point a tier reaching ``reaches`` goes, and
+    in which unit: the calendar buckets of its grain, both ends included; a sub-daily tier's
+    time plus one usual interval, rounded up."""
+    if grain != "sub-daily":
+        return _bucket(grain, newest) - _bucket(grain, reaches) + 1, _UNITS[grain]
+    age = (newest - reaches).total_seconds() + every
+    hours = max(1, math.ceil(age / _HOUR - 1e-9))
+    if hours <= _HOURS_AT_MOST:
+        return hours, "hour"
+    return math.ceil(age / _DAY - 1e-9), "day"
 
 
 def _hole(grain: Grain, older: datetime, newer: datetime, every: float) -> Missing | None:
@@ -228,7 +306,7 @@ def _hole(grain: Grain, older: datetime, newer: datetime, every: float) -> Missi
         return None
     first = _bucket_name(grain, _bucket(grain, older) + 1)
     last = _bucket_name(grain, _bucket(grain, newer) - 1)
-    return Missing(older, newer, count, plural(_UNITS[grain][1], count), first, last)
+    return Missing(older, newer, count, plural(_UNITS[grain], count), first, last)
 
 
 def _bucket(grain: Grain, moment: datetime) -> int:

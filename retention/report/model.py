@@ -17,6 +17,7 @@ from typing import Any, Literal
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
 from retention.errors import exit_meaning
 from retention.report.holdrecords import HoldRecordRow
+from retention.report.ladder import LadderLine
 from retention.report.summary import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, RunSummary
 
 __all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "RunInfo", "exit_meaning"]
@@ -56,6 +57,7 @@ class ClusterRow:
     approval: Counter[str] = field(default_factory=Counter)
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn
+    ladder: LadderLine | None = None  # its restore points; None when the plan has none
 
     @classmethod
     def of(cls, cluster: ClusterEntry) -> ClusterRow:
@@ -74,6 +76,7 @@ class ClusterRow:
             members=[_member(m) for m in cluster.get("members", [])],
             bytes_given_back=cluster.get("bytesGivenBack", 0),
             bytes_held=cluster.get("bytesHeld", 0),
+            ladder=LadderLine.of(points) if (points := cluster.get("restorePoints")) else None,
         )
 
     def approve(self, tally: ApprovedTally) -> None:
