@@ -45,8 +45,8 @@ def cluster(i: int, shifts: int, name: str | None = None) -> ClusterDiff:
         ["production"],
         [shift(n) for n in range(shifts)],
         holds_added=[Hold("max_expire_fraction", "12 of 20 snapshots would expire (60%)")],
-        ladder_before=ladder_of(points, NOW),
-        ladder_after=ladder_of(points[:10], NOW),
+        ladder_before=ladder_of(points),
+        ladder_after=ladder_of(points[:10]),
     )
 
 
