@@ -368,6 +368,16 @@ def test_a_signal_stops_a_run_while_it_applies_and_then_an_undo_while_it_restore
     assert finished["counts"]["restored"] == document["counts"]["not-sent"]
 
 
+def wait_for_the_walk(sim: Simulator) -> None:
+    """Wait until the simulator has answered a snapshot list: the walk has begun."""
+
+    def walking() -> bool:
+        by_endpoint: dict[str, int] = sim.admin("counters")["byEndpoint"]
+        return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) > 0
+
+    wait_for(walking, "the walk to start")
+
+
 def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
     tmp_path: Path,
 ) -> None:
@@ -375,12 +385,7 @@ def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
     interrupted.json (step plan), not a half decisions.jsonl that looks like a plan."""
     with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
         proc = setup.start("run")
-
-        def walking() -> bool:
-            by_endpoint: dict[str, int] = setup.sim.admin("counters")["byEndpoint"]
-            return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) > 0
-
-        wait_for(walking, "the walk to start")
+        wait_for_the_walk(setup.sim)
         proc.proc.send_signal(signal.SIGTERM)
         _out, err = proc.finish(timeout=30)
         service = setup.patches()
@@ -405,12 +410,7 @@ def test_a_stop_while_diff_walks_writes_nothing_and_sends_nothing(tmp_path: Path
     stdout and no reports folder (a review writes nothing)."""
     with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
         proc = setup.start("diff", "--base", "policies", "--format", "json")
-
-        def walking() -> bool:
-            by_endpoint: dict[str, int] = setup.sim.admin("counters")["byEndpoint"]
-            return by_endpoint.get(f"GET {SNAPSHOT_LIST}", 0) > 0
-
-        wait_for(walking, "the walk to start")
+        wait_for_the_walk(setup.sim)
         proc.proc.send_signal(signal.SIGTERM)
         out, err = proc.finish(timeout=30)
         service = setup.patches()

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 
 from retention.core.freshness import Freshness, Source
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
-from retention.core.model import Action, ChangeAction, Reason, SnapshotView, State
+from retention.core.model import Action, ChangeAction, Hold, Reason, SnapshotView, State
 from retention.core.restorepoints import Grain, Ladder
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
@@ -392,4 +392,14 @@ def freshness_entry(fresh: Freshness) -> FreshnessEntry:
         "expectedFrom": fresh.source,
         "stale": fresh.stale,
         "text": fresh.words(),
+    }
+
+
+def hold_entry(hold: Hold) -> HoldEntry:
+    """A cluster's hold as plan.json (and the diff's JSON) writes it."""
+    return {
+        "kind": hold.kind,
+        "reason": hold.reason,
+        "alertId": hold.alert_id,
+        "setting": hold.setting,
     }

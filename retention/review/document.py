@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from retention.core.compare import ClusterDiff, SnapshotShift
-from retention.core.model import Hold
-from retention.core.planfile import restore_points_entry
+from retention.core.planfile import hold_entry, restore_points_entry
 from retention.core.policy.loader import PolicySet
 from retention.review.baseline import Baseline
 from retention.review.job import Review
@@ -101,14 +100,4 @@ def shift_entry(shift: SnapshotShift) -> dict[str, Any]:
         "held": shift.held,
         "whyBefore": shift.why_before,
         "whyAfter": shift.why_after,
-    }
-
-
-def hold_entry(hold: Hold) -> dict[str, Any]:
-    """A hold as plan.json writes one."""
-    return {
-        "kind": hold.kind,
-        "reason": hold.reason,
-        "alertId": hold.alert_id,
-        "setting": hold.setting,
     }

@@ -18,6 +18,7 @@ from retention.core.planfile import (
     DecisionRecord,
     HoldRecordEntry,
     freshness_entry,
+    hold_entry,
     restore_points_entry,
 )
 from retention.core.snapshot import SnapshotPatch
@@ -115,10 +116,7 @@ def cluster_entry(
             for m in t.members
         ],
         "policies": plan.policies,
-        "holds": [
-            {"kind": h.kind, "reason": h.reason, "alertId": h.alert_id, "setting": h.setting}
-            for h in plan.holds
-        ],
+        "holds": [hold_entry(h) for h in plan.holds],
         "errors": plan.errors,
         "counts": dict(sorted(counts.items())),
         "graceSeconds": plan.grace_seconds,
