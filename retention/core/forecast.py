@@ -1,0 +1,228 @@
+"""What the policies keep in the future: run the decision model forward, step by step, on a
+cluster's snapshots and the ones its cadence will take. Pure: the snapshots, the policies,
+the cadence and the times in; a series out.
+
+Each step is a day (or ``step``) of the service and one run of the job, in this order:
+
+1. the service takes the snapshots the cadence gives between the last step and this one,
+   each with the expiry the service sets (``NewExpiry``);
+2. the service deletes every snapshot whose expiry has passed;
+3. the job decides the cluster with ``now`` = the step's time (retention.core.decide, the
+   very function a plan runs) and the service applies its changes: a protect sets
+   doNotDelete and drops the expiry, an extend or a shorten sets the expiry, a release
+   lifts doNotDelete and sets the expiry.
+
+What a forecast assumes, and says: no OPEN alert holds a change (alerts cannot be
+foreseen); a ``max_expire_fraction`` hold is approved (``approve_held``, the default: the
+question is what the policies keep once they run, and the first run over a long history is
+held until someone approves it); the cadence goes on as it is (a cluster whose backups
+stopped takes no more); sizes follow the cadence's size and growth; config servers are
+advisory, so only the service's own expiries change them.
+
+Counts after each step are the snapshots on the service then; the oldest restore point is
+the oldest complete, consistent snapshot the run leaves in place (core.decide's
+RESTORE_STATES). The steady state is the count the last step ends with, reached on the
+first step from which the count never again differs from it by more than
+``steady_tolerance`` (5%, and at least one snapshot).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+import msgspec
+
+from retention.core.decide import RESTORE_STATES, decide
+from retention.core.model import ClusterPlan, SnapshotView, Target
+from retention.core.policy.loader import LoadedPolicy
+from retention.core.restorepoints import Ladder
+
+CadenceSource = Literal["schedule", "observed", "stopped", "none"]
+
+
+@dataclass(frozen=True)
+class NewExpiry:
+    """The expiry the service gives a snapshot it takes: ``after`` its creation (None: no
+    expiry). A schedule's own retention tiers are an ``after`` per kind of snapshot: the
+    first of a month, of an ISO week, of a day, or any other (when given)."""
+
+    after: timedelta | None
+    daily: timedelta | None = None
+    weekly: timedelta | None = None
+    monthly: timedelta | None = None
+
+    def expires(self, created: datetime, previous: datetime | None) -> datetime | None:
+        """The expiry of a snapshot taken at ``created`` (the one before at ``previous``)."""
+        tiers = (
+            (self.monthly, lambda d: (d.year, d.month)),
+            (self.weekly, lambda d: d.isocalendar()[:2]),
+            (self.daily, lambda d: d.date()),
+        )
+        for after, bucket in tiers:
+            if after is not None and (previous is None or bucket(previous) != bucket(created)):
+                return created + after
+        return None if self.after is None else created + self.after
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """How a cluster will take snapshots: every ``interval`` from ``next_at`` on, each of
+    ``size_bytes`` growing by ``growth_per_day`` bytes a day, with the service's expiry.
+    ``interval`` None: it takes no more (its backups stopped, or it never had a cadence)."""
+
+    source: CadenceSource
+    interval: timedelta | None = None
+    next_at: datetime | None = None
+    size_bytes: int | None = None
+    growth_per_day: float = 0.0
+    expiry: NewExpiry = field(default_factory=lambda: NewExpiry(None))
+
+    def taken(self, after: datetime, until: datetime) -> Iterator[datetime]:
+        """The times of the snapshots taken in (``after``, ``until``]."""
+        if self.interval is None or self.next_at is None or self.interval <= timedelta(0):
+            return
+        skip = max(0, math.floor((after - self.next_at) / self.interval) + 1)
+        moment = self.next_at + skip * self.interval
+        while moment <= until:
+            if moment > after:
+                yield moment
+            moment += self.interval
+
+    def size_at(self, moment: datetime) -> int | None:
+        """The size of a snapshot taken at ``moment``."""
+        if self.size_bytes is None or self.next_at is None:
+            return self.size_bytes
+        days = (moment - self.next_at).total_seconds() / 86400
+        return max(0, round(self.size_bytes + self.growth_per_day * days))
+
+
+@dataclass(frozen=True)
+class Step:
+    """The cluster after one step: snapshots on the service, their storage, the oldest
+    restore point."""
+
+    at: datetime
+    count: int
+    storage_bytes: int
+    oldest: datetime | None
+
+
+@dataclass
+class ClusterForecast:
+    """One cluster's future under its policies."""
+
+    target: Target
+    cadence: Cadence
+    policies: list[str]
+    steps: list[Step] = field(default_factory=list)
+    ladder: Ladder | None = None  # the restore points after the last step
+
+    @property
+    def steady(self) -> Step | None:
+        """The step from which the count stays at the last step's (None: no step)."""
+        if not self.steps:
+            return None
+        final = self.steps[-1].count
+        tolerance = steady_tolerance(final)
+        reached = self.steps[-1]
+        for step in reversed(self.steps):
+            if abs(step.count - final) > tolerance:
+                break
+            reached = step
+        return reached
+
+
+def steady_tolerance(count: int) -> int:
+    """How far a count may stray from the steady state and still be in it."""
+    return max(1, math.ceil(0.05 * count))
+
+
+def forecast_cluster(
+    target: Target,
+    snapshots: Sequence[SnapshotView],
+    policies: Sequence[LoadedPolicy],
+    cadence: Cadence,
+    *,
+    start: datetime,
+    steps: int,
+    step: timedelta,
+    lease_for: timedelta,
+    approve_held: bool = True,
+) -> ClusterForecast:
+    """Run the cluster forward ``steps`` steps of ``step`` from ``start`` (step 0 is a run
+    at ``start`` on today's snapshots). See the module docstring."""
+    result = ClusterForecast(target, cadence, sorted(p.name for p in policies))
+    live = {s.id: s for s in snapshots}
+    previous = max((s.created for s in snapshots), default=None)
+    plan: ClusterPlan | None = None
+    for k in range(steps + 1):
+        now = start + k * step
+        if k:
+            previous = _take(live, cadence, start + (k - 1) * step, now, previous)
+            _reap(live, now)
+        plan = decide(target, list(live.values()), policies, (), now=now, lease_for=lease_for)
+        _apply(live, plan, approve_held=approve_held)
+        result.steps.append(_measure(now, live, plan))
+    result.ladder = plan.ladder if plan is not None else None
+    return result
+
+
+def _take(
+    live: dict[str, SnapshotView],
+    cadence: Cadence,
+    after: datetime,
+    until: datetime,
+    previous: datetime | None,
+) -> datetime | None:
+    for moment in cadence.taken(after, until):
+        expires = cadence.expiry.expires(moment, previous)
+        snapshot_id = f"forecast-{moment:%Y%m%dT%H%M%S}"
+        live[snapshot_id] = SnapshotView(
+            snapshot_id, moment, True, False, expires, True, cadence.size_at(moment)
+        )
+        previous = moment
+    return previous
+
+
+def _reap(live: dict[str, SnapshotView], now: datetime) -> None:
+    for snapshot_id in [
+        s.id
+        for s in live.values()
+        if not s.do_not_delete and s.expires is not None and s.expires <= now
+    ]:
+        del live[snapshot_id]
+
+
+def _apply(live: dict[str, SnapshotView], plan: ClusterPlan, *, approve_held: bool) -> None:
+    """The service applies what the run sends (and what an approval lets through)."""
+    approvable = all(h.kind == "max_expire_fraction" for h in plan.holds)
+    for d in plan.decisions:
+        if d.patch is None or d.advisory:
+            continue
+        if d.held is not None and not (approve_held and approvable):
+            continue
+        s, patch = d.snapshot, d.patch
+        if patch.do_not_delete is True:
+            live[s.id] = msgspec.structs.replace(s, do_not_delete=True, expires=None)
+        elif patch.do_not_delete is False:
+            live[s.id] = msgspec.structs.replace(s, do_not_delete=False, expires=patch.expires)
+        else:
+            live[s.id] = msgspec.structs.replace(s, expires=patch.expires)
+
+
+def _measure(now: datetime, live: dict[str, SnapshotView], plan: ClusterPlan) -> Step:
+    kept = [
+        d.snapshot.created
+        for d in plan.decisions
+        if d.state in RESTORE_STATES and d.snapshot.complete and d.snapshot.consistent
+    ]
+    return Step(
+        now,
+        len(live),
+        sum(s.storage_bytes or 0 for s in live.values()),
+        min(kept, default=None),
+    )
