@@ -117,8 +117,11 @@ def decide(
     now: datetime,
     lease_for: timedelta,
     walk_error: str | None = None,
+    describe: bool = True,
 ) -> ClusterPlan:
-    """Decide every snapshot of one cluster (or config server). See the module docstring."""
+    """Decide every snapshot of one cluster (or config server). See the module docstring.
+    ``describe`` False leaves out the restore points and the freshness (a forecast's inner
+    steps need neither)."""
     ordered = newest_first_by_id(snapshots)
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
     if walk_error:
@@ -130,7 +133,8 @@ def decide(
     if not policies:
         unmatched = note("unmatched", "no policy matches this cluster")
         plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
-        describe_restore_points(plan, now, within=None)
+        if describe:
+            describe_restore_points(plan, now, within=None)
         return plan
     merged = Merged.of(policies, now)
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())
@@ -149,7 +153,8 @@ def decide(
     if target.kind == "config-server":
         for decision in plan.decisions:
             decision.advisory = decision.action != "none"
-    describe_restore_points(plan, now, within=merged.newest_within)
+    if describe:
+        describe_restore_points(plan, now, within=merged.newest_within)
     return plan
 
 

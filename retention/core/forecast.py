@@ -164,7 +164,15 @@ def forecast_cluster(
         if k:
             previous = _take(live, cadence, start + (k - 1) * step, now, previous)
             _reap(live, now)
-        plan = decide(target, list(live.values()), policies, (), now=now, lease_for=lease_for)
+        plan = decide(
+            target,
+            list(live.values()),
+            policies,
+            (),
+            now=now,
+            lease_for=lease_for,
+            describe=k == steps,  # the ladder of the last step only
+        )
         _apply(live, plan, approve_held=approve_held)
         result.steps.append(_measure(now, live, plan))
     result.ladder = plan.ladder if plan is not None else None

@@ -11,6 +11,7 @@ at least R = max(H, now + L) and, when it has less, is extended to W = max(H, no
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from croniter import croniter
@@ -39,15 +40,23 @@ def lease(schedule: str | None, now: datetime) -> timedelta:
 def horizon(match: Match, created: datetime, zone: tzinfo) -> datetime | None:
     """The horizon one matched rule gives a snapshot created at ``created``, or None: each
     rule's row in ``rules.RULES`` says how its horizon is computed, or that it has none."""
-    local = created.astimezone(zone)
     rule = rules.BY_NAME[match.rule]
     if rule.horizon == "duration":
         return match.within.after(created, zone) if match.within else None
     if rule.horizon == "cron" and match.every is not None:
-        return _intervals_after(match.every, created, local, zone)
+        return _intervals_after(match.every, created, created.astimezone(zone), zone)
     if rule.horizon == "calendar" and rule.calendar is not None:
-        return _buckets_after(rule.calendar, match.count, created, local, zone)
+        return _calendar_horizon(rule.calendar, match.count, created, zone)
     return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _calendar_horizon(
+    calendar: rules.Calendar, count: int, created: datetime, zone: tzinfo
+) -> datetime:
+    # Cached: a forecast decides the same snapshots day after day, and their calendar
+    # horizons (the costliest part of a reason) do not change with the day.
+    return _buckets_after(calendar, count, created, created.astimezone(zone), zone)
 
 
 def _intervals_after(
