@@ -22,6 +22,7 @@ from retention.api.models import (
     Host,
     ListPage,
     Snapshot,
+    SnapshotSchedule,
 )
 from retention.core.decide import decide
 from retention.core.model import AlertView as HoldingAlert
@@ -184,6 +185,7 @@ MODELS: dict[str, Any] = {
     "alert_acknowledge_response": Alert,
     "alert_acknowledge_request": AlertAcknowledgement,
     "agents_links": AgentLinks,
+    "snapshot_schedule_get": SnapshotSchedule,
 }
 
 
@@ -211,6 +213,26 @@ def test_every_real_body_parses_with_its_model(name: str, model: Any) -> None:
     if isinstance(parsed, ListPage):
         assert parsed.results
         assert all(getattr(item, "id", None) for item in parsed.results)
+
+
+@pytest.mark.parametrize(
+    "name", ["snapshot_schedule_get_docs.json", "snapshot_schedule_get_goclient.json"]
+)
+def test_real_snapshot_schedules_read_as_the_service_defaults(name: str) -> None:
+    """Both real schedule bodies read as the service's defaults; the reference time they
+    leave out stays absent rather than invented."""
+    schedule = SnapshotSchedule.model_validate(real(name))
+
+    assert (
+        schedule.snapshot_interval_hours,
+        schedule.snapshot_retention_days,
+        schedule.daily_snapshot_retention_days,
+        schedule.weekly_snapshot_retention_weeks,
+        schedule.monthly_snapshot_retention_months,
+        schedule.point_in_time_window_hours,
+    ) == (6, 2, 7, 4, 13, 24)
+    assert schedule.reference_hour_of_day is None
+    assert schedule.cluster_id == real(name)["clusterId"]
 
 
 def test_real_snapshot_parts_give_their_mongod_version() -> None:

@@ -20,11 +20,11 @@ from retention.simulator.fleet import (
     BENCH,
     HOLD_ALERT_TYPES,
     FleetShape,
-    add_months,
     build_fleet,
     generate,
 )
 from retention.simulator.fleetfile import FleetFileError
+from retention.simulator.schedule import add_months
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)  # a Saturday, 12:00 UTC: a tick
@@ -636,7 +636,7 @@ projects:
     with pytest.raises(FleetFileError) as caught:
         build_fleet(str(path), seed=SEED, now=NOW)
     assert caught.value.problems == [
-        f"{path}:2: version: unknown field (allowed: projects)",
+        f"{path}:2: version: unknown field (allowed: projects, taking)",
         f"{path}:6: projects[0].clusters[0].snapshots[0].do_not_delete: unknown field; did you"
         " mean 'doNotDelete'?",
         f"{path}:6: projects[0].clusters[0].replicas: unknown field; did you mean"

@@ -1,4 +1,5 @@
-"""A typed client for the nine endpoints of the API contract and the two discovery lists.
+"""A typed client for the nine endpoints of the API contract, the two discovery lists and the
+snapshot schedule.
 
     client = OpsManagerClient(base_url, Credentials("pub", SecretStr("priv")))
     for snap in client.list_snapshots(project_id, cluster_id, completed="all"):
@@ -34,6 +35,7 @@ from retention.api.endpoints import (
     GET_CONFIG_SERVER_SNAPSHOT,
     GET_PROJECT,
     GET_SNAPSHOT,
+    GET_SNAPSHOT_SCHEDULE,
     LIST_ALERTS,
     LIST_CLUSTERS,
     LIST_CONFIG_SERVER_SNAPSHOTS,
@@ -43,6 +45,7 @@ from retention.api.endpoints import (
     PATCH_SNAPSHOT,
     Endpoint,
     build_path,
+    means_no_schedule,
 )
 from retention.api.failures import describe_tls_failure, first_line, host_port, urllib3_cause
 from retention.api.listwalk import ItemT, ListWalk, Page
@@ -53,6 +56,7 @@ from retention.api.models import (
     CompletedFilter,
     ConfigServerSnapshot,
     Snapshot,
+    SnapshotSchedule,
 )
 from retention.api.retrying import (
     ApiStats,
@@ -65,11 +69,11 @@ from retention.api.retrying import (
 from retention.api.transport import (
     Credentials,
     DigestAuth,
-    RateLimiter,
     Timeouts,
     TLSConfig,
     build_session,
     is_stale_challenge,
+    rate_limiter,
 )
 from retention.api.walked import WALK_DECODER, WalkedSnapshot
 from retention.core.snapshot import SnapshotPatch
@@ -126,7 +130,7 @@ class OpsManagerClient:
         # The server's Date header and our clock when it arrived: doctor's clock-skew check.
         self.server_date: tuple[datetime, datetime] | None = None
         self._clock = clock
-        self._limiter = _rate_limiter(max_requests_per_second, stop)
+        self._limiter = rate_limiter(max_requests_per_second, stop)
         self._config_server_warned = False
         self._lock = threading.Lock()
         if not self.tls.verify:
@@ -298,6 +302,17 @@ class OpsManagerClient:
         """The project's hosts; legacy mirrored config servers have typeName SHARD_CONFIG."""
         return ListWalk(self, LIST_HOSTS, (project_id,), models.HOST_PAGE)
 
+    def get_snapshot_schedule(self, project_id: str, cluster_id: str) -> SnapshotSchedule | None:
+        """The cluster's snapshot schedule; None when the service says it has none (backup
+        not configured, or the cluster not monitored: endpoints.means_no_schedule)."""
+        try:
+            answer = self._call(GET_SNAPSHOT_SCHEDULE, (project_id, cluster_id))
+        except ApiError as exc:
+            if means_no_schedule(exc.status, str(exc)):
+                return None
+            raise
+        return parse_answer(GET_SNAPSHOT_SCHEDULE, answer, models.SNAPSHOT_SCHEDULE)
+
     # --- the request core -------------------------------------------------------------------
 
     def url_for(self, endpoint: Endpoint, ids: tuple[str, ...]) -> str:
@@ -425,11 +440,6 @@ class OpsManagerClient:
         """One page of a list endpoint (ListWalk reads the pages in turn)."""
         answer = self._call(endpoint, ids, params=params)
         return parse_answer(endpoint, answer, adapter)
-
-
-def _rate_limiter(rate: float, stop: Stop | None) -> RateLimiter:
-    # A stop ends a wait for the rate limit's next slot too (then the check in _call).
-    return RateLimiter(rate, sleep=stop.sleep) if stop is not None else RateLimiter(rate)
 
 
 _SNAPSHOT: TypeAdapter[Snapshot] = TypeAdapter(Snapshot)

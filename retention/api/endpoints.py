@@ -42,6 +42,21 @@ GET_AGENT_LINKS = Endpoint("GET", "/groups/{PROJECT-ID}/agents")
 LIST_CLUSTERS = Endpoint("GET", "/groups/{PROJECT-ID}/clusters")
 LIST_HOSTS = Endpoint("GET", "/groups/{PROJECT-ID}/hosts")
 GET_PROJECT = Endpoint("GET", "/groups/{PROJECT-ID}")
+GET_SNAPSHOT_SCHEDULE = Endpoint(
+    "GET", "/groups/{PROJECT-ID}/backupConfigs/{CLUSTER-ID}/snapshotSchedule"
+)
+
+
+# The service's error-code table: 404 BACKUP_CONFIG_NOT_FOUND when backup was never set up
+# for the cluster, 409 with this code when the cluster is not monitored. No recorded body
+# shows which code a real 404 carries, so any 404 is read as "no schedule".
+NOT_MONITORED = "CANNOT_GET_BACKUP_CONFIG_INVALID_STATE"
+
+
+def means_no_schedule(status: int | None, message: str) -> bool:
+    """True when an error answer (status, message) to GET_SNAPSHOT_SCHEDULE says the
+    cluster has no schedule to give."""
+    return status == 404 or (status == 409 and NOT_MONITORED in message)
 
 
 def encode_segment(value: str) -> str:

@@ -263,6 +263,31 @@ class Host(ApiModel):
         return self.type_name == "SHARD_CONFIG"
 
 
+class SnapshotSchedule(ApiModel):
+    """A cluster's snapshot schedule, as ``GET .../backupConfigs/{id}/snapshotSchedule``
+    answers: how often snapshots are taken and how long each kind is kept.
+
+    Every field may be absent: the documented examples leave out the reference time and the
+    checkpoint interval. A daily, weekly or monthly retention of 0 turns that rule off.
+    Ops Manager stores every reference time in UTC (``referenceTimeZoneOffset`` "+0000").
+    """
+
+    cluster_id: str | None = None
+    group_id: str | None = None
+    snapshot_interval_hours: int | None = None
+    snapshot_retention_days: int | None = None
+    daily_snapshot_retention_days: int | None = None
+    weekly_snapshot_retention_weeks: int | None = None
+    monthly_snapshot_retention_months: int | None = None
+    point_in_time_window_hours: int | None = None
+    reference_hour_of_day: int | None = None
+    reference_minute_of_hour: int | None = None
+    reference_time_zone_offset: str | None = None
+    cluster_checkpoint_interval_min: int | None = None
+    full_incremental_day_of_week: str | None = None
+    links: list[Link] = Field(default_factory=list)
+
+
 ItemT = TypeVar("ItemT")
 
 
@@ -293,3 +318,4 @@ CONFIG_SERVER_SNAPSHOT_PAGE: TypeAdapter[ListPage[ConfigServerSnapshot]] = TypeA
 ALERT_PAGE: TypeAdapter[ListPage[Alert]] = TypeAdapter(ListPage[Alert])
 CLUSTER_PAGE: TypeAdapter[ListPage[Cluster]] = TypeAdapter(ListPage[Cluster])
 HOST_PAGE: TypeAdapter[ListPage[Host]] = TypeAdapter(ListPage[Host])
+SNAPSHOT_SCHEDULE: TypeAdapter[SnapshotSchedule] = TypeAdapter(SnapshotSchedule)

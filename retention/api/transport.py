@@ -123,6 +123,11 @@ class RateLimiter:
         return delay
 
 
+def rate_limiter(rate: float, stop: Stop | None) -> RateLimiter:
+    """A limiter for ``rate`` requests a second; a stop ends a wait for its next slot too."""
+    return RateLimiter(rate, sleep=stop.sleep) if stop is not None else RateLimiter(rate)
+
+
 def build_session(
     credentials: Credentials,
     *,

@@ -6,7 +6,8 @@ without authentication (the simulator listens on loopback by default):
     GET  /__admin/patches        the log of PATCH bodies with each snapshot's state before/after
     GET  /__admin/fleet          projects, clusters and hosts with their ids and snapshot counts
     GET  /__admin/clock          {"now": ..., "frozen": bool}
-    POST /__admin/clock          {"now": "2026-11-21T00:00:00Z", "frozen": true}, {"advance": 60}
+    POST /__admin/clock          {"now": "2026-11-21T00:00:00Z", "frozen": true}, {"advance": 60};
+                                 answers the clock and how many snapshots schedules took
     POST /__admin/reset          rebuild the fleet, clear counters and the PATCH log
     POST /__admin/faults         {"spec": "503=0.1,reset=0.02"} (empty spec: no faults)
     POST /__admin/nonces/expire  make every digest nonce issued so far stale
@@ -54,6 +55,7 @@ def _payload(raw: bytes) -> dict[str, Any]:
 
 
 def _counters(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    app.take_snapshots()
     with app.lock:
         return {
             **app.counters.as_json(),
@@ -69,6 +71,7 @@ def _patches(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fleet(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    app.take_snapshots()
     with app.lock:
         return fleet_summary(app)
 
@@ -84,7 +87,7 @@ def _set_clock(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
         app.clock.set(parse_timestamp(str(payload["now"])), frozen=bool(payload.get("frozen")))
     else:
         raise AdminError('clock: send {"now": timestamp, "frozen": bool} or {"advance": seconds}')
-    return clock_state(app)
+    return {**clock_state(app), "taken": app.take_snapshots()}
 
 
 def _reset(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:

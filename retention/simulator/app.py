@@ -8,6 +8,8 @@ Choices for what the spec leaves "not shown", kept close to the real service:
 - Error bodies: ``{"detail": str, "error": status, "errorCode": str, "parameters": [],
   "reason": str}``.
 - 404 ``NOT_FOUND``: unknown project, cluster, host, snapshot, alert, or path.
+- 404 ``BACKUP_CONFIG_NOT_FOUND``: the snapshot schedule of a cluster without one (the
+  service's error-code table; shard and config-server rows have none either).
 - 400 ``INVALID_QUERY_PARAMETER``: pageNum < 1, itemsPerPage outside 1..500, a bad
   ``completed``/``status``/``pretty``/``envelope`` value.
 - 400 ``INVALID_ATTRIBUTE``: a PATCH body field that is unknown or of the wrong type, and
@@ -61,6 +63,7 @@ from retention.simulator.messages import (
     json_body,
     path_template,
 )
+from retention.simulator.schedule import schedule_json, take_due
 from retention.simulator.store import (
     Fleet,
     PatchRefused,
@@ -248,6 +251,7 @@ class SimulatorApp:
                 ("GET",),
                 self._host_snapshot,
             ),
+            f"{groups}/backupConfigs/{{CLUSTER-ID}}/snapshotSchedule": (("GET",), self._schedule),
             f"{groups}/alerts": (("GET",), self._alerts),
             f"{groups}/alerts/{{ALERT-ID}}": (("GET", "PATCH"), self._alert),
             f"{groups}/agents": (("GET",), self._agents),
@@ -258,8 +262,29 @@ class SimulatorApp:
 
     def _cluster(self, project: SimProject, cluster_id: str, now: datetime) -> SimCluster:
         cluster = find(project.clusters, cluster_id, "cluster")
+        take_due(cluster, now)  # what its schedule took while the clock moved, then the reaper
         cluster.reap(now, self.reap_delay)
         return cluster
+
+    def take_snapshots(self) -> int:
+        """Take every snapshot the fleet's schedules are due (the admin clock calls this, so
+        counts are right at once); requests take a cluster's own when they look at it."""
+        now = self.clock.now()
+        with self.lock:
+            return sum(take_due(cluster, now) for cluster in self.fleet.clusters())
+
+    def _schedule(self, call: Call, project: SimProject) -> str:
+        cluster = self._cluster(project, call.segments[3], call.now)
+        if cluster.schedule is None:
+            raise ApiFailure(
+                404,
+                "BACKUP_CONFIG_NOT_FOUND",
+                f"No backup configuration exists for cluster {cluster.id} in group {project.id}.",
+            )
+        links = self_links(
+            self.base_url, "groups", project.id, "backupConfigs", cluster.id, "snapshotSchedule"
+        )
+        return schedule_json(cluster.schedule, project.id, cluster.id, links)
 
     def _host(self, project: SimProject, host_id: str) -> SimHost:
         return find(project.hosts, host_id, "host")

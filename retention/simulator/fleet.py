@@ -9,6 +9,9 @@ is still ahead, plus, for half of the clusters, the one or two most recently exp
 an expiry moved into the last 5 hours (awaiting the reaper). The newest snapshot may still be
 running (complete false, no expiry), and about 1 in 100 complete ones is held (doNotDelete).
 Sharded clusters list their shards as clusters of their own, as the real clusters list does.
+Each generated cluster has the schedule its history follows (schedule.py: 6-hourly from
+00:00, ``six_hourly_days`` as snapshotRetentionDays), served by the schedule GET; it does not
+take snapshots as the clock moves, so the demo and bench fleets stay as they were built.
 
 Ids look like ObjectIds (24 lowercase hex digits) and are unique within a fleet. They follow
 two rules:
@@ -34,7 +37,6 @@ Hand-written scenarios come from fleet files (see fleetfile.py).
 
 from __future__ import annotations
 
-import calendar
 import hashlib
 import json
 import random
@@ -45,6 +47,7 @@ from typing import Any
 
 from retention.core.timestamps import format_timestamp, to_utc
 from retention.simulator.bodies import self_links
+from retention.simulator.schedule import SimSchedule, add_months
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 
 # Links are written before the server binds its port; this is the app's default base URL.
@@ -86,13 +89,6 @@ DEMO = FleetShape(
     ),
 )  # fmt: skip
 BENCH = FleetShape(projects=20, clusters=2000)
-
-
-def add_months(when: datetime, months: int) -> datetime:
-    """``when`` plus calendar months, the day clamped to the length of the target month."""
-    year, month0 = divmod(when.year * 12 + when.month - 1 + months, 12)
-    day = min(when.day, calendar.monthrange(year, month0 + 1)[1])
-    return when.replace(year=year, month=month0 + 1, day=day)
 
 
 def _digest(seed: int, key: tuple[str, ...]) -> bytes:
@@ -269,6 +265,9 @@ class FleetBuilder:
         ``stopped_days_ago``: the cluster's backups stopped that many days before now, so
         it has no snapshot since (nor one running); what it took before expires as usual."""
         rng, plan, now = self.rng, self.plan(days), self.now
+        # The schedule this history follows, served by the schedule GET; it takes snapshots
+        # as the clock moves only when asked to (fleet files: ``taking``), not a stopped one.
+        cluster.schedule = SimSchedule(retention_days=days, taken_until=now)
         rows = plan.alive
         if rng.random() < 0.5:
             late = [

@@ -16,6 +16,10 @@ absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+
               - {id: s3, created: "now-1h", complete: false}
           - name: prod-stopped                   # backups stopped: none for 3 days
             generate: {six_hourly_days: 2, stopped_days_ago: 3}
+          - name: prod-daily                     # takes snapshots as the clock moves
+            schedule: {snapshotIntervalHours: 24, referenceHourOfDay: 3}
+          - name: prod-unscheduled               # no backup configured: the schedule 404s
+            backup: false
           - name: prod-sh
             type: SHARDED_REPLICA_SET
             shards: [prod-sh-shard0, prod-sh-shard1]
@@ -31,6 +35,17 @@ absolute ("2026-11-20T00:00:00Z") or relative to ``now`` ("now", "now-6h", "now+
              created: "now-2d", resolved: "now-1d"}
 
 ``missingShards`` lists shard names; the API's missing-shard documents are filled in.
+``schedule`` takes the fields of the service's snapshot schedule (snapshotIntervalHours 6, 8,
+12 or 24; snapshotRetentionDays; dailySnapshotRetentionDays, weeklySnapshotRetentionWeeks,
+monthlySnapshotRetentionMonths, 0 turning a kind off; pointInTimeWindowHours;
+referenceHourOfDay, referenceMinuteOfHour, referenceTimeZoneOffset, which is converted to
+UTC as the service does; clusterCheckpointIntervalMin for sharded clusters) and ``taking``
+(true by default): the cluster takes the snapshots its schedule gives as the simulator's
+clock moves (schedule.py). A cluster without ``schedule`` has the default schedule, with
+snapshotRetentionDays its ``six_hourly_days``, and takes snapshots only when the file says
+``taking: true`` at its top. ``backup: false``: no backup configured, so no schedule (the
+schedule GET answers 404) and no snapshot taken. A stopped cluster (``stopped_days_ago``)
+takes none.
 ``stopped_days_ago`` (0 by default) makes a cluster whose backups stopped that many days ago:
 its generated history ends then, and what it took before expires as usual.
 Ids left out are filled in as fleet.py describes: project, cluster, shard, host and alert ids
@@ -60,6 +75,7 @@ from retention.config import yamldoc
 from retention.core import validation
 from retention.core.timestamps import format_timestamp, parse_timestamp, to_utc
 from retention.simulator.fleet import DEFAULT_BASE_URL, FleetBuilder
+from retention.simulator.schedule import SimSchedule
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
 
 
@@ -113,6 +129,20 @@ class _Generate(_Spec):
     stopped_days_ago: int = Field(default=0, ge=0, le=400, alias="stopped_days_ago")
 
 
+class _Schedule(_Spec):
+    snapshot_interval_hours: Literal[6, 8, 12, 24] = 6
+    snapshot_retention_days: int = Field(default=2, ge=1, le=400)
+    daily_snapshot_retention_days: int = Field(default=7, ge=0, le=365)
+    weekly_snapshot_retention_weeks: int = Field(default=4, ge=0, le=52)
+    monthly_snapshot_retention_months: int = Field(default=13, ge=0, le=36)
+    point_in_time_window_hours: int = Field(default=24, ge=0, le=720)
+    reference_hour_of_day: int = Field(default=0, ge=0, le=23)
+    reference_minute_of_hour: int = Field(default=0, ge=0, le=59)
+    reference_time_zone_offset: str = Field(default="+0000", pattern=r"^(Z|[+-]\d{4})$")
+    cluster_checkpoint_interval_min: Literal[15, 30, 60] | None = None
+    taking: bool = True
+
+
 class _Cluster(_Spec):
     id: str | None = None
     name: str = Field(min_length=1)
@@ -120,6 +150,8 @@ class _Cluster(_Spec):
     replica_set_name: str | None = None
     shards: list[str] | None = None
     generate: _Generate | None = None
+    backup: bool = True
+    schedule: _Schedule | None = None
     snapshots: list[_Snapshot] = []
 
 
@@ -184,6 +216,7 @@ class _Project(_Spec):
 
 class _FleetFile(_Spec):
     projects: list[_Project] = Field(min_length=1)
+    taking: bool = False  # clusters without a ``schedule`` take snapshots too
 
 
 def _items(parent: Any, key: str) -> list[tuple[int, dict[str, Any]]]:
@@ -204,6 +237,11 @@ def _rule_errors(data: Any) -> list[tuple[validation.Loc, str]]:
     for loc, sharded, owner in owners:
         if "shards" in owner and not sharded:
             errors.append(((*loc, "shards"), "only for SHARDED_REPLICA_SET clusters"))
+        schedule, checkpoint = owner.get("schedule"), "clusterCheckpointIntervalMin"
+        if isinstance(schedule, dict) and checkpoint in schedule and not sharded:
+            errors.append(((*loc, "schedule", checkpoint), "only for sharded clusters"))
+        if owner.get("backup") is False and "schedule" in owner:
+            errors.append(((*loc, "schedule"), "not allowed with backup false"))
         for s, raw in _items(owner, "snapshots"):
             where, sid = (*loc, "snapshots", s), raw.get("id")
             if isinstance(sid, str) and sid in first:
@@ -260,6 +298,7 @@ def load_fleet_file(
             cluster = b.cluster(project, c.name, shards, c.id, c.replica_set_name)
             if c.generate:
                 b.history(cluster, c.generate.six_hourly_days, c.generate.stopped_days_ago)
+            cluster.schedule = _schedule(c, b.now, taking=spec.taking)
             for s in c.snapshots:
                 cluster.add(_snapshot(b, s, cluster))
         for h in p.hosts:
@@ -278,6 +317,36 @@ def load_fleet_file(
                 given.setdefault("clusterId", by_name[given["clusterName"]])
             b.alert(project, given)
     return b.fleet
+
+
+def _schedule(c: _Cluster, now: datetime, *, taking: bool) -> SimSchedule | None:
+    """The cluster's schedule: as written, or the default one its history follows."""
+    stopped = bool(c.generate and c.generate.stopped_days_ago)
+    days = c.generate.six_hourly_days if c.generate else 2
+    s = c.schedule
+    if not c.backup:
+        return None
+    if s is None:
+        return SimSchedule(retention_days=days, taking=taking and not stopped, taken_until=now)
+    offset = s.reference_time_zone_offset
+    # The service stores the reference time in UTC: "+0200" at 05:00 is kept as 03:00.
+    shift = 0 if offset == "Z" else int(offset[0] + "1") * (int(offset[1:3]) * 60 + int(offset[3:]))
+    minutes = (s.reference_hour_of_day * 60 + s.reference_minute_of_hour - shift) % (24 * 60)
+    return SimSchedule(
+        interval_hours=s.snapshot_interval_hours,
+        retention_days=(
+            s.snapshot_retention_days if "snapshot_retention_days" in s.model_fields_set else days
+        ),
+        daily_days=s.daily_snapshot_retention_days,
+        weekly_weeks=s.weekly_snapshot_retention_weeks,
+        monthly_months=s.monthly_snapshot_retention_months,
+        point_in_time_hours=s.point_in_time_window_hours,
+        reference_hour=minutes // 60,
+        reference_minute=minutes % 60,
+        checkpoint_minutes=s.cluster_checkpoint_interval_min,
+        taking=s.taking and not stopped,
+        taken_until=now,
+    )
 
 
 def _snapshot(b: FleetBuilder, s: _Snapshot, cluster: SimCluster | None) -> SimSnapshot:

@@ -62,9 +62,8 @@ def path_template(segments: list[str]) -> str:
     """The spec's path template for routed segments (ids replaced by placeholders)."""
     names = {1: "{PROJECT-ID}"}
     if len(segments) > 3:
-        names[3] = {"clusters": "{CLUSTER-ID}", "hosts": "{HOST-ID}", "alerts": "{ALERT-ID}"}.get(
-            segments[2], "{ID}"
-        )
+        kinds = {"clusters": "{CLUSTER-ID}", "backupConfigs": "{CLUSTER-ID}", "hosts": "{HOST-ID}"}
+        names[3] = {**kinds, "alerts": "{ALERT-ID}"}.get(segments[2], "{ID}")
     if len(segments) > 5:
         names[5] = "{SNAPSHOT-ID}"
     return "/" + "/".join(names.get(i, s) for i, s in enumerate(segments))

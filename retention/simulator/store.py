@@ -16,11 +16,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from retention.core.snapshot import StateText, state_document
 from retention.core.timestamps import format_timestamp
+
+if TYPE_CHECKING:
+    from retention.simulator.schedule import SimSchedule
 
 
 def q(text: str) -> str:
@@ -123,6 +126,8 @@ class SimCluster:
     index: dict[str, SimSnapshot] = field(default_factory=dict)
     # The shardName a sharded cluster's own row shows: real answers carry its first shard's.
     listed_shard_name: str | None = None
+    # Its snapshot schedule (schedule.py); None: backup not configured, the schedule GET 404s.
+    schedule: SimSchedule | None = None
 
     @property
     def sharded(self) -> bool:
