@@ -56,7 +56,10 @@ def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> dict[
         for k in range(len(counts))
     ]
     index = steady_index(counts)
-    return {"series": series, "steady": None if index is None else series[index]}
+    steady = None
+    if index is not None:  # the count the last step ends with, and the day it is reached
+        steady = {"at": forecast.at(index), "count": counts[-1], "storageBytes": storage[-1]}
+    return {"series": series, "steady": steady}
 
 
 def cluster_entry(forecast: Forecast, cluster: ClusterOutlook) -> dict[str, Any]:
@@ -98,8 +101,8 @@ def outlook_entry(forecast: Forecast, outlook: Outlook) -> dict[str, Any]:
         ],
         "steady": {
             "at": forecast.at(steady),
-            "count": outlook.counts[steady],
-            "storageBytes": outlook.storage[steady],
+            "count": outlook.counts[-1],
+            "storageBytes": outlook.storage[-1],
         },
         "restorePoints": (
             restore_points_entry(outlook.ladder) if outlook.ladder is not None else None

@@ -74,7 +74,8 @@ class Outlook:
 
     @property
     def steady(self) -> int:
-        """The index of the step from which the count stays (core.forecast.steady_index)."""
+        """The index of the step from which the count stays (core.forecast.steady_index);
+        the steady state's count and bytes are the last step's."""
         return steady_index(self.counts) or 0
 
     def oldest_at(self, index: int) -> datetime | None:
@@ -208,11 +209,11 @@ def _largest_change_first(cluster: ClusterOutlook) -> tuple[int, int, str, str]:
     mine = cluster.current
     if cluster.base is not None:
         theirs = cluster.base
-        change = abs(mine.counts[mine.steady] - theirs.counts[theirs.steady])
-        bytes_change = abs(mine.storage[mine.steady] - theirs.storage[theirs.steady])
+        change = abs(mine.counts[-1] - theirs.counts[-1])
+        bytes_change = abs(mine.storage[-1] - theirs.storage[-1])
     else:
-        change = abs(mine.counts[mine.steady] - mine.counts[0])
-        bytes_change = abs(mine.storage[mine.steady] - mine.storage[0])
+        change = abs(mine.counts[-1] - mine.counts[0])
+        bytes_change = abs(mine.storage[-1] - mine.storage[0])
     return (-change, -bytes_change, cluster.target.name, cluster.target.cluster_id)
 
 

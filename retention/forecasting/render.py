@@ -17,7 +17,8 @@ from retention.review.baseline import Baseline
 
 
 def text_lines(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> list[str]:
-    """The forecast for a terminal."""
+    """The forecast for a terminal. A steady state is the count and bytes the last step
+    ends with, and the day from which the count stays near it (core.forecast)."""
     when = f"{forecast.evaluated_at:%Y-%m-%d %H:%M} UTC" + (" (what-if: --at)" if what_if else "")
     lines = [
         f"Forecast from {when}, {counted(forecast.days, 'day')} ahead in steps of "
@@ -29,12 +30,11 @@ def text_lines(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> l
             f"base ({base.spec}): " + _fleet(forecast, forecast.base_counts, forecast.base_storage)
         )
         if forecast.counts:
-            mine, theirs = _steady_of(forecast.counts), _steady_of(forecast.base_counts)
             lines.append(
                 "  the current policies "
                 + instead(
-                    (forecast.counts[mine], forecast.storage[mine]),
-                    (forecast.base_counts[theirs], forecast.base_storage[theirs]),
+                    (forecast.counts[-1], forecast.storage[-1]),
+                    (forecast.base_counts[-1], forecast.base_storage[-1]),
                 )
             )
     for cluster in forecast.clusters:
@@ -52,8 +52,8 @@ def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> str:
         return "no cluster forecast"
     steady = _steady_of(counts)
     return (
-        f"{counts[0]:,} snapshots ({size(storage[0])}) today -> {counts[steady]:,} "
-        f"({size(storage[steady])}) from {_day(forecast.at(steady))}"
+        f"{counts[0]:,} snapshots ({size(storage[0])}) today -> {counts[-1]:,} "
+        f"({size(storage[-1])}) from {_day(forecast.at(steady))}"
     )
 
 
@@ -77,7 +77,7 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
         ("cadence", cadence_words(cluster.cadence)),
         ("policies", ", ".join(mine.policies) or "none (unmanaged)"),
         ("today", _amount(mine, 0)),
-        ("steady", f"{_amount(mine, mine.steady)} from {_day(forecast.at(mine.steady))}"),
+        ("steady", f"{_amount(mine, -1)} from {_day(forecast.at(mine.steady))}"),
         ("oldest at the end", _oldest(mine)),
         ("ladder at the end", mine.ladder.words() if mine.ladder else "no restore point"),
     ]
@@ -87,7 +87,7 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
             ("base policies", ", ".join(theirs.policies) or "none (unmanaged)"),
             (
                 "base steady",
-                f"{_amount(theirs, theirs.steady)} from {_day(forecast.at(theirs.steady))}",
+                f"{_amount(theirs, -1)} from {_day(forecast.at(theirs.steady))}",
             ),
             ("base oldest", _oldest(theirs)),
             ("base ladder", theirs.ladder.words() if theirs.ladder else "no restore point"),
@@ -99,7 +99,7 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
 
 
 def _steady_pair(outlook: Outlook) -> tuple[int, int]:
-    return outlook.counts[outlook.steady], outlook.storage[outlook.steady]
+    return outlook.counts[-1], outlook.storage[-1]
 
 
 def _amount(outlook: Outlook, index: int) -> str:
