@@ -28,7 +28,8 @@ def fleet_file(path: Path) -> Path:
     """One cluster with a snapshot every 6 hours for 10 days up to NOW (12:00 UTC), each
     expiring 10 days after its creation, and nothing else."""
     rows = "".join(
-        f'              - {{id: s{i:02d}, created: "now-{6 * i}h", expires: "now+{240 - 6 * i}h"}}\n'
+        f'              - {{id: s{i:02d}, created: "now-{6 * i}h", '
+        f'expires: "now+{240 - 6 * i}h"}}\n'
         for i in range(40)
     )
     path.write_text(
