@@ -423,6 +423,24 @@ def test_a_stop_while_diff_walks_writes_nothing_and_sends_nothing(tmp_path: Path
     assert "Traceback" not in err
 
 
+def test_a_stop_while_forecast_walks_writes_nothing_and_sends_nothing(tmp_path: Path) -> None:
+    """SIGTERM during a forecast's walk: exit 143 with its own words, no PATCH, nothing on
+    stdout and no reports folder (a forecast writes nothing)."""
+    with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
+        proc = setup.start("forecast", "--days", "30", "--format", "json")
+        wait_for_the_walk(setup.sim)
+        proc.proc.send_signal(signal.SIGTERM)
+        out, err = proc.finish(timeout=30)
+        service = setup.patches()
+
+    assert proc.returncode == 143, err
+    assert service == []
+    assert out == ""
+    assert not setup.reports.exists()
+    assert "stopped by SIGTERM while forecasting: nothing was written and nothing was sent" in err
+    assert "Traceback" not in err
+
+
 def test_sigterm_to_the_process_group_while_workers_plan_is_a_stop_not_a_crash(
     tmp_path: Path,
 ) -> None:

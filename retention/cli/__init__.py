@@ -6,10 +6,10 @@ sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5
 or authenticate to the API (nothing sent).
 
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
-schema, config, doctor), reviewing.py (diff), running.py (run, apply, demo), undoing.py
-(undo) and simulating.py; each adds its commands to the ``cli`` group defined here when it
-is imported below. ending.py is what a run shows (progress, summary, JSON), explaining.py
-what explain prints, output.py --format json.
+schema, config, doctor), reviewing.py (diff), forecasting.py (forecast), running.py (run,
+apply, demo), undoing.py (undo) and simulating.py; each adds its commands to the ``cli``
+group defined here when it is imported below. ending.py is what a run shows (progress,
+summary, JSON), explaining.py what explain prints, output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
@@ -215,6 +215,7 @@ def _is_terminal(stream: object) -> bool:
 
 # Imported for their side effect: each registers its commands on the group above.
 from retention.cli import (  # noqa: E402
+    forecasting,
     planning,
     reviewing,
     running,
@@ -223,7 +224,17 @@ from retention.cli import (  # noqa: E402
     undoing,
 )
 
-__all__ = ["cli", "main", "planning", "reviewing", "running", "simulating", "starting", "undoing"]
+__all__ = [
+    "cli",
+    "forecasting",
+    "main",
+    "planning",
+    "reviewing",
+    "running",
+    "simulating",
+    "starting",
+    "undoing",
+]
 
 
 # Global options after the command too (`retention plan --config FILE`): every command gets

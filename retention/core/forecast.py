@@ -124,21 +124,28 @@ class ClusterForecast:
     @property
     def steady(self) -> Step | None:
         """The step from which the count stays at the last step's (None: no step)."""
-        if not self.steps:
-            return None
-        final = self.steps[-1].count
-        tolerance = steady_tolerance(final)
-        reached = self.steps[-1]
-        for step in reversed(self.steps):
-            if abs(step.count - final) > tolerance:
-                break
-            reached = step
-        return reached
+        index = steady_index([s.count for s in self.steps])
+        return None if index is None else self.steps[index]
 
 
 def steady_tolerance(count: int) -> int:
     """How far a count may stray from the steady state and still be in it."""
     return max(1, math.ceil(0.05 * count))
+
+
+def steady_index(counts: Sequence[int]) -> int | None:
+    """The first index from which ``counts`` stay within ``steady_tolerance`` of the last
+    one (None: no count); a fleet's summed series reaches its steady state by the same rule."""
+    if not counts:
+        return None
+    final = counts[-1]
+    tolerance = steady_tolerance(final)
+    reached = len(counts) - 1
+    for index in range(len(counts) - 1, -1, -1):
+        if abs(counts[index] - final) > tolerance:
+            break
+        reached = index
+    return reached
 
 
 def forecast_cluster(

@@ -40,7 +40,7 @@ def review_change(setup: Setup, *, base: str, at: datetime | None = None) -> Rev
     or a file) over the whole fleet, as of ``at`` or the clock's now."""
     loaded = load(setup.config_path, clock=setup.clock)
     config = loaded.config
-    current, baseline = _both_sides(config.policies, base)
+    current, baseline = both_sides(config.policies, base)
     projects = project_targets(config)
     now = at or setup.clock()
     with (
@@ -68,7 +68,7 @@ def review_change(setup: Setup, *, base: str, at: datetime | None = None) -> Rev
     return Reviewed(found, baseline, current, what_if=at is not None)
 
 
-def _both_sides(source: Path | list[Path], base: str) -> tuple[PolicySet, Baseline]:
+def both_sides(source: Path | list[Path], base: str) -> tuple[PolicySet, Baseline]:
     """The current and the base policies; when both sides have problems, one PolicyError
     lists them all, each named with its side."""
     current: PolicySet | None = None

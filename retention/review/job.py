@@ -21,10 +21,9 @@ from retention.api.client import OpsManagerClient
 from retention.core.compare import ClusterDiff, Shift, compare
 from retention.core.decide import decide
 from retention.core.horizon import lease
-from retention.core.model import AlertView, Target
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
-from retention.walk.inventory import ProjectTargets, survey_all, walk_all
+from retention.walk.inventory import ProjectTargets, survey_fleet, walk_all
 
 
 @dataclass
@@ -78,14 +77,6 @@ class Totals:
     holds_gone: int
 
 
-@dataclass
-class _Survey:
-    targets: list[Target] = field(default_factory=list)
-    alerts: dict[str, list[AlertView]] = field(default_factory=dict)
-    unread: dict[str, str] = field(default_factory=dict)  # why a project's alerts are unknown
-    errors: list[str] = field(default_factory=list)
-
-
 def review(
     client: OpsManagerClient,
     base: PolicySet,
@@ -99,7 +90,7 @@ def review(
 ) -> Review:
     """Walk every target of ``projects`` once, decide each with ``base`` and ``current`` as
     of ``now``, and keep the difference. StopRequestedError when ``stop`` is asked for."""
-    found = _survey(client, projects, concurrency)
+    found = survey_fleet(client, projects, concurrency=concurrency)
     lease_for = lease(schedule, now)
     result = Review(now, errors=list(found.errors))
     for walk in walk_all(client, found.targets, concurrency=concurrency):
@@ -134,25 +125,3 @@ def review(
 def _largest_first(diff: ClusterDiff) -> tuple[int, int, int, str, str]:
     lost, given_back, shifts = diff.weight
     return (-lost, -given_back, -shifts, diff.target.name, diff.target.cluster_id)
-
-
-def _survey(
-    client: OpsManagerClient, projects: Sequence[ProjectTargets], concurrency: int
-) -> _Survey:
-    """The targets and open alerts of every project, as the plan surveys them."""
-    ordered = sorted(projects, key=lambda p: p.project_id)
-    found = _Survey()
-    for survey in survey_all(client, ordered, concurrency=concurrency):
-        project = survey.project_id
-        found.alerts[project] = survey.alerts
-        if survey.alerts_error is not None:
-            found.unread[project] = (
-                f"cannot read the project's alerts, so no alert can be honoured: "
-                f"{survey.alerts_error}"
-            )
-            found.errors.append(found.unread[project])
-        if survey.discovery_error is not None:
-            found.errors.append(f"project {project}: discovery failed: {survey.discovery_error}")
-            continue
-        found.targets += survey.targets
-    return found

@@ -209,6 +209,40 @@ def survey_all(
         return list(pool.map(lambda wanted: survey(client, wanted), projects))
 
 
+@dataclass
+class FleetSurvey:
+    """Every project surveyed: the targets, each project's OPEN alerts, why a project's
+    alerts are unknown, and the survey's errors in words (a review's and a forecast's)."""
+
+    targets: list[Target] = field(default_factory=list)
+    alerts: dict[str, list[AlertView]] = field(default_factory=dict)
+    unread: dict[str, str] = field(default_factory=dict)  # why a project's alerts are unknown
+    errors: list[str] = field(default_factory=list)
+
+
+def survey_fleet(
+    client: OpsManagerClient, projects: Sequence[ProjectTargets], *, concurrency: int
+) -> FleetSurvey:
+    """The targets and open alerts of every project, as the plan surveys them, projects in
+    id order; a project whose discovery failed gives no target and one error."""
+    ordered_projects = sorted(projects, key=lambda p: p.project_id)
+    found = FleetSurvey()
+    for surveyed in survey_all(client, ordered_projects, concurrency=concurrency):
+        project = surveyed.project_id
+        found.alerts[project] = surveyed.alerts
+        if surveyed.alerts_error is not None:
+            found.unread[project] = (
+                f"cannot read the project's alerts, so no alert can be honoured: "
+                f"{surveyed.alerts_error}"
+            )
+            found.errors.append(found.unread[project])
+        if surveyed.discovery_error is not None:
+            found.errors.append(f"project {project}: discovery failed: {surveyed.discovery_error}")
+            continue
+        found.targets += surveyed.targets
+    return found
+
+
 def open_alerts(client: OpsManagerClient, project_id: str) -> list[AlertView]:
     """The project's OPEN alerts, reduced to what can hold a cluster."""
     return [

@@ -131,6 +131,10 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["diff", "--base", "policies"], 0),
         Invocation(["diff", "--base", "no-such-folder"], 2),
     ],
+    "forecast": lambda _stage: [
+        Invocation(["forecast", "--days", "7"], 0),
+        Invocation(["forecast", "--base", "no-such-folder"], 2),
+    ],
     "run": lambda stage: [
         Invocation(["run", "--dry-run"], 0),
         Invocation(["run", "--dry-run", "--config", "no-such.yaml"], 2),

@@ -1,0 +1,107 @@
+"""Forecasting commands: forecast (what the policies keep in the months ahead)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from retention.cli import cli
+from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.output import emit, format_option
+from retention.errors import EXIT_FAILURES, EXIT_OK
+
+
+def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
+    from retention.forecasting.job import step_of
+
+    try:
+        return step_of(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--step") from None
+
+
+@cli.command("forecast")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1, max=3660),
+    default=365,
+    show_default=True,
+    help="How far ahead to forecast, in days.",
+)
+@click.option(
+    "--step",
+    "step",
+    metavar="DURATION",
+    default="1d",
+    show_default=True,
+    callback=_step,
+    help="The time between two steps (one run of the job each), in days and hours: 1d, 6h.",
+)
+@click.option(
+    "--base",
+    "base",
+    metavar="git:REF|PATH",
+    default=None,
+    help="Forecast these policies too, side by side (read as retention diff reads --base): "
+    "git:REF, or a policy folder or file.",
+)
+@click.option(
+    "--at",
+    "at",
+    metavar="TIMESTAMP",
+    help="Start the forecast at this time instead of now, e.g. 2027-01-01T00:00:00Z.",
+)
+@format_option
+@click.pass_context
+def forecast(
+    ctx: click.Context,
+    *,
+    days: int,
+    step: timedelta,
+    base: str | None,
+    at: str | None,
+    output: str,
+) -> int:
+    """Forecast what the policies keep: run each cluster forward, one run of the job a
+    step, on its snapshots and those its cadence will take, and say how many snapshots
+    and how much storage each keeps, the steady state and the day it is reached, and the
+    restore points at the end. With --base, the base policies side by side.
+
+    One read-only walk of the fleet: nothing is sent or written and no lock is taken; a
+    read-only API key is enough. It assumes no alert holds a change, safety holds are
+    approved and each cluster's cadence goes on as it is (docs/forecasting.md). Exit 0:
+    done; 1: a cluster could not be walked; 2: invalid policies on either side, a bad
+    --base or option; 5: API unreachable.
+
+    \b
+    Examples:
+      retention forecast
+      retention forecast --days 730 --step 1d
+      retention forecast --base git:origin/main
+      retention forecast --format json | jq .fleet.steady
+    """
+    from retention.lifecycle.forecast import forecast_policies
+
+    forecasted = forecast_policies(
+        lifecycle_setup(ctx), days=days, step=step, base=base, at=parse_at(at)
+    )
+    code = EXIT_FAILURES if forecasted.forecast.errors else EXIT_OK
+    if output == "json":
+        from retention.forecasting.document import forecast_document
+
+        emit(
+            forecast_document(
+                forecasted.forecast,
+                forecasted.current,
+                forecasted.base,
+                exit_code=code,
+                what_if=forecasted.what_if,
+            )
+        )
+    else:
+        from retention.forecasting.render import text_lines
+
+        for line in text_lines(forecasted.forecast, forecasted.base, what_if=forecasted.what_if):
+            click.echo(line)
+    return code

@@ -1,0 +1,229 @@
+"""The forecast as a job: one read-only walk of the fleet, then per cluster its cadence and
+``forecast_cluster`` for the current policies (and the base ones, when given) from one
+``now``, ``steps`` steps of ``step``.
+
+Memory holds the walk's window of clusters' snapshots and, per cluster forecast, only its
+series as arrays of ints (count, bytes, oldest restore point per step) and the ladder it
+ends with: a year of daily steps is about 9 KB a cluster and side, whatever its history.
+
+Nothing is sent, written or locked: the client only reads (a read-only key is enough).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from retention.api.client import OpsManagerClient
+from retention.core.cadence import observed_cadence
+from retention.core.forecast import Cadence, ClusterForecast, forecast_cluster, steady_index
+from retention.core.horizon import lease
+from retention.core.model import SnapshotView, Target
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.loader import PolicySet
+from retention.core.restorepoints import Ladder
+from retention.ops.stopping import Stop
+from retention.walk.inventory import ProjectTargets, survey_fleet, walk_all
+
+# What every forecast assumes, in the core's words (retention.core.forecast, .cadence).
+ASSUMPTIONS = (
+    "no OPEN alert holds a change: alerts cannot be foreseen",
+    "a max_expire_fraction hold is approved: the question is what the policies keep once they run",
+    "each cluster's cadence goes on as it is: its interval, the expiry the service sets, "
+    "its snapshots' size and growth",
+    "a cluster whose backups stopped takes no more snapshots",
+    "config servers are advisory: only the service's own expiries change them",
+)
+_NO_OLDEST = -1  # in an ``oldest`` array: no restore point
+
+
+def step_of(text: str) -> timedelta:
+    """--step as a duration of days and hours ("1d", "6h", "1d12h"); ValueError otherwise."""
+    parsed = RetentionDuration.parse(text)
+    if parsed.years or parsed.months:
+        raise ValueError(f"{text!r}: a step is in days (d) and hours (h), e.g. 1d or 6h")
+    step = timedelta(days=parsed.days, hours=parsed.hours)
+    if step <= timedelta(0):
+        raise ValueError(f"{text!r}: a step must be at least an hour")
+    return step
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """One cluster's future under one set of policies, as ints: per step the snapshots on
+    the service, their bytes and the oldest restore point (epoch seconds, -1: none)."""
+
+    policies: list[str]
+    counts: array[int]
+    storage: array[int]
+    oldest: array[int]
+    ladder: Ladder | None  # the restore points after the last step
+
+    @classmethod
+    def of(cls, forecast: ClusterForecast) -> Outlook:
+        """The ints of ``forecast`` (its snapshots and Step objects are left behind)."""
+        return cls(
+            forecast.policies,
+            array("q", (s.count for s in forecast.steps)),
+            array("q", (s.storage_bytes for s in forecast.steps)),
+            array("q", (_epoch(s.oldest) for s in forecast.steps)),
+            forecast.ladder,
+        )
+
+    @property
+    def steady(self) -> int:
+        """The index of the step from which the count stays (core.forecast.steady_index);
+        the steady state's count and bytes are the last step's."""
+        return steady_index(self.counts) or 0
+
+    def oldest_at(self, index: int) -> datetime | None:
+        """The oldest restore point after step ``index``."""
+        seconds = self.oldest[index]
+        return None if seconds == _NO_OLDEST else datetime.fromtimestamp(seconds, UTC)
+
+
+@dataclass(frozen=True)
+class ClusterOutlook:
+    """A cluster, its cadence, and its future under the current (and base) policies."""
+
+    target: Target
+    cadence: Cadence
+    current: Outlook
+    base: Outlook | None = None
+
+
+@dataclass
+class Forecast:
+    """The fleet's future: each cluster's, the fleet's summed series, the errors."""
+
+    evaluated_at: datetime
+    days: int
+    step: timedelta
+    steps: int
+    clusters: list[ClusterOutlook] = field(default_factory=list)  # largest change first
+    counts: array[int] = field(default_factory=lambda: array("q"))  # the fleet, per step
+    storage: array[int] = field(default_factory=lambda: array("q"))
+    base_counts: array[int] = field(default_factory=lambda: array("q"))
+    base_storage: array[int] = field(default_factory=lambda: array("q"))
+    errors: list[str] = field(default_factory=list)
+
+    def at(self, index: int) -> datetime:
+        """The time of step ``index``."""
+        return self.evaluated_at + index * self.step
+
+    def add(self, cluster: ClusterOutlook) -> None:
+        """Keep ``cluster`` and add its series to the fleet's."""
+        self.clusters.append(cluster)
+        _add(self.counts, cluster.current.counts)
+        _add(self.storage, cluster.current.storage)
+        if cluster.base is not None:
+            _add(self.base_counts, cluster.base.counts)
+            _add(self.base_storage, cluster.base.storage)
+
+
+def cadence_for(
+    client: OpsManagerClient, target: Target, snapshots: Sequence[SnapshotView], now: datetime
+) -> Cadence:
+    """How ``target`` will take snapshots: THE place the service's snapshot schedule is to be
+    read, once the client can (OpsManagerClient.get_snapshot_schedule):
+
+        schedule = client.get_snapshot_schedule(target.project_id, target.cluster_id)
+        if schedule is not None:
+            return schedule_cadence(ScheduleTerms(...from schedule...), snapshots, now)
+
+    Until then the cadence its own snapshots show (core.cadence.observed_cadence)."""
+    del client, target  # read once the schedule is (above)
+    return observed_cadence(snapshots, now)
+
+
+def forecast_fleet(
+    client: OpsManagerClient,
+    current: PolicySet,
+    base: PolicySet | None,
+    projects: Sequence[ProjectTargets],
+    *,
+    now: datetime,
+    days: int,
+    step: timedelta,
+    schedule: str | None,
+    concurrency: int,
+    stop: Stop,
+) -> Forecast:
+    """Walk every target of ``projects`` once and forecast each ``days`` days ahead in steps
+    of ``step`` from ``now``, under ``current`` (and ``base``). StopRequestedError when
+    ``stop`` is asked for."""
+    found = survey_fleet(client, projects, concurrency=concurrency)
+    steps = steps_in(days, step)
+    result = Forecast(now, days, step, steps, errors=list(found.errors))
+    run = _Run(now, steps, step, lease(schedule, now))
+    for walk in walk_all(client, found.targets, concurrency=concurrency):
+        stop.check("forecasting the next cluster")
+        target = walk.target
+        if walk.error:
+            result.errors.append(f"{target.kind} {target.cluster_id}: {walk.error}")
+            continue
+        cadence = cadence_for(client, target, walk.snapshots, now)
+        mine = run.outlook(target, walk.snapshots, current, cadence)
+        stop.check("forecasting the base policies")
+        theirs = None if base is None else run.outlook(target, walk.snapshots, base, cadence)
+        result.add(ClusterOutlook(target, cadence, mine, theirs))
+    result.clusters.sort(key=_largest_change_first)
+    return result
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The times every cluster of a forecast is run forward over."""
+
+    start: datetime
+    steps: int
+    step: timedelta
+    lease_for: timedelta
+
+    def outlook(
+        self,
+        target: Target,
+        snapshots: Sequence[SnapshotView],
+        policies: PolicySet,
+        cadence: Cadence,
+    ) -> Outlook:
+        """``target`` run forward under the ``policies`` that match it."""
+        matching = policies.matching(target.project_id, target.name, target.kind)
+        forecast = forecast_cluster(
+            target, snapshots, matching, cadence,
+            start=self.start, steps=self.steps, step=self.step, lease_for=self.lease_for,
+        )  # fmt: skip
+        return Outlook.of(forecast)
+
+
+def steps_in(days: int, step: timedelta) -> int:
+    """How many steps of ``step`` fit in ``days`` days (at least one)."""
+    return max(1, timedelta(days=days) // step)
+
+
+def _largest_change_first(cluster: ClusterOutlook) -> tuple[int, int, str, str]:
+    """Against a base: the largest difference in the steady count first; else the largest
+    change from today to the steady state; then by name."""
+    mine = cluster.current
+    if cluster.base is not None:
+        theirs = cluster.base
+        change = abs(mine.counts[-1] - theirs.counts[-1])
+        bytes_change = abs(mine.storage[-1] - theirs.storage[-1])
+    else:
+        change = abs(mine.counts[-1] - mine.counts[0])
+        bytes_change = abs(mine.storage[-1] - mine.storage[0])
+    return (-change, -bytes_change, cluster.target.name, cluster.target.cluster_id)
+
+
+def _add(total: array[int], series: array[int]) -> None:
+    if not total:
+        total.extend(series)
+        return
+    for index, value in enumerate(series):
+        total[index] += value
+
+
+def _epoch(moment: datetime | None) -> int:
+    return _NO_OLDEST if moment is None else int(moment.timestamp())
