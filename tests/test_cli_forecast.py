@@ -104,7 +104,7 @@ def test_a_six_hourly_cluster_reaches_the_hand_computed_steady_count(
     assert counts[1] == counts[2] == counts[7] == counts[30] == 16
     assert cluster["steady"]["count"] == 16
     assert cluster["steady"]["at"] == "2026-11-22T12:00:00Z"
-    assert cluster["cadence"]["source"] == "observed"
+    assert cluster["cadence"]["source"] == "schedule"
     assert cluster["cadence"]["intervalSeconds"] == 6 * 3600
     assert cluster["restorePoints"]["count"] == 12
     # The oldest restore point at the end is the 18:00 of 6 days before the last day.
@@ -169,7 +169,7 @@ def test_the_text_opens_with_the_fleet_line(
     assert lines[1].startswith("fleet: 40 snapshots (")
     assert lines[1].endswith(" from 2026-11-22")
     assert "-> 16 (" in lines[1]
-    assert "  cadence:           observed, every 6 h" in lines
+    assert "  cadence:           schedule, every 6 h" in lines
     assert "Assumes:" in lines
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from retention.core.cadence import observed_cadence
+from retention.core.cadence import ScheduleTerms, observed_cadence, schedule_cadence
 from retention.core.forecast import Cadence, NewExpiry, forecast_cluster, steady_index
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
@@ -44,20 +44,38 @@ def test_size_grows_by_the_day_from_next_at() -> None:
     assert cadence.size_at(MIDNIGHT + 5 * D) == 1500
 
 
-def test_new_expiry_gives_the_first_snapshot_of_a_month_week_or_day_its_tier() -> None:
-    """The first of an ISO week gets the weekly term, the first of a day the daily one,
-    another the plain one; monthly unset falls through; no term at all is no expiry."""
-    terms = NewExpiry(2 * D, daily=7 * D, weekly=28 * D)
-    sunday, monday = MIDNIGHT + D, MIDNIGHT + 2 * D  # 2026-11-22 and 23
+def test_new_expiry_gives_the_reference_snapshot_its_daily_weekly_or_monthly_term() -> None:
+    """The snapshot at the reference time is the daily one, on a Sunday also the weekly
+    one, on the 1st the monthly one, and lives by its longest term; another snapshot lives
+    by the plain term; no term at all is no expiry."""
+    terms = NewExpiry(2 * D, daily=7 * D, weekly=28 * D, monthly_months=2, reference=0)
+    sunday, monday = MIDNIGHT + D, MIDNIGHT + 2 * D  # 2026-11-22 and 23, at midnight UTC
+    first = datetime(2026, 12, 1, tzinfo=UTC)
 
-    assert terms.expires(sunday, sunday - 6 * H) == sunday + 7 * D  # same ISO week
-    assert terms.expires(monday, monday - 6 * H) == monday + 28 * D
-    assert terms.expires(monday + 6 * H, monday) == monday + 6 * H + 2 * D
-    assert terms.expires(monday, None) == monday + 28 * D
-    assert NewExpiry(None).expires(monday, None) is None
-    assert NewExpiry(None, monthly=31 * D).expires(MIDNIGHT.replace(day=1), None) == (
-        MIDNIGHT.replace(day=1) + 31 * D
-    )
+    assert terms.expires(sunday) == sunday + 28 * D
+    assert terms.expires(monday) == monday + 7 * D
+    assert terms.expires(monday + 6 * H) == monday + 6 * H + 2 * D
+    assert terms.expires(first) == datetime(2027, 2, 1, tzinfo=UTC)
+    assert NewExpiry(None).expires(monday) is None
+    assert NewExpiry(None, daily=7 * D, reference=3600).expires(monday) is None
+
+
+def test_schedule_cadence_aligns_to_the_reference_time_and_keeps_the_schedule_terms() -> None:
+    """A 6-hourly schedule with its reference at 01:30 UTC: the next snapshot is the first
+    tick after the newest one, and new snapshots get the schedule's terms."""
+    times = [NOW - 6 * H * i for i in range(20)]
+    snapshots = [snap(f"s{i}", t, expires=t + 3 * D) for i, t in enumerate(times)]
+    terms = ScheduleTerms(6, reference_hour=1, reference_minute=30, retention_days=2, daily_days=7)
+
+    cadence = schedule_cadence(terms, snapshots, NOW)
+
+    newest = max(times)
+    assert cadence.source == "schedule"
+    assert cadence.interval == 6 * H
+    assert cadence.next_at is not None
+    assert newest < cadence.next_at <= newest + 6 * H
+    assert (cadence.next_at.hour * 60 + cadence.next_at.minute) % 360 == 90
+    assert cadence.expiry == NewExpiry(2 * D, 7 * D, None, None, reference=5400)
 
 
 def test_observed_cadence_takes_the_median_gap_and_the_newest_expiry() -> None:

@@ -72,12 +72,14 @@ def schedule_cadence(
     anchor = datetime(2000, 1, 3, terms.reference_hour, terms.reference_minute, tzinfo=zone)
     newest = max((s.created for s in snapshots if s.complete), default=now)
     steps = (newest - anchor) // interval + 1
-    days = _days
     expiry = NewExpiry(
-        days(terms.retention_days),
-        days(terms.daily_days),
-        None if terms.weekly_weeks is None else timedelta(weeks=terms.weekly_weeks),
-        None if terms.monthly_months is None else timedelta(days=31 * terms.monthly_months),
+        _days(terms.retention_days),
+        _days(terms.daily_days),
+        None if not terms.weekly_weeks else timedelta(weeks=terms.weekly_weeks),
+        terms.monthly_months or None,
+        reference=(
+            anchor.astimezone(UTC) - anchor.astimezone(UTC).replace(hour=0, minute=0)
+        ).seconds,
     )
     return Cadence(
         "schedule",

@@ -162,23 +162,33 @@ def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta 
     """Put the cluster's ladder of restore points and the freshness of its backups on
     ``plan``: neither when its walk failed, since part of its snapshots may be missing.
 
-    A restore point is a complete, consistent snapshot the plan leaves in place (kept,
-    protected, held by hand, or of a cluster no policy matches); restorable, for the
-    freshness, is any complete, consistent snapshot not awaiting deletion."""
+    Restorable, for the freshness, is any complete, consistent snapshot not awaiting
+    deletion; the ladder's restore points are those of them the plan leaves in place."""
     if plan.errors:
         return
-    points = [
-        d.snapshot.created
-        for d in plan.decisions
-        if d.state in RESTORE_STATES and d.snapshot.consistent and d.snapshot.complete
-    ]
-    plan.ladder = ladder_of(points)
     restorable = [
         d.snapshot.created
         for d in plan.decisions
         if d.snapshot.complete and d.snapshot.consistent and not _awaiting(d.snapshot, now)
     ]
+    plan.ladder = ladder_of(restore_points(plan))
     plan.freshness = freshness(restorable, now, within=within, any_snapshot=bool(plan.decisions))
+
+
+def restore_points(plan: ClusterPlan) -> list[datetime]:
+    """When the cluster's restore points were taken: its complete, consistent snapshots the
+    plan leaves in place (kept, protected, held by hand, or of a cluster no policy
+    matches). A config server's decisions are advisory, never sent: every one of its
+    complete, consistent snapshots stays as the service keeps it, whatever they say."""
+    advisory = plan.target.kind == "config-server"
+    return [
+        d.snapshot.created
+        for d in plan.decisions
+        if d.snapshot.complete
+        and d.snapshot.consistent
+        and d.state != "awaiting-deletion"
+        and (advisory or d.state in RESTORE_STATES)
+    ]
 
 
 def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:

@@ -31,41 +31,48 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import msgspec
 
-from retention.core.decide import RESTORE_STATES, decide
+from retention.core.decide import decide, restore_points
 from retention.core.model import ClusterPlan, SnapshotView, Target
+from retention.core.policy.duration import add_date
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.restorepoints import Ladder
 
 CadenceSource = Literal["schedule", "observed", "stopped", "none"]
+_SUNDAY = 6  # datetime.weekday()
 
 
 @dataclass(frozen=True)
 class NewExpiry:
     """The expiry the service gives a snapshot it takes: ``after`` its creation (None: no
-    expiry). A schedule's own retention tiers are an ``after`` per kind of snapshot: the
-    first of a month, of an ISO week, of a day, or any other (when given)."""
+    expiry). Under a schedule, the snapshot taken at the schedule's reference time of day
+    (``reference``, seconds after midnight UTC) is the daily one; on a Sunday also the
+    weekly one, on the 1st of a month the monthly one; it expires after the longest term
+    of its kinds. (The service does not document how it picks them; this is the reading
+    the docs' defaults suggest, the weekly on the default ``fullIncrementalDayOfWeek``.)"""
 
     after: timedelta | None
     daily: timedelta | None = None
     weekly: timedelta | None = None
-    monthly: timedelta | None = None
+    monthly_months: int | None = None
+    reference: int | None = None
 
-    def expires(self, created: datetime, previous: datetime | None) -> datetime | None:
-        """The expiry of a snapshot taken at ``created`` (the one before at ``previous``)."""
-        tiers = (
-            (self.monthly, lambda d: (d.year, d.month)),
-            (self.weekly, lambda d: d.isocalendar()[:2]),
-            (self.daily, lambda d: d.date()),
-        )
-        for after, bucket in tiers:
-            if after is not None and (previous is None or bucket(previous) != bucket(created)):
-                return created + after
-        return None if self.after is None else created + self.after
+    def expires(self, created: datetime) -> datetime | None:
+        """The expiry of a snapshot taken at ``created``."""
+        ends = [] if self.after is None else [created + self.after]
+        utc = created.astimezone(UTC)
+        if self.reference == utc.hour * 3600 + utc.minute * 60 + utc.second:
+            if self.daily:
+                ends.append(created + self.daily)
+            if self.weekly and utc.weekday() == _SUNDAY:
+                ends.append(created + self.weekly)
+            if self.monthly_months and utc.day == 1:
+                ends.append(add_date(utc, 0, self.monthly_months, 0, UTC))
+        return max(ends, default=None)
 
 
 @dataclass(frozen=True)
@@ -164,12 +171,11 @@ def forecast_cluster(
     at ``start`` on today's snapshots). See the module docstring."""
     result = ClusterForecast(target, cadence, sorted(p.name for p in policies))
     live = {s.id: s for s in snapshots}
-    previous = max((s.created for s in snapshots), default=None)
     plan: ClusterPlan | None = None
     for k in range(steps + 1):
         now = start + k * step
         if k:
-            previous = _take(live, cadence, start + (k - 1) * step, now, previous)
+            _take(live, cadence, start + (k - 1) * step, now)
             _reap(live, now)
         plan = decide(
             target,
@@ -187,20 +193,14 @@ def forecast_cluster(
 
 
 def _take(
-    live: dict[str, SnapshotView],
-    cadence: Cadence,
-    after: datetime,
-    until: datetime,
-    previous: datetime | None,
-) -> datetime | None:
+    live: dict[str, SnapshotView], cadence: Cadence, after: datetime, until: datetime
+) -> None:
     for moment in cadence.taken(after, until):
-        expires = cadence.expiry.expires(moment, previous)
+        expires = cadence.expiry.expires(moment)
         snapshot_id = f"forecast-{moment:%Y%m%dT%H%M%S}"
         live[snapshot_id] = SnapshotView(
             snapshot_id, moment, True, False, expires, True, cadence.size_at(moment)
         )
-        previous = moment
-    return previous
 
 
 def _reap(live: dict[str, SnapshotView], now: datetime) -> None:
@@ -230,14 +230,9 @@ def _apply(live: dict[str, SnapshotView], plan: ClusterPlan, *, approve_held: bo
 
 
 def _measure(now: datetime, live: dict[str, SnapshotView], plan: ClusterPlan) -> Step:
-    kept = [
-        d.snapshot.created
-        for d in plan.decisions
-        if d.state in RESTORE_STATES and d.snapshot.complete and d.snapshot.consistent
-    ]
     return Step(
         now,
         len(live),
         sum(s.storage_bytes or 0 for s in live.values()),
-        min(kept, default=None),
+        min(restore_points(plan), default=None),
     )

@@ -11,19 +11,22 @@ Nothing is sent, written or locked: the client only reads (a read-only key is en
 
 from __future__ import annotations
 
+import logging
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from retention.api.client import OpsManagerClient
-from retention.core.cadence import observed_cadence
+from retention.api.models import SnapshotSchedule
+from retention.core.cadence import ScheduleTerms, observed_cadence, schedule_cadence
 from retention.core.forecast import Cadence, ClusterForecast, forecast_cluster, steady_index
 from retention.core.horizon import lease
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import PolicySet
 from retention.core.restorepoints import Ladder
+from retention.errors import HTTPStatusError, MalformedResponseError
 from retention.ops.stopping import Stop
 from retention.walk.inventory import ProjectTargets, survey_fleet, walk_all
 
@@ -48,6 +51,9 @@ def step_of(text: str) -> timedelta:
     if step <= timedelta(0):
         raise ValueError(f"{text!r}: a step must be at least an hour")
     return step
+
+
+log = logging.getLogger("retention.forecast")
 
 
 @dataclass(frozen=True)
@@ -126,16 +132,32 @@ class Forecast:
 def cadence_for(
     client: OpsManagerClient, target: Target, snapshots: Sequence[SnapshotView], now: datetime
 ) -> Cadence:
-    """How ``target`` will take snapshots: THE place the service's snapshot schedule is to be
-    read, once the client can (OpsManagerClient.get_snapshot_schedule):
-
-        schedule = client.get_snapshot_schedule(target.project_id, target.cluster_id)
-        if schedule is not None:
-            return schedule_cadence(ScheduleTerms(...from schedule...), snapshots, now)
-
-    Until then the cadence its own snapshots show (core.cadence.observed_cadence)."""
-    del client, target  # read once the schedule is (above)
+    """How ``target`` will take snapshots: the service's snapshot schedule when it has one
+    (a cluster; a config server has none), else what its own snapshots show."""
+    if target.kind == "cluster":
+        try:
+            schedule = client.get_snapshot_schedule(target.project_id, target.cluster_id)
+        except (HTTPStatusError, MalformedResponseError) as exc:
+            # A key that may not read backup configurations, or an answer we cannot read:
+            # the cluster's own snapshots still say how it takes them.
+            log.warning("%s: snapshot schedule unread (%s); using its snapshots", target.name, exc)
+            schedule = None
+        if schedule is not None and schedule.snapshot_interval_hours:
+            return schedule_cadence(schedule_terms(schedule), snapshots, now)
     return observed_cadence(snapshots, now)
+
+
+def schedule_terms(schedule: SnapshotSchedule) -> ScheduleTerms:
+    """What a forecast reads of a schedule (its reference time is UTC on Ops Manager)."""
+    return ScheduleTerms(
+        interval_hours=schedule.snapshot_interval_hours or 24,
+        reference_hour=schedule.reference_hour_of_day or 0,
+        reference_minute=schedule.reference_minute_of_hour or 0,
+        retention_days=schedule.snapshot_retention_days,
+        daily_days=schedule.daily_snapshot_retention_days,
+        weekly_weeks=schedule.weekly_snapshot_retention_weeks,
+        monthly_months=schedule.monthly_snapshot_retention_months,
+    )
 
 
 def forecast_fleet(
