@@ -19,9 +19,10 @@ held until someone approves it); the cadence goes on as it is (a cluster whose b
 stopped takes no more); sizes follow the cadence's size and growth; config servers are
 advisory, so only the service's own expiries change them.
 
-Counts after each step are the snapshots on the service then; the oldest restore point is
-the oldest complete, consistent snapshot the run leaves in place (core.decide's
-RESTORE_STATES). The steady state is the count the last step ends with, reached on the
+Counts after each step are the snapshots on the service then, but those whose expiry has
+passed (awaiting the service's reaper: no longer restorable, and gone within hours); the
+oldest restore point is the oldest complete, consistent snapshot the run leaves in place
+(core.decide.restore_points). The steady state is the count the last step ends with, reached on the
 first step from which the count never again differs from it by more than
 ``steady_tolerance`` (5%, and at least one snapshot).
 """
@@ -176,7 +177,7 @@ def forecast_cluster(
         now = start + k * step
         if k:
             _take(live, cadence, start + (k - 1) * step, now)
-            _reap(live, now)
+        _reap(live, now)  # today's too: a snapshot past its expiry is as good as gone
         plan = decide(
             target,
             list(live.values()),
