@@ -405,11 +405,21 @@ def test_a_stop_while_planning_leaves_a_folder_that_says_so_and_sends_nothing(
     assert "Traceback" not in err
 
 
-def test_a_stop_while_diff_walks_writes_nothing_and_sends_nothing(tmp_path: Path) -> None:
-    """SIGTERM during a diff's walk: exit 143 with its own words, no PATCH, no output on
-    stdout and no reports folder (a review writes nothing)."""
+@pytest.mark.parametrize(
+    ("argv", "doing"),
+    [
+        (("diff", "--base", "policies"), "reviewing"),
+        (("forecast", "--days", "30"), "forecasting"),
+    ],
+    ids=["diff", "forecast"],
+)
+def test_a_stop_while_a_read_only_command_walks_writes_nothing_and_sends_nothing(
+    tmp_path: Path, argv: tuple[str, ...], doing: str
+) -> None:
+    """SIGTERM during the walk of diff or forecast: exit 143 with the command's own words,
+    no PATCH, nothing on stdout and no reports folder (neither writes anything)."""
     with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
-        proc = setup.start("diff", "--base", "policies", "--format", "json")
+        proc = setup.start(*argv, "--format", "json")
         wait_for_the_walk(setup.sim)
         proc.proc.send_signal(signal.SIGTERM)
         out, err = proc.finish(timeout=30)
@@ -419,25 +429,7 @@ def test_a_stop_while_diff_walks_writes_nothing_and_sends_nothing(tmp_path: Path
     assert service == []
     assert out == ""
     assert not setup.reports.exists()
-    assert "stopped by SIGTERM while reviewing: nothing was written and nothing was sent" in err
-    assert "Traceback" not in err
-
-
-def test_a_stop_while_forecast_walks_writes_nothing_and_sends_nothing(tmp_path: Path) -> None:
-    """SIGTERM during a forecast's walk: exit 143 with its own words, no PATCH, nothing on
-    stdout and no reports folder (a forecast writes nothing)."""
-    with served(tmp_path, latency_ms=300, clusters=16, days=5) as setup:
-        proc = setup.start("forecast", "--days", "30", "--format", "json")
-        wait_for_the_walk(setup.sim)
-        proc.proc.send_signal(signal.SIGTERM)
-        out, err = proc.finish(timeout=30)
-        service = setup.patches()
-
-    assert proc.returncode == 143, err
-    assert service == []
-    assert out == ""
-    assert not setup.reports.exists()
-    assert "stopped by SIGTERM while forecasting: nothing was written and nothing was sent" in err
+    assert f"stopped by SIGTERM while {doing}: nothing was written and nothing was sent" in err
     assert "Traceback" not in err
 
 

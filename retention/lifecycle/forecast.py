@@ -20,6 +20,7 @@ from retention.errors import StopRequestedError
 from retention.forecasting.job import Forecast, forecast_fleet
 from retention.lifecycle.connect import open_client
 from retention.lifecycle.job import Setup
+from retention.lifecycle.jobs import read_only_stopped
 from retention.lifecycle.review import both_sides
 from retention.lifecycle.run import load
 from retention.ops.stopping import Stop, on_signals
@@ -73,10 +74,5 @@ def forecast_policies(
                 stop=stop,
             )
         except StopRequestedError as exc:
-            raise StopRequestedError(
-                exc.signal_name,
-                "the forecast was whole",
-                message=f"stopped by {exc.signal_name} while forecasting: nothing was "
-                "written and nothing was sent",
-            ) from None
+            raise read_only_stopped(exc, "forecasting", "the forecast was whole") from None
     return Forecasted(found, current, baseline, what_if=at is not None)

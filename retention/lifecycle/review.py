@@ -18,6 +18,7 @@ from retention.core.policy.loader import PolicySet
 from retention.errors import PolicyError, StopRequestedError
 from retention.lifecycle.connect import open_client
 from retention.lifecycle.job import Setup
+from retention.lifecycle.jobs import read_only_stopped
 from retention.lifecycle.run import load
 from retention.ops.stopping import Stop, on_signals
 from retention.review.baseline import Baseline, current_policies, load_baseline
@@ -59,12 +60,7 @@ def review_change(setup: Setup, *, base: str, at: datetime | None = None) -> Rev
                 stop=stop,
             )
         except StopRequestedError as exc:
-            raise StopRequestedError(
-                exc.signal_name,
-                "the review was whole",
-                message=f"stopped by {exc.signal_name} while reviewing: nothing was written "
-                "and nothing was sent",
-            ) from None
+            raise read_only_stopped(exc, "reviewing", "the review was whole") from None
     return Reviewed(found, baseline, current, what_if=at is not None)
 
 
