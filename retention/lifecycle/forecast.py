@@ -16,14 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from retention.core.policy.loader import PolicySet
-from retention.errors import StopRequestedError
 from retention.forecasting.job import Forecast, forecast_fleet
-from retention.lifecycle.connect import open_client
 from retention.lifecycle.job import Setup
-from retention.lifecycle.jobs import read_only_stopped
-from retention.lifecycle.review import both_sides
+from retention.lifecycle.review import both_sides, read_only_client
 from retention.lifecycle.run import load
-from retention.ops.stopping import Stop, on_signals
 from retention.review.baseline import Baseline, current_policies
 from retention.walk.inventory import project_targets
 
@@ -56,23 +52,17 @@ def forecast_policies(
         current, baseline = both_sides(config.policies, base)
     projects = project_targets(config)
     now = at or setup.clock()
-    with (
-        on_signals(Stop()) as stop,
-        open_client(loaded, stop=stop, clock=setup.clock, interactive=setup.interactive) as client,
-    ):
-        try:
-            found = forecast_fleet(
-                client,
-                current,
-                None if baseline is None else baseline.policies,
-                projects,
-                now=now,
-                days=days,
-                step=step,
-                schedule=config.schedule,
-                concurrency=config.api.concurrency,
-                stop=stop,
-            )
-        except StopRequestedError as exc:
-            raise read_only_stopped(exc, "forecasting", "the forecast was whole") from None
+    with read_only_client(setup, loaded, "forecasting", "the forecast was whole") as (client, stop):
+        found = forecast_fleet(
+            client,
+            current,
+            None if baseline is None else baseline.policies,
+            projects,
+            now=now,
+            days=days,
+            step=step,
+            schedule=config.schedule,
+            concurrency=config.api.concurrency,
+            stop=stop,
+        )
     return Forecasted(found, current, baseline, what_if=at is not None)

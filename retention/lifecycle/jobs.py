@@ -384,14 +384,3 @@ def _acknowledge(
                     done.append(alert.id)
                 except ApiError as exc:
                     log.warning("cannot acknowledge alert %s: %s", alert.id, exc)
-
-
-def read_only_stopped(exc: StopRequestedError, doing: str, whole: str) -> StopRequestedError:
-    """The stop of a command that writes and sends nothing (diff, forecast), in its words:
-    "stopped by SIGTERM while reviewing: nothing was written and nothing was sent"."""
-    return StopRequestedError(
-        exc.signal_name,
-        whole,
-        message=f"stopped by {exc.signal_name} while {doing}: nothing was written and "
-        "nothing was sent",
-    )

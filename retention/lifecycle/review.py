@@ -10,15 +10,18 @@ no metrics, no notice: what a review finds goes to its output, for the pull requ
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from retention.api.client import OpsManagerClient
+from retention.config.loading import LoadedConfig
 from retention.core.policy.loader import PolicySet
 from retention.errors import PolicyError, StopRequestedError
 from retention.lifecycle.connect import open_client
 from retention.lifecycle.job import Setup
-from retention.lifecycle.jobs import read_only_stopped
 from retention.lifecycle.run import load
 from retention.ops.stopping import Stop, on_signals
 from retention.review.baseline import Baseline, current_policies, load_baseline
@@ -44,24 +47,40 @@ def review_change(setup: Setup, *, base: str, at: datetime | None = None) -> Rev
     current, baseline = both_sides(config.policies, base)
     projects = project_targets(config)
     now = at or setup.clock()
+    with read_only_client(setup, loaded, "reviewing", "the review was whole") as (client, stop):
+        found = review(
+            client,
+            baseline.policies,
+            current,
+            projects,
+            now=now,
+            schedule=config.schedule,
+            concurrency=config.api.concurrency,
+            stop=stop,
+        )
+    return Reviewed(found, baseline, current, what_if=at is not None)
+
+
+@contextmanager
+def read_only_client(
+    setup: Setup, loaded: LoadedConfig, doing: str, whole: str
+) -> Iterator[tuple[OpsManagerClient, Stop]]:
+    """The client of a command that writes and sends nothing (diff, forecast), SIGINT and
+    SIGTERM stopping it; a stop ends the command in its words: "stopped by SIGTERM while
+    reviewing: nothing was written and nothing was sent"."""
     with (
         on_signals(Stop()) as stop,
         open_client(loaded, stop=stop, clock=setup.clock, interactive=setup.interactive) as client,
     ):
         try:
-            found = review(
-                client,
-                baseline.policies,
-                current,
-                projects,
-                now=now,
-                schedule=config.schedule,
-                concurrency=config.api.concurrency,
-                stop=stop,
-            )
+            yield client, stop
         except StopRequestedError as exc:
-            raise read_only_stopped(exc, "reviewing", "the review was whole") from None
-    return Reviewed(found, baseline, current, what_if=at is not None)
+            raise StopRequestedError(
+                exc.signal_name,
+                whole,
+                message=f"stopped by {exc.signal_name} while {doing}: nothing was written and "
+                "nothing was sent",
+            ) from None
 
 
 def both_sides(source: Path | list[Path], base: str) -> tuple[PolicySet, Baseline]:
