@@ -17,7 +17,9 @@ from retention.cli.common import json_logs
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _resolve(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+def default_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+    """--format as given, else json under --log-format json and text otherwise (a callback
+    of every command's --format)."""
     # With --log-format json every line on stderr is JSON; stdout follows unless told
     # otherwise, so `retention --log-format json CMD 2>&1 | jq` reads both streams.
     if value is not None:
@@ -33,7 +35,7 @@ def format_option(command: F) -> F:
         "output",
         type=click.Choice(["text", "json"]),
         default=None,
-        callback=_resolve,
+        callback=default_format,
         help="json: one JSON document on stdout, for scripts (docs/commands.md). Default: "
         "text, or json with --log-format json.",
     )(command)

@@ -7,19 +7,12 @@ from typing import TYPE_CHECKING
 import click
 
 from retention.cli import cli
-from retention.cli.common import json_logs, lifecycle_setup, parse_at
-from retention.cli.output import emit
+from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.output import default_format, emit
 from retention.errors import EXIT_FAILURES, EXIT_HELD, EXIT_OK
 
 if TYPE_CHECKING:
     from retention.lifecycle.review import Reviewed
-
-
-def _format(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
-    # As --format of the other commands: json by default under --log-format json.
-    if value is not None:
-        return value
-    return "json" if json_logs(ctx) else "text"
 
 
 @cli.command("diff")
@@ -43,7 +36,7 @@ def _format(ctx: click.Context, _param: click.Parameter, value: str | None) -> s
     "output",
     type=click.Choice(["text", "markdown", "json"]),
     default=None,
-    callback=_format,
+    callback=default_format,  # three formats: not format_option's two
     help="text for a terminal; markdown for a pull-request comment (under 60,000 "
     "characters); json: one JSON document on stdout (docs/commands.md). Default: text, or "
     "json with --log-format json.",
