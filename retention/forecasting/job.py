@@ -28,7 +28,8 @@ from retention.core.policy.loader import PolicySet
 from retention.core.restorepoints import Ladder
 from retention.errors import HTTPStatusError, MalformedResponseError
 from retention.ops.stopping import Stop
-from retention.walk.inventory import ProjectTargets, survey_fleet, walk_all
+from retention.ops.window import ordered
+from retention.walk.inventory import ProjectTargets, Walk, survey_fleet, walk
 
 # What every forecast assumes, in the core's words (retention.core.forecast, .cadence).
 ASSUMPTIONS = (
@@ -130,21 +131,32 @@ class Forecast:
 
 
 def cadence_for(
-    client: OpsManagerClient, target: Target, snapshots: Sequence[SnapshotView], now: datetime
+    schedule: SnapshotSchedule | None, snapshots: Sequence[SnapshotView], now: datetime
 ) -> Cadence:
-    """How ``target`` will take snapshots: the service's snapshot schedule when it has one
+    """How a target will take snapshots: its snapshot ``schedule`` when the service has one
     (a cluster; a config server has none), else what its own snapshots show."""
-    if target.kind == "cluster":
-        try:
-            schedule = client.get_snapshot_schedule(target.project_id, target.cluster_id)
-        except (HTTPStatusError, MalformedResponseError) as exc:
-            # A key that may not read backup configurations, or an answer we cannot read:
-            # the cluster's own snapshots still say how it takes them.
-            log.warning("%s: snapshot schedule unread (%s); using its snapshots", target.name, exc)
-            schedule = None
-        if schedule is not None and schedule.snapshot_interval_hours:
-            return schedule_cadence(schedule_terms(schedule), snapshots, now)
+    if schedule is not None and schedule.snapshot_interval_hours:
+        return schedule_cadence(schedule_terms(schedule), snapshots, now)
     return observed_cadence(snapshots, now)
+
+
+def walk_with_schedule(
+    client: OpsManagerClient, target: Target
+) -> tuple[Walk, SnapshotSchedule | None]:
+    """One target's snapshots and, for a cluster whose walk succeeded, its snapshot schedule:
+    read on the walk's thread, so the schedules of a fleet are read ``concurrency`` at a
+    time, not one a cluster in the loop that forecasts."""
+    walked = walk(client, target)
+    if walked.error or target.kind != "cluster":
+        return walked, None
+    try:
+        return walked, client.get_snapshot_schedule(target.project_id, target.cluster_id)
+    except (HTTPStatusError, MalformedResponseError) as exc:
+        # A key that may not read backup configurations, or an answer we cannot read:
+        # the cluster's own snapshots still say how it takes them.
+        name = walked.target.name
+        log.warning("%s: snapshot schedule unread (%s); using its snapshots", name, exc)
+        return walked, None
 
 
 def schedule_terms(schedule: SnapshotSchedule) -> ScheduleTerms:
@@ -180,16 +192,22 @@ def forecast_fleet(
     steps = steps_in(days, step)
     result = Forecast(now, days, step, steps, errors=list(found.errors))
     run = _Run(now, steps, step, lease(schedule, now))
-    for walk in walk_all(client, found.targets, concurrency=concurrency):
+    walks = ordered(
+        lambda target: walk_with_schedule(client, target),
+        found.targets,
+        workers=concurrency,
+        name="walk",
+    )
+    for walked, snapshot_schedule in walks:
         stop.check("forecasting the next cluster")
-        target = walk.target
-        if walk.error:
-            result.errors.append(f"{target.kind} {target.cluster_id}: {walk.error}")
+        target, snapshots = walked.target, walked.snapshots
+        if walked.error:
+            result.errors.append(f"{target.kind} {target.cluster_id}: {walked.error}")
             continue
-        cadence = cadence_for(client, target, walk.snapshots, now)
-        mine = run.outlook(target, walk.snapshots, current, cadence)
+        cadence = cadence_for(snapshot_schedule, snapshots, now)
+        mine = run.outlook(target, snapshots, current, cadence)
         stop.check("forecasting the base policies")
-        theirs = None if base is None else run.outlook(target, walk.snapshots, base, cadence)
+        theirs = None if base is None else run.outlook(target, snapshots, base, cadence)
         result.add(ClusterOutlook(target, cadence, mine, theirs))
     result.clusters.sort(key=_largest_change_first)
     return result
