@@ -211,15 +211,17 @@ def test_markdown_and_text_start_with_the_summary(
     assert "restore points after:" in text
 
 
+@pytest.mark.parametrize("command", ["diff", "forecast"])
 def test_a_base_that_does_not_validate_is_exit_2_naming_the_base(
-    repo: Repo, capsys: pytest.CaptureFixture[str]
+    repo: Repo, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    """A base folder with a misspelt key: exit 2, the problem named with its side."""
+    """A base folder with a misspelt key, for diff and forecast --base alike: exit 2, the
+    problem named with its side, nothing sent."""
     broken = repo.folder / "broken"
     broken.mkdir()
     (broken / "p.yaml").write_text("name: p\nkeep: {dayly: 3}\n")
 
-    code = repo.main("diff", "--base", str(broken))
+    code = repo.main(command, "--base", str(broken))
 
     err = capsys.readouterr().err
     assert code == 2

@@ -194,22 +194,6 @@ def test_bad_usage_is_exit_2(
     assert small.sim.admin("patches") == {"patches": []}
 
 
-def test_a_base_that_does_not_validate_is_exit_2_naming_the_base(
-    small: Setup, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A base folder with a misspelt key: exit 2, the problem named with its side."""
-    broken = small.folder / "broken"
-    broken.mkdir()
-    (broken / "p.yaml").write_text("name: p\nkeep: {dayly: 3}\n")
-
-    code = small.main("forecast", "--base", str(broken))
-
-    err = capsys.readouterr().err
-    assert code == 2
-    assert f"base policies ({broken}): {broken / 'p.yaml'}:2: keep.dayly" in err
-    assert small.sim.admin("patches") == {"patches": []}
-
-
 @pytest.fixture(scope="module")
 def demo() -> Iterator[Simulator]:
     """The demo fleet on a simulator frozen at NOW."""
