@@ -129,12 +129,6 @@ class ClusterForecast:
     steps: list[Step] = field(default_factory=list)
     ladder: Ladder | None = None  # the restore points after the last step
 
-    @property
-    def steady(self) -> Step | None:
-        """The step from which the count stays at the last step's (None: no step)."""
-        index = steady_index([s.count for s in self.steps])
-        return None if index is None else self.steps[index]
-
 
 def steady_tolerance(count: int) -> int:
     """How far a count may stray from the steady state and still be in it."""

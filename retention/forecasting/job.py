@@ -108,7 +108,6 @@ class Forecast:
     evaluated_at: datetime
     days: int
     step: timedelta
-    steps: int
     clusters: list[ClusterOutlook] = field(default_factory=list)  # largest change first
     counts: array[int] = field(default_factory=lambda: array("q"))  # the fleet, per step
     storage: array[int] = field(default_factory=lambda: array("q"))
@@ -190,7 +189,7 @@ def forecast_fleet(
     ``stop`` is asked for."""
     found = survey_fleet(client, projects, concurrency=concurrency)
     steps = steps_in(days, step)
-    result = Forecast(now, days, step, steps, errors=list(found.errors))
+    result = Forecast(now, days, step, errors=list(found.errors))
     run = _Run(now, steps, step, lease(schedule, now))
     walks = ordered(
         lambda target: walk_with_schedule(client, target),
