@@ -12,7 +12,6 @@ import json
 import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from retention.report import RunInfo, render_reports, render_run
 from retention.report.read import change_rows
 from retention.report.render import html_text, summary_markdown
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
+from tests.support.reportpage import ReportPage
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PROJECT = "5e2211c17a3e5a48f5497de3"
@@ -56,7 +56,6 @@ SECTIONS = [
 ]
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 HOSTILE_REASON = "</td><script>alert(2)</script>"
-VOID = frozenset({"meta", "br", "img", "input", "link", "hr", "source", "wbr"})
 
 
 # ---- building run folders -------------------------------------------------------------
@@ -192,84 +191,47 @@ def info(mode: str = "dry-run", exit_code: int | None = 0) -> RunInfo:
 # ---- reading reports back ----------------------------------------------------------------
 
 
-class Page(HTMLParser):
-    """The parts of report.html the tests look at: elements, text, ids, marks and rows."""
+class Page(ReportPage):
+    """The parts of report.html the tests look at: elements, text, ids, marks and rows; every
+    text as it is (the stylesheet's and the charts' included), stripped only."""
+
+    unread = frozenset()
 
     def __init__(self, html: str) -> None:
-        super().__init__(convert_charrefs=True)
         self.elements: list[tuple[str, dict[str, str | None]]] = []
-        self.text_parts: list[str] = []
-        self.by_id: dict[str, list[str]] = {}
         # timeline figure id -> snapshots counted in its columns, by lane (taken, expiry)
         self.marks: dict[str, dict[str, int]] = {}
-        self.rows: dict[str, list[list[str]]] = {}  # section id -> table rows (cell texts)
-        self._open: list[tuple[str, str | None]] = []
         self._figure = ""
         self._lane = ""
-        self._section = ""
-        self._row: list[str] | None = None
-        self._cell: list[str] | None = None
-        self.feed(html)
-        self.close()
+        super().__init__(html)
 
     @property
     def text(self) -> str:
         """All text content."""
-        return "".join(self.text_parts)
+        return "".join(self.parts)
 
-    def text_of(self, element_id: str) -> str:
-        """The text inside the element with this id."""
-        return "".join(self.by_id[element_id]).strip()
+    def clean(self, text: str) -> str:
+        """The text stripped, inner white space as it is."""
+        return text.strip()
 
-    def _record(self, tag: str, attrs: list[tuple[str, str | None]]) -> dict[str, str | None]:
+    def _record(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
         self.elements.append((tag, a))
         classes = (a.get("class") or "").split()
         if tag == "figure":
             self._figure = a.get("id") or ""
-        if tag == "section":
-            self._section = a.get("id") or ""
         if tag == "g" and "lane" in classes:
             self._lane = classes[-1]
         if tag == "g" and "col" in classes:
             lanes = self.marks.setdefault(self._figure, {})
             lanes[self._lane] = lanes.get(self._lane, 0) + int(a.get("data-count") or 0)
-        return a
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = self._record(tag, attrs)
-        if tag == "tr":
-            self._row = []
-        if tag in ("td", "th"):
-            self._cell = []
-        if tag in VOID:
-            return
-        self._open.append((tag, a.get("id")))
-        if a.get("id"):
-            self.by_id.setdefault(str(a["id"]), [])
+        self._record(tag, attrs)
+        super().handle_starttag(tag, attrs)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._record(tag, attrs)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self._row is not None:
-            self._row.append("".join(self._cell).strip())
-            self._cell = None
-        if tag == "tr" and self._row is not None:
-            self.rows.setdefault(self._section, []).append(self._row)
-            self._row = None
-        for i in range(len(self._open) - 1, -1, -1):
-            if self._open[i][0] == tag:
-                del self._open[i:]
-                break
-
-    def handle_data(self, data: str) -> None:
-        self.text_parts.append(data)
-        if self._cell is not None:
-            self._cell.append(data)
-        for _, element_id in self._open:
-            if element_id:
-                self.by_id[element_id].append(data)
 
 
 def render(folder: Path, run: RunInfo | None = None) -> tuple[Page, str]:

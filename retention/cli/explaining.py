@@ -64,6 +64,7 @@ class Analysis:
     record: DecisionRecord
     names: list[str]
     problem: str | None = None
+    entry: ClusterEntry | None = None  # the snapshot's cluster in plan.json
     found: SnapshotTrace | None = None
     traced: dict[str, PolicyTrace] = field(default_factory=dict)
     untraced: list[str] = field(default_factory=list)
@@ -91,7 +92,7 @@ def analyse(
     names = entry["policies"] if entry is not None else []
     problem = policies.problem or _unusable(cluster, entry)
     if not names or problem is not None or policies.loaded is None:
-        return Analysis(record, names, problem if names else None)
+        return Analysis(record, names, problem if names else None, entry)
     sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
     loaded = policies.loaded.by_name
     traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
@@ -99,6 +100,7 @@ def analyse(
     return Analysis(
         record,
         names,
+        entry=entry,
         found=found,
         traced={p.policy: p for p in found.policies} if found is not None else {},
         untraced=[n for n in names if n not in traceable],
@@ -115,23 +117,17 @@ def explanation(
 ) -> list[str]:
     """The lines explain prints for ``record`` (see ``analyse``)."""
     found = analyse(record, head, cluster, policies)
-    hold_record_lines = _hold_record_lines(hold_records(record, head))
-    if found.policies is None:
-        # Nothing to trace with: what the plan recorded, and why there is no more.
-        lines = [
-            *_record_lines(record),
-            *_restore_points_lines(record, head),
-            *hold_record_lines,
-            *(_reasons(record["reasons"]) or _NO_REASONS),
-        ]
-        problem = found.problem
-        return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
     lines = [
         *_record_lines(record),
-        *_restore_points_lines(record, head),
-        *hold_record_lines,
-        *_reasons(found.reasons),
+        *_restore_points_lines(found),
+        *_hold_record_lines(hold_records(record, head)),
     ]
+    if found.policies is None:
+        # Nothing to trace with: what the plan recorded, and why there is no more.
+        lines += _reasons(record["reasons"]) or _NO_REASONS
+        problem = found.problem
+        return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
+    lines += _reasons(found.reasons)
     if found.found is not None and found.found.uncounted is not None:
         lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
     elif found.found is not None:
@@ -146,20 +142,20 @@ def explanation(
     return lines
 
 
-def _restore_points(record: DecisionRecord, head: PlanHead) -> RestorePointsEntry | None:
+def _restore_points(found: Analysis) -> RestorePointsEntry | None:
     """The restore points of the snapshot's cluster, as plan.json has them (None when it
     has none: a failed walk, or a plan from before they were recorded)."""
-    entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
-    return None if entry is None else entry.get("restorePoints")
+    return None if found.entry is None else found.entry.get("restorePoints")
 
 
-def _restore_points_lines(record: DecisionRecord, head: PlanHead) -> list[str]:
+def _restore_points_lines(found: Analysis) -> list[str]:
     """ "restore points of orders: daily for 7 days, ...", under the decision: the
     cluster's restore points once the plan is applied, the snapshot among them or not."""
-    points = _restore_points(record, head)
+    points = _restore_points(found)
     if points is None:
         return []
-    return [f"  restore points of {printable(record['clusterName'])}: {points['text']}"]
+    name = printable(found.record["clusterName"])
+    return [f"  restore points of {name}: {points['text']}"]
 
 
 def explanation_document(
@@ -181,7 +177,7 @@ def explanation_document(
         "uncounted": uncounted,
         "notTraced": found.problem,
         "holdRecords": hold_records(record, head),
-        "restorePoints": _restore_points(record, head),
+        "restorePoints": _restore_points(found),
         "policies": [],
     }
     for name in found.names:

@@ -236,13 +236,15 @@ def explain(
     """
     config = None
     if plan_path is None:
+        from retention.runfolder.lineage import newest_plans
+
         config = load(ctx, require_credentials=False).config
-        plans = sorted(Path(config.reports.dir).glob("*/plan.json"))
+        plans = newest_plans(Path(config.reports.dir))  # as doctor finds it
         if not plans:
             raise UsageError(
                 f"no plan in {config.reports.dir}; run 'retention plan' or give --plan"
             )
-        path = plans[-1]
+        path = plans[0]
     else:
         path = Path(plan_path)
     from retention.cli.explaining import explanation, explanation_document

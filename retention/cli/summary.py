@@ -139,8 +139,8 @@ def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
     if summary.held_changes:
         held, clusters = summary.held_changes, len(summary.held)
         lines.append(
-            f"Held by safety gates: {held} destructive change{'s' if held != 1 else ''} of "
-            f"{clusters} cluster{'s' if clusters != 1 else ''} (not sent; "
+            f"Held by safety gates: {counted(held, 'destructive change')} of "
+            f"{counted(clusters, 'cluster')} (not sent; "
             f"{size(summary.held_bytes)})."
         )
     if summary.approved:
@@ -186,11 +186,10 @@ def _deletion_lines(summary: RunSummary) -> list[str]:
             return []
         mode = summary.run.mode
         return [f"Deletion: this {mode} applied no change that lets the service delete sooner."]
-    plural = "s" if deletion.count != 1 else ""
     back = f", giving back {size(deletion.bytes)}" if deletion.bytes is not None else ""
     by = "" if deletion.as_planned else f" (applied by this {summary.run.mode})"
     return [
-        f"Deletion: {deletion.count} snapshot{plural} may be deleted by the service from "
+        f"Deletion: {counted(deletion.count, 'snapshot')} may be deleted by the service from "
         f"{format_timestamp(deletion.expires_from)} on{back}{by}."
     ]
 

@@ -20,6 +20,8 @@ from itertools import pairwise
 from statistics import median_low
 from typing import Literal
 
+from retention.core.wording import counted
+
 Source = Literal["policy", "cadence", "default"]
 
 DEFAULT_WITHIN = timedelta(hours=36)
@@ -92,5 +94,4 @@ def age_words(seconds: int) -> str:
     hours = rest // 3600
     if not days:
         return f"{hours} h"
-    unit = "day" if days == 1 else "days"
-    return f"{days} {unit} {hours} h" if hours else f"{days} {unit}"
+    return f"{counted(days, 'day')} {hours} h" if hours else counted(days, "day")

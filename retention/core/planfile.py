@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 from retention.core.freshness import Freshness, Source
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
 from retention.core.model import Action, ChangeAction, Hold, Reason, SnapshotView, State
-from retention.core.restorepoints import Grain, Ladder
+from retention.core.restorepoints import Grain, Ladder, Missing, Tier
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
@@ -381,6 +381,24 @@ def restore_points_entry(ladder: Ladder) -> RestorePointsEntry:
         ],
         "text": ladder.words(),
     }
+
+
+def tier_of(entry: TierEntry) -> Tier:
+    """A tier of a ``restorePoints`` entry as ``restore_points_entry`` wrote it, so that its
+    words come from ``retention.core.restorepoints`` alone."""
+    missing = tuple(
+        Missing(m["after"], m["before"], m["count"], m["unit"], m["first"], m["last"])
+        for m in entry["missing"]
+    )
+    return Tier(
+        entry["grain"],
+        entry["everySeconds"],
+        entry["reaches"],
+        entry["points"],
+        entry["span"],
+        entry["unit"],
+        missing,
+    )
 
 
 def freshness_entry(fresh: Freshness) -> FreshnessEntry:

@@ -1,14 +1,14 @@
 """A cluster's restore points as the reports show them: each tier's rung ("daily for 7
 days") apart from its holes, so a template can mark the holes, in the words of
-``retention.core.restorepoints`` (the tiers are rebuilt from plan.json's entry)."""
+``retention.core.restorepoints`` (the tiers are rebuilt from plan.json's entry by
+``planfile.tier_of``: the entry's ``text`` joins each rung and its holes)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC
 
-from retention.core.planfile import RestorePointsEntry, TierEntry
-from retention.core.restorepoints import Missing, Tier
+from retention.core.planfile import RestorePointsEntry, tier_of
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,6 @@ class Rung:
 class LadderLine:
     """A cluster's restore points in one line: the rungs, newest first, and the oldest."""
 
-    count: int
     rungs: tuple[Rung, ...]
     oldest: str | None  # the day of the oldest restore point, "2026-01-01" (UTC)
     text: str  # the whole line, as plan.json's ``text``
@@ -36,23 +35,7 @@ class LadderLine:
     @classmethod
     def of(cls, entry: RestorePointsEntry) -> LadderLine:
         """The line of a plan.json ``restorePoints`` entry."""
-        rungs = tuple(Rung(t.rung(), t.holes()) for t in map(_tier, entry["tiers"]))
+        rungs = tuple(Rung(t.rung(), t.holes()) for t in map(tier_of, entry["tiers"]))
         oldest = entry["oldest"]
         day = None if oldest is None else oldest.astimezone(UTC).date().isoformat()
-        return cls(entry["count"], rungs, day, entry["text"])
-
-
-def _tier(entry: TierEntry) -> Tier:
-    missing = tuple(
-        Missing(m["after"], m["before"], m["count"], m["unit"], m["first"], m["last"])
-        for m in entry["missing"]
-    )
-    return Tier(
-        entry["grain"],
-        entry["everySeconds"],
-        entry["reaches"],
-        entry["points"],
-        entry["span"],
-        entry["unit"],
-        missing,
-    )
+        return cls(rungs, day, entry["text"])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from retention.core.model import CHANGE_ACTIONS
 from retention.core.timestamps import format_timestamp, parse_timestamp
+from retention.core.wording import counted
 from retention.errors import SIGNAL_EXITS
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def stale_text(stale: Sequence[StaleCluster], listed: int = 10) -> str:
     count = len(stale)
     named = ", ".join(f"{c.name} ({c.text})" for c in stale[:listed])
     more = f", and {count - listed} more" if count > listed else ""
-    return f"{count} {'cluster' if count == 1 else 'clusters'} whose backups stopped: {named}{more}"
+    return f"{counted(count, 'cluster')} whose backups stopped: {named}{more}"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ UNREAD = frozenset({"style", "svg"})
 
 class ReportPage(HTMLParser):
     """The text of report.html by element id (sections included), and its table rows (cell
-    texts) by section."""
+    texts) by section. ``unread`` and ``clean`` say which text is read and how it is tidied
+    (a subclass may read every text as it is)."""
+
+    unread: frozenset[str] = UNREAD
 
     def __init__(self, html: str) -> None:
         super().__init__(convert_charrefs=True)
@@ -40,7 +43,11 @@ class ReportPage(HTMLParser):
 
     def text_of(self, element_id: str) -> str:
         """The text inside the element with this id, white space collapsed."""
-        return _words("".join(self.by_id[element_id]))
+        return self.clean("".join(self.by_id[element_id]))
+
+    def clean(self, text: str) -> str:
+        """A cell's or an element's text as the tests compare it: white space collapsed."""
+        return _words(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -58,7 +65,7 @@ class ReportPage(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("td", "th") and self._cell is not None and self._row is not None:
-            self._row.append(_words("".join(self._cell)))
+            self._row.append(self.clean("".join(self._cell)))
             self._cell = None
         if tag == "tr" and self._row is not None:
             self.rows.setdefault(self._section, []).append(self._row)
@@ -69,7 +76,7 @@ class ReportPage(HTMLParser):
                 break
 
     def handle_data(self, data: str) -> None:
-        if any(tag in UNREAD for tag, _ in self._open):
+        if any(tag in self.unread for tag, _ in self._open):
             return
         self.parts.append(data)
         if self._cell is not None:
