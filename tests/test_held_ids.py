@@ -14,6 +14,8 @@ from retention.core.decide import decide
 from retention.core.model import SnapshotView, Target
 from retention.core.planfile import CHANGE, DECISION
 from retention.core.policy.engine import KeepSpec
+from retention.forecasting.job import forecast_fleet
+from retention.ops.stopping import Stop
 from retention.planning.job import make_plan
 from retention.runfolder.planread import read_head, read_list
 from retention.runfolder.planrecords import decision_record
@@ -145,6 +147,44 @@ def test_discovery_holds_the_odd_cluster_without_a_request_and_plans_the_rest(
     assert head["summary"]["clustersHeld"] == 1
     walked = {seen.path for seen in fake.seen if seen.path.endswith("/snapshots")}
     assert walked == {"/api/public/v1.0/groups/p1/clusters/c1/snapshots"}
+
+
+def test_a_forecast_walks_past_the_odd_cluster_without_a_request_for_it(
+    fake: FakeApi, client: OpsManagerClient, tmp_path: Path
+) -> None:
+    """forecast_fleet asks nothing about a cluster whose id a plan cannot carry (neither its
+    snapshots nor its schedule) and still forecasts the ordinary cluster."""
+    rows = [
+        {"id": "c1", "clusterName": "rs", "typeName": "REPLICA_SET"},
+        {"id": ODD, "clusterName": "alerts-prod", "typeName": "REPLICA_SET"},
+    ]
+    fake.answer("GET", "/groups/p1", {"id": "p1", "name": "shop"})
+    fake.answer("GET", "/groups/p1/alerts", list_page([], 0))
+    fake.answer("GET", "/groups/p1/clusters", list_page(rows, 2))
+    fake.answer("GET", "/groups/p1/hosts", list_page([], 0))
+    fake.answer(
+        "GET", "/groups/p1/backupConfigs/c1/snapshotSchedule", {"snapshotIntervalHours": 24}
+    )
+    days = ["2026-11-20T00:00:00Z", "2026-11-19T00:00:00Z"]
+    fake.route(
+        "GET",
+        "/groups/p1/clusters/c1/snapshots",
+        paged([snapshot(f"s{i}", d, clusterName="rs") for i, d in enumerate(days)]),
+    )
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "prod.yaml").write_text("name: prod\nkeep: {last: 1}\n")
+
+    result = forecast_fleet(
+        client, load_policies(tmp_path / "policies"), None, [ProjectTargets("p1")],
+        now=NOW, days=3, step=DAY, schedule=None, concurrency=2, stop=Stop(),
+    )  # fmt: skip
+
+    assert sorted(c.target.cluster_id for c in result.clusters) == sorted(["c1", ODD])
+    asked = {seen.path for seen in fake.seen if "c1" not in seen.path and ODD in seen.path}
+    assert asked == set()
+    assert "/api/public/v1.0/groups/p1/backupConfigs/c1/snapshotSchedule" in {
+        seen.path for seen in fake.seen
+    }
 
 
 def test_the_terminal_summary_names_the_held_id_with_its_control_characters_escaped() -> None:

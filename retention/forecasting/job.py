@@ -146,7 +146,8 @@ def walk_with_schedule(
     read on the walk's thread, so the schedules of a fleet are read ``concurrency`` at a
     time, not one a cluster in the loop that forecasts."""
     walked = walk(client, target)
-    if walked.error or target.kind != "cluster":
+    # An id a plan cannot carry is never put in a path: its walk made no request either.
+    if walked.error or target.kind != "cluster" or target.id_problem() is not None:
         return walked, None
     try:
         return walked, client.get_snapshot_schedule(target.project_id, target.cluster_id)
