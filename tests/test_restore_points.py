@@ -169,6 +169,20 @@ def test_a_sharded_clusters_inconsistent_snapshots_are_not_restore_points() -> N
     assert entry["count"] == 7
 
 
+def test_an_unmatched_clusters_expired_snapshot_is_not_a_restore_point() -> None:
+    """No policy matches the cluster, so every decision says "unmatched"; the snapshot whose
+    expiry has passed is still not a restore point (it awaits the service's reaper)."""
+    target = Target("p" * 24, "c" * 24, "stray")
+    fresh = SnapshotView("a", at(2026, 11, 19), True, False, NOW + D)
+    gone = SnapshotView("b", at(2026, 11, 18), True, False, NOW - timedelta(hours=1))
+
+    plan = decide(target, [fresh, gone], [], [], now=NOW, lease_for=D)
+
+    assert [d.state for d in plan.decisions] == ["unmatched", "unmatched"]
+    assert plan.ladder is not None
+    assert (plan.ladder.points, plan.ladder.oldest) == (1, at(2026, 11, 19))
+
+
 # ---- the ladder of a set of points -------------------------------------------------------------
 
 

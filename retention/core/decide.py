@@ -171,22 +171,23 @@ def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta 
         for d in plan.decisions
         if d.snapshot.complete and d.snapshot.consistent and not _awaiting(d.snapshot, now)
     ]
-    plan.ladder = ladder_of(restore_points(plan))
+    plan.ladder = ladder_of(restore_points(plan, now))
     plan.freshness = freshness(restorable, now, within=within, any_snapshot=bool(plan.decisions))
 
 
-def restore_points(plan: ClusterPlan) -> list[datetime]:
-    """When the cluster's restore points were taken: its complete, consistent snapshots the
-    plan leaves in place (kept, protected, held by hand, or of a cluster no policy
-    matches). A config server's decisions are advisory, never sent: every one of its
-    complete, consistent snapshots stays as the service keeps it, whatever they say."""
+def restore_points(plan: ClusterPlan, now: datetime) -> list[datetime]:
+    """When the cluster's restore points were taken: its complete, consistent snapshots not
+    awaiting deletion that the plan leaves in place (kept, protected, held by hand, or of a
+    cluster no policy matches: whose decisions say "unmatched" even for one whose expiry
+    has passed). A config server's decisions are advisory, never sent: every one of its
+    restorable snapshots stays as the service keeps it, whatever they say."""
     advisory = plan.target.kind == "config-server"
     return [
         d.snapshot.created
         for d in plan.decisions
         if d.snapshot.complete
         and d.snapshot.consistent
-        and d.state != "awaiting-deletion"
+        and not _awaiting(d.snapshot, now)
         and (advisory or d.state in RESTORE_STATES)
     ]
 

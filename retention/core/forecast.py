@@ -229,5 +229,5 @@ def _measure(now: datetime, live: dict[str, SnapshotView], plan: ClusterPlan) ->
         now,
         len(live),
         sum(s.storage_bytes or 0 for s in live.values()),
-        min(restore_points(plan), default=None),
+        min(restore_points(plan, now), default=None),
     )
