@@ -14,24 +14,7 @@ from retention import cli
 from retention.core.snapshot import SnapshotPatch
 from retention.simulator.server import Simulator
 from tests.support.journal import outcome_lines
-from tests.support.simfleet import SMALL, P, client_for
-
-POLICY = """\
-name: short
-match: {clusters: [prod-small]}
-keep: {last: 1}
-release_protection: true
-safety: {min_keep: 1, max_expire_fraction: 1.0, hold_on_alerts: []}
-"""
-
-
-def setup(folder: Path, base_url: str) -> None:
-    """retention.yaml and a policy that shortens prod-small, held by no alert."""
-    (folder / "policies").mkdir()
-    (folder / "policies" / "short.yaml").write_text(POLICY)
-    (folder / "retention.yaml").write_text(
-        f'api:\n  base_url: {base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
-    )
+from tests.support.simfleet import SMALL, P, client_for, shorten_small_in
 
 
 def apply_json(plan: str, sim: Simulator, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -53,7 +36,7 @@ def test_a_second_apply_of_the_same_plan_is_unchanged_and_sends_nothing(
     """Applied again, a plan the service already holds sends no PATCH: every change is
     journalled and counted ``unchanged`` (not stale) with why, none is a failure, and
     apply exits 0."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "short")
     assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 0
     capsys.readouterr()
     first = apply_json("plan.json", sim, capsys)
@@ -78,7 +61,7 @@ def test_a_second_apply_says_unchanged_on_the_terminal(
 ) -> None:
     """The text summary of the second apply counts the changes as unchanged and says that
     the service already held them, with exit 0."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "short")
     assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 0
     assert cli.main(["apply", "plan.json"], clock=sim.clock.now) == 0
     capsys.readouterr()
@@ -98,7 +81,7 @@ def test_a_stale_change_says_the_state_in_the_apis_words(
     """A snapshot protected by someone between plan and apply is stale: its journal line
     says what the plan saw and what the service holds now as JSON, never in Python's
     spelling (no {'...'}, True, False or None)."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "short")
     assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 0
     capsys.readouterr()
     with client_for(sim) as api:

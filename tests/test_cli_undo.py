@@ -12,24 +12,7 @@ import pytest
 from retention import cli
 from retention.ops.clock import Clock
 from retention.simulator.server import Simulator
-from tests.support.simfleet import P
-
-BAD = """\
-name: typo
-match: {clusters: [prod-small]}
-keep: {last: 1}
-release_protection: true
-safety: {min_keep: 1, max_expire_fraction: 1.0, hold_on_alerts: []}
-"""
-
-
-def setup(folder: Path, base_url: str) -> None:
-    """retention.yaml and the bad policy in the working folder."""
-    (folder / "policies").mkdir()
-    (folder / "policies" / "typo.yaml").write_text(BAD)
-    (folder / "retention.yaml").write_text(
-        f'api:\n  base_url: {base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
-    )
+from tests.support.simfleet import shorten_small_in
 
 
 def bad_run(capsys: pytest.CaptureFixture[str], clock: Clock) -> str:
@@ -45,7 +28,7 @@ def test_undo_json_says_what_was_put_back_and_where_the_reports_are(
 ) -> None:
     """undo --format json prints one document: exit 0, the counts, each snapshot's before,
     written and current state, and a run folder with undo.json and both reports."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "typo")
     run_dir = bad_run(capsys, sim.clock.now)
 
     code = cli.main(["undo", run_dir, "--format", "json"], clock=sim.clock.now)
@@ -76,7 +59,7 @@ def test_undo_tells_a_person_what_it_would_do_and_refuses_an_undo_of_an_undo(
 ) -> None:
     """The text summary counts what would be put back; undoing the undo's own folder is
     exit 2 with the reason on stderr, and sends nothing."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "typo")
     run_dir = bad_run(capsys, sim.clock.now)
 
     dry = cli.main(["undo", run_dir, "--dry-run"], clock=sim.clock.now)
@@ -98,7 +81,7 @@ def test_undo_writes_its_outcomes_and_exit_code_as_metrics(
     sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--metrics-file gets the exit code and the outcomes by kind, like run and apply."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "typo")
     run_dir = bad_run(capsys, sim.clock.now)
     metrics = folder / "undo.prom"
 
@@ -120,7 +103,7 @@ def test_undo_of_a_plans_folder_names_the_apply_of_that_plan(
     """Undo of the folder `retention plan` wrote, after an apply of that plan shortened
     snapshots from a folder of its own, is exit 2: it says the folder is a plan, not an
     apply, and gives the command that undoes the apply; nothing is sent."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "typo")
     assert cli.main(["plan"], clock=sim.clock.now) == 0
     [plan_dir] = run_folders(folder)
     capsys.readouterr()
@@ -147,7 +130,7 @@ def test_undo_of_a_dry_run_or_a_plan_nobody_applied_says_so(
 ) -> None:
     """A dry run's folder and a plan's folder whose plan no apply used are exit 2: undo says
     which it is and that no run folder applied its plan."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "typo")
     assert cli.main(["run", "--dry-run"], clock=sim.clock.now) == 0
     [dry_dir] = run_folders(folder)
     assert cli.main(["plan"], clock=sim.clock.now) == 0
@@ -175,7 +158,7 @@ def test_undo_of_an_apply_that_found_everything_done_has_nothing_to_undo(
 ) -> None:
     """A real apply whose changes were all unchanged (its plan applied before) is a run
     folder: undo of it says there is nothing to undo and exits 0."""
-    setup(folder, sim.base_url)
+    shorten_small_in(folder, sim.base_url, "typo")
     assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 0
     assert cli.main(["apply", "plan.json"], clock=sim.clock.now) == 0
     capsys.readouterr()

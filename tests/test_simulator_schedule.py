@@ -20,10 +20,9 @@ from retention.simulator.schedule import SimSchedule
 from retention.simulator.server import Simulator
 from tests.support.client import PUBLIC_KEY
 from tests.support.fakeapi import FakeApi, json_answer
-from tests.support.simfleet import KEY, NOW, client_for, running
+from tests.support.simfleet import KEY, NOW, P, client_for, running
 
-# NOW is Saturday 2026-11-21 12:00 UTC.
-P = "5e2211c17a3e5a48f5497de3"
+# NOW is Saturday 2026-11-21 12:00 UTC. FLEET's project is P; C is any cluster id.
 C = "5e4e593f70dfbf1e2f6e1d30"
 SCHEDULE_PATH = f"/groups/{P}/backupConfigs/{C}/snapshotSchedule"
 FLEET = """

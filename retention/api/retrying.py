@@ -250,7 +250,7 @@ class RetryPolicy:
             policy=self,
             stats=stats,
             stop=stop,
-            notes=notes or RetryNotes(),
+            notes=notes,
         )
 
 

@@ -124,15 +124,12 @@ def _plan(now: datetime, days: int) -> _Plan:
     horizon = last - (max(days, 28) + 2) * DAY
     alive: list[Row] = []
     expired: list[tuple[datetime, int, datetime]] = []
+    # The schedule history() gives the cluster: its expiries are the ones it would take now.
+    schedule = SimSchedule(retention_days=days)
 
     def visit(epoch: int) -> None:
         created = datetime.fromtimestamp(epoch, UTC)
-        keep = days * DAY
-        if epoch % DAY == 0:  # 1970-01-01 was a Thursday, so Sundays are (days + 3) % 7 == 6
-            keep = max(keep, 28 * DAY if (epoch // DAY + 3) % 7 == 6 else 7 * DAY)
-        expires = created + timedelta(seconds=keep)
-        if epoch % DAY == 0 and created.day == 1:
-            expires = max(expires, add_months(created, 13))
+        expires = schedule.expires(created)
         if expires > now:
             alive.append((epoch, created, expires))
         else:

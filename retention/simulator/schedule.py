@@ -35,8 +35,7 @@ from retention.simulator.store import SimSnapshot
 if TYPE_CHECKING:
     from retention.simulator.store import SimCluster
 
-HOUR, DAY = 3600, 86400
-INTERVAL_HOURS = (6, 8, 12, 24)
+HOUR = 3600
 SUNDAY = 6  # datetime.weekday()
 
 

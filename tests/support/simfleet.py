@@ -1,13 +1,15 @@
 """A small, exact fleet for simulator tests, built from the store classes (no generator),
 and the one clock the simulator and the product share in a test: running() serves the
 fleet with the simulator's clock frozen at NOW, and a test hands that clock to the product
-(``cli.main(argv, clock=sim.clock.now)``, ``run_job(..., now=sim.clock.now)``)."""
+(``cli.main(argv, clock=sim.clock.now)``, ``run_job(..., now=sim.clock.now)``); and a
+working folder set up against it with one policy that always changes prod-small."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from retention.api.client import OpsManagerClient
 from retention.core.timestamps import format_timestamp
@@ -24,6 +26,14 @@ SHARDED = "5e4e593f70dfbf1e2f6e1d32"
 SHARD0 = "5e4e593f70dfbf1e2f6e1d33"
 CFG = "5e4e593f70dfbf1e2f6e1d40"  # legacy mirrored config server
 KEY = "sim-secret-key"
+# Keeps one snapshot of prod-small and lifts its doNotDelete; no alert and no safety limit
+# holds it, so a plan of it always changes prod-small (what a typo in production does).
+SHORTEN_SMALL = """\
+match: {clusters: [prod-small]}
+keep: {last: 1}
+release_protection: true
+safety: {min_keep: 1, max_expire_fraction: 1.0, hold_on_alerts: []}
+"""
 
 
 def small_fleet(now: datetime = NOW) -> Fleet:
@@ -141,3 +151,13 @@ def client_for(sim: Simulator, **options: object) -> OpsManagerClient:
     """Our client, pointed at the simulator with its credentials."""
     options.setdefault("retry", FAST_RETRY)
     return OpsManagerClient(sim.base_url, credentials(KEY), **options)  # type: ignore[arg-type]
+
+
+def shorten_small_in(folder: Path, base_url: str, name: str) -> None:
+    """``folder`` set up for the small fleet's project at ``base_url``: retention.yaml and
+    policies/NAME.yaml, the policy ``name`` that SHORTEN_SMALL describes."""
+    (folder / "policies").mkdir()
+    (folder / "policies" / f"{name}.yaml").write_text(f"name: {name}\n{SHORTEN_SMALL}")
+    (folder / "retention.yaml").write_text(
+        f'api:\n  base_url: {base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
+    )

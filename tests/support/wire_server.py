@@ -91,15 +91,23 @@ class ThreadedServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def run_server(handler: type[JsonHandler], payload: Any) -> Iterator[str]:
-    """Run ``handler`` on a free loopback port; yield its base URL; stop it afterwards."""
+def run_server(
+    handler: type[JsonHandler], payload: Any, tls: ssl.SSLContext | None = None
+) -> Iterator[str]:
+    """Run ``handler`` on a free loopback port, behind TLS when given a server ``tls``
+    context (holding its certificate); yield its base URL; stop it afterwards."""
     server = ThreadedServer(("127.0.0.1", 0), handler)
     server.payload = payload
+    if tls is not None:
+        # The handshake happens at accept; one the client refuses is an OSError the server
+        # drops (socketserver's accept loop), so the next connection is served as usual.
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
         host, port = server.server_address[:2]
-        yield f"http://{host!s}:{port}{BASE_PATH}"
+        scheme = "http" if tls is None else "https"
+        yield f"{scheme}://{host!s}:{port}{BASE_PATH}"
     finally:
         server.shutdown()
         server.server_close()
@@ -168,17 +176,5 @@ def closed_port() -> int:
 def serve_tls(state: WireState, context: ssl.SSLContext) -> Iterator[str]:
     """Run the wire server behind TLS on a free loopback port (``context``: a server
     context holding its certificate); yield its https base URL; stop it afterwards."""
-    server = ThreadedServer(("127.0.0.1", 0), _Handler)
-    server.payload = state
-    # The handshake happens at accept; one the client refuses is an OSError the server
-    # drops (socketserver's accept loop), so the next connection is served as usual.
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        host, port = server.server_address[:2]
-        yield f"https://{host!s}:{port}{BASE_PATH}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with run_server(_Handler, state, context) as base_url:
+        yield base_url
