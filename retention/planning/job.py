@@ -24,7 +24,7 @@ from retention.ops.stopping import Stop
 from retention.planning.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.folder import decisions_path, partial_path
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
-from retention.walk.inventory import ProjectTargets, Survey, Walk, survey_all, walk_all
+from retention.walk.inventory import FleetSurvey, ProjectTargets, Walk, survey_fleet, walk_all
 from retention.walk.sharding import Shard
 
 log = logging.getLogger("retention.planner")
@@ -143,7 +143,7 @@ def _plan_into(
         )
         try:
             found = _survey(client, projects, shard, concurrency)
-            builder.projects.update({p: s.name for p, s in found.surveys.items()})
+            builder.projects.update(found.survey.names)
             walk_errors = _walk_and_decide(
                 client,
                 policies,
@@ -167,13 +167,14 @@ def _plan_into(
 class _Found:
     """What the survey of the projects found: the targets to walk, and what to say."""
 
-    surveys: dict[str, Survey]
-    targets: list[Target] = field(default_factory=list)
-    # Projects whose alerts could not be read, and why: their clusters are held.
-    unread: dict[str, str] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # plan.json's top-level errors
-    warnings: list[str] = field(default_factory=list)
+    survey: FleetSurvey
+    targets: list[Target]
     notices: list[str] = field(default_factory=list)  # facts, not warnings: nothing to act on
+
+    @property
+    def errors(self) -> list[str]:
+        """plan.json's top-level errors: alerts unread, discovery failed."""
+        return self.survey.errors
 
 
 def _survey(
@@ -182,23 +183,8 @@ def _survey(
     shard: Shard | None,
     concurrency: int,
 ) -> _Found:
-    ordered = sorted(projects, key=lambda p: p.project_id)
-    surveys = {s.project_id: s for s in survey_all(client, ordered, concurrency=concurrency)}
-    found = _Found(surveys)
-    for wanted in ordered:
-        survey = surveys[wanted.project_id]
-        found.warnings += survey.warnings
-        if survey.alerts_error is not None:
-            found.unread[wanted.project_id] = (
-                f"cannot read the project's alerts, so no alert can be honoured: "
-                f"{survey.alerts_error}"
-            )
-            found.errors.append(found.unread[wanted.project_id])
-        if survey.discovery_error is not None:
-            error = survey.discovery_error
-            found.errors.append(f"project {wanted.project_id}: discovery failed: {error}")
-            continue
-        found.targets += [t for t in survey.targets if shard is None or shard.owns(t.cluster_id)]
+    survey = survey_fleet(client, projects, concurrency=concurrency)
+    found = _Found(survey, [t for t in survey.targets if shard is None or shard.owns(t.cluster_id)])
     if any(t.kind == "config-server" for t in found.targets):
         found.notices.append(CONFIG_SERVER_NOTICE)
     return found
@@ -231,8 +217,8 @@ def _walk_and_decide(
 
     shared = Shared(
         policies,
-        {p: s.alerts for p, s in found.surveys.items()},
-        found.unread,
+        found.survey.alerts,
+        found.survey.unread,
         now,
         lease_for,
     )
@@ -248,7 +234,7 @@ def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> PlanHe
     """plan.json into its partial file (make_plan renames it): readers never see half a
     plan."""
     with partial_path(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
-        return builder.write(out, found.errors, found.warnings, found.notices)
+        return builder.write(out, found.errors, found.survey.warnings, found.notices)
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

@@ -211,25 +211,29 @@ def survey_all(
 
 @dataclass
 class FleetSurvey:
-    """Every project surveyed: the targets, each project's OPEN alerts, why a project's
-    alerts are unknown, and the survey's errors in words (a review's and a forecast's)."""
+    """Every project surveyed: the targets, each project's OPEN alerts and name, why a
+    project's alerts are unknown, and the survey's errors and warnings in words."""
 
     targets: list[Target] = field(default_factory=list)
     alerts: dict[str, list[AlertView]] = field(default_factory=dict)
     unread: dict[str, str] = field(default_factory=dict)  # why a project's alerts are unknown
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what discovery could not place
+    names: dict[str, str | None] = field(default_factory=dict)  # each project's name
 
 
 def survey_fleet(
     client: OpsManagerClient, projects: Sequence[ProjectTargets], *, concurrency: int
 ) -> FleetSurvey:
-    """The targets and open alerts of every project, as the plan surveys them, projects in
-    id order; a project whose discovery failed gives no target and one error."""
+    """The targets and open alerts of every project (a plan's, a review's, a forecast's),
+    projects in id order; a project whose discovery failed gives no target and one error."""
     ordered_projects = sorted(projects, key=lambda p: p.project_id)
     found = FleetSurvey()
     for surveyed in survey_all(client, ordered_projects, concurrency=concurrency):
         project = surveyed.project_id
         found.alerts[project] = surveyed.alerts
+        found.names[project] = surveyed.name
+        found.warnings += surveyed.warnings
         if surveyed.alerts_error is not None:
             found.unread[project] = (
                 f"cannot read the project's alerts, so no alert can be honoured: "
