@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from retention.core.decide import decide
-from retention.core.model import AlertView, SnapshotView, Target
+from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
@@ -94,11 +94,12 @@ class Shared:
     now: datetime
     lease_for: timedelta
 
-    def decide(
+    def plan(
         self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
-    ) -> EncodedCluster:
-        """Decide one cluster and encode it for the plan's files."""
-        plan = decide(
+    ) -> ClusterPlan:
+        """Decide one cluster with the policies that match it; a project whose alerts could
+        not be read holds it as a failed walk would."""
+        return decide(
             target,
             snapshots,
             self.policies.matching(target.project_id, target.name, target.kind),
@@ -107,7 +108,12 @@ class Shared:
             lease_for=self.lease_for,
             walk_error=walk_error or self.unread.get(target.project_id),
         )
-        return encode_cluster(plan)
+
+    def decide(
+        self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
+    ) -> EncodedCluster:
+        """Decide one cluster and encode it for the plan's files."""
+        return encode_cluster(self.plan(target, snapshots, walk_error))
 
 
 class Deciders:

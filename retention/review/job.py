@@ -19,10 +19,10 @@ from datetime import datetime
 
 from retention.api.client import OpsManagerClient
 from retention.core.compare import ClusterDiff, Shift, compare
-from retention.core.decide import decide
 from retention.core.horizon import lease
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
+from retention.planning.workers import Shared
 from retention.walk.inventory import ProjectTargets, survey_fleet, walk_all
 
 
@@ -92,26 +92,16 @@ def review(
     of ``now``, and keep the difference. StopRequestedError when ``stop`` is asked for."""
     found = survey_fleet(client, projects, concurrency=concurrency)
     lease_for = lease(schedule, now)
+    sides = [
+        Shared(policies, found.alerts, found.unread, now, lease_for) for policies in (base, current)
+    ]
     result = Review(now, errors=list(found.errors))
     for walk in walk_all(client, found.targets, concurrency=concurrency):
         stop.check("comparing the next cluster")
         target = walk.target
         if walk.error:
             result.errors.append(f"{target.kind} {target.cluster_id}: {walk.error}")
-        walk_error = walk.error or found.unread.get(target.project_id)
-        alerts = found.alerts.get(target.project_id, [])
-        before, after = (
-            decide(
-                target,
-                walk.snapshots,
-                policies.matching(target.project_id, target.name, target.kind),
-                alerts,
-                now=now,
-                lease_for=lease_for,
-                walk_error=walk_error,
-            )
-            for policies in (base, current)
-        )
+        before, after = (side.plan(target, walk.snapshots, walk.error) for side in sides)
         diff = compare(before, after)
         result.compared += 1
         if diff.changed:
