@@ -16,8 +16,9 @@ from retention.api.client import OpsManagerClient
 from retention.errors import HTTPStatusError, ServerError
 from retention.simulator.fleet import FleetShape, generate
 from retention.simulator.fleetfile import FleetFileError, load_fleet_file
-from retention.simulator.schedule import SimSchedule
+from retention.simulator.schedule import SimSchedule, take_due
 from retention.simulator.server import Simulator
+from retention.simulator.store import SimCluster
 from tests.support.client import PUBLIC_KEY
 from tests.support.fakeapi import FakeApi, json_answer
 from tests.support.simfleet import KEY, NOW, P, client_for, running
@@ -317,3 +318,19 @@ def test_ticks_are_aligned_to_the_reference_time() -> None:
     ticks = schedule.ticks(at(21, 9, 15), at(22, 9, 15))
 
     assert ticks == [at(21, 17, 15), at(22, 1, 15), at(22, 9, 15)]
+
+
+def test_a_schedule_that_stops_takes_up_to_its_stop_and_nothing_after() -> None:
+    """A 6-hourly schedule that stops 1 day after its start takes the 4 ticks up to and
+    including the stop when the clock moves 3 days, and none when it moves on."""
+    start = at(21, 0, 0)
+    cluster = SimCluster("c", "g", "rs")
+    cluster.schedule = SimSchedule(
+        taking=True, taken_until=start, stops_at=start + timedelta(days=1)
+    )
+
+    assert take_due(cluster, start + timedelta(days=3)) == 4
+    assert take_due(cluster, start + timedelta(days=4)) == 0
+    assert [s.created for s in cluster.snapshots] == [
+        start + timedelta(hours=h) for h in (24, 18, 12, 6)
+    ]

@@ -41,7 +41,9 @@ monthlySnapshotRetentionMonths, 0 turning a kind off; pointInTimeWindowHours;
 referenceHourOfDay, referenceMinuteOfHour, referenceTimeZoneOffset, which is converted to
 UTC as the service does; clusterCheckpointIntervalMin for sharded clusters) and ``taking``
 (true by default): the cluster takes the snapshots its schedule gives as the simulator's
-clock moves (schedule.py). A cluster without ``schedule`` has the default schedule, with
+clock moves (schedule.py); ``stopsInDays: N`` (not a field of the service's) stops that N
+days after the fleet is built, as a backup agent that stops while its schedule stays. A
+cluster without ``schedule`` has the default schedule, with
 snapshotRetentionDays its ``six_hourly_days``, and takes snapshots only when the file says
 ``taking: true`` at its top. ``backup: false``: no backup configured, so no schedule (the
 schedule GET answers 404) and no snapshot taken. A stopped cluster (``stopped_days_ago``)
@@ -141,6 +143,7 @@ class _Schedule(_Spec):
     reference_time_zone_offset: str = Field(default="+0000", pattern=r"^(Z|[+-]\d{4})$")
     cluster_checkpoint_interval_min: Literal[15, 30, 60] | None = None
     taking: bool = True
+    stops_in_days: int | None = Field(default=None, ge=1, le=3650)
 
 
 class _Cluster(_Spec):
@@ -346,6 +349,7 @@ def _schedule(c: _Cluster, now: datetime, *, taking: bool) -> SimSchedule | None
         checkpoint_minutes=s.cluster_checkpoint_interval_min,
         taking=s.taking and not stopped,
         taken_until=now,
+        stops_at=None if s.stops_in_days is None else now + timedelta(days=s.stops_in_days),
     )
 
 

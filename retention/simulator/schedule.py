@@ -17,8 +17,9 @@ monthly one. A snapshot expires at its creation plus the longest retention among
 
 Taking. A cluster whose schedule has ``taking`` on gets, whenever the simulator looks at it,
 the snapshots its schedule would have taken since ``taken_until`` (the fleet's build time at
-first): complete, with the expiry above. A clock moved back takes nothing and forgets nothing,
-so moving it forward again never takes a tick twice.
+first): complete, with the expiry above, until ``stops_at`` when a fleet file says when its
+backups stop (``stopsInDays``: the agent stops, the schedule stays). A clock moved back
+takes nothing and forgets nothing, so moving it forward again never takes a tick twice.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class SimSchedule:
     checkpoint_minutes: int | None = None  # sharded clusters only, as the docs say
     taking: bool = False
     taken_until: datetime | None = None
+    stops_at: datetime | None = None  # fleet files' stopsInDays: the last tick it takes
 
     @property
     def _anchor(self) -> int:
@@ -101,7 +103,8 @@ def take_due(cluster: SimCluster, now: datetime) -> int:
     if since is None:  # nothing to catch up with: the first look starts the count
         return 0
     taken = 0
-    for created in schedule.ticks(since, now):
+    until = now if schedule.stops_at is None else min(now, schedule.stops_at)
+    for created in schedule.ticks(since, until) if since < until else []:
         snapshot = SimSnapshot(
             _snapshot_id(cluster.id, created), created, expires=schedule.expires(created)
         )
