@@ -57,7 +57,7 @@ def retention(folder: Path, *args: str) -> float:
 def cut_plan(path: Path, patches: int) -> list[dict[str, Any]]:
     """Keep the first ``patches`` changes of the plan (whole clusters first, in plan order)."""
     document = json.loads(path.read_text())
-    changes = document["changes"][:patches]
+    changes: list[dict[str, Any]] = document["changes"][:patches]
     if len(changes) < patches:
         raise SystemExit(f"the plan has {len(changes)} changes, fewer than {patches}")
     document["changes"] = changes

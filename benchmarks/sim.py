@@ -37,7 +37,7 @@ def fetch_all(urls: list[str], connections: int) -> tuple[float, int, int]:
     """Fetch every URL once over `connections` keep-alive sessions: (seconds, bytes, items)."""
     totals = {"bytes": 0, "items": 0}
     lock = threading.Lock()
-    params = {"completed": "all", "itemsPerPage": 500, "pageNum": 1}
+    params: dict[str, str | int] = {"completed": "all", "itemsPerPage": 500, "pageNum": 1}
 
     def fetch(session: requests.Session, url: str) -> None:
         body = session.get(url, params=params, timeout=60).content

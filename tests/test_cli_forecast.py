@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from retention import cli
+from retention.forecasting.job import POOL_FROM
 from retention.simulator.fleet import build_fleet
 from retention.simulator.server import Simulator
 from tests.support.simfleet import NOW, running
@@ -237,3 +238,25 @@ def test_the_json_document_has_the_documented_keys(
     fleet_today = sum(c["series"][0]["count"] for c in document["clusters"])
     assert document["fleet"]["series"][0]["count"] == fleet_today
     assert demo.admin("patches") == {"patches": []}
+
+
+def test_worker_processes_forecast_what_one_process_does(
+    demo: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On the demo fleet (more clusters than a pool starts from), api.workers: 2 gives the
+    very document api.workers: 1 does, base side included."""
+    policy = (Path(__file__).resolve().parent.parent / "policies" / "production.yaml").read_text()
+    setup = configure(demo, folder, policy)
+    (folder / "base.yaml").write_text("name: base\nkeep: {last: 8, daily: 20}\n")
+    config = folder / "retention.yaml"
+    configured, documents = config.read_text(), []
+    for workers in (1, 2):
+        config.write_text(configured.replace("  concurrency: 2\n", f"  workers: {workers}\n"))
+        code, document = setup.json(capsys, "--days", "30", "--base", str(folder / "base.yaml"))
+        assert code == 0
+        documents.append(document)
+
+    one, two = documents
+    assert len(one["clusters"]) >= POOL_FROM
+    assert one == two
+    assert {c["series"][-1]["count"] for c in one["clusters"]} != {0}

@@ -176,7 +176,7 @@ def test_a_forecast_walks_past_the_odd_cluster_without_a_request_for_it(
 
     result = forecast_fleet(
         client, load_policies(tmp_path / "policies"), None, [ProjectTargets("p1")],
-        now=NOW, days=3, step=DAY, schedule=None, concurrency=2, stop=Stop(),
+        now=NOW, days=3, step=DAY, schedule=None, concurrency=2, workers=1, stop=Stop(),
     )  # fmt: skip
 
     assert sorted(c.target.cluster_id for c in result.clusters) == sorted(["c1", ODD])

@@ -20,6 +20,7 @@ from retention.forecasting.job import Forecast, forecast_fleet
 from retention.lifecycle.job import Setup
 from retention.lifecycle.review import both_sides, read_only_client
 from retention.lifecycle.run import load
+from retention.planning.workers import planning_workers
 from retention.review.baseline import Baseline, current_policies
 from retention.walk.inventory import project_targets
 
@@ -63,6 +64,7 @@ def forecast_policies(
             step=step,
             schedule=config.schedule,
             concurrency=config.api.concurrency,
+            workers=planning_workers(config.api),
             stop=stop,
         )
     return Forecasted(found, current, baseline, what_if=at is not None)

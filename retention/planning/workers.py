@@ -42,11 +42,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from multiprocessing import connection, get_context
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -55,10 +55,10 @@ from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
+from retention.walk.inventory import Walk
 
 if TYPE_CHECKING:
     from retention.config.settings import ApiSettings
-    from retention.walk.inventory import Walk
 
 log = logging.getLogger("retention.planner")
 
@@ -81,6 +81,20 @@ _REAP_WITHIN = 10.0
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(list[SnapshotView])
+
+
+Answer_co = TypeVar("Answer_co", covariant=True)
+Answer = TypeVar("Answer")
+
+
+class Decides(Protocol[Answer_co]):
+    """What a pool's workers share and how they answer for one walk: a plan's clusters
+    decided and encoded (Shared), a forecast's run forward (forecasting.job). Picklable:
+    each worker gets it once, at its start."""
+
+    def decide_walk(self, walk: Walk) -> Answer_co:
+        """The answer for one walked target."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -115,18 +129,24 @@ class Shared:
         """Decide one cluster and encode it for the plan's files."""
         return encode_cluster(self.plan(target, snapshots, walk_error))
 
+    def decide_walk(self, walk: Walk) -> EncodedCluster:
+        """Decide and encode the walked cluster."""
+        return self.decide(walk.target, walk.snapshots, walk.error)
 
-class Deciders:
+
+class Deciders(Generic[Answer]):
     """Decides walked clusters in their order, here (``workers`` 1) or on a pool of
     ``workers`` processes. A context manager: leaving it stops the pool."""
 
-    def __init__(self, shared: Shared, workers: int) -> None:
+    def __init__(self, shared: Decides[Answer], workers: int, *, job: str = "plan") -> None:
         self.shared = shared
         self.workers = workers
+        # What the messages call the work and what a failure leaves: "planning", "a plan".
+        self._doing, self._job = ("planning", job) if job == "plan" else (job, job)
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[None]] = []
         # Sent to the pool, not yet answered: leaving with any, nothing waits for the pool.
-        self._pending: deque[tuple[Walk, Future[EncodedCluster]]] = deque()
+        self._pending: deque[tuple[Walk, Future[Answer]]] = deque()
         if workers > 1:
             self._start_pool(workers)
 
@@ -144,7 +164,7 @@ class Deciders:
         except (OSError, NotImplementedError) as exc:
             # A sandbox without /dev/shm (no semaphores) or a process limit: the plan is
             # the same from one process, only slower.
-            self._one_process(f"cannot start planning workers ({exc})")
+            self._one_process(f"cannot start {self._doing} workers ({exc})")
         except BaseException:
             self._stop()
             raise
@@ -163,7 +183,7 @@ class Deciders:
         else:
             _abandon(pool)
 
-    def __enter__(self) -> Deciders:
+    def __enter__(self) -> Deciders[Answer]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -171,15 +191,16 @@ class Deciders:
         # interrupted meanwhile) could keep us waiting on a worker that died mid-answer.
         self._stop(wait=not self._pending)
 
-    def decide_all(self, walks: Iterable[Walk]) -> Iterator[EncodedCluster]:
-        """Each walk's cluster decided and encoded, in the order of ``walks``."""
+    def decide_all(self, walks: Iterable[Walk]) -> Iterator[Answer]:
+        """Each walk's answer (a plan's: its cluster decided and encoded), in the order of
+        ``walks``."""
         walks = iter(walks)
         if self._pool is not None:
             yield from self._on_pool(walks)
         for walk in walks:  # all of them, or what the pool left when it could not start
-            yield self.shared.decide(walk.target, walk.snapshots, walk.error)
+            yield self.shared.decide_walk(walk)
 
-    def _on_pool(self, walks: Iterator[Walk]) -> Iterator[EncodedCluster]:
+    def _on_pool(self, walks: Iterator[Walk]) -> Iterator[Answer]:
         assert self._pool is not None  # noqa: S101 - decide_all asks first
         pending = self._pending
         in_hand: Walk | None = None  # the walk being sent, until it is pending
@@ -187,9 +208,11 @@ class Deciders:
             for walk in walks:
                 in_hand = walk
                 blob = _ENCODER.encode(walk.snapshots)
+                bare = replace(walk, snapshots=[])  # the snapshots go as the blob
                 # Blocked for each task too: a task can make the pool spawn a worker.
                 with _stop_signals_blocked():
-                    future = self._pool.submit(_decide, walk.target, blob, walk.error)
+                    # What _decide returns is what self.shared's decide_walk does.
+                    future = cast("Future[Answer]", self._pool.submit(_decide, bare, blob))
                 pending.append((walk, future))
                 in_hand = None
                 if len(pending) >= 2 * self.workers:
@@ -205,18 +228,19 @@ class Deciders:
                 self._stop()
                 pending.clear()
                 raise RetentionError(
-                    "a planning worker process ended without an answer (killed by a signal, "
-                    "perhaps by the out-of-memory killer): no plan was written. Give the job "
+                    f"a {self._doing} worker process ended without an answer (killed by a "
+                    f"signal, perhaps by the out-of-memory killer): no {self._job} was "
+                    "written. Give the job "
                     "more memory, or set api.workers: 1 to decide in one process"
                 ) from None
             # No worker ever came up (it could not import or start): decide the clusters
             # in hand, then the rest, here.
-            self._one_process("planning workers did not start")
+            self._one_process(f"{self._doing} workers did not start")
             for walk in [w for w, _ in pending] + ([in_hand] if in_hand else []):
-                yield self.shared.decide(walk.target, walk.snapshots, walk.error)
+                yield self.shared.decide_walk(walk)
             pending.clear()
 
-    def _answer(self, walk: Walk, future: Future[EncodedCluster]) -> EncodedCluster:
+    def _answer(self, walk: Walk, future: Future[Answer]) -> Answer:
         """The future's answer, awaited in polls that look at the workers between them:
         BrokenProcessPool once one has ended (what the pool raises when it notices by
         itself), a RetentionError when none has come within ``ANSWER_WITHIN``."""
@@ -230,8 +254,9 @@ class Deciders:
                 self._pending.clear()
                 t = walk.target
                 raise RetentionError(
-                    f"no planning worker answered for {t.kind} {t.cluster_id} of project "
-                    f"{t.project_id} within {ANSWER_WITHIN:.0f} s: no plan was written. Set "
+                    f"no {self._doing} worker answered for {t.kind} {t.cluster_id} of project "
+                    f"{t.project_id} within {ANSWER_WITHIN:.0f} s: no {self._job} was "
+                    "written. Set "
                     "api.workers: 1 to decide in one process"
                 )
         return future.result()
@@ -307,19 +332,19 @@ def _ready() -> None:
 
 
 # The worker's share of the plan, set once by _start when the pool spawns it.
-_shared: Shared | None = None
+_shared: Decides[object] | None = None
 
 
-def _start(shared: Shared) -> None:
+def _start(shared: Decides[object]) -> None:
     global _shared  # noqa: PLW0603 - one value per worker process, set at its start
     _shared = shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def _decide(target: Target, blob: bytes, walk_error: str | None) -> EncodedCluster:
+def _decide(bare: Walk, blob: bytes) -> object:
     assert _shared is not None  # noqa: S101 - _start runs first in every worker
-    return _shared.decide(target, _DECODER.decode(blob), walk_error)
+    return _shared.decide_walk(replace(bare, snapshots=_DECODER.decode(blob)))
 
 
 # The most planning workers a plan starts unless api.workers says more: eight keep up with

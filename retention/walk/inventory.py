@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from retention.api.client import OpsManagerClient
-from retention.api.models import AlertStatus, Cluster
+from retention.api.models import AlertStatus, Cluster, SnapshotSchedule
 from retention.core.model import AlertView, Member, SnapshotView, Target
 from retention.errors import ApiError, InconsistentListError
 from retention.ops.window import ordered
@@ -52,6 +52,8 @@ class Walk:
     snapshots: list[SnapshotView] = field(default_factory=list)
     error: str | None = None
     pages: int = 0
+    # The target's snapshot schedule, when the job read it beside the snapshots (a forecast).
+    schedule: SnapshotSchedule | None = None
 
 
 # Discovery decides by typeName, never by the presence of shardName: in real answers the
