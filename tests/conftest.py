@@ -3,6 +3,7 @@ and the small test fleet on a running simulator."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import responses
 from retention.api.client import OpsManagerClient
 from retention.api.transport import RetryPolicy
 from retention.simulator.server import Simulator
+from tests.support.browser import INSTALL, Browser, find_chromium
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker
 from tests.support.examples import load_profile
@@ -99,3 +101,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite tests/scenarios/*/expected.* from the current output",
     )
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """A headless Chromium, or a skip that says how to get one (a failure under CI)."""
+    found = find_chromium()
+    if found is None:
+        message = f"chromium not installed: {INSTALL} to run the layout check"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)  # a check that skips in CI checks nothing
+        pytest.skip(message)
+    with Browser(found) as running:
+        yield running

@@ -104,6 +104,7 @@ def test_a_six_hourly_cluster_reaches_the_hand_computed_steady_count(
     assert counts[0] == 40
     assert counts[1] == counts[2] == counts[7] == counts[30] == 16
     assert cluster["steady"]["count"] == 16
+    assert cluster["steady"]["trend"] == "steady"
     assert cluster["steady"]["at"] == "2026-11-22T12:00:00Z"
     assert cluster["cadence"]["source"] == "schedule"
     assert cluster["cadence"]["intervalSeconds"] == 6 * 3600
@@ -153,6 +154,7 @@ def test_a_more_retentive_base_keeps_more_side_by_side(
     assert cluster["base"]["steady"]["count"] == 29
     assert document["base"]["fleet"]["steady"]["count"] == 29
     assert cluster["steady"]["count"] == 16
+    assert cluster["steady"]["trend"] == "steady"
     assert "keeps 16 instead of 29 snapshots" in text
     assert small.sim.admin("patches") == {"patches": []}
 
@@ -233,7 +235,7 @@ def test_the_json_document_has_the_documented_keys(
     }  # fmt: skip
     assert set(cluster["cadence"]) == {"source", "intervalSeconds", "sizeBytes", "growthPerDay"}
     assert set(cluster["series"][0]) == {"at", "count", "storageBytes", "oldest"}
-    assert set(cluster["steady"]) == {"at", "count", "storageBytes"}
+    assert set(cluster["steady"]) == {"at", "count", "storageBytes", "trend"}
     assert set(cluster["restorePoints"]) >= {"count", "newest", "oldest", "tiers"}
     fleet_today = sum(c["series"][0]["count"] for c in document["clusters"])
     assert document["fleet"]["series"][0]["count"] == fleet_today
@@ -260,3 +262,39 @@ def test_worker_processes_forecast_what_one_process_does(
     assert len(one["clusters"]) >= POOL_FROM
     assert one == two
     assert {c["series"][-1]["count"] for c in one["clusters"]} != {0}
+
+
+def test_html_writes_the_page_beside_the_text(
+    small: Setup, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--html PATH writes the page whole (no partial file left) with the fleet's and the
+    cluster's charts, and the terminal text is printed as without it."""
+    page = small.folder / "out" / "forecast.html"
+    page.parent.mkdir()
+
+    code = small.main("forecast", "--days", "30", "--html", str(page))
+
+    assert code == 0
+    assert capsys.readouterr().out.startswith("Forecast from 2026-11-21 12:00 UTC")
+    html = page.read_text()
+    assert html.count("<polyline") == 4  # fleet and cluster: count and storage, one side
+    assert "six-hourly" in html.replace("<wbr>", "")
+    assert "steady from 2026-11-22" in html
+    assert sorted(p.name for p in page.parent.iterdir()) == ["forecast.html"]
+    assert small.sim.admin("patches") == {"patches": []}
+
+
+def test_html_to_a_path_that_cannot_be_written_is_exit_2(
+    small: Setup, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--html into a folder that does not exist: exit 2, a message naming --html and the
+    path, no traceback."""
+    page = small.folder / "missing" / "forecast.html"
+
+    code = small.main("forecast", "--days", "3", "--html", str(page))
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--html {page}: cannot write" in err
+    assert "Traceback" not in err
+    assert not page.parent.exists()

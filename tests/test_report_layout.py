@@ -9,29 +9,14 @@ it is missing; under CI (CI=true, where .ci/run installs it) a missing Chromium 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import INSTALL, Browser, find_chromium
+from tests.support.browser import Browser
 from tests.support.report_layout import long_names_run, measure, steady_state_run
 
 WIDTHS = (1280, 800)
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    """A headless Chromium, or a skip that says how to get one (a failure under CI)."""
-    found = find_chromium()
-    if found is None:
-        message = f"chromium not installed: {INSTALL} to run the layout check"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)  # a check that skips in CI checks nothing
-        pytest.skip(message)
-    with Browser(found) as running:
-        yield running
 
 
 def test_report_fits_the_screen_at_1280_and_800_px(tmp_path: Path, browser: Browser) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import click
 
 from retention.cli import cli
-from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.common import lifecycle_setup, parse_at, write_whole
 from retention.cli.output import emit, format_option
 from retention.errors import EXIT_FAILURES, EXIT_OK
 
@@ -52,6 +53,14 @@ def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta
     metavar="TIMESTAMP",
     help="Start the forecast at this time instead of now, e.g. 2027-01-01T00:00:00Z.",
 )
+@click.option(
+    "--html",
+    "html",
+    metavar="PATH",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Also write the forecast as an HTML page with its charts to PATH, e.g. forecast.html.",
+)
 @format_option
 @click.pass_context
 def forecast(
@@ -61,6 +70,7 @@ def forecast(
     step: timedelta,
     base: str | None,
     at: str | None,
+    html: Path | None,
     output: str,
 ) -> int:
     """Forecast what the policies keep: run each cluster forward, one run of the job a
@@ -79,6 +89,7 @@ def forecast(
       retention forecast
       retention forecast --days 730 --step 1d
       retention forecast --base git:origin/main
+      retention forecast --base git:origin/main --html forecast.html
       retention forecast --format json | jq .fleet.steady
     """
     from retention.lifecycle.forecast import forecast_policies
@@ -87,6 +98,11 @@ def forecast(
         lifecycle_setup(ctx), days=days, step=step, base=base, at=parse_at(at)
     )
     code = EXIT_FAILURES if forecasted.forecast.errors else EXIT_OK
+    if html is not None:
+        from retention.forecasting.page import forecast_html
+
+        page = forecast_html(forecasted.forecast, forecasted.base, what_if=forecasted.what_if)
+        write_whole(html, page, option="--html")
     if output == "json":
         from retention.forecasting.document import forecast_document
 

@@ -24,7 +24,8 @@ passed (awaiting the service's reaper: no longer restorable, and gone within hou
 oldest restore point is the oldest complete, consistent snapshot the run leaves in place
 (core.decide.restore_points). The steady state is the count the last step ends with, reached on the
 first step from which the count never again differs from it by more than
-``steady_tolerance`` (5%, and at least one snapshot).
+``steady_tolerance`` (5%, and at least one snapshot); a count that has not stayed there for a
+tenth of the forecast (``trend``) is still growing or falling at the end, not steady.
 """
 
 from __future__ import annotations
@@ -148,6 +149,27 @@ def steady_index(counts: Sequence[int]) -> int | None:
             break
         reached = index
     return reached
+
+
+# A count has settled when it stays near its last value for a tenth of the forecast, and
+# for at least this many steps: a week of daily runs.
+SETTLED_STEPS = 7
+Trend = Literal["steady", "growing", "falling", "changing"]
+
+
+def trend(counts: Sequence[int]) -> Trend:
+    """Whether ``counts`` end settled ("steady": within steady_tolerance of the last count
+    for the last tenth of the steps, and at least SETTLED_STEPS), else which way they still
+    go over that stretch: a policy that keeps 366 dailies grows for a year."""
+    index = steady_index(counts)
+    # A forecast of a few steps cannot wait a week: half of it will do.
+    stretch = min(max(SETTLED_STEPS, len(counts) // 10), max(1, (len(counts) - 1) // 2))
+    if index is None or len(counts) - 1 - index >= stretch:
+        return "steady"
+    earlier = counts[max(0, len(counts) - 1 - stretch)]
+    if counts[-1] == earlier:
+        return "changing"
+    return "growing" if counts[-1] > earlier else "falling"
 
 
 def forecast_cluster(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from retention.core.forecast import steady_index
+from retention.core.forecast import steady_index, trend
 from retention.core.planfile import restore_points_entry
 from retention.core.policy.loader import PolicySet
 from retention.forecasting.job import ASSUMPTIONS, ClusterOutlook, Forecast, Outlook
@@ -58,7 +58,12 @@ def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> dict[
     index = steady_index(counts)
     steady = None
     if index is not None:  # the count the last step ends with, and the day it is reached
-        steady = {"at": forecast.at(index), "count": counts[-1], "storageBytes": storage[-1]}
+        steady = {
+            "at": forecast.at(index),
+            "count": counts[-1],
+            "storageBytes": storage[-1],
+            "trend": trend(counts),
+        }
     return {"series": series, "steady": steady}
 
 
@@ -103,6 +108,7 @@ def outlook_entry(forecast: Forecast, outlook: Outlook) -> dict[str, Any]:
             "at": forecast.at(steady),
             "count": outlook.counts[-1],
             "storageBytes": outlook.storage[-1],
+            "trend": outlook.trend,
         },
         "restorePoints": (
             restore_points_entry(outlook.ladder) if outlook.ladder is not None else None

@@ -20,7 +20,14 @@ from datetime import UTC, datetime, timedelta
 from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotSchedule
 from retention.core.cadence import ScheduleTerms, observed_cadence, schedule_cadence
-from retention.core.forecast import Cadence, ClusterForecast, forecast_cluster, steady_index
+from retention.core.forecast import (
+    Cadence,
+    ClusterForecast,
+    Trend,
+    forecast_cluster,
+    steady_index,
+    trend,
+)
 from retention.core.horizon import lease
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
@@ -88,6 +95,11 @@ class Outlook:
         """The index of the step from which the count stays (core.forecast.steady_index);
         the steady state's count and bytes are the last step's."""
         return steady_index(self.counts) or 0
+
+    @property
+    def trend(self) -> Trend:
+        """Whether the count ends steady, or still growing or falling (core.forecast.trend)."""
+        return trend(self.counts)
 
     def oldest_at(self, index: int) -> datetime | None:
         """The oldest restore point after step ``index``."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from array import array
 from datetime import datetime, timedelta
 
-from retention.core.forecast import Cadence, steady_index
+from retention.core.forecast import Cadence, steady_index, trend
 from retention.core.wording import counted, printable, size
 from retention.forecasting.job import ASSUMPTIONS, ClusterOutlook, Forecast, Outlook
 from retention.review.baseline import Baseline
@@ -31,7 +31,7 @@ def text_lines(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> l
         )
         if forecast.counts:
             lines.append(
-                "  the current policies "
+                "  the current policies keep "
                 + instead(
                     (forecast.counts[-1], forecast.storage[-1]),
                     (forecast.base_counts[-1], forecast.base_storage[-1]),
@@ -50,23 +50,26 @@ def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> str:
     """ "3,012 snapshots (14.3 TiB) today -> 412 (2.1 TiB) from 2027-01-05"."""
     if not counts:
         return "no cluster forecast"
-    steady = _steady_of(counts)
     return (
         f"{counts[0]:,} snapshots ({size(storage[0])}) today -> {counts[-1]:,} "
-        f"({size(storage[-1])}) from {_day(forecast.at(steady))}"
+        f"({size(storage[-1])}) {settles(forecast, counts)}"
     )
 
 
-def _steady_of(counts: array[int]) -> int:
-    return steady_index(counts) or 0
+def settles(forecast: Forecast, counts: array[int]) -> str:
+    """ "from 2027-01-05" (the day the count settles), or "at the end, still growing"."""
+    going = trend(counts)
+    if going == "steady":
+        return f"from {_day(forecast.at(steady_index(counts) or 0))}"
+    return "at the end, still " + going
 
 
 def instead(mine: tuple[int, int], theirs: tuple[int, int]) -> str:
-    """ "keeps 41 instead of 312 snapshots, 2.1 TiB instead of 14.3 TiB"."""
+    """ "41 instead of 312 snapshots, 2.1 TiB instead of 14.3 TiB", what a verb keeps."""
     if mine == theirs:
-        return f"keep the same: {counted(mine[0], 'snapshot')}, {size(mine[1])}"
+        return f"the same: {counted(mine[0], 'snapshot')}, {size(mine[1])}"
     return (
-        f"keeps {mine[0]:,} instead of {theirs[0]:,} snapshots, "
+        f"{mine[0]:,} instead of {theirs[0]:,} snapshots, "
         f"{size(mine[1])} instead of {size(theirs[1])}"
     )
 
@@ -77,7 +80,7 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
         ("cadence", cadence_words(cluster.cadence)),
         ("policies", ", ".join(mine.policies) or "none (unmanaged)"),
         ("today", _amount(mine, 0)),
-        ("steady", f"{_amount(mine, -1)} from {_day(forecast.at(mine.steady))}"),
+        (_at_end(mine), _ending(forecast, mine)),
         ("oldest at the end", _oldest(mine)),
         ("ladder at the end", mine.ladder.words() if mine.ladder else "no restore point"),
     ]
@@ -85,17 +88,25 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
     if theirs is not None:
         rows += [
             ("base policies", ", ".join(theirs.policies) or "none (unmanaged)"),
-            (
-                "base steady",
-                f"{_amount(theirs, -1)} from {_day(forecast.at(theirs.steady))}",
-            ),
+            ("base " + _at_end(theirs), _ending(forecast, theirs)),
             ("base oldest", _oldest(theirs)),
             ("base ladder", theirs.ladder.words() if theirs.ladder else "no restore point"),
-            ("difference", instead(_steady_pair(mine), _steady_pair(theirs))),
+            ("difference", "keeps " + instead(_steady_pair(mine), _steady_pair(theirs))),
         ]
     width = max(len(label) for label, _ in rows) + 1
     head = f"{printable(t.name)} ({t.kind} {printable(t.cluster_id)}, project {t.project_id})"
     return [head, *(f"  {(label + ':').ljust(width)} {value}" for label, value in rows)]
+
+
+def _at_end(outlook: Outlook) -> str:
+    return "steady" if outlook.trend == "steady" else "at the end"
+
+
+def _ending(forecast: Forecast, outlook: Outlook) -> str:
+    """ "400 snapshots (1.8 TiB) from 2027-11-04", or "..., still growing"."""
+    if outlook.trend == "steady":
+        return f"{_amount(outlook, -1)} {settles(forecast, outlook.counts)}"
+    return f"{_amount(outlook, -1)}, still {outlook.trend}"
 
 
 def _steady_pair(outlook: Outlook) -> tuple[int, int]:

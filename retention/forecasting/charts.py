@@ -1,0 +1,122 @@
+"""The geometry of the forecast page's charts: a series (count or storage) against time,
+the current policies' line and the base's beside it.
+
+Drawn as report.svg draws the run report's charts: an outer <svg> without a viewBox holds
+the labels in CSS px (its side padding, ``MARGINS``, leaves room for the values at the left),
+and inside it the plot, an inner <svg> whose viewBox (``WIDTH`` x ``HEIGHT``) is stretched
+over the outer one's width; lines keep their stroke with ``vector-effect``. So a chart fills
+any width and its labels keep their size: at 800 px they read as at 1280. Labels across are
+placed in percent of the plot's width, labels down in these coordinates (the height is not
+stretched). Only numbers and plain strings come out of here; the template escapes text.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from retention.core.forecast import steady_index, trend
+
+WIDTH = 1000.0
+HEIGHT = 150
+TOP, BASE = 12.0, 118.0  # the plot's highest value and its zero line
+MARGINS = (64, 12)  # CSS px left (the values) and right of the plot
+MAX_TICKS = 5  # date labels across: about 70 px each, and 800 px leaves some 680 px
+
+
+class Tick(NamedTuple):
+    """A label on an axis: across, ``at`` is percent of the plot's width; down, it is y."""
+
+    at: float
+    label: str
+
+
+class Line(NamedTuple):
+    """One policy set's series as an SVG polyline, and what it is."""
+
+    points: str
+    side: str  # "current" or "base": the CSS class that draws it
+    label: str
+
+
+class Chart(NamedTuple):
+    """One chart: its title, its lines, its axes and the steady state's day marked."""
+
+    title: str
+    lines: list[Line]
+    y_ticks: list[Tick]
+    x_ticks: list[Tick]
+    steady_at: float | None  # percent across: where the current policies' count settles
+    steady_label: str
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 times a power of ten at or above ``value`` (1 for 0)."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next((s * power for s in (1, 2, 2.5, 5) if value <= s * power), 10 * power)
+
+
+def nice_bytes(value: float) -> float:
+    """``nice_ceiling`` in the binary unit (KiB, MiB, ...) ``value`` is written in, so the
+    axis reads 2 TiB, not 1.8 TiB."""
+    unit = 1.0
+    while value >= 1024 * unit:
+        unit *= 1024
+    nice = nice_ceiling(value / unit)
+    # 1000 GiB reads worse than 1 TiB: above 750 of a unit, the next unit.
+    return (1024.0 if nice > 750 else nice) * unit
+
+
+def chart(
+    title: str,
+    series: Sequence[tuple[str, str, array[int]]],
+    *,
+    start: datetime,
+    step: timedelta,
+    label: Callable[[float], str],
+    counts: array[int] | None = None,
+    in_bytes: bool = False,
+) -> Chart:
+    """A chart of ``series`` (side, label, values per step from ``start``), values written
+    with ``label``; the steady state of ``counts`` (the current policies' count) marked."""
+    steps = max((len(values) for _, _, values in series), default=0)
+    highest = max((max(values, default=0) for _, _, values in series), default=0)
+    top = nice_bytes(highest) if in_bytes else nice_ceiling(highest)
+    lines = [Line(_points(values, steps, top), side, name) for side, name, values in series]
+    y_ticks = [Tick(BASE - (BASE - TOP) * part, label(top * part)) for part in (0, 0.5, 1)]
+    steady = steady_index(counts) if counts else None
+    settled = counts is not None and trend(counts) == "steady"
+    steady_at = None if steady is None or steady == 0 or not settled else _across(steady, steps)
+    steady_label = ""
+    if counts and steady is not None:
+        going = trend(counts)
+        day = f"{start + steady * step:%Y-%m-%d}"
+        steady_label = f"steady from {day}" if settled else f"still {going} at the end"
+    return Chart(title, lines, y_ticks, _x_ticks(start, step, steps), steady_at, steady_label)
+
+
+def _across(index: int, steps: int) -> float:
+    """Percent of the plot's width at step ``index`` of ``steps``."""
+    return 0.0 if steps <= 1 else round(100 * index / (steps - 1), 2)
+
+
+def _points(values: array[int], steps: int, top: float) -> str:
+    span = max(1, steps - 1)
+    return " ".join(
+        f"{WIDTH * k / span:.1f},{BASE - (BASE - TOP) * value / top:.1f}"
+        for k, value in enumerate(values)
+    )
+
+
+def _x_ticks(start: datetime, step: timedelta, steps: int) -> list[Tick]:
+    """Up to MAX_TICKS dates across, the first and the last step among them."""
+    if steps <= 1:
+        return [Tick(0.0, f"{start:%Y-%m-%d}")]
+    count = min(MAX_TICKS, steps)
+    indexes = sorted({round(k * (steps - 1) / (count - 1)) for k in range(count)})
+    return [Tick(_across(k, steps), f"{start + k * step:%Y-%m-%d}") for k in indexes]
