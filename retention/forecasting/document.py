@@ -39,12 +39,7 @@ def forecast_document(
     }
     if base is not None:
         document["base"] = {
-            "spec": base.spec,
-            "kind": base.kind,
-            "ref": base.ref,
-            "commit": base.commit,
-            "where": base.where,
-            "policies": sorted(p.name for p in base.policies),
+            **base.entry(),
             "fleet": _fleet(forecast, forecast.base_counts, forecast.base_storage),
         }
     return document

@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from retention.config.policyfiles import POLICY_SUFFIXES, load_policies, parse_policies
 from retention.core.policy.loader import PolicySet
@@ -43,6 +43,18 @@ class Baseline:
     policies: PolicySet
     ref: str | None = None
     commit: str | None = None  # the commit the ref named when it was read
+
+    def entry(self) -> dict[str, Any]:
+        """The base as the JSON of diff and forecast give it: where it came from and its
+        policies' names."""
+        return {
+            "spec": self.spec,
+            "kind": self.kind,
+            "ref": self.ref,
+            "commit": self.commit,
+            "where": self.where,
+            "policies": sorted(p.name for p in self.policies),
+        }
 
     @property
     def side(self) -> str:

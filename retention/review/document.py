@@ -28,14 +28,7 @@ def review_document(
     return {
         "command": "diff",
         "exitCode": exit_code,
-        "base": {
-            "spec": base.spec,
-            "kind": base.kind,
-            "ref": base.ref,
-            "commit": base.commit,
-            "where": base.where,
-            "policies": sorted(p.name for p in base.policies),
-        },
+        "base": base.entry(),
         "currentPolicies": sorted(p.name for p in current),
         "evaluatedAt": review.evaluated_at,
         "whatIf": what_if,
