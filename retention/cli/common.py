@@ -112,15 +112,3 @@ def shard_options(command: F) -> F:
 def shard_from(shard: str | None, shard_count: int | None) -> Shard | None:
     """The shard the options ask for, or None for the whole fleet."""
     return choose_shard(shard, shard_count, os.environ.get("JOB_COMPLETION_INDEX"))
-
-
-def write_whole(path: Path, text: str, *, option: str) -> None:
-    """Write ``text`` to ``path`` whole: into a partial file beside it, then renamed over it,
-    so a reader never sees half a page. UsageError (exit 2) naming ``option`` when it cannot."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise UsageError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from retention.cli import cli
-from retention.cli.common import lifecycle_setup, parse_at, write_whole
+from retention.cli.common import lifecycle_setup, parse_at
 from retention.cli.output import emit, format_option
-from retention.errors import EXIT_FAILURES, EXIT_OK
+from retention.errors import EXIT_FAILURES, EXIT_OK, UsageError
 
 
 def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
@@ -99,10 +99,14 @@ def forecast(
     )
     code = EXIT_FAILURES if forecasted.forecast.errors else EXIT_OK
     if html is not None:
-        from retention.forecasting.page import forecast_html
+        from retention.forecasting.page import write_forecast_html
 
-        page = forecast_html(forecasted.forecast, forecasted.base, what_if=forecasted.what_if)
-        write_whole(html, page, option="--html")
+        try:
+            write_forecast_html(
+                html, forecasted.forecast, forecasted.base, what_if=forecasted.what_if
+            )
+        except OSError as exc:
+            raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
     if output == "json":
         from retention.forecasting.document import forecast_document
 

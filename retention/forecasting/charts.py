@@ -90,13 +90,12 @@ def chart(
     lines = [Line(_points(values, steps, top), side, name) for side, name, values in series]
     y_ticks = [Tick(BASE - (BASE - TOP) * part, label(top * part)) for part in (0, 0.5, 1)]
     steady = steady_index(counts) if counts else None
-    settled = counts is not None and trend(counts) == "steady"
-    steady_at = None if steady is None or steady == 0 or not settled else _across(steady, steps)
+    going = trend(counts) if counts else None
+    steady_at = _across(steady, steps) if going == "steady" and steady else None
     steady_label = ""
-    if counts and steady is not None:
-        going = trend(counts)
+    if steady is not None:
         day = f"{start + steady * step:%Y-%m-%d}"
-        steady_label = f"steady from {day}" if settled else f"still {going} at the end"
+        steady_label = f"steady from {day}" if going == "steady" else f"still {going} at the end"
     return Chart(title, lines, y_ticks, _x_ticks(start, step, steps), steady_at, steady_label)
 
 

@@ -39,6 +39,8 @@ from retention.ops.window import ordered
 from retention.planning.workers import Deciders
 from retention.walk.inventory import ProjectTargets, Walk, survey_fleet, walk
 
+log = logging.getLogger("retention.forecast")
+
 # What every forecast assumes, in the core's words (retention.core.forecast, .cadence).
 ASSUMPTIONS = (
     "no OPEN alert holds a change: alerts cannot be foreseen",
@@ -63,9 +65,6 @@ def step_of(text: str) -> timedelta:
     if step <= timedelta(0):
         raise ValueError(f"{text!r}: a step must be at least an hour")
     return step
-
-
-log = logging.getLogger("retention.forecast")
 
 
 @dataclass(frozen=True)

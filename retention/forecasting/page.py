@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from retention.core.wording import counted, size
 from retention.forecasting.charts import BASE, HEIGHT, MARGINS, TOP, WIDTH, Chart, chart
 from retention.forecasting.job import ASSUMPTIONS, ClusterOutlook, Forecast, Outlook
-from retention.forecasting.render import cadence_words, every, instead, settles
-from retention.report.render import html_environment
+from retention.forecasting.render import at_the_end, cadence_words, every, instead, settles
+from retention.report.render import html_environment, render_whole
 from retention.review.baseline import Baseline
 
 # Clusters charted, the largest change first; every cluster is in the table below them.
@@ -36,6 +37,14 @@ def forecast_html(forecast: Forecast, base: Baseline | None, *, what_if: bool) -
     """The page for ``forecast`` (``base``: the --base policies it ran beside the current)."""
     template = html_environment().get_template("forecast.html.j2")
     return template.render(page_context(forecast, base, what_if=what_if))
+
+
+def write_forecast_html(
+    path: Path, forecast: Forecast, base: Baseline | None, *, what_if: bool
+) -> None:
+    """Write the page to ``path`` whole (report.render.render_whole); OSError when it cannot."""
+    template = html_environment().get_template("forecast.html.j2")
+    render_whole(template, page_context(forecast, base, what_if=what_if), path)
 
 
 def page_context(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> dict[str, Any]:
@@ -126,7 +135,7 @@ def _steady_words(
     if theirs is None:
         return (
             f"{counts[0]:,} snapshots ({size(storage[0])}) today, "
-            f"{counts[-1]:,} ({size(storage[-1])}) {settles(forecast, counts)}"
+            f"{counts[-1]:,} ({size(storage[-1])}) {at_the_end(forecast, counts)}"
         )
     return "At the end the current policies keep " + instead(
         (counts[-1], storage[-1]), (theirs[0][-1], theirs[1][-1])
@@ -140,20 +149,12 @@ def _row(forecast: Forecast, cluster: ClusterOutlook) -> dict[str, Any]:
         "target": cluster.target,
         "cadence": cadence_words(cluster.cadence),
         "today": mine.counts[0] if mine.counts else 0,
-        "steady": _steady(forecast, mine),
-        "settles": (
-            settles(forecast, mine.counts) if mine.trend == "steady" else f"still {mine.trend}"
-        ),
-        "base": None if theirs is None else _steady(forecast, theirs),
+        "steady": _steady(mine),
+        "settles": settles(forecast, mine.counts),
+        "base": None if theirs is None else _steady(theirs),
         "ladder": mine.ladder.words() if mine.ladder else "no restore point",
     }
 
 
-def _steady(forecast: Forecast, outlook: Outlook) -> dict[str, Any]:
-    last = len(outlook.counts) - 1
-    return {
-        "count": outlook.counts[-1],
-        "bytes": outlook.storage[-1],
-        "from": forecast.at(outlook.steady),
-        "oldest": outlook.oldest_at(last),
-    }
+def _steady(outlook: Outlook) -> dict[str, int]:
+    return {"count": outlook.counts[-1], "bytes": outlook.storage[-1]}

@@ -52,16 +52,22 @@ def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> str:
         return "no cluster forecast"
     return (
         f"{counts[0]:,} snapshots ({size(storage[0])}) today -> {counts[-1]:,} "
-        f"({size(storage[-1])}) {settles(forecast, counts)}"
+        f"({size(storage[-1])}) {at_the_end(forecast, counts)}"
     )
 
 
 def settles(forecast: Forecast, counts: array[int]) -> str:
-    """ "from 2027-01-05" (the day the count settles), or "at the end, still growing"."""
+    """ "from 2027-01-05" (the day the count settles), or "still growing" (or falling)."""
     going = trend(counts)
     if going == "steady":
         return f"from {_day(forecast.at(steady_index(counts) or 0))}"
-    return "at the end, still " + going
+    return "still " + going
+
+
+def at_the_end(forecast: Forecast, counts: array[int]) -> str:
+    """What follows a count at the end: "from 2027-01-05", or "at the end, still growing"."""
+    words = settles(forecast, counts)
+    return words if trend(counts) == "steady" else "at the end, " + words
 
 
 def instead(mine: tuple[int, int], theirs: tuple[int, int]) -> str:
@@ -104,9 +110,8 @@ def _at_end(outlook: Outlook) -> str:
 
 def _ending(forecast: Forecast, outlook: Outlook) -> str:
     """ "400 snapshots (1.8 TiB) from 2027-11-04", or "..., still growing"."""
-    if outlook.trend == "steady":
-        return f"{_amount(outlook, -1)} {settles(forecast, outlook.counts)}"
-    return f"{_amount(outlook, -1)}, still {outlook.trend}"
+    gap = " " if outlook.trend == "steady" else ", "
+    return _amount(outlook, -1) + gap + settles(forecast, outlook.counts)
 
 
 def _steady_pair(outlook: Outlook) -> tuple[int, int]:

@@ -255,18 +255,23 @@ def write_reports(
     written: list[Path] = []
     for fmt in dict.fromkeys(formats):
         env = html_environment() if fmt == "html" else markdown_environment()
-        template = env.get_template(templates[fmt])
         path = RunFolder(run_dir).report(fmt)
-        partial = partial_path(path)
-        try:
-            with partial.open("w", encoding="utf-8") as out:
-                for chunk in template.generate(**context):
-                    out.write(chunk)
-            partial.replace(path)
-        finally:
-            partial.unlink(missing_ok=True)
+        render_whole(env.get_template(templates[fmt]), context, path)
         written.append(path)
     return written
+
+
+def render_whole(template: jinja2.Template, context: Mapping[str, Any], path: Path) -> None:
+    """Render ``template`` with ``context`` into ``path``: streamed into a partial file beside
+    it and renamed, so a reader never sees half a page (OSError when it cannot be written)."""
+    partial = partial_path(path)
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            for chunk in template.generate(**context):
+                out.write(chunk)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _check_formats(formats: Sequence[str]) -> None:

@@ -104,7 +104,7 @@ def take_due(cluster: SimCluster, now: datetime) -> int:
         return 0
     taken = 0
     until = now if schedule.stops_at is None else min(now, schedule.stops_at)
-    for created in schedule.ticks(since, until) if since < until else []:
+    for created in schedule.ticks(since, until):  # none once it has stopped
         snapshot = SimSnapshot(
             _snapshot_id(cluster.id, created), created, expires=schedule.expires(created)
         )
