@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retention.core.compare import compare, fate
+from retention.core.compare import SHIFTS, compare, fate
 from retention.core.model import Action, ClusterPlan, Decision, Hold, SnapshotView, Target
 from retention.core.model import State as DecisionState
 
@@ -90,3 +90,25 @@ def test_holds_are_compared_by_kind_and_alert_not_by_words() -> None:
     assert [(h.kind, h.alert_id) for h in diff.holds_added] == [("alert", "a2")]
     assert [(h.kind, h.alert_id) for h in diff.holds_gone] == [("alert", "a1")]
     assert diff.changed is True
+
+
+def test_shifts_are_listed_stops_keeping_first_then_newest_first() -> None:
+    """A cluster with one shift of each kind lists them in the order of SHIFTS (what makes
+    diff exit 3 first, so a cut table never hides it), and within a kind the newest first."""
+    kinds = [(PROTECTED, KEPT), (KEPT, PROTECTED), (LET_GO, KEPT), (KEPT, LET_GO), (KEPT, LET_GO)]
+    before, after = [], []
+    for k, (was, now) in enumerate(kinds):
+        snapshot = SnapshotView(f"{k:024x}", NOW.replace(hour=k), True, False, None)
+        before.append(Decision(snapshot, was.state, was.action))
+        after.append(Decision(snapshot, now.state, now.action))
+
+    shifts = compare(plan(*before), plan(*after)).shifts
+
+    assert [(s.shift, s.created.hour) for s in shifts] == [
+        ("stops keeping", 4),
+        ("stops keeping", 3),
+        ("newly keeps", 2),
+        ("newly protects", 1),
+        ("stops protecting", 0),
+    ]
+    assert tuple(dict.fromkeys(s.shift for s in shifts)) == SHIFTS

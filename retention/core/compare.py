@@ -28,6 +28,8 @@ from retention.core.restorepoints import Ladder
 
 Fate = Literal["kept", "let go", "untouched"]
 Shift = Literal["stops keeping", "newly keeps", "newly protects", "stops protecting"]
+# The order shifts are listed in: what makes `retention diff` exit 3 first.
+SHIFTS: tuple[Shift, ...] = ("stops keeping", "newly keeps", "newly protects", "stops protecting")
 
 _KEPT = frozenset({"kept", "protected", "manual-hold"})
 _UNCOUNTED = frozenset({"incomplete", "awaiting-deletion", "inconsistent", "unmatched"})
@@ -119,7 +121,8 @@ def compare(before: ClusterPlan, after: ClusterPlan) -> ClusterDiff:
         for d in after.decisions
         if (was := by_id.get(d.snapshot.id)) is not None and (shift := _shift(was, d)) is not None
     ]
-    shifts.sort(key=lambda s: (s.shift, s.created, s.snapshot_id), reverse=True)
+    shifts.sort(key=lambda s: (s.created, s.snapshot_id), reverse=True)
+    shifts.sort(key=lambda s: SHIFTS.index(s.shift))  # stable: newest first within a shift
     return ClusterDiff(
         after.target,
         before.policies,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from retention.api.client import OpsManagerClient
-from retention.core.compare import ClusterDiff, Shift, compare
+from retention.core.compare import SHIFTS, ClusterDiff, compare
 from retention.core.horizon import lease
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
@@ -56,9 +56,6 @@ class Review:
             holds_added=sum(len(d.holds_added) for d in self.diffs),
             holds_gone=sum(len(d.holds_gone) for d in self.diffs),
         )
-
-
-SHIFTS: tuple[Shift, ...] = ("stops keeping", "newly keeps", "newly protects", "stops protecting")
 
 
 @dataclass(frozen=True)
