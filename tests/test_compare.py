@@ -112,3 +112,16 @@ def test_shifts_are_listed_stops_keeping_first_then_newest_first() -> None:
         ("stops protecting", 0),
     ]
     assert tuple(dict.fromkeys(s.shift for s in shifts)) == SHIFTS
+
+
+def test_a_config_servers_advisory_changes_are_no_shift() -> None:
+    """A config server's plan sends nothing, so its snapshot kept under the base and
+    shortened (advisory) under the new policies stays as the service keeps it: no shift,
+    and the new policies do not keep less."""
+    server = Target("p" * 24, "h" * 24, "cfg0.example.net:27019", kind="config-server")
+    advised = Decision(SNAPSHOT, "unkept", "shorten", advisory=True)
+
+    diff = compare(ClusterPlan(server, [KEPT]), ClusterPlan(server, [advised]))
+
+    assert diff.shifts == []
+    assert not diff.keeps_less

@@ -8,7 +8,9 @@ A snapshot's fate under a plan is one of three:
   period (an unkept snapshot, or a possibly inconsistent one under ``inconsistent: expire``),
   whether or not a safety gate holds the change today;
 - ``untouched``: the plan does not count it and changes nothing (incomplete, awaiting
-  deletion, possibly inconsistent, or no policy matches its cluster).
+  deletion, possibly inconsistent, or no policy matches its cluster), or it is a config
+  server's, whose decisions are advisory and never sent (as ``decide.restore_points`` reads
+  them): the service keeps it as it would without the job, under either side.
 
 The new policies keep less when a snapshot the base keeps is not kept under them, or when
 they let go of a snapshot the base does not: either is a snapshot the review must see, and
@@ -32,11 +34,13 @@ Shift = Literal["stops keeping", "newly keeps", "newly protects", "stops protect
 SHIFTS: tuple[Shift, ...] = ("stops keeping", "newly keeps", "newly protects", "stops protecting")
 
 _KEPT = frozenset({"kept", "protected", "manual-hold"})
-_UNCOUNTED = frozenset({"incomplete", "awaiting-deletion", "inconsistent", "unmatched"})
 
 
-def fate(decision: Decision) -> Fate:
-    """What a plan does to a snapshot, in the three words of the module docstring."""
+def fate(decision: Decision, *, advisory: bool = False) -> Fate:
+    """What a plan does to a snapshot, in the three words of the module docstring;
+    ``advisory``: the plan is a config server's, which sends nothing."""
+    if advisory:
+        return "untouched"
     if decision.state in _KEPT and not decision.destructive:
         return "kept"
     if decision.state == "unkept" or decision.destructive:
@@ -116,10 +120,12 @@ def compare(before: ClusterPlan, after: ClusterPlan) -> ClusterDiff:
     """The difference the new policies (``after``) make to one cluster planned under the
     base policies (``before``), both from one walk and one ``now``."""
     by_id = {d.snapshot.id: d for d in before.decisions}
+    advisory = after.target.kind == "config-server"
     shifts = [
         shift
         for d in after.decisions
-        if (was := by_id.get(d.snapshot.id)) is not None and (shift := _shift(was, d)) is not None
+        if (was := by_id.get(d.snapshot.id)) is not None
+        and (shift := _shift(was, d, advisory=advisory)) is not None
     ]
     shifts.sort(key=lambda s: (s.created, s.snapshot_id), reverse=True)
     shifts.sort(key=lambda s: SHIFTS.index(s.shift))  # stable: newest first within a shift
@@ -136,8 +142,8 @@ def compare(before: ClusterPlan, after: ClusterPlan) -> ClusterDiff:
     )
 
 
-def _shift(before: Decision, after: Decision) -> SnapshotShift | None:
-    was, now = fate(before), fate(after)
+def _shift(before: Decision, after: Decision, *, advisory: bool) -> SnapshotShift | None:
+    was, now = fate(before, advisory=advisory), fate(after, advisory=advisory)
     shift: Shift | None = None
     if (was == "kept" and now != "kept") or (now == "let go" and was != "let go"):
         shift = "stops keeping"
