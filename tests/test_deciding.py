@@ -405,3 +405,21 @@ def test_an_error_inside_a_worker_is_the_error_one_process_raises() -> None:
         list(pool.decide_all([bad]))
 
     assert str(there.value) == str(here.value)
+
+
+def test_unread_alerts_hold_a_cluster_but_leave_its_restore_points_described() -> None:
+    """A project whose alerts could not be read: its cluster carries the error and a walk
+    hold on its destructive changes, as a failed walk would, but all its snapshots were
+    walked, so its restore points and freshness are described; a failed walk has neither."""
+    walk = walks(1)[0]
+    unread = Shared(policies(), {}, {"p1": "alerts unreadable: 403"}, NOW, timedelta(days=1))
+
+    plan = unread.plan(walk.target, walk.snapshots, None)
+    failed = shared().plan(walk.target, walk.snapshots, "page 2: 503")
+
+    assert plan.errors == ["alerts unreadable: 403"]
+    assert [h.kind for h in plan.holds] == ["walk"]
+    assert plan.ladder is not None
+    assert plan.freshness is not None
+    assert plan.ladder == shared().plan(walk.target, walk.snapshots, None).ladder
+    assert (failed.ladder, failed.freshness) == (None, None)

@@ -117,15 +117,19 @@ def decide(
     now: datetime,
     lease_for: timedelta,
     walk_error: str | None = None,
+    alerts_unread: str | None = None,
     describe: bool = True,
 ) -> ClusterPlan:
     """Decide every snapshot of one cluster (or config server). See the module docstring.
     ``describe`` False leaves out the restore points and the freshness (a forecast's inner
-    steps need neither)."""
+    steps need neither). ``alerts_unread``: why the project's alerts could not be read; it
+    holds the cluster as a failed walk does, but its snapshots are all there to describe."""
     ordered = newest_first_by_id(snapshots)
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
-    if walk_error:
-        plan.errors.append(walk_error)
+    problem = walk_error or alerts_unread
+    if problem:
+        plan.errors.append(problem)
+    walked = walk_error is None
     if (unfit := target.id_problem()) is not None:
         # Held even when no policy matches it: an id like this is worth a person's look.
         plan.holds.append(Hold("id", unfit))
@@ -133,7 +137,7 @@ def decide(
     if not policies:
         unmatched = note("unmatched", "no policy matches this cluster")
         plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
-        if describe:
+        if describe and walked:
             describe_restore_points(plan, now, within=None)
         return plan
     merged = Merged.of(policies, now)
@@ -149,23 +153,22 @@ def decide(
     _say_ended(plan, verdicts)
     plan.hold_records = hold_records(policies, plan.decisions, now)
     hold_uncarried(plan)
-    hold_destructive(plan, merged, alerts, walk_error)
+    hold_destructive(plan, merged, alerts, problem)
     if target.kind == "config-server":
         for decision in plan.decisions:
             decision.advisory = decision.action != "none"
-    if describe:
+    if describe and walked:
         describe_restore_points(plan, now, within=merged.newest_within)
     return plan
 
 
 def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta | None) -> None:
     """Put the cluster's ladder of restore points and the freshness of its backups on
-    ``plan``: neither when its walk failed, since part of its snapshots may be missing.
+    ``plan`` (decide leaves both out when its walk failed: part of its snapshots may be
+    missing).
 
     Restorable, for the freshness, is any complete, consistent snapshot not awaiting
     deletion; the ladder's restore points are those of them the plan leaves in place."""
-    if plan.errors:
-        return
     restorable = [
         d.snapshot.created
         for d in plan.decisions

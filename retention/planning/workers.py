@@ -120,7 +120,8 @@ class Shared:
             self.alerts.get(target.project_id, ()),
             now=self.now,
             lease_for=self.lease_for,
-            walk_error=walk_error or self.unread.get(target.project_id),
+            walk_error=walk_error,
+            alerts_unread=self.unread.get(target.project_id),
         )
 
     def decide(
