@@ -169,12 +169,9 @@ def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta 
 
     Restorable, for the freshness, is any complete, consistent snapshot not awaiting
     deletion; the ladder's restore points are those of them the plan leaves in place."""
-    restorable = [
-        d.snapshot.created
-        for d in plan.decisions
-        if d.snapshot.complete and d.snapshot.consistent and not _awaiting(d.snapshot, now)
-    ]
-    plan.ladder = ladder_of(restore_points(plan, now))
+    usable = _restorable(plan, now)
+    plan.ladder = ladder_of(_leaves_in_place(plan, usable))
+    restorable = [d.snapshot.created for d in usable]
     plan.freshness = freshness(restorable, now, within=within, any_snapshot=bool(plan.decisions))
 
 
@@ -184,15 +181,18 @@ def restore_points(plan: ClusterPlan, now: datetime) -> list[datetime]:
     cluster no policy matches: whose decisions say "unmatched" even for one whose expiry
     has passed). A config server's decisions are advisory, never sent: every one of its
     restorable snapshots stays as the service keeps it, whatever they say."""
+    return _leaves_in_place(plan, _restorable(plan, now))
+
+
+def _restorable(plan: ClusterPlan, now: datetime) -> list[Decision]:
+    """The decisions of the complete, consistent snapshots not awaiting deletion: those
+    the rules count (``uncounted`` says None)."""
+    return [d for d in plan.decisions if uncounted(d.snapshot, now) is None]
+
+
+def _leaves_in_place(plan: ClusterPlan, restorable: list[Decision]) -> list[datetime]:
     advisory = plan.target.kind == "config-server"
-    return [
-        d.snapshot.created
-        for d in plan.decisions
-        if d.snapshot.complete
-        and d.snapshot.consistent
-        and not _awaiting(d.snapshot, now)
-        and (advisory or d.state in RESTORE_STATES)
-    ]
+    return [d.snapshot.created for d in restorable if advisory or d.state in RESTORE_STATES]
 
 
 def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:

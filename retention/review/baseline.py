@@ -56,11 +56,6 @@ class Baseline:
             "policies": sorted(p.name for p in self.policies),
         }
 
-    @property
-    def side(self) -> str:
-        """How messages name this side: "base policies (git:origin/main)"."""
-        return f"base policies ({self.spec})"
-
 
 def labelled(side: str, load: Callable[[], PolicySet]) -> PolicySet:
     """``load()``'s policies; its PolicyError again, each problem prefixed with ``side``."""
@@ -69,6 +64,11 @@ def labelled(side: str, load: Callable[[], PolicySet]) -> PolicySet:
     except PolicyError as exc:
         problems = [f"{side}: {problem}" for problem in exc.problems]
         raise PolicyError(f"{side}: {exc}", problems) from None
+
+
+def base_side(spec: str) -> str:
+    """How messages name the base side: "base policies (git:origin/main)"."""
+    return f"base policies ({spec})"
 
 
 def current_policies(source: Path | Sequence[Path]) -> PolicySet:
@@ -84,16 +84,15 @@ def load_baseline(spec: str, source: Path | Sequence[Path]) -> Baseline:
         path = Path(spec)
         if not path.exists():
             raise UsageError(f"--base {spec}: no such folder or file")
-        side = f"base policies ({spec})"
-        return Baseline(spec, "path", str(path), labelled(side, lambda: load_policies(path)))
+        policies = labelled(base_side(spec), lambda: load_policies(path))
+        return Baseline(spec, "path", str(path), policies)
     ref = spec.removeprefix(GIT_PREFIX)
     if not ref or ref.startswith("-"):
         raise UsageError(f"--base {spec}: give a git ref after git:, e.g. git:origin/main")
     paths = [Path(source)] if isinstance(source, str | Path) else [Path(s) for s in source]
     repo = _repository(paths, spec)
     commit = repo.commit(ref, spec)
-    side = f"base policies ({spec})"
-    policies = labelled(side, lambda: repo.policies_at(commit, paths, ref))
+    policies = labelled(base_side(spec), lambda: repo.policies_at(commit, paths, ref))
     return Baseline(spec, "git", str(repo.top), policies, ref, commit)
 
 

@@ -13,12 +13,13 @@ Nothing is sent, written or locked: the client only reads (a read-only key is en
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from retention.api.client import OpsManagerClient
-from retention.core.compare import SHIFTS, ClusterDiff, compare
+from retention.core.compare import ClusterDiff, compare
 from retention.core.horizon import lease
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
@@ -43,14 +44,14 @@ class Review:
 
     def totals(self) -> Totals:
         """The counts every output's summary gives."""
-        of = [(d, {s: len(d.of(s)) for s in SHIFTS}) for d in self.diffs]
+        shifts = Counter(s.shift for d in self.diffs for s in d.shifts)
         return Totals(
             changed=len(self.diffs),
             keeping_less=sum(1 for d in self.diffs if d.keeps_less),
-            stops_keeping=sum(n["stops keeping"] for _, n in of),
-            newly_keeps=sum(n["newly keeps"] for _, n in of),
-            newly_protects=sum(n["newly protects"] for _, n in of),
-            stops_protecting=sum(n["stops protecting"] for _, n in of),
+            stops_keeping=shifts["stops keeping"],
+            newly_keeps=shifts["newly keeps"],
+            newly_protects=shifts["newly protects"],
+            stops_protecting=shifts["stops protecting"],
             bytes_given_back=sum(d.bytes_given_back for d in self.diffs),
             bytes_newly_kept=sum(d.bytes_newly_kept for d in self.diffs),
             holds_added=sum(len(d.holds_added) for d in self.diffs),
