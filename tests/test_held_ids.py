@@ -105,11 +105,9 @@ def test_an_unmatched_cluster_with_an_odd_snapshot_is_not_held() -> None:
     assert [d.state for d in plan.decisions] == ["unmatched"]
 
 
-def test_discovery_holds_the_odd_cluster_without_a_request_and_plans_the_rest(
-    fake: FakeApi, client: OpsManagerClient, tmp_path: Path
-) -> None:
-    """make_plan warns of the odd cluster, never asks for its snapshots, writes it with its
-    hold, plans the ordinary cluster, and apply's reader takes the plan it wrote."""
+def odd_project(fake: FakeApi) -> None:
+    """Project p1 with an ordinary cluster c1 (two daily snapshots, s0 the newer) and a
+    cluster whose id a plan cannot carry, no alerts and no hosts."""
     rows = [
         {"id": "c1", "clusterName": "rs", "typeName": "REPLICA_SET"},
         {"id": ODD, "clusterName": "alerts-prod", "typeName": "REPLICA_SET"},
@@ -124,6 +122,14 @@ def test_discovery_holds_the_odd_cluster_without_a_request_and_plans_the_rest(
         "/groups/p1/clusters/c1/snapshots",
         paged([snapshot(f"s{i}", d, clusterName="rs") for i, d in enumerate(days)]),
     )
+
+
+def test_discovery_holds_the_odd_cluster_without_a_request_and_plans_the_rest(
+    fake: FakeApi, client: OpsManagerClient, tmp_path: Path
+) -> None:
+    """make_plan warns of the odd cluster, never asks for its snapshots, writes it with its
+    hold, plans the ordinary cluster, and apply's reader takes the plan it wrote."""
+    odd_project(fake)
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "prod.yaml").write_text(
         "name: prod\nkeep: {last: 1}\ngrace: 24h\nsafety: {max_expire_fraction: 1.0}\n"
@@ -154,22 +160,9 @@ def test_a_forecast_walks_past_the_odd_cluster_without_a_request_for_it(
 ) -> None:
     """forecast_fleet asks nothing about a cluster whose id a plan cannot carry (neither its
     snapshots nor its schedule) and still forecasts the ordinary cluster."""
-    rows = [
-        {"id": "c1", "clusterName": "rs", "typeName": "REPLICA_SET"},
-        {"id": ODD, "clusterName": "alerts-prod", "typeName": "REPLICA_SET"},
-    ]
-    fake.answer("GET", "/groups/p1", {"id": "p1", "name": "shop"})
-    fake.answer("GET", "/groups/p1/alerts", list_page([], 0))
-    fake.answer("GET", "/groups/p1/clusters", list_page(rows, 2))
-    fake.answer("GET", "/groups/p1/hosts", list_page([], 0))
+    odd_project(fake)
     fake.answer(
         "GET", "/groups/p1/backupConfigs/c1/snapshotSchedule", {"snapshotIntervalHours": 24}
-    )
-    days = ["2026-11-20T00:00:00Z", "2026-11-19T00:00:00Z"]
-    fake.route(
-        "GET",
-        "/groups/p1/clusters/c1/snapshots",
-        paged([snapshot(f"s{i}", d, clusterName="rs") for i, d in enumerate(days)]),
     )
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "prod.yaml").write_text("name: prod\nkeep: {last: 1}\n")
