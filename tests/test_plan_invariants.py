@@ -248,6 +248,27 @@ def test_invariant_7_same_inputs_same_plan(scenario: Scenario) -> None:
 
 @EXAMPLES
 @given(scenarios())
+def test_a_plan_without_reasons_decides_the_same(scenario: Scenario) -> None:
+    """decide(reasons=False), a forecast's step, gives every snapshot the state, action,
+    PATCH, expiry and hold a full plan gives it: it leaves out only the rules' reasons."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    full = run(scenario)
+    lean = decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for, reasons=False)
+
+    def outcome(plan: ClusterPlan) -> list[tuple[object, ...]]:
+        return [
+            (d.snapshot.id, d.state, d.action, d.patch, d.expires_after, d.held, d.advisory)
+            for d in plan.decisions
+        ]
+
+    assert outcome(lean) == outcome(full)
+    assert lean.holds == full.holds
+    rule_reasons = [r for d in lean.decisions for r in d.reasons if r["policy"] is not None]
+    assert [r for r in rule_reasons if r["rule"] != "hold-ended"] == []
+
+
+@EXAMPLES
+@given(scenarios())
 def test_invariant_8_second_run_plans_no_change(scenario: Scenario) -> None:
     """Applying a plan and planning again at the same now sends no PATCH."""
     after = apply(scenario.snapshots, run(scenario), NOW)

@@ -30,14 +30,14 @@ destructive changes of its cluster.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Literal
 
 from retention.core.freshness import freshness
 from retention.core.gates import hold_destructive, hold_uncarried
-from retention.core.horizon import horizon, required_and_written
+from retention.core.horizon import Lease, horizon
 from retention.core.merged import Merged
 from retention.core.model import (
     AlertView,
@@ -78,7 +78,7 @@ class _Context:
 
     merged: Merged
     now: datetime
-    lease_for: timedelta
+    lease: Lease
     # The cluster's policies: an unkept snapshot is the verdict of all of them.
     names: list[str]
     # PATCH bodies are immutable and most of a cluster's share one expiry (now + grace):
@@ -119,10 +119,12 @@ def decide(
     walk_error: str | None = None,
     alerts_unread: str | None = None,
     describe: bool = True,
+    reasons: bool = True,
 ) -> ClusterPlan:
     """Decide every snapshot of one cluster (or config server). See the module docstring.
-    ``describe`` False leaves out the restore points and the freshness (a forecast's inner
-    steps need neither). ``alerts_unread``: why the project's alerts could not be read; it
+    ``describe`` False leaves out the restore points and the freshness, ``reasons`` False
+    the rules' reasons (a forecast's steps read only the states and the changes: the same
+    with or without them). ``alerts_unread``: why the project's alerts could not be read; it
     holds the cluster as a failed walk does, but its snapshots are all there to describe."""
     ordered = newest_first_by_id(snapshots)
     plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
@@ -143,9 +145,14 @@ def decide(
     merged = Merged.of(policies, now)
     plan.grace_seconds = int((merged.grace_until - now).total_seconds())
     plan.release_protection = merged.release_protection
-    verdicts = _evaluate(counted_items(ordered, now), policies, now)
+    verdicts = _evaluate(counted_items(ordered, now), policies, now, reasons=reasons)
     ctx = _Context(
-        merged, now, lease_for, plan.policies, {}, SnapshotPatch.expire_at(merged.grace_until)
+        merged,
+        now,
+        Lease.at(now, lease_for),
+        plan.policies,
+        {},
+        SnapshotPatch.expire_at(merged.grace_until),
     )
     for snapshot in ordered:
         plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
@@ -272,7 +279,9 @@ def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
     return not snapshot.do_not_delete and snapshot.expires is not None and snapshot.expires <= now
 
 
-def _evaluate(items: list[Item], policies: Sequence[LoadedPolicy], now: datetime) -> _Verdicts:
+def _evaluate(
+    items: list[Item], policies: Sequence[LoadedPolicy], now: datetime, *, reasons: bool
+) -> _Verdicts:
     verdicts = _Verdicts({}, {}, {}, {}, {})
     for loaded in sorted(policies, key=lambda p: p.name):
         policy, zone = loaded.policy, loaded.policy.zone
@@ -286,17 +295,29 @@ def _evaluate(items: list[Item], policies: Sequence[LoadedPolicy], now: datetime
             keeping = into is verdicts.kept
             result = evaluate(items, spec, now, zone)
             for item in result.keep:
+                matches = result.reasons[item.id].matches
                 found = into.setdefault(item.id, [])
-                found.extend(
-                    rule_reason(policy.name, zone, m, item.time, keeping=keeping)
-                    for m in result.reasons[item.id].matches
-                )
+                if reasons:
+                    found.extend(
+                        rule_reason(policy.name, zone, m, item.time, keeping=keeping)
+                        for m in matches
+                    )
                 verdicts.policies.setdefault(item.id, set()).add(policy.name)
                 if keeping:
                     # The most retentive horizon of every rule, of every policy, that keeps it.
-                    ends = [r["horizon"] for r in found]
-                    verdicts.horizons[item.id] = max((e for e in ends if e), default=None)
+                    verdicts.horizons[item.id] = _latest(
+                        verdicts.horizons.get(item.id),
+                        (horizon(m, item.time, zone) for m in matches),
+                    )
     return verdicts
+
+
+def _latest(first: datetime | None, others: Iterator[datetime | None]) -> datetime | None:
+    """The latest of the times that are not None (None: none is)."""
+    for other in others:
+        if other is not None and (first is None or other > first):
+            first = other
+    return first
 
 
 def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # noqa: PLR0911
@@ -341,7 +362,7 @@ def _kept(
     ctx: _Context,
     policies: list[str],
 ) -> Decision:
-    required, written = required_and_written(horizon_at, ctx.now, ctx.lease_for)
+    required, written = ctx.lease.required_and_written(horizon_at)
     # Nothing written may be earlier than now + grace, kept or not: every change leaves a
     # person the grace period to notice and undo it.
     grace_until = ctx.merged.grace_until
@@ -379,7 +400,7 @@ def _manual_hold(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[st
         )
         return Decision(s, "manual-hold", reasons=[*v.kept.get(s.id, []), why], policies=policies)
     if s.id in v.kept:
-        _, written = required_and_written(v.horizons.get(s.id), ctx.now, ctx.lease_for)
+        _, written = ctx.lease.required_and_written(v.horizons.get(s.id))
         written = max(written, merged.grace_until)
         lifted = note("release_protection", "release_protection: hold lifted, expiry set")
         reasons = [*v.kept[s.id], lifted]

@@ -202,6 +202,7 @@ def forecast_cluster(
             now=now,
             lease_for=lease_for,
             describe=k == steps,  # the ladder of the last step only
+            reasons=False,
         )
         _apply(live, plan, approve_held=approve_held)
         result.steps.append(_measure(now, live, plan))

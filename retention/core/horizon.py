@@ -12,6 +12,7 @@ at least R = max(H, now + L) and, when it has less, is extended to W = max(H, no
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from croniter import croniter
@@ -42,7 +43,7 @@ def horizon(match: Match, created: datetime, zone: tzinfo) -> datetime | None:
     rule's row in ``rules.RULES`` says how its horizon is computed, or that it has none."""
     rule = rules.BY_NAME[match.rule]
     if rule.horizon == "duration":
-        return match.within.after(created, zone) if match.within else None
+        return _duration_horizon(match.within, created, zone) if match.within else None
     if rule.horizon == "cron" and match.every is not None:
         return _intervals_after(match.every, created, created.astimezone(zone), zone)
     if rule.horizon == "calendar" and rule.calendar is not None:
@@ -57,6 +58,12 @@ def _calendar_horizon(
     # Cached: a forecast decides the same snapshots day after day, and their calendar
     # horizons (the costliest part of a reason) do not change with the day.
     return _buckets_after(calendar, count, created, created.astimezone(zone), zone)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _duration_horizon(within: RetentionDuration, created: datetime, zone: tzinfo) -> datetime:
+    # Cached for the same reason as _calendar_horizon.
+    return within.after(created, zone)
 
 
 def _intervals_after(
@@ -80,13 +87,22 @@ def _buckets_after(
         return LATEST
 
 
-def required_and_written(
-    horizon_at: datetime | None, now: datetime, lease_for: timedelta
-) -> tuple[datetime, datetime]:
-    """R = max(H, now + L), the expiry a kept snapshot needs, and W = max(H, now + 2L)."""
-    floor = add_seconds(now, lease_for.total_seconds())
-    written = add_seconds(now, 2 * lease_for.total_seconds())
-    if horizon_at is not None:
-        floor = max(floor, horizon_at)
-        written = max(written, horizon_at)
-    return floor, ceil_to_second(written)
+@dataclass(frozen=True)
+class Lease:
+    """The lease's two expiries at one ``now``: ``floor`` = now + L, ``doubled`` = now + 2L
+    (a cluster's decisions share them; each snapshot only adds its horizon)."""
+
+    floor: datetime
+    doubled: datetime
+
+    @classmethod
+    def at(cls, now: datetime, lease_for: timedelta) -> Lease:
+        """The lease ``lease_for`` taken at ``now``."""
+        seconds = lease_for.total_seconds()
+        return cls(add_seconds(now, seconds), add_seconds(now, 2 * seconds))
+
+    def required_and_written(self, horizon_at: datetime | None) -> tuple[datetime, datetime]:
+        """R = max(H, now + L) and W = max(H, now + 2L), W rounded up to the second."""
+        if horizon_at is None:
+            return self.floor, ceil_to_second(self.doubled)
+        return max(self.floor, horizon_at), ceil_to_second(max(self.doubled, horizon_at))

@@ -28,6 +28,7 @@ interval between two ticks of a cron expression, for ``count`` intervals, with t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -88,7 +89,7 @@ class KeepSpec:
     tags: tuple[tuple[str, ...], ...] = ()
     ids: frozenset[IdEntry] = frozenset()
 
-    @property
+    @functools.cached_property
     def empty(self) -> bool:
         """True when no rule is set (such a spec keeps nothing)."""
         return not any(rule.keeps_with(getattr(self, rule.name)) for rule in rules.RULES)
@@ -256,8 +257,12 @@ def evaluate(
         return evaluation
     oldest_nr = len(ordered) - 1
     within_cut, counts, windows, everies = start(ordered, spec, now, zone)
-    tags = [(wanted, rules.TAGS.reason.format(tags=", ".join(wanted))) for wanted in spec.tags]
-    within = rules.WITHIN.reason.format(within=spec.within)
+    # Matches without a counter are the same for every item they keep: made once.
+    tags = [(wanted, Match(rules.TAGS.name, rules.TAGS.reason.format(tags=", ".join(wanted))))
+            for wanted in spec.tags]  # fmt: skip
+    within = Match(
+        rules.WITHIN.name, rules.WITHIN.reason.format(within=spec.within), within=spec.within
+    )
     by_id = protecting(spec.ids, now)
     # The rules that can still keep something. A count used up, a window or ``within`` the
     # walk has passed (items come newest first), never keeps again: once none is left,
@@ -265,28 +270,29 @@ def evaluate(
     live_counts = [rule for rule in counts if rule.count != 0]
     live_everies = [rule for rule in everies if rule.count != 0]
     for nr, item in enumerate(ordered):
+        time = item.time
         if windows:
-            windows = [rule for rule in windows if item.time > rule.cut]
-        if within_cut is not None and not item.time > within_cut:
+            windows = [rule for rule in windows if time > rule.cut]
+        if within_cut is not None and not time > within_cut:
             within_cut = None
         if not (tags or live_counts or windows or live_everies or within_cut):
             _by_id_alone(ordered[nr:], by_id, evaluation)
             break
-        oldest = nr == oldest_nr
-        local = Local(item.time, zone)
         # restic's order of reasons: tags, within, the counts, the windows; then ours.
-        matches = [Match(rules.TAGS.name, text) for wanted, text in tags if has_tags(item, wanted)]
+        matches = [match for wanted, match in tags if has_tags(item, wanted)] if tags else []
         if within_cut is not None:
-            matches.append(Match(rules.WITHIN.name, within, within=spec.within))
-        _visit(matches, (nr, item, local, oldest), live_counts, windows, live_everies)
+            matches.append(within)
+        at = (nr, item, Local(time, zone), nr == oldest_nr)
+        if _visit(matches, at, live_counts, windows, live_everies):
+            live_counts = [rule for rule in live_counts if rule.count != 0]
+            live_everies = [rule for rule in live_everies if rule.count != 0]
         if (entry := by_id.get(item.id)) is not None:
             matches.append(id_match(entry))
         if matches:
-            live_counts = [rule for rule in live_counts if rule.count != 0]
-            live_everies = [rule for rule in live_everies if rule.count != 0]
             evaluation.keep.append(item)
             counters = {rule.rule.name: rule.count for rule in live_counts}
-            counters.update((e.text, e.count) for e in live_everies)
+            if live_everies:
+                counters.update((e.text, e.count) for e in live_everies)
             evaluation.reasons[item.id] = KeepReason(tuple(matches), counters)
         else:
             evaluation.remove.append(item)
@@ -299,19 +305,24 @@ def _visit(
     counts: list[CountState],
     windows: list[WindowState],
     everies: list[EveryState],
-) -> None:
+) -> bool:
     """Add the matches of the rule states that keep the item ``at`` (its position, the
-    item, its local time, whether it is the oldest), in restic's order."""
+    item, its local time, whether it is the oldest), in restic's order; True when a count
+    or an every rule used up what was left of its count on it."""
     nr, item, local, oldest = at
+    spent = False
     for rule in counts:
         if (match := rule.visit(nr, local, oldest)) is not None:
             matches.append(match)
+            spent = spent or rule.count == 0
     for window in windows:
         if (match := window.visit(item, local, oldest)) is not None:
             matches.append(match)
     for every in everies:
         if (match := every.visit(local, oldest)) is not None:
             matches.append(match)
+            spent = spent or every.count == 0
+    return spent
 
 
 def _by_id_alone(rest: list[Item], by_id: dict[str, IdEntry], evaluation: Evaluation) -> None:

@@ -171,6 +171,12 @@ class KeepRules(BaseModel):
 
     def to_spec(self) -> engine.KeepSpec:
         """The engine-ready form of these rules."""
+        return self._spec
+
+    @functools.cached_property
+    def _spec(self) -> engine.KeepSpec:
+        # Made once: the model is frozen, and a plan (a forecast: every step) asks again
+        # for each cluster the policy matches.
         values = {rule.name: self._engine_value(rule) for rule in rules.in_section(self.section)}
         return engine.KeepSpec(**values)
 

@@ -30,7 +30,9 @@ Horizon = Literal["calendar", "duration", "cron"]
 Section = Literal["keep", "protect"]
 
 
-@dataclass(frozen=True)
+# eq=False: a calendar is one of the five below, told apart by identity, and hashing it is
+# then cheap (the horizon caches key on it).
+@dataclass(frozen=True, eq=False)
 class Calendar:
     """A calendar bucket on the zone's wall clock: the key that tells buckets apart, the
     bucket in words, and where the bucket ``count`` buckets after an item's own begins."""
