@@ -10,7 +10,7 @@ from retention.core.cadence import ScheduleTerms, observed_cadence, schedule_cad
 from retention.core.forecast import Cadence, NewExpiry, forecast_cluster, steady_index
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import KeepSpec
+from retention.core.policy.spec import KeepSpec
 from tests.support.planning import loaded_policy
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)  # a Saturday

@@ -13,7 +13,7 @@ from retention.config.policyfiles import load_policies
 from retention.core.decide import decide
 from retention.core.model import SnapshotView, Target
 from retention.core.planfile import CHANGE, DECISION
-from retention.core.policy.engine import KeepSpec
+from retention.core.policy.spec import KeepSpec
 from retention.forecasting.job import forecast_fleet
 from retention.ops.stopping import Stop
 from retention.planning.job import make_plan

@@ -18,10 +18,11 @@ from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, SnapshotView, Target, describe
 from retention.core.planfile import DECISION, DecisionRecord
-from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.engine import evaluate
 from retention.core.policy.holdrecords import HoldRecordTerms
 from retention.core.policy.loader import LoadedPolicy, hold_record_warnings
 from retention.core.policy.model import policy_json_schema
+from retention.core.policy.spec import Item, KeepSpec
 from retention.core.policy.trace import trace
 from retention.errors import PolicyError
 from retention.report import RunInfo, render_reports

@@ -15,9 +15,9 @@ from retention.core.decide import decide
 from retention.core.merged import Merged
 from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import KeepSpec
 from retention.core.policy.every import EveryRule
 from retention.core.policy.loader import LoadedPolicy
+from retention.core.policy.spec import KeepSpec
 from retention.core.timestamps import LATEST
 from tests.support import strategies
 from tests.support.examples import examples

@@ -15,8 +15,8 @@ from retention.core.decide import decide
 from retention.core.explain import SnapshotTrace, trace_snapshot
 from retention.core.model import Reason, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import KeepSpec
 from retention.core.policy.loader import LoadedPolicy
+from retention.core.policy.spec import KeepSpec
 from tests.support import strategies
 from tests.support.examples import examples
 from tests.support.planning import loaded_policy

@@ -25,7 +25,7 @@ from retention.core.planfile import (
     ListName,
     generated_schema,
 )
-from retention.core.policy.engine import KeepSpec
+from retention.core.policy.spec import KeepSpec
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import size

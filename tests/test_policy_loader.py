@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from retention.config.policyfiles import load_policies
-from retention.core.policy import engine
+from retention.core.policy import spec
 from retention.core.policy.loader import LoadedPolicy, PolicySet
 from retention.errors import EXIT_USAGE, ConfigError, PolicyError
 
@@ -67,7 +67,7 @@ def test_folder_with_a_mapping_file_and_a_list_file(here: Path) -> None:
         ("dev", Path("policies/team.yml"), 0),
         ("prod", Path("policies/prod.yaml"), 0),
     ]
-    assert policies.by_name["prod"].policy.keep_spec() == engine.KeepSpec(last=3, daily=7)
+    assert policies.by_name["prod"].policy.keep_spec() == spec.KeepSpec(last=3, daily=7)
     assert list(policies.by_name) == ["analytics", "dev", "prod"]
 
 

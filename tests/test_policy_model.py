@@ -12,7 +12,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from retention.core.policy import engine
+from retention.core.policy import spec
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule
 from retention.core.policy.model import (
@@ -114,14 +114,14 @@ def test_keep_rules_default_to_nothing() -> None:
     assert [getattr(rules, name) for name in ("within", *WINDOWS)] == [None] * 6
     assert rules.every == []
     assert rules.is_empty
-    assert rules.to_spec() == engine.KeepSpec()
+    assert rules.to_spec() == spec.KeepSpec()
 
 
 def test_design_example_converts_to_the_engine_spec() -> None:
     """The docs' example turns into exactly the KeepSpec and protect spec the engine needs."""
     p = Policy.model_validate(PRODUCTION_EXAMPLE)
     assert p.keep is not None
-    assert p.keep.to_spec() == engine.KeepSpec(
+    assert p.keep.to_spec() == spec.KeepSpec(
         last=3,
         hourly=24,
         daily=7,
@@ -133,9 +133,7 @@ def test_design_example_converts_to_the_engine_spec() -> None:
         every=(EveryRule("0 0 1 1,4,7,10 *", 8),),
     )
     assert p.keep_spec() == p.keep.to_spec()
-    assert p.protect_spec() == engine.KeepSpec(
-        yearly=7, ids=frozenset({"5e4e593f70dfbf1e2f6e1d36"})
-    )
+    assert p.protect_spec() == spec.KeepSpec(yearly=7, ids=frozenset({"5e4e593f70dfbf1e2f6e1d36"}))
     assert p.zone == zoneinfo.ZoneInfo("Europe/Berlin")
     assert p.safety.min_keep == 2
 
@@ -151,14 +149,14 @@ def test_every_window_field_reaches_the_spec() -> None:
 
 def test_policy_without_protect_has_an_empty_protect_spec() -> None:
     """A policy that protects nothing hands the engine an empty protect spec."""
-    assert policy().protect_spec() == engine.KeepSpec()
+    assert policy().protect_spec() == spec.KeepSpec()
     assert policy().protect_spec().empty
 
 
 def test_protect_rules_carry_ids() -> None:
     """ProtectRules.to_spec keeps the count rules and adds the ids as a frozenset."""
     rules = ProtectRules.model_validate({"monthly": 2, "ids": ["a", "b", "a"]})
-    assert rules.to_spec() == engine.KeepSpec(monthly=2, ids=frozenset({"a", "b"}))
+    assert rules.to_spec() == spec.KeepSpec(monthly=2, ids=frozenset({"a", "b"}))
     assert not ProtectRules(ids=["a"]).is_empty
 
 
@@ -308,7 +306,7 @@ def test_protect_only_policy_is_accepted() -> None:
     """A policy that only protects is not empty."""
     p = Policy.model_validate({"name": "p", "protect": {"yearly": 7}})
     assert p.keep_spec().empty
-    assert p.protect_spec() == engine.KeepSpec(yearly=7)
+    assert p.protect_spec() == spec.KeepSpec(yearly=7)
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,10 @@ import pytest
 from retention.core.horizon import horizon
 from retention.core.policy import rules
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.engine import evaluate
 from retention.core.policy.every import EveryRule
 from retention.core.policy.model import Policy, policy_json_schema
+from retention.core.policy.spec import Item, KeepSpec
 from retention.core.policy.trace import trace
 
 NAMES = [

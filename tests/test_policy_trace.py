@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.engine import evaluate
 from retention.core.policy.every import EveryRule
+from retention.core.policy.spec import Item, KeepSpec
 from retention.core.policy.trace import trace
 from tests.support import strategies
 from tests.support.examples import examples

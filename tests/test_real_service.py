@@ -27,7 +27,7 @@ from retention.api.models import (
 from retention.core.decide import decide
 from retention.core.model import AlertView as HoldingAlert
 from retention.core.model import Member, SnapshotView, Target
-from retention.core.policy.engine import KeepSpec
+from retention.core.policy.spec import KeepSpec
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import LATEST
 from retention.errors import ApiError, AuthenticationError

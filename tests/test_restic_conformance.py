@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import Item, KeepSpec, evaluate
+from retention.core.policy.engine import evaluate
+from retention.core.policy.spec import Item, KeepSpec
 from retention.core.timestamps import parse_timestamp
 
 DATA = Path(__file__).parent / "conformance" / "restic"

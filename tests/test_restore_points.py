@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from retention.core.decide import decide
 from retention.core.model import Member, SnapshotView, Target
 from retention.core.planfile import restore_points_entry
-from retention.core.policy.engine import KeepSpec
+from retention.core.policy.spec import KeepSpec
 from retention.core.restorepoints import grain_of, ladder_of
 from tests.support.planning import loaded_policy
 

@@ -52,9 +52,10 @@ from retention.core.model import (
     hold_record_note,
     note,
 )
-from retention.core.policy.engine import Item, Match, evaluate
+from retention.core.policy.engine import evaluate
 from retention.core.policy.holdrecords import ended
 from retention.core.policy.loader import LoadedPolicy
+from retention.core.policy.spec import Item, Match
 from retention.core.restorepoints import ladder_of
 from retention.core.snapshot import SnapshotPatch
 

@@ -23,9 +23,9 @@ from retention.core.decide import (
     uncounted,
 )
 from retention.core.model import Reason, SnapshotView, ended_reason
-from retention.core.policy.engine import Item, KeepSpec
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.model import Policy
+from retention.core.policy.spec import Item, KeepSpec
 from retention.core.policy.trace import RuleTrace, trace
 
 

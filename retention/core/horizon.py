@@ -20,8 +20,8 @@ from croniter import croniter
 from retention.core.policy import rules
 from retention.core.policy.cron import ticks as cron_ticks
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import Match
 from retention.core.policy.every import EveryRule
+from retention.core.policy.spec import Match
 from retention.core.timestamps import LATEST, add_seconds, ceil_to_second
 
 UNLIMITED = RetentionDuration(years=100)

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from retention.core.model import ClusterPlan, SnapshotView
 from retention.core.policy import rules
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.engine import KeepSpec
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.model import KeepRules, Policy, ProtectRules, Safety
+from retention.core.policy.spec import KeepSpec
 
 HOLD_TYPES = frozenset(
     {"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND", "INCONSISTENT_BACKUP_CONFIGURATION"}

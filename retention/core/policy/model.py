@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from retention.core.policy import engine, rules
+from retention.core.policy import rules, spec
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
 from retention.core.policy.holdrecords import HoldRecord, entry_id, id_entries
@@ -169,16 +169,16 @@ class KeepRules(BaseModel):
     within_yearly: OptionalDuration = Field(None, description=_about("within_yearly"))
     every: list[EveryRule] = Field(default_factory=list, description=_about("every"))
 
-    def to_spec(self) -> engine.KeepSpec:
+    def to_spec(self) -> spec.KeepSpec:
         """The engine-ready form of these rules."""
         return self._spec
 
     @functools.cached_property
-    def _spec(self) -> engine.KeepSpec:
+    def _spec(self) -> spec.KeepSpec:
         # Made once: the model is frozen, and a plan (a forecast: every step) asks again
         # for each cluster the policy matches.
         values = {rule.name: self._engine_value(rule) for rule in rules.in_section(self.section)}
-        return engine.KeepSpec(**values)
+        return spec.KeepSpec(**values)
 
     def _engine_value(self, rule: rules.Rule) -> Any:
         value = getattr(self, rule.name)
@@ -312,13 +312,13 @@ class Policy(BaseModel):
         """The policy's time zone."""
         return zoneinfo.ZoneInfo(self.timezone)
 
-    def keep_spec(self) -> engine.KeepSpec:
+    def keep_spec(self) -> spec.KeepSpec:
         """The keep rules, engine-ready (empty when there are none)."""
-        return self.keep.to_spec() if self.keep is not None else engine.KeepSpec()
+        return self.keep.to_spec() if self.keep is not None else spec.KeepSpec()
 
-    def protect_spec(self) -> engine.KeepSpec:
+    def protect_spec(self) -> spec.KeepSpec:
         """The protect rules, engine-ready (empty when there are none)."""
-        return self.protect.to_spec() if self.protect is not None else engine.KeepSpec()
+        return self.protect.to_spec() if self.protect is not None else spec.KeepSpec()
 
     def describe(self) -> str:
         """One plain sentence summing the policy up, for logs and reports."""
@@ -365,12 +365,12 @@ def _amount(count: int) -> str:
     return "unlimited" if count == -1 else str(count)
 
 
-def _describe_rules(verb: str, spec: engine.KeepSpec) -> str:
+def _describe_rules(verb: str, spec: spec.KeepSpec) -> str:
     words = [words for rule in rules.RULES for words in _rule_words(rule, spec)]
     return f"{verb} {_join(words)}" if words else ""
 
 
-def _rule_words(rule: rules.Rule, spec: engine.KeepSpec) -> list[str]:
+def _rule_words(rule: rules.Rule, spec: spec.KeepSpec) -> list[str]:
     """What one rule of ``spec`` keeps, in the summary's words, when it keeps anything."""
     if rule.kind == "count":
         count = spec.count_of(rule)

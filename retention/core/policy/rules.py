@@ -1,7 +1,7 @@
 """The rules a policy may set, one row each: the engine walks them, the decision model takes
 their horizons from them, and the policy model builds its schema and engine form from them.
 
-A row names the rule (its key in a policy file, its field of ``engine.KeepSpec`` and the
+A row names the rule (its key in a policy file, its field of ``spec.KeepSpec`` and the
 ``rule`` of what it keeps), says what kind of rule it is, which calendar bucket it counts in,
 how its horizon is computed, and gives its words: restic's reason text, the label
 ``retention explain`` shows, and the description editors show from the JSON Schema. Like

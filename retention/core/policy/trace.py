@@ -18,10 +18,7 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import (
     CountState,
     EveryState,
-    Item,
-    KeepSpec,
     Local,
-    Match,
     States,
     WindowState,
     has_tags,
@@ -30,6 +27,7 @@ from retention.core.policy.engine import (
     start,
 )
 from retention.core.policy.holdrecords import HoldRecordTerms, ended
+from retention.core.policy.spec import Item, KeepSpec, Match
 from retention.core.timestamps import format_timestamp
 
 _ZERO = "a zero duration keeps nothing"
