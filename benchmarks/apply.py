@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from machine import describe
 from simproc import admin, on_sessions, start_simulator
 
 KEY = "apply-bench-secret"
@@ -116,8 +116,7 @@ def main() -> None:
         "by_endpoint": seen["byEndpoint"],
     }
     result = {
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, 2 cores shared with the simulator",
+        "machine": describe("2 cores shared with the simulator"),
         "latency_ms": args.latency_ms,
         "concurrency": CONCURRENCY,
         "ours": ours,

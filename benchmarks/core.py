@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from machine import describe
 
 from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
@@ -74,8 +75,7 @@ def main() -> None:
     cpu_seconds = time.process_time() - cpu
     total = args.clusters * args.per
     result = {
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, one core",
+        "machine": describe("one core"),
         "clusters": args.clusters,
         "snapshots": total,
         "policies": len(POLICIES),

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from machine import describe
 from requests.auth import HTTPDigestAuth
 from simproc import admin, cpu_seconds, on_sessions, start_simulator
 
@@ -157,8 +157,7 @@ def main() -> None:
         proc.terminate()
         proc.wait(timeout=60)
     result = {
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, 2 cores shared with the simulator",
+        "machine": describe("2 cores shared with the simulator"),
         "clusters": args.clusters,
         "latency_ms": args.latency_ms,
         **rows,

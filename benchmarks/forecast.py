@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from machine import describe
 
 from retention.config.policyfiles import parse_policies
 from retention.core.model import SnapshotView, Target
@@ -76,8 +77,7 @@ def main() -> None:
     per_cluster_year = seconds / args.clusters * 365 / args.days
     bench_fleet = per_cluster_year * 2000
     result_doc = {
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, {os.cpu_count()} CPUs, {args.workers} workers",
+        "machine": describe(f"{os.cpu_count()} CPUs, {args.workers} workers"),
         "clusters": args.clusters,
         "snapshots_per_cluster": args.per,
         "days": args.days,

@@ -14,6 +14,8 @@ import timeit
 from pathlib import Path
 from typing import Any
 
+from machine import describe
+
 from retention.api.models import SNAPSHOT_PAGE, ListPage, Snapshot
 from retention.api.walked import WALK_DECODER
 
@@ -90,8 +92,7 @@ def best(fn: Any, raw: bytes, number: int) -> float:
 def main() -> None:
     """Measure both page shapes and print a table."""
     results: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, {platform.system()}",
+        "machine": describe(platform.system()),
         "items_per_page": ITEMS_PER_PAGE,
         "cases": [],
     }

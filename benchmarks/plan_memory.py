@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from machine import describe
 from simproc import start_simulator
 
 from retention.runfolder.planread import read_head
@@ -111,8 +111,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(size, Path(tmp)) for size in args.sizes]
     result = {
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, 2 cores",
+        "machine": describe("2 cores"),
         "runs": rows,
     }
     out = Path(__file__).parent / "results" / "plan_memory.json"
