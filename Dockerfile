@@ -21,12 +21,22 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 
 RUN python -m venv /opt/retention
 
+# gcc and the C library's headers: the wheel's build hook compiles the decision core with
+# mypyc (tools/compiled.py), and RETENTION_COMPILE=yes fails the build rather than ship the
+# plain Python form. They stay in this stage: the image below has no compiler.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /src
 # Only what the wheel needs (the version is read from retention/__init__.py, the long
-# description from README.md); .dockerignore keeps everything else out of the context.
-COPY pyproject.toml README.md ./
+# description from README.md, the example policies and configuration ship in the wheel, the
+# build hook compiles the core); .dockerignore keeps everything else out of the context.
+COPY pyproject.toml README.md retention.example.yaml ./
 COPY retention/ ./retention/
-RUN /opt/retention/bin/pip install --no-cache-dir .
+COPY policies/ ./policies/
+COPY tools/compiled.py tools/hatch_compile.py ./tools/
+RUN RETENTION_COMPILE=yes /opt/retention/bin/pip install --no-cache-dir .
 
 # --- run: the virtualenv on a clean slim image, no build tools, no sources -----------------
 FROM python:3.11-slim
