@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from retention.core.cadence import ScheduleTerms, observed_cadence, schedule_cadence
-from retention.core.forecast import Cadence, NewExpiry, forecast_cluster, steady_index
+from retention.core.cadence import (
+    Cadence,
+    NewExpiry,
+    ScheduleTerms,
+    observed_cadence,
+    schedule_cadence,
+)
+from retention.core.forecast import forecast_cluster, steady_index
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.spec import KeepSpec

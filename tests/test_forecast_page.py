@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from retention.core.forecast import Cadence, trend
+from retention.core.cadence import Cadence
+from retention.core.forecast import trend
 from retention.core.model import Target
 from retention.core.policy.loader import PolicySet
 from retention.forecasting.charts import BASE, TOP, nice_bytes, nice_ceiling

@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from retention.core.policy.duration import RetentionDuration, add_date
+from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import evaluate
 from retention.core.policy.every import EveryRule
 from retention.core.policy.spec import Item, KeepSpec
+from retention.core.timestamps import add_date
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

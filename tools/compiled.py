@@ -30,6 +30,7 @@ MODULES = (
     "retention/core/policy/engine.py",
     "retention/core/policy/rules.py",
     "retention/core/decide.py",
+    "retention/core/forecast.py",
     "retention/core/horizon.py",
     "retention/core/merged.py",
     "retention/core/gates.py",

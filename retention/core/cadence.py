@@ -8,21 +8,91 @@ service sets (its expiry less its creation; a job's run has not touched it yet).
 cluster whose newest complete snapshot is older than twice its interval and an hour (the
 freshness check's default) has stopped: it takes no more. The schedule gives the interval,
 the time of day the snapshots are aligned to and the retention of each kind of snapshot.
+
+``Cadence`` and ``NewExpiry`` live here rather than beside the forecast that reads them
+(core.forecast): that module is compiled (tools/compiled.py), and these travel back from
+the forecast's worker processes, which a compiled module's classes cannot do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from itertools import pairwise
 from statistics import median, median_low
+from typing import Literal
 
-from retention.core.forecast import Cadence, NewExpiry
 from retention.core.model import SnapshotView
+from retention.core.timestamps import add_date
+
+CadenceSource = Literal["schedule", "observed", "stopped", "none"]
+_SUNDAY = 6  # datetime.weekday()
 
 OBSERVED_DAYS = 30
 _STOPPED_SLACK = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class NewExpiry:
+    """The expiry the service gives a snapshot it takes: ``after`` its creation (None: no
+    expiry). Under a schedule, the snapshot taken at the schedule's reference time of day
+    (``reference``, seconds after midnight UTC) is the daily one; on a Sunday also the
+    weekly one, on the 1st of a month the monthly one; it expires after the longest term
+    of its kinds. (The service does not document how it picks them; this is the reading
+    the docs' defaults suggest, the weekly on the default ``fullIncrementalDayOfWeek``.)"""
+
+    after: timedelta | None
+    daily: timedelta | None = None
+    weekly: timedelta | None = None
+    monthly_months: int | None = None
+    reference: int | None = None
+
+    def expires(self, created: datetime) -> datetime | None:
+        """The expiry of a snapshot taken at ``created``."""
+        ends = [] if self.after is None else [created + self.after]
+        utc = created.astimezone(UTC)
+        if self.reference == utc.hour * 3600 + utc.minute * 60 + utc.second:
+            if self.daily:
+                ends.append(created + self.daily)
+            if self.weekly and utc.weekday() == _SUNDAY:
+                ends.append(created + self.weekly)
+            if self.monthly_months and utc.day == 1:
+                ends.append(add_date(utc, 0, self.monthly_months, 0, UTC))
+        return max(ends, default=None)
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """How a cluster will take snapshots: every ``interval`` from ``next_at`` on, each of
+    ``size_bytes`` growing by ``growth_per_day`` bytes a day, with the service's expiry.
+    ``interval`` None: it takes no more (its backups stopped, or it never had a cadence)."""
+
+    source: CadenceSource
+    interval: timedelta | None = None
+    next_at: datetime | None = None
+    size_bytes: int | None = None
+    growth_per_day: float = 0.0
+    expiry: NewExpiry = field(default_factory=lambda: NewExpiry(None))
+
+    def taken(self, after: datetime, until: datetime) -> Iterator[datetime]:
+        """The times of the snapshots taken in (``after``, ``until``]."""
+        if self.interval is None or self.next_at is None or self.interval <= timedelta(0):
+            return
+        skip = max(0, math.floor((after - self.next_at) / self.interval) + 1)
+        moment = self.next_at + skip * self.interval
+        while moment <= until:
+            if moment > after:
+                yield moment
+            moment += self.interval
+
+    def size_at(self, moment: datetime) -> int | None:
+        """The size of a snapshot taken at ``moment``."""
+        if self.size_bytes is None or self.next_at is None:
+            return self.size_bytes
+        days = (moment - self.next_at).total_seconds() / 86400
+        return max(0, round(self.size_bytes + self.growth_per_day * days))
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,24 @@ def _calendar_horizon(
 ) -> datetime:
     # Cached: a forecast decides the same snapshots day after day, and their calendar
     # horizons (the costliest part of a reason) do not change with the day.
-    return _buckets_after(calendar, count, created, created.astimezone(zone), zone)
+    local = created.astimezone(zone)
+    if count == -1:
+        return _buckets_after(calendar, count, created, local, zone)
+    # Each row's horizon is its bucket's start plus count buckets, and the start keeps the
+    # item's fold (a fall-back hour's): the same for every item of a bucket with that fold.
+    key = (calendar, count, calendar.key(local), local.fold, zone)
+    end = _BUCKET_ENDS.get(key)
+    if end is None:
+        if len(_BUCKET_ENDS) >= _BUCKETS_KEPT:
+            _BUCKET_ENDS.clear()
+        end = _BUCKET_ENDS[key] = _buckets_after(calendar, count, created, local, zone)
+    return end
+
+
+# A new snapshot of a forecast (or of a plan) mostly lands in a bucket an older one has
+# already met: worked out once per bucket.
+_BUCKET_ENDS: dict[tuple[rules.Calendar, int, int, int, tzinfo], datetime] = {}
+_BUCKETS_KEPT = 1 << 16
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -16,6 +16,7 @@ words what is wrong. Tests hold the two in agreement, and jsonschema with them.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MAX_ID_LENGTH = 128
@@ -33,9 +34,10 @@ FORBIDDEN_PATTERN = f"[{_FORBIDDEN}]"
 _CARRIED = re.compile(ID_PATTERN)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def carries(value: str) -> bool:
     """True when a plan can carry ``value`` as one path segment (fast: a plan asks this of
-    every snapshot of the fleet)."""
+    every snapshot of the fleet, a forecast of the same snapshots at every step)."""
     return len(value) <= MAX_ID_LENGTH and _CARRIED.fullmatch(value) is not None
 
 

@@ -6,7 +6,7 @@ converted; values without one are taken as UTC, which is what the spec says they
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Annotated
 
 from pydantic import AfterValidator, AwareDatetime, PlainSerializer, WithJsonSchema
@@ -84,3 +84,24 @@ AwareUtcDatetime = Annotated[
     AwareDatetime,
     WithJsonSchema({"type": "string", "pattern": TIMESTAMP_PATTERN}),
 ]
+
+
+def add_date(moment: datetime, years: int, months: int, days: int, zone: tzinfo) -> datetime:
+    """Go's ``time.AddDate`` on the wall clock of ``zone``: shift, then normalise overflow
+    (restic's durations and the calendar rules' horizons; here, in a compiled module)."""
+    local = moment.astimezone(zone)
+    month_index = local.year * 12 + (local.month - 1) + years * 12 + months
+    year, month = divmod(month_index, 12)
+    # Day overflow rolls into the next month(s) (Go), rather than clamping to the month's end.
+    day_one = date(year, month + 1, 1)
+    target = day_one + timedelta(days=local.day - 1 + days)
+    wall = datetime(
+        target.year,
+        target.month,
+        target.day,
+        local.hour,
+        local.minute,
+        local.second,
+        local.microsecond,
+    )
+    return wall.replace(tzinfo=zone)

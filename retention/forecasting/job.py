@@ -19,9 +19,8 @@ from datetime import UTC, datetime, timedelta
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotSchedule
-from retention.core.cadence import ScheduleTerms, observed_cadence, schedule_cadence
+from retention.core.cadence import Cadence, ScheduleTerms, observed_cadence, schedule_cadence
 from retention.core.forecast import (
-    Cadence,
     ClusterForecast,
     Trend,
     forecast_cluster,

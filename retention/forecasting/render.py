@@ -10,7 +10,8 @@ from __future__ import annotations
 from array import array
 from datetime import datetime, timedelta
 
-from retention.core.forecast import Cadence, steady_index, trend
+from retention.core.cadence import Cadence
+from retention.core.forecast import steady_index, trend
 from retention.core.wording import counted, printable, size
 from retention.forecasting.job import ASSUMPTIONS, ClusterOutlook, Forecast, Outlook
 from retention.review.baseline import Baseline

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
-from retention.core.timestamps import EARLIEST, LATEST
+from retention.core.timestamps import EARLIEST, LATEST, add_date
 from retention.core.wording import counted
 
 _TOKEN = re.compile(r"(\d+)([ymdh])")
@@ -93,29 +93,15 @@ class RetentionDuration:
         # Go's time reaches years that Python's datetime cannot (a restic case keeps
         # "9999y"): past either end, the shift stops at the end of the representable range.
         try:
+            if zone is UTC and not (self.years or self.months):
+                # A UTC day is 24 hours: no wall clock to consult (a grace period is shifted
+                # so for every cluster a plan decides). Elsewhere the wall clock decides,
+                # even for hours alone (a fall-back hour's fold).
+                moved = moment + timedelta(days=sign * self.days, hours=sign * self.hours)
+                return min(max(moved.astimezone(UTC), EARLIEST), LATEST)
             local = moment.astimezone(zone)
             shifted = add_date(local, sign * self.years, sign * self.months, sign * self.days, zone)
             moved = (shifted + timedelta(hours=sign * self.hours)).astimezone(UTC)
         except (OverflowError, ValueError):
             return EARLIEST if sign < 0 else LATEST
         return min(max(moved, EARLIEST), LATEST)
-
-
-def add_date(moment: datetime, years: int, months: int, days: int, zone: tzinfo) -> datetime:
-    """Go's ``time.AddDate`` on the wall clock of ``zone``: shift, then normalise overflow."""
-    local = moment.astimezone(zone)
-    month_index = local.year * 12 + (local.month - 1) + years * 12 + months
-    year, month = divmod(month_index, 12)
-    # Day overflow rolls into the next month(s) (Go), rather than clamping to the month's end.
-    day_one = date(year, month + 1, 1)
-    target = day_one + timedelta(days=local.day - 1 + days)
-    wall = datetime(
-        target.year,
-        target.month,
-        target.day,
-        local.hour,
-        local.minute,
-        local.second,
-        local.microsecond,
-    )
-    return wall.replace(tzinfo=zone)

@@ -265,7 +265,8 @@ class States(NamedTuple):
 
 def start(ordered: list[Item], spec: KeepSpec, now: datetime, zone: tzinfo) -> States:
     """The states of ``spec``'s rules before the walk over ``ordered`` (newest first)."""
-    latest = max((item.time for item in ordered if item.time < now), default=None)
+    # ordered is newest first: the first item before now is the latest one.
+    latest = next((item.time for item in ordered if item.time < now), None)
     return States(
         cutoff(spec.within, latest, zone),
         [CountState(rule, spec.count_of(rule)) for rule in rules.COUNTS],

@@ -265,6 +265,11 @@ class Expect(BaseModel):
     )
 
 
+# The rules of a policy without a keep (or protect) section: one value, so its ``empty`` is
+# worked out once.
+_NO_RULES = spec.KeepSpec()
+
+
 class Policy(BaseModel):
     """One retention policy: scope, keep and protect rules, grace and safety gates."""
 
@@ -314,11 +319,11 @@ class Policy(BaseModel):
 
     def keep_spec(self) -> spec.KeepSpec:
         """The keep rules, engine-ready (empty when there are none)."""
-        return self.keep.to_spec() if self.keep is not None else spec.KeepSpec()
+        return self.keep.to_spec() if self.keep is not None else _NO_RULES
 
     def protect_spec(self) -> spec.KeepSpec:
         """The protect rules, engine-ready (empty when there are none)."""
-        return self.protect.to_spec() if self.protect is not None else spec.KeepSpec()
+        return self.protect.to_spec() if self.protect is not None else _NO_RULES
 
     def describe(self) -> str:
         """One plain sentence summing the policy up, for logs and reports."""

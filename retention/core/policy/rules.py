@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from types import MappingProxyType
 from typing import Literal
 
-from retention.core.policy.duration import RetentionDuration, add_date
+from retention.core.policy.duration import RetentionDuration
+from retention.core.timestamps import add_date
 
 BucketKey = Callable[[datetime], int]
 # count: newest per bucket while the count lasts; window: newest per bucket inside a time

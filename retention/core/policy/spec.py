@@ -12,7 +12,7 @@ Python classes here.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 import msgspec
@@ -88,12 +88,12 @@ class Match(msgspec.Struct, frozen=True):
     record: HoldRecordTerms | None = None  # the hold record behind an ids match, when it is one
 
 
-@dataclass(frozen=True)
-class KeepReason:
+class KeepReason(msgspec.Struct, frozen=True):
     """Why an item is kept: the rules that matched and the counters after it (restic's)."""
 
+    # A struct, as Item and Match: an evaluation makes one for each item it keeps.
     matches: tuple[Match, ...]
-    counters: dict[str, int] = field(default_factory=dict)
+    counters: dict[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def texts(self) -> list[str]:
