@@ -49,7 +49,8 @@ def hold_destructive(
 ) -> None:
     """Hold every destructive change of the cluster when a gate says so, or an id hold
     (added by hold_uncarried, with or without destructive changes) is already there."""
-    destructive = [d for d in plan.decisions if d.destructive]
+    # Most decisions change nothing: their action says so before the property is asked.
+    destructive = [d for d in plan.decisions if d.action != "none" and d.destructive]
     if not destructive:
         return
     holds: list[Hold] = []

@@ -28,6 +28,7 @@ interval between two ticks of a cron expression, for ``count`` intervals, with t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
@@ -66,8 +67,14 @@ class Local:
     def get(self) -> datetime:
         """The time on the zone's wall clock."""
         if self._value is None:
-            self._value = self._time.astimezone(self._zone)
+            self._value = _on_wall_clock(self._time, self._zone)
         return self._value
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _on_wall_clock(time: datetime, zone: tzinfo) -> datetime:
+    # Cached: a forecast walks the same snapshots at every step.
+    return time.astimezone(zone)
 
 
 class CountState:
