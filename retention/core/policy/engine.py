@@ -71,7 +71,7 @@ class Local:
         return self._value
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)
 def _on_wall_clock(time: datetime, zone: tzinfo) -> datetime:
     # Cached: a forecast walks the same snapshots at every step.
     return time.astimezone(zone)
