@@ -150,8 +150,10 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     """Check the policies (and the configuration) without contacting the API.
 
     Every problem is listed at once with its file, line and field; exit 2 when there is any.
-    Hold records (protect: ids) whose end has passed, or comes within 7 days, are warnings
-    with their file and line; they do not change the exit code.
+    Hold records (protect: ids) whose end has passed, or comes within 7 days, a grace in
+    months, and protect rules that leave a held snapshot behind each time they move on
+    (release_protection false) are warnings with their file and line; they do not change
+    the exit code.
 
     \b
     Examples:
@@ -160,7 +162,11 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --format json | jq -r '.policies[].name'
     """
     from retention.config.policyfiles import load_policies
-    from retention.core.policy.loader import grace_warnings, hold_record_warnings
+    from retention.core.policy.loader import (
+        grace_warnings,
+        hold_record_warnings,
+        protect_trail_warnings,
+    )
 
     if policies_path is not None:
         source: Path | list[Path] = Path(policies_path)
@@ -169,6 +175,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
     policies = load_policies(source)
     found = [(w, "grace-warning") for w in grace_warnings(policies)]
     found += [(w, "hold-warning") for w in hold_record_warnings(policies, clock_of(ctx)())]
+    found += [(w, "protect-warning") for w in protect_trail_warnings(policies)]
     log = logging.getLogger("retention.policy")
     for warning, event in found:
         # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.

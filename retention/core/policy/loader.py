@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from retention.core.policy import rules
 from retention.core.policy.holdrecords import HoldRecord, until_instant, until_text
 from retention.core.policy.model import Policy
 from retention.core.validation import Lines, Loc, Problem, field_path, validate
@@ -127,6 +128,35 @@ def grace_warnings(policies: Iterable[LoadedPolicy]) -> list[str]:
                 f"{loaded.where('grace')}: grace: {str(grace)!r} is {grace.words()} (in "
                 "durations m is months); if minutes were meant, write hours, e.g. 1h: "
                 "durations have no minutes"
+            )
+    return found
+
+
+def protect_trail_warnings(policies: Iterable[LoadedPolicy]) -> list[str]:
+    """A warning for each policy whose protect rules move (any rule but ids) while
+    release_protection is off, as ``FILE:LINE: protect: ...``. Such a rule protects a newer
+    snapshot as each is taken (``yearly: 1`` the newest of the year, every day), and the one
+    it leaves keeps its doNotDelete: a manual hold no run lifts. A year of daily snapshots
+    leaves about 365 of them."""
+    found: list[str] = []
+    for loaded in policies:
+        policy = loaded.policy
+        if policy.protect is None or policy.release_protection:
+            continue
+        moving = [
+            rule.name
+            for rule in rules.in_section("protect")
+            if rule.kind != "ids" and rule.keeps_with(getattr(policy.protect, rule.name))
+        ]
+        if moving:
+            named = " and ".join(moving)
+            verb = "moves" if len(moving) == 1 else "move"
+            found.append(
+                f"{loaded.where('protect')}: protect: {named} {verb} on to each newer "
+                "snapshot as it is taken, and the snapshot left behind keeps doNotDelete, "
+                "which no run lifts while release_protection is false: about one held "
+                "snapshot more for every snapshot taken; set release_protection: true (it "
+                "also lifts holds set by hand), or protect by ids"
             )
     return found
 
