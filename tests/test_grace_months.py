@@ -3,15 +3,14 @@ the file, line and field and the duration in words, and the exit code stays 0.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from retention import cli
 from retention.config.policyfiles import load_policies
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import grace_warnings
+from tests.support.planning import validate_file
 
 POLICIES = """\
 - name: fast
@@ -57,13 +56,7 @@ def test_validate_warns_about_a_grace_in_months_and_exits_0(
 ) -> None:
     """validate prints the warning on stderr (and in its JSON document's warnings) and
     still exits 0: 30 months is a valid grace, only seldom the one meant."""
-    (folder / "policies").mkdir()
-    (folder / "policies" / "p.yaml").write_text(POLICIES)
-
-    code = cli.main(["validate", "--policies", "policies"])
-    err = capsys.readouterr().err
-    json_code = cli.main(["validate", "--policies", "policies", "--format", "json"])
-    document = json.loads(capsys.readouterr().out)
+    code, err, json_code, document = validate_file(folder, POLICIES, capsys)
 
     where = f"{Path('policies') / 'p.yaml'}:4: grace: "
     assert (code, json_code) == (0, 0)

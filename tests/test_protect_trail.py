@@ -5,20 +5,18 @@ forecast shows the trail it leaves."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from retention import cli
 from retention.config.policyfiles import load_policies
 from retention.core.cadence import Cadence, NewExpiry
 from retention.core.forecast import forecast_cluster
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import protect_trail_warnings
 from retention.core.policy.spec import KeepSpec
-from tests.support.planning import loaded_policy
+from tests.support.planning import loaded_policy, validate_file
 
 POLICIES = """\
 - name: moving
@@ -69,13 +67,7 @@ def test_validate_prints_the_warning_and_exits_0(
 ) -> None:
     """validate says it on stderr and in its JSON document's warnings, and the exit code
     stays 0: the policy is valid, only costly."""
-    (folder / "policies").mkdir()
-    (folder / "policies" / "p.yaml").write_text(POLICIES)
-
-    code = cli.main(["validate", "--policies", "policies"])
-    err = capsys.readouterr().err
-    json_code = cli.main(["validate", "--policies", "policies", "--format", "json"])
-    document = json.loads(capsys.readouterr().out)
+    code, err, json_code, document = validate_file(folder, POLICIES, capsys)
 
     where = f"{Path('policies') / 'p.yaml'}:4: protect: yearly moves on"
     assert (code, json_code) == (0, 0)

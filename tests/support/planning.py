@@ -1,17 +1,20 @@
-"""Helpers for planner tests: real loaded policies built from engine rules, and applying a
+"""Helpers for planner tests: real loaded policies built from engine rules, applying a
 plan's PATCHes to snapshot states the way the API would (for the idempotence and min_keep
-invariants)."""
+invariants), and ``retention validate`` of a policy file."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import msgspec
+import pytest
 from hypothesis import strategies as st
 
+from retention import cli
 from retention.core.model import ClusterPlan, SnapshotView
 from retention.core.policy import rules
 from retention.core.policy.duration import RetentionDuration
@@ -118,3 +121,23 @@ def apply(snapshots: list[SnapshotView], plan: ClusterPlan, now: datetime) -> li
             expires = None
         out.append(msgspec.structs.replace(s, do_not_delete=dnd, expires=expires))
     return out
+
+
+class Validated(NamedTuple):
+    """What ``retention validate`` said of a policy file, as text and as JSON."""
+
+    code: int
+    err: str
+    json_code: int
+    document: dict[str, Any]
+
+
+def validate_file(folder: Path, text: str, capsys: pytest.CaptureFixture[str]) -> Validated:
+    """Write ``text`` to policies/p.yaml in ``folder`` (the current directory) and run
+    ``retention validate --policies policies`` as text and as ``--format json``."""
+    (folder / "policies").mkdir()
+    (folder / "policies" / "p.yaml").write_text(text)
+    code = cli.main(["validate", "--policies", "policies"])
+    err = capsys.readouterr().err
+    json_code = cli.main(["validate", "--policies", "policies", "--format", "json"])
+    return Validated(code, err, json_code, json.loads(capsys.readouterr().out))
