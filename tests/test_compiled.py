@@ -48,3 +48,15 @@ def test_a_bad_setting_is_named() -> None:
         patch.setenv("RETENTION_COMPILE", "maybe")
         with pytest.raises(compiled.CannotCompileError, match="RETENTION_COMPILE='maybe'"):
             compiled.setting()
+
+
+def test_without_a_c_compiler_the_build_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine without a C compiler compile_in stops before running mypyc and names
+    what is missing (the build hook then builds plain Python, or fails under
+    RETENTION_COMPILE=yes)."""
+    monkeypatch.setattr(compiled.shutil, "which", lambda _: None)
+
+    with pytest.raises(compiled.CannotCompileError, match="no C compiler"):
+        compiled.compile_in(tmp_path)
