@@ -56,7 +56,7 @@ def test_without_a_c_compiler_the_build_says_so(
     """On a machine without a C compiler compile_in stops before running mypyc and names
     what is missing (the build hook then builds plain Python, or fails under
     RETENTION_COMPILE=yes)."""
-    monkeypatch.setattr(compiled.shutil, "which", lambda _: None)
+    monkeypatch.setattr("tools.compiled.shutil.which", lambda _: None)
 
     with pytest.raises(compiled.CannotCompileError, match="no C compiler"):
         compiled.compile_in(tmp_path)
