@@ -198,3 +198,32 @@ def test_each_match_says_which_of_its_rules_kept_snapshots_it_is() -> None:
     assert all(
         m.count == -1 for r in result.reasons.values() for m in r.matches if m.rule == "weekly"
     )
+
+
+def test_a_utc_shift_of_a_time_on_another_clock_is_taken_in_utc() -> None:
+    """A duration in UTC added to a time given on Paris's clock across the spring change
+    is added in UTC: a day (or 24 hours) after noon on 28 March in Paris is 11:00 UTC on
+    the 29th (the shortcut for UTC durations takes UTC times only)."""
+    paris_noon = datetime(2026, 3, 28, 12, tzinfo=ZoneInfo("Europe/Paris"))
+    eleven = datetime(2026, 3, 29, 11, tzinfo=UTC)
+
+    assert RetentionDuration(days=1).after(paris_noon, UTC) == eleven
+    assert RetentionDuration(hours=24).after(paris_noon, UTC) == eleven
+
+
+def test_the_two_halves_of_a_fall_back_hour_are_two_hourly_buckets() -> None:
+    """02:30 twice on Paris's clock on 25 October (fold 0, then fold 1) are two real hours:
+    hourly keeps each as the newest of its bucket, though the two times are equal as
+    datetimes (the engine's time caches key on the fold too)."""
+    paris = ZoneInfo("Europe/Paris")
+    first = datetime(2026, 10, 25, 2, 30, tzinfo=paris, fold=0)
+    second = datetime(2026, 10, 25, 2, 30, tzinfo=paris, fold=1)
+    now = datetime(2026, 10, 26, tzinfo=UTC)
+    evaluate([Item("a", first)], KeepSpec(hourly=5), now, paris)  # fills the caches
+
+    result = evaluate([Item("a", first), Item("b", second)], KeepSpec(hourly=5), now, paris)
+
+    assert {k: v.texts for k, v in result.reasons.items()} == {
+        "a": ["hourly snapshot"],
+        "b": ["hourly snapshot"],
+    }

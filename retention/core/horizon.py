@@ -43,20 +43,24 @@ def horizon(match: Match, created: datetime, zone: tzinfo) -> datetime | None:
     rule's row in ``rules.RULES`` says how its horizon is computed, or that it has none."""
     rule = rules.BY_NAME[match.rule]
     if rule.horizon == "duration":
-        return _duration_horizon(match.within, created, zone) if match.within else None
+        if match.within is None:
+            return None
+        return _duration_horizon(match.within, created, created.fold, zone)
     if rule.horizon == "cron" and match.every is not None:
         return _intervals_after(match.every, created, created.astimezone(zone), zone)
     if rule.horizon == "calendar" and rule.calendar is not None:
-        return _calendar_horizon(rule.calendar, match.count, created, zone)
+        return _calendar_horizon(rule.calendar, match.count, created, created.fold, zone)
     return None
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _calendar_horizon(
-    calendar: rules.Calendar, count: int, created: datetime, zone: tzinfo
+    calendar: rules.Calendar, count: int, created: datetime, fold: int, zone: tzinfo
 ) -> datetime:
     # Cached: a forecast decides the same snapshots day after day, and their calendar
-    # horizons (the costliest part of a reason) do not change with the day.
+    # horizons (the costliest part of a reason) do not change with the day. ``fold`` is
+    # part of the key (as in every cache here keyed on a time): the two 02:30 of a
+    # fall-back night on one zone's clock are equal datetimes.
     local = created.astimezone(zone)
     if count == -1:
         return _buckets_after(calendar, count, created, local, zone)
@@ -78,8 +82,10 @@ _BUCKETS_KEPT = 1 << 16
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _duration_horizon(within: RetentionDuration, created: datetime, zone: tzinfo) -> datetime:
-    # Cached for the same reason as _calendar_horizon.
+def _duration_horizon(
+    within: RetentionDuration, created: datetime, fold: int, zone: tzinfo
+) -> datetime:
+    # Cached for the same reasons as _calendar_horizon.
     return within.after(created, zone)
 
 

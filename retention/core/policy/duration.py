@@ -93,10 +93,11 @@ class RetentionDuration:
         # Go's time reaches years that Python's datetime cannot (a restic case keeps
         # "9999y"): past either end, the shift stops at the end of the representable range.
         try:
-            if zone is UTC and not (self.years or self.months):
+            if zone is UTC and moment.tzinfo is UTC and not (self.years or self.months):
                 # A UTC day is 24 hours: no wall clock to consult (a grace period is shifted
                 # so for every cluster a plan decides). Elsewhere the wall clock decides,
-                # even for hours alone (a fall-back hour's fold).
+                # even for hours alone (a fall-back hour's fold), and so does a moment given
+                # on another zone's clock (it is added to on that clock).
                 moved = moment + timedelta(days=sign * self.days, hours=sign * self.hours)
                 return min(max(moved.astimezone(UTC), EARLIEST), LATEST)
             local = moment.astimezone(zone)

@@ -67,13 +67,14 @@ class Local:
     def get(self) -> datetime:
         """The time on the zone's wall clock."""
         if self._value is None:
-            self._value = _on_wall_clock(self._time, self._zone)
+            self._value = _on_wall_clock(self._time, self._time.fold, self._zone)
         return self._value
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _on_wall_clock(time: datetime, zone: tzinfo) -> datetime:
-    # Cached: a forecast walks the same snapshots at every step.
+def _on_wall_clock(time: datetime, fold: int, zone: tzinfo) -> datetime:
+    # Cached: a forecast walks the same snapshots at every step. The fold is part of the
+    # key: the two 02:30 of a fall-back night on one zone's clock are equal datetimes.
     return time.astimezone(zone)
 
 
