@@ -526,3 +526,12 @@ def test_example_documents_fit_the_schema_keys() -> None:
         assert set(top["required"]) <= set(document)
         for key, definition in nested.items():
             assert set(document.get(key, {})) <= set(definitions[definition]["properties"])
+
+
+def test_a_copy_with_other_rules_gives_their_engine_form() -> None:
+    """The engine form is made once per rules object: a copy with an update (pydantic's
+    model_copy) makes its own rather than the original's."""
+    rules = KeepRules(daily=3)
+    assert rules.to_spec().daily == 3
+
+    assert rules.model_copy(update={"daily": 5}).to_spec().daily == 5

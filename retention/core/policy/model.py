@@ -13,8 +13,9 @@ import difflib
 import functools
 import re
 import zoneinfo
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -179,6 +180,13 @@ class KeepRules(BaseModel):
         # for each cluster the policy matches.
         values = {rule.name: self._engine_value(rule) for rule in rules.in_section(self.section)}
         return spec.KeepSpec(**values)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (pydantic's), without the engine form cached on this one: an update
+        changes the rules it is made from."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("_spec", None)
+        return copied
 
     def _engine_value(self, rule: rules.Rule) -> Any:
         value = getattr(self, rule.name)
