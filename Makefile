@@ -46,9 +46,12 @@ CORE_TESTS := test_compiled test_policy_engine test_policy_rules test_policy_tra
 
 compiled: $(COMPILED)/.built
 
-$(COMPILED)/.built: $(STAMP) Makefile pyproject.toml $(wildcard policies/*) $(shell find retention tests tools -name '*.py')
+# Every file and folder it copies is a prerequisite: a changed golden file, test vector or
+# schema rebuilds it, and so does a deleted module (its folder's time changes).
+COPIED := retention tests tools policies pyproject.toml retention.example.yaml
+$(COMPILED)/.built: $(STAMP) Makefile $(shell find $(COPIED) -not -path '*/__pycache__*')
 	rm -rf $(COMPILED) && mkdir -p $(COMPILED)
-	cp -r retention tests tools policies pyproject.toml $(COMPILED)/
+	cp -r $(COPIED) $(COMPILED)/
 	find $(COMPILED) -name __pycache__ -prune -exec rm -rf {} +
 	$(BIN)/python -m tools.compiled $(COMPILED)
 	touch $@
@@ -57,7 +60,7 @@ $(COMPILED)/.built: $(STAMP) Makefile pyproject.toml $(wildcard policies/*) $(sh
 # shows the compiled modules decide as the plain ones do, on a fifth of them.
 unit-compiled: $(COMPILED)/.built
 	cd $(COMPILED) && RETENTION_EXPECT_COMPILED=1 HYPOTHESIS_PROFILE=quick \
-		../../$(BIN)/pytest -q -p no:cacheprovider \
+		$(abspath $(BIN))/pytest -q -p no:cacheprovider \
 		--numprocesses=auto --maxprocesses=4 $(patsubst %,tests/%.py,$(CORE_TESTS))
 
 demo: $(STAMP)

@@ -81,6 +81,9 @@ def missing() -> str | None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         return f"no C compiler ({compiler})"
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not headers.is_file():
+        return f"no Python headers ({headers}; Debian: python3-dev)"
     try:
         import mypyc.build  # noqa: F401, PLC0415
     except ImportError:
