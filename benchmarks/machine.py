@@ -5,17 +5,8 @@ wheel and the Docker image ship it) and how many cores it used."""
 from __future__ import annotations
 
 import platform
-import sysconfig
 
-import retention.core.decide
-
-
-def core_form() -> str:
-    """ "compiled core" when the decision core was imported from its extension, else
-    "plain Python core"."""
-    extension = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    compiled = str(retention.core.decide.__file__).endswith(extension)
-    return "compiled core" if compiled else "plain Python core"
+from retention import core_form
 
 
 def describe(cores: str) -> str:

@@ -48,7 +48,8 @@ def test_every_command_is_in_the_readme(name: str) -> None:
 
 
 def test_python_dash_m_retention_help_and_version() -> None:
-    """`python -m retention --help` and `--version` work as a fresh user would run them."""
+    """`python -m retention --help` and `--version` work as a fresh user would run them; the
+    version says which form of the core runs (plain Python in an editable install)."""
     helped = subprocess.run(
         [sys.executable, "-m", "retention", "--help"], capture_output=True, text=True, check=False
     )
@@ -63,7 +64,7 @@ def test_python_dash_m_retention_help_and_version() -> None:
     assert "Usage: retention" in helped.stdout
     assert "demo" in helped.stdout
     assert versioned.returncode == 0
-    assert versioned.stdout.strip() == f"retention, version {__version__}"
+    assert versioned.stdout.strip() == f"retention, version {__version__} (plain Python core)"
 
 
 def test_unknown_command_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from retention import core_form
 from tools import compiled
 
 EXTENSION = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
@@ -60,3 +61,14 @@ def test_without_a_c_compiler_the_build_says_so(
 
     with pytest.raises(compiled.CannotCompileError, match="no C compiler"):
         compiled.compile_in(tmp_path)
+
+
+def test_the_installation_says_which_core_it_runs() -> None:
+    """retention.core_form (``retention --version``) names the form this run imported."""
+    expected = (
+        "compiled core"
+        if os.environ.get("RETENTION_EXPECT_COMPILED") == "1"
+        else "plain Python core"
+    )
+
+    assert core_form() == expected

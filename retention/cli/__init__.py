@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import click
 
-from retention import __version__
+from retention import __version__, core_form
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_INTERRUPTED,
@@ -44,7 +44,13 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
-@click.version_option(__version__, "-V", "--version", prog_name="retention")
+@click.version_option(
+    __version__,
+    "-V",
+    "--version",
+    prog_name="retention",
+    message=f"%(prog)s, version %(version)s ({core_form()})",
+)
 @click.option(
     "--config",
     "config_path",
