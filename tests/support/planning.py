@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
@@ -123,6 +123,9 @@ def apply(snapshots: list[SnapshotView], plan: ClusterPlan, now: datetime) -> li
     return out
 
 
+VALIDATED_AT = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
 class Validated(NamedTuple):
     """What ``retention validate`` said of a policy file, as text and as JSON."""
 
@@ -134,10 +137,12 @@ class Validated(NamedTuple):
 
 def validate_file(folder: Path, text: str, capsys: pytest.CaptureFixture[str]) -> Validated:
     """Write ``text`` to policies/p.yaml in ``folder`` (the current directory) and run
-    ``retention validate --policies policies`` as text and as ``--format json``."""
+    ``retention validate --policies policies`` as text and as ``--format json``, at
+    VALIDATED_AT (the hold records' warnings read the time)."""
     (folder / "policies").mkdir()
     (folder / "policies" / "p.yaml").write_text(text)
-    code = cli.main(["validate", "--policies", "policies"])
+    code = cli.main(["validate", "--policies", "policies"], clock=lambda: VALIDATED_AT)
     err = capsys.readouterr().err
-    json_code = cli.main(["validate", "--policies", "policies", "--format", "json"])
+    argv = ["validate", "--policies", "policies", "--format", "json"]
+    json_code = cli.main(argv, clock=lambda: VALIDATED_AT)
     return Validated(code, err, json_code, json.loads(capsys.readouterr().out))
