@@ -30,7 +30,7 @@ destructive changes of its cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Literal
@@ -297,23 +297,24 @@ def _evaluate(
             result = evaluate(items, spec, now, zone)
             for item in result.keep:
                 matches = result.reasons[item.id].matches
+                verdicts.policies.setdefault(item.id, set()).add(policy.name)
                 found = into.setdefault(item.id, [])
                 if reasons:
-                    found.extend(
+                    made = [
                         rule_reason(policy.name, zone, m, item.time, keeping=keeping)
                         for m in matches
-                    )
-                verdicts.policies.setdefault(item.id, set()).add(policy.name)
+                    ]
+                    found.extend(made)
+                    ends: Iterable[datetime | None] = (r["horizon"] for r in made)
+                else:
+                    ends = (horizon(m, item.time, zone) for m in matches) if keeping else ()
                 if keeping:
                     # The most retentive horizon of every rule, of every policy, that keeps it.
-                    verdicts.horizons[item.id] = _latest(
-                        verdicts.horizons.get(item.id),
-                        (horizon(m, item.time, zone) for m in matches),
-                    )
+                    verdicts.horizons[item.id] = _latest(verdicts.horizons.get(item.id), ends)
     return verdicts
 
 
-def _latest(first: datetime | None, others: Iterator[datetime | None]) -> datetime | None:
+def _latest(first: datetime | None, others: Iterable[datetime | None]) -> datetime | None:
     """The latest of the times that are not None (None: none is)."""
     for other in others:
         if other is not None and (first is None or other > first):
