@@ -75,8 +75,9 @@ screenshots: $(STAMP)
 # make bench takes about twenty-five minutes on two cores (the 20,000-cluster plan and the
 # naive baseline take five each, the forecast of 2,000 clusters a year ahead four and a half).
 # The benchmarks time the compiled core, as the wheel and the Docker image ship it (their
-# child processes inherit PYTHONPATH); each says which form it timed.
-BENCH := PYTHONPATH=$(COMPILED) $(BIN)/python
+# child processes inherit PYTHONPATH, absolute so a child's own folder does not matter);
+# each says which form it timed.
+BENCH := PYTHONPATH=$(abspath $(COMPILED)) $(BIN)/python
 
 bench: $(COMPILED)/.built
 	$(BENCH) benchmarks/parse.py

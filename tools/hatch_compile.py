@@ -39,7 +39,8 @@ class CompiledCore(BuildHookInterface):  # type: ignore[type-arg]
             return
         root = Path(self.root)
         compiled = _compiled(root)
-        if compiled.setting() == "no":
+        mode = compiled.setting()
+        if mode == "no":
             return
         self._scratch = tempfile.TemporaryDirectory(prefix="retention-wheel-")
         copy = Path(self._scratch.name)
@@ -50,7 +51,7 @@ class CompiledCore(BuildHookInterface):  # type: ignore[type-arg]
         try:
             written = compiled.compile_in(copy)
         except compiled.CannotCompileError as error:
-            if compiled.setting() == "yes":
+            if mode == "yes":
                 raise
             self.app.display_warning(f"retention: building the plain Python core ({error})")
             return
