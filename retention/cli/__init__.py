@@ -7,9 +7,10 @@ or authenticate to the API (nothing sent).
 
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
 schema, config, doctor), reviewing.py (diff), forecasting.py (forecast), running.py (run,
-apply, demo), undoing.py (undo) and simulating.py; each adds its commands to the ``cli``
-group defined here when it is imported below. ending.py is what a run shows (progress,
-summary, JSON), explaining.py what explain prints, output.py --format json.
+apply, demo), undoing.py (undo), pruning.py (prune) and simulating.py; each adds its
+commands to the ``cli`` group defined here when it is imported below. ending.py is what a
+run shows (progress, summary, JSON), explaining.py what explain prints, output.py --format
+json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
@@ -223,6 +224,7 @@ def _is_terminal(stream: object) -> bool:
 from retention.cli import (  # noqa: E402
     forecasting,
     planning,
+    pruning,
     reviewing,
     running,
     simulating,
@@ -235,6 +237,7 @@ __all__ = [
     "forecasting",
     "main",
     "planning",
+    "pruning",
     "reviewing",
     "running",
     "simulating",

@@ -27,9 +27,16 @@ def show_run(ended: Ended[JobResult], output: str) -> int:
     """Print how a run or an apply ended (``output`` json: one JSON document); its exit
     code."""
     if output == "json":
-        emit(_run_document(ended.result, ended.mode, ended.code, ended.notices))
+        document = _run_document(ended.result, ended.mode, ended.code, ended.notices)
+        if ended.pruned is not None:
+            document["pruned"] = ended.pruned.removed
+        emit(document)
     else:
         _print_summary(ended.result, ended.notices, ended.summary)
+        if ended.pruned is not None and (removed := ended.pruned.removed):
+            more = f" and {len(removed) - 3} more" if len(removed) > 3 else ""
+            folders = counted(len(removed), "old run folder")
+            click.echo(f"reports.keep removed {folders}: {', '.join(removed[:3])}{more}")
         click.echo(f"Exit {ended.code}: {exit_meaning(ended.code)}")
     return ended.code
 

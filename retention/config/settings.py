@@ -26,6 +26,8 @@ from retention.config.credentials import ENV_PRIVATE_KEY, ENV_PRIVATE_KEY_FILE, 
 from retention.config.notify import NotifySettings
 from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.core.ids import id_problem
+from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.model import OptionalDuration
 
 API_ROOT = "/api/public/v1.0"
 DEFAULT_CONFIG = "retention.yaml"
@@ -119,11 +121,23 @@ class ReportsSettings(_Settings):
 
     dir: Path = Field(Path("reports"), validate_default=True)
     formats: list[Literal["html", "markdown"]] = ["html", "markdown"]
+    keep: OptionalDuration = Field(
+        None,
+        description="Remove run folders older than this at the end of each run (e.g. 30d), "
+        "never one that can still be undone nor the newest successful one; null: keep all",
+    )
 
     @field_validator("dir")
     @classmethod
     def _resolve_dir(cls, value: Path, info: ValidationInfo) -> Path:
         return _resolve(value, info)
+
+    @field_validator("keep")
+    @classmethod
+    def _some_time(cls, value: RetentionDuration | None) -> RetentionDuration | None:
+        if value is not None and value.zero:
+            raise ValueError("a keep of 0h would remove every folder: use null to keep them all")
+        return value
 
 
 class AlertsSettings(_Settings):

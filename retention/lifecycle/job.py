@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from retention.ops.stopping import Stop
     from retention.report.model import RunInfo
     from retention.report.summary import RunSummary
+    from retention.runfolder.prune import Pruned
     from retention.walk.inventory import Walk
     from retention.walk.sharding import Shard
 
@@ -176,6 +177,8 @@ class Ended(Generic[R]):
     notices: list[Delivery] = field(default_factory=list)
     # The summary the reports and the notice were rendered from (None: an undo's).
     summary: RunSummary | None = None
+    # What reports.keep removed at the end of a run (None: it did not prune).
+    pruned: Pruned | None = None
 
     @property
     def run_dir(self) -> Path:

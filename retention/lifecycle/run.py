@@ -15,20 +15,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from retention import __version__
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
+from retention.core.policy.duration import RetentionDuration
 from retention.errors import exit_code_for
 from retention.lifecycle.connect import open_client
 from retention.lifecycle.ending import Metrics, Notifier, log_run_finished
 from retention.lifecycle.job import Ended, Job, JobContext, R, Setup
+from retention.lifecycle.prune import prune_reports
 from retention.ops.clock import Clock, system_clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
 from retention.report.model import RunInfo
+from retention.runfolder.prune import Pruned
+
+# The jobs at whose end reports.keep prunes: what cron runs (a dry run's folders pile up too).
+PRUNING = ("run", "dry-run")
 
 
 def load(
@@ -69,8 +76,26 @@ def run_lifecycle(job: Job[R], setup: Setup | None = None) -> Ended[R]:
                     progress.close()
             formats = config.reports.formats
             ended = conclude(job, result, started, formats, clock, notifier=metrics.notifier)
+            if job.mode in PRUNING and config.reports.keep is not None:
+                ended = replace(
+                    ended, pruned=_prune(config.reports.dir, config.reports.keep, clock)
+                )
         metrics.write(ended.code, lambda m: job.measure(result, m))
     return ended
+
+
+def _prune(reports: Path, keep: RetentionDuration, clock: Clock) -> Pruned | None:
+    """reports.keep at the end of a run; a folder that cannot be read or removed is a
+    warning, never the run's failure."""
+    try:
+        return prune_reports(reports, keep, now=clock())
+    except OSError as exc:
+        text = f"warning: reports.keep: cannot prune {reports}: {exc.strerror or exc}"
+        fields = {"event": "prune-failed", "folder": str(reports)}
+        logging.getLogger("retention.prune").warning(
+            "%s", text, extra={"text": text, "fields": fields}
+        )
+        return None
 
 
 def conclude(

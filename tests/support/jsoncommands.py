@@ -141,6 +141,10 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
     ],
     "apply": _apply,
     "undo": _undo,
+    "prune": lambda _stage: [
+        Invocation(["prune", "--keep", "7d"], 0),
+        Invocation(["prune", "--keep", "a week"], 2),
+    ],
     "demo": lambda stage: [
         Invocation(["demo", "--report-dir", str(stage.folder / "demo")], 0),
         Invocation(["demo", "--policies", "no-such-folder"], 2),
