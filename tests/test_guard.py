@@ -45,7 +45,7 @@ def cluster(cid: str = "c1", **over: Any) -> ClusterEntry:
 def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
     """A plan's head made at NOW, lease 1 day."""
     value: dict[str, Any] = {
-        "format": "retention-plan/v1",
+        "format": "retention-plan/v2",
         "createdAt": NOW,
         "evaluatedAt": NOW,
         "whatIf": False,
@@ -365,8 +365,9 @@ def test_config_server_duplicate_and_scattered_entries_are_refused() -> None:
         ({"baseUrl": "https://other.test/api/public/v1.0"}, "was made against"),
         ({"createdAt": NOW - 2 * DAY, "evaluatedAt": NOW - 2 * DAY}, "48.0h old"),
         ({"createdAt": NOW + DAY, "evaluatedAt": NOW + DAY}, "in this machine's future"),
+        ({"format": "retention-plan/v1"}, "of format retention-plan/v1, written by an older"),
     ],
-    ids=["what-if", "evaluated-earlier", "evaluated-later", "other-api", "old", "future"],
+    ids=["what-if", "evaluated-earlier", "evaluated-later", "other-api", "old", "future", "v1"],
 )
 def test_plans_that_must_not_be_applied_are_refused_whole(
     over: dict[str, Any], message: str

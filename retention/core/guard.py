@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from retention.core.model import SnapshotView, is_destructive
-from retention.core.planfile import Change, ClusterEntry, PlanHead, clusters_by_key
+from retention.core.planfile import FORMAT, Change, ClusterEntry, PlanHead, clusters_by_key
 from retention.core.snapshot import SnapshotPatch, state_document, state_json
 from retention.core.timestamps import add_seconds, ceil_to_second, format_timestamp
 from retention.core.wording import printable
@@ -47,6 +47,11 @@ _BODY_MEMBERS: dict[str, frozenset[str]] = {
 
 def plan_refusal(head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta) -> str | None:
     """Why a plan must not be applied at all (None: its head is fine)."""
+    if head["format"] != FORMAT:
+        return (
+            f"this plan is of format {head['format']}, written by an older retention; this "
+            f"version applies {FORMAT} plans only. Run `retention plan` again and apply that"
+        )
     if head["whatIf"]:
         return (
             f"this is a what-if plan, made with --at {format_timestamp(head['evaluatedAt'])}: "

@@ -1,4 +1,4 @@
-"""The plan file (``plan.json``, format ``retention-plan/v1``) and ``decisions.jsonl``: their
+"""The plan file (``plan.json``, format ``retention-plan/v2``) and its decisions: their
 model, and the JSON Schema generated from it (runfolder/planwrite.py writes the files,
 runfolder/planread.py reads them back through this model).
 
@@ -23,7 +23,13 @@ from retention.core.restorepoints import Grain, Ladder, Missing, Tier
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
-FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
+# v2: plan.json is the head alone, on one line; the changes are the decisions that carry a
+# body, in decisions.jsonl.zst beside it. v1 (plan.json with its lists, plain
+# decisions.jsonl) is still read, for the folders it wrote: undo, explain and the reports
+# work on them, apply refuses them (plan again).
+FORMAT: Literal["retention-plan/v2"] = "retention-plan/v2"
+OLD_FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
+FormatName = Literal["retention-plan/v1", "retention-plan/v2"]
 LISTS = ("changes", "held", "advisory")
 ListName = Literal["changes", "held", "advisory"]
 
@@ -105,6 +111,8 @@ class DecisionRecord(TypedDict):
     body: Body | None
     held: str | None
     advisory: bool
+    # The cluster's grace in seconds: what a change needs at send time (v2; v1 lines lack it).
+    grace: NotRequired[Annotated[int, Field(ge=0)]]
 
 
 @with_config(_STRICT)
@@ -271,10 +279,18 @@ class HoldRecordEntry(TypedDict):
 
 
 @with_config(_STRICT)
+class DecisionsEntry(TypedDict):
+    """Which decisions file belongs to a plan: the sha256 of its bytes and its records."""
+
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    records: Annotated[int, Field(ge=0)]
+
+
+@with_config(_STRICT)
 class PlanHead(TypedDict):
     """The plan without its three long lists: what summaries, reports and checks read."""
 
-    format: Literal["retention-plan/v1"]
+    format: FormatName
     createdAt: Timestamp
     evaluatedAt: Timestamp
     # Made with --at: a question about another time, never something to apply.
@@ -300,32 +316,31 @@ class PlanHead(TypedDict):
     # not know): not failures, but worth a look.
     warnings: list[str]
     errors: list[str]
-
-
-@with_config(_STRICT)
-class PlanDocument(PlanHead):
-    """The whole plan file."""
-
-    changes: list[Change]
-    held: list[Change]
-    advisory: list[Change]
+    # The decisions file beside the plan (v2): its sha256 and number of lines, so that a
+    # plan is never applied with another plan's decisions.
+    decisions: NotRequired[DecisionsEntry]
 
 
 HEAD = TypeAdapter(PlanHead)
 CHANGE = TypeAdapter(Change)
 DECISION = TypeAdapter(DecisionRecord)
-DOCUMENT = TypeAdapter(PlanDocument)
 
 
 def generated_schema() -> dict[str, Any]:
-    """The JSON Schema of the plan file, generated from the model."""
-    schema = DOCUMENT.json_schema()
+    """The JSON Schema of plan.json, generated from the model; ``$defs.DecisionRecord`` is
+    a line of the decisions file beside it."""
+    schema = HEAD.json_schema()
+    record = DECISION.json_schema()
+    defs = {**schema.pop("$defs", {}), **record.pop("$defs", {}), "DecisionRecord": record}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://retention.example/schemas/retention-plan-v1.json",
+        "$id": "https://retention.example/schemas/retention-plan-v2.json",
         **schema,
-        "title": "retention plan (retention-plan/v1)",
-        "description": "A saved dry-run plan: what retention would change and why.",
+        "$defs": dict(sorted(defs.items())),
+        "title": f"retention plan ({FORMAT})",
+        "description": "A saved dry-run plan: what retention would change and why. Its "
+        "decisions, one per snapshot, are the lines of decisions.jsonl.zst beside it "
+        "(each a DecisionRecord).",
     }
 
 

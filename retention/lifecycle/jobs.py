@@ -224,7 +224,7 @@ def apply_saved(
     copy = folder.plan
     shutil.copyfile(plan_path, copy)
     if (decisions := decisions_path(plan_path)).is_file():
-        shutil.copyfile(decisions, folder.decisions)
+        shutil.copyfile(decisions, decisions_path(copy, written=True))
     approved = sum(
         c["counts"].get("action:held", 0)
         for c in head["clusters"]

@@ -82,7 +82,7 @@ def make_plan(
     """
     stop = client.stop or Stop()
     lease_for = lease(schedule, now)
-    decisions_to = decisions_path(plan_path)
+    decisions_to = decisions_path(plan_path, written=True)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     decisions_partial = partial_path(decisions_to)
     try:
@@ -141,25 +141,22 @@ def _plan_into(
             lease_seconds=lease_for.total_seconds(),
             what_if=what_if,
         )
-        try:
-            found = _survey(client, projects, shard, concurrency)
-            builder.projects.update(found.survey.names)
-            walk_errors = _walk_and_decide(
-                client,
-                policies,
-                found,
-                builder,
-                now=now,
-                lease_for=lease_for,
-                concurrency=concurrency,
-                workers=workers,
-                on_walk=on_walk,
-                stop=stop,
-            )
-            builder.service_version = client.service_version
-            head = _write_whole(plan_path, builder, found)
-        finally:
-            builder.close()
+        found = _survey(client, projects, shard, concurrency)
+        builder.projects.update(found.survey.names)
+        walk_errors = _walk_and_decide(
+            client,
+            policies,
+            found,
+            builder,
+            now=now,
+            lease_for=lease_for,
+            concurrency=concurrency,
+            workers=workers,
+            on_walk=on_walk,
+            stop=stop,
+        )
+        builder.service_version = client.service_version
+        head = _write_whole(plan_path, builder, found)
     return head, found, walk_errors
 
 

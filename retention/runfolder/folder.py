@@ -1,7 +1,7 @@
 """A run folder, ``reports/<UTC time>-<run id>/``, and the names of its files: the one place
 they are spelled (docs/plan-file.md, "What a run folder holds").
 
-A run or an apply writes plan.json, decisions.jsonl, results.jsonl and the reports; an undo
+A run or an apply writes plan.json, decisions.jsonl.zst, results.jsonl and the reports; an undo
 writes undo.json, results.jsonl (its own journal) and the reports; a command a signal
 stopped also writes interrupted.json. The reports folder's locks are not part of any run
 folder (retention.ops.lock names them).
@@ -25,7 +25,10 @@ from retention.core.runfiles import (
 from retention.runfolder.planwrite import encode_line
 
 PLAN = "plan.json"
-DECISIONS = "decisions.jsonl"
+# A plan's decisions, one zstd frame of JSON lines per cluster (plan format v2); plans of
+# format v1 have them plain, as decisions.jsonl.
+DECISIONS = "decisions.jsonl.zst"
+OLD_DECISIONS = "decisions.jsonl"
 RESULTS = "results.jsonl"
 UNDO = "undo.json"
 INTERRUPTED = "interrupted.json"
@@ -40,12 +43,17 @@ def partial_path(path: Path) -> Path:
     return path.with_name(path.name + PARTIAL)
 
 
-def decisions_path(plan_path: Path) -> Path:
-    """Where a plan's decisions go: decisions.jsonl beside plan.json, and NAME.decisions.jsonl
-    beside any other NAME.json, so two plans in one folder keep their own."""
-    if plan_path.name == PLAN:
-        return plan_path.with_name(DECISIONS)
-    return plan_path.with_name(plan_path.stem + "." + DECISIONS)
+def decisions_path(plan_path: Path, *, written: bool = False) -> Path:
+    """Where a plan's decisions are: decisions.jsonl.zst beside plan.json, and
+    NAME.decisions.jsonl.zst beside any other NAME.json, so two plans in one folder keep
+    their own. A plan of format v1 has them plain (decisions.jsonl): that file, when it is
+    there and the compressed one is not, unless ``written`` (where a new plan writes)."""
+    prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
+    compact = plan_path.with_name(prefix + DECISIONS)
+    plain = plan_path.with_name(prefix + OLD_DECISIONS)
+    if written or compact.exists() or not plain.exists():
+        return compact
+    return plain
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ class RunFolder:
 
     @property
     def decisions(self) -> Path:
-        """decisions.jsonl, the plan's decisions."""
+        """decisions.jsonl.zst, the plan's decisions (decisions.jsonl in a v1 folder)."""
         return decisions_path(self.plan)
 
     @property

@@ -1,23 +1,29 @@
-"""Reading plan.json and decisions.jsonl back, validated by the model of core/planfile.py.
+"""Reading plan.json and its decisions back, validated by the model of core/planfile.py.
 
 The shell's side of the plan file: the core (retention.core.planfile) defines the model,
 planwrite.py writes the files, this module opens them.
 
-A file in the layout planwrite writes is streamed entry by entry, so memory stays flat on
-a 600k-change plan; a file re-saved in another layout is read whole. decisions.jsonl is
-searched with a cheap text test before a line is parsed. Every problem is a PlanFileError
-that names the file, the entry and the field.
+A plan of format v2 is its head (plan.json, small) and decisions.jsonl.zst, streamed a
+block at a time: its changes are the decisions that carry a body, and they are checked
+against the digest and count plan.json gives, so a plan is never applied with another
+plan's decisions. A plan of format v1 (its lists in plan.json, plain decisions.jsonl) is
+still read, streamed entry by entry in the layout v1 wrote; apply refuses it
+(core.guard.plan_refusal). The decisions are searched with a cheap text test before a line
+is parsed. Every problem is a PlanFileError that names the file, the entry and the field.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import itertools
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
+import zstandard
 from pydantic import ValidationError
 
 from retention.core.ids import id_problem
@@ -27,6 +33,7 @@ from retention.core.planfile import (
     FORMAT,
     HEAD,
     LISTS,
+    OLD_FORMAT,
     Change,
     DecisionRecord,
     ListName,
@@ -34,6 +41,11 @@ from retention.core.planfile import (
 )
 from retention.core.wording import printable
 from retention.errors import PlanFileError
+from retention.runfolder.folder import decisions_path
+from retention.runfolder.planrecords import change_record
+
+# Blocks read from a decisions file: large, as the writer's.
+READ_BLOCK = 1 << 20
 
 # ---- reading ---------------------------------------------------------------------------
 
@@ -88,7 +100,7 @@ def read_head(path: Path) -> PlanHead:
         value = _whole(path)  # another layout (re-saved, one line), or not a plan at all
     # In another layout the lists were not recognised above, and came along.
     value = {k: v for k, v in value.items() if k not in LISTS}
-    if value.get("format") != FORMAT:
+    if value.get("format") not in (FORMAT, OLD_FORMAT):
         raise PlanFileError(str(path), f"not a {FORMAT} plan (format: {value.get('format')!r})")
     try:
         return HEAD.validate_python(value)
@@ -97,8 +109,13 @@ def read_head(path: Path) -> PlanHead:
 
 
 def read_list(path: Path, name: ListName) -> Iterator[Change]:
-    """The entries of list ``name``, each validated, streamed when the file is in the
-    written layout. Raises PlanFileError naming the entry that is wrong."""
+    """The entries of list ``name`` (changes, held, advisory), each validated, streamed, in
+    plan order (project, kind, cluster; snapshot id within a cluster). Raises
+    PlanFileError naming the entry that is wrong."""
+    if _format(path) == FORMAT:
+        for cluster in _cluster_changes(path):
+            yield from (change for listed, change in cluster if listed == name)
+        return
     for n, raw in enumerate(_raw_entries(path, name)):
         try:
             yield CHANGE.validate_python(raw)
@@ -112,6 +129,15 @@ def read_list(path: Path, name: ListName) -> Iterator[Change]:
 def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
     """The changes to send, in plan order: ``changes``, merged with the held changes of the
     approved clusters (no longer held)."""
+    if _format(path) == FORMAT:
+        for cluster in _cluster_changes(path):
+            yield from (
+                _unheld(c) if listed == "held" else c
+                for listed, c in cluster
+                if listed == "changes"
+                or (listed == "held" and (c["projectId"], c["clusterId"]) in approved)
+            )
+        return
     if not approved:
         yield from read_list(path, "changes")
         return
@@ -120,6 +146,101 @@ def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change
     )
     order = operator.itemgetter("projectId", "clusterId", "snapshotId")
     yield from heapq.merge(read_list(path, "changes"), released, key=order)
+
+
+def _format(path: Path) -> str:
+    """The plan's format, from the start of the file (a v2 plan.json is one line)."""
+    return read_head(path)["format"]
+
+
+def _cluster_changes(path: Path) -> Iterator[list[tuple[ListName, Change]]]:
+    """Each cluster's changes of a v2 plan, in plan order, sorted by snapshot id, each with
+    the list it belongs to; the decisions file checked against the head's digest and
+    count (PlanFileError when it is not this plan's)."""
+    records = (_numbered_change(path, n, line) for n, line in enumerate(_checked_lines(path)))
+    changes = (found for found in records if found is not None)
+    for _key, group in itertools.groupby(changes, key=lambda f: (f[1]["projectId"], f[2])):
+        yield sorted(((listed, c) for listed, c, _ in group), key=lambda f: f[1]["snapshotId"])
+
+
+def _numbered_change(
+    path: Path, n: int, line: bytes
+) -> tuple[ListName, Change, tuple[str, str]] | None:
+    """The change of the decision on line ``n`` (with its list, and its cluster's kind and
+    id), or None when it has none; PlanFileError naming the line when it is not valid."""
+    where = f"{decisions_path(path)}: line {n + 1}"
+    try:
+        record = DECISION.validate_json(line)
+    except ValidationError as exc:
+        raise _problem(where, exc) from None
+    if record["action"] == "none" or record["body"] is None:
+        return None
+    listed: ListName = "advisory" if record["advisory"] else "held" if record["held"] else "changes"
+    if "grace" not in record:
+        raise PlanFileError(where, "grace: missing (a change needs its cluster's grace)")
+    raw = change_record(record, record["grace"])
+    try:
+        change = CHANGE.validate_python(raw)
+    except ValidationError as exc:
+        named = f" (snapshot {printable(str(record['snapshotId']))})"
+        raise _problem(where + named, exc) from None
+    return listed, change, (record["kind"], record["clusterId"])
+
+
+def _checked_lines(path: Path) -> Iterator[bytes]:
+    """The lines of a v2 plan's decisions, checked at the end against the digest and count
+    its head gives (PlanFileError: another plan's decisions, or a file cut short)."""
+    head = read_head(path)
+    expected = head.get("decisions")
+    decisions = decisions_path(path)
+    if expected is None:
+        raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
+    digest, count = hashlib.sha256(), 0
+    try:
+        with decisions.open("rb") as raw:
+            for line in _decompressed_lines(raw, digest.update):
+                count += 1
+                yield line
+    except OSError as exc:
+        raise PlanFileError(str(decisions), f"cannot read the plan's decisions: {exc}") from None
+    if (digest.hexdigest(), count) != (expected["sha256"], expected["records"]):
+        raise PlanFileError(
+            str(decisions),
+            f"not the decisions of {path.name} ({count} records with sha256 "
+            f"{digest.hexdigest()[:12]}..., the plan names {expected['records']} with "
+            f"{expected['sha256'][:12]}...): plan again",
+        )
+
+
+class _Seen:
+    """A binary file whose every block read is also given to ``seen`` (a digest's update)."""
+
+    def __init__(self, raw: IO[bytes], seen: Callable[[bytes], object]) -> None:
+        self._raw, self._seen = raw, seen
+
+    def read(self, size: int = -1) -> bytes:
+        block = self._raw.read(size)
+        self._seen(block)
+        return block
+
+
+def _decompressed_lines(
+    raw: IO[bytes], seen: Callable[[bytes], object] | None = None
+) -> Iterator[bytes]:
+    """The non-empty lines of a stream of zstd frames, a block at a time; ``seen`` is
+    given every compressed block."""
+    source = raw if seen is None else cast("IO[bytes]", _Seen(raw, seen))
+    reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+    rest = b""
+    try:
+        for block in iter(lambda: reader.read(READ_BLOCK), b""):
+            data = rest + block if rest else block
+            *whole, rest = data.split(b"\n")
+            yield from (line for line in whole if line.strip())
+    except zstandard.ZstdError as exc:
+        raise OSError(f"not zstd-compressed JSON lines ({exc})") from None
+    if rest.strip():
+        yield rest
 
 
 def _unheld(change: Change) -> Change:
@@ -168,17 +289,25 @@ def _whole(path: Path) -> dict[str, Any]:
     return value
 
 
+def decision_lines(path: Path) -> Iterator[bytes]:
+    """The non-empty lines of a decisions file, without their newline: zstd frames
+    (decisions.jsonl.zst) or plain (a v1 plan's decisions.jsonl); OSError when it cannot
+    be read."""
+    with path.open("rb") as raw:
+        if path.suffix == ".zst":
+            yield from _decompressed_lines(raw)
+        else:
+            yield from (line.rstrip(b"\n") for line in raw if line.strip())
+
+
 def read_decisions(path: Path) -> Iterator[DecisionRecord | None]:
-    """The records of a decisions.jsonl, validated; None for a line that is not one (cut
+    """The records of a decisions file, validated; None for a line that is not one (cut
     short by a kill, or edited)."""
-    with path.open("rb") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                yield DECISION.validate_json(line)
-            except ValidationError:
-                yield None
+    for line in decision_lines(path):
+        try:
+            yield DECISION.validate_json(line)
+        except ValidationError:
+            yield None
 
 
 def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
@@ -213,5 +342,4 @@ def _lines_naming(path: Path, value: str) -> Iterator[bytes]:
     """The lines of a JSON-lines file that hold ``value`` as a JSON string: a cheap text
     test that spares parsing every other line."""
     quoted = orjson.dumps(value)  # as encode_line spells it
-    with path.open("rb") as lines:
-        yield from (line for line in lines if quoted in line)
+    yield from (line for line in decision_lines(path) if quoted in line)
