@@ -63,8 +63,8 @@ def _typed_dicts_in(hint: object) -> Iterator[type]:
 
 
 def model_keys() -> set[str]:
-    """Every key of every record reachable from the plan file, a change and a decision."""
-    todo: list[type] = [planfile.PlanDocument, planfile.Change, planfile.DecisionRecord]
+    """Every key of every record reachable from plan.json, a change and a decision."""
+    todo: list[type] = [planfile.PlanHead, planfile.Change, planfile.DecisionRecord]
     seen: set[type] = set()
     keys: set[str] = set()
     while todo:

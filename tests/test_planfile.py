@@ -1,9 +1,11 @@
-"""The plan file module: what it writes, what it reads back (entry by entry in its own
-layout, whole in another), the schema generated from its model, and names from the API
-that must survive any trip through the file."""
+"""The plan file module: what it writes (plan.json's head on one line, the decisions
+compressed beside it), what it reads back (v2, and v1 plans in any layout), the schema
+generated from its model, and names from the API that must survive any trip through the
+files."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from datetime import UTC, datetime, timedelta, timezone
@@ -12,7 +14,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import jsonschema
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,19 +34,14 @@ from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_decisions, read_head, read_list
 from retention.runfolder.planrecords import decision_record
-from retention.runfolder.planwrite import (
-    PlanBuilder,
-    _member,
-    _write_member,
-    encode_line,
-    write_plan,
-)
+from retention.runfolder.planwrite import PlanBuilder, encode_line, write_plan
 from retention.runfolder.schema import plan_json_schema
+from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.planning import loaded_policy, renamed
 
-GOLDEN = (
-    Path(__file__).parent / "scenarios" / "first_run_held_by_safety_gates" / "expected.plan.json"
-)
+# A plan of format v1 (plan.json with its lists, plain decisions.jsonl), as the version
+# before wrote the first_run_held_by_safety_gates scenario: older run folders still read.
+GOLDEN = Path(__file__).parent / "fixtures" / "plan-v1" / "plan.json"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 HOSTILE_NAMES = [
@@ -59,17 +55,23 @@ HOSTILE_NAMES = [
 
 
 def resaved(tmp_path: Path, **dump: Any) -> Path:
-    """The golden plan re-saved through json.dumps with the given options."""
+    """The v1 plan re-saved through json.dumps with the given options."""
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(json.loads(GOLDEN.read_text()), **dump) + "\n")
     return path
 
 
-def written(builder: PlanBuilder, errors: list[str] | None = None) -> bytes:
-    """The plan file a builder writes."""
-    out = io.BytesIO()
-    builder.write(out, errors)
-    return out.getvalue()
+def written(folder: Path, clusters: list[ClusterPlan], errors: list[str] | None = None) -> Path:
+    """plan.json and its decisions as the planner writes them, from ``clusters``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "plan.json"
+    with decisions_path(path, written=True).open("wb") as out:
+        builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [], out)
+        for plan in clusters:
+            builder.add(plan)
+    with path.open("wb") as plan_out:
+        builder.write(plan_out, errors)
+    return path
 
 
 def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
@@ -78,15 +80,41 @@ def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
     assert plan_json_schema() == json.loads(json.dumps(generated_schema()))
 
 
-def test_written_layout_puts_each_entry_on_a_line_of_its_own() -> None:
-    """The lists hold one entry a line, so grep and diff see one change a line."""
-    lines = GOLDEN.read_text().splitlines()
-    held = json.loads(GOLDEN.read_text())["held"]
+def test_plan_json_is_the_head_on_one_line_naming_its_decisions(tmp_path: Path) -> None:
+    """plan.json is one compact line without the lists; it names the decisions file beside
+    it by sha256 and count, and that file holds one record per snapshot, a change being a
+    record with a body."""
+    path = written(tmp_path, [hostile_plan("prod", "c1")])
+    text = path.read_bytes()
+    decisions = decisions_path(path)
 
-    entry_lines = [line for line in lines if line.startswith('    {"projectId":')]
+    assert text.count(b"\n") == 1
+    assert text.endswith(b"\n")
+    head = json.loads(text)
+    assert head["format"] == "retention-plan/v2"
+    assert not set(LISTS) & set(head)
+    assert decisions.name == "decisions.jsonl.zst"
+    assert head["decisions"] == {
+        "sha256": hashlib.sha256(decisions.read_bytes()).hexdigest(),
+        "records": 3,
+    }
+    records = [json.loads(line) for line in decision_lines(path)]
+    assert [r["snapshotId"] for r in records] == ["s1", "s2", "s3"]
+    assert all(r["grace"] == 86400 for r in records)
+    assert [c["snapshotId"] for c in read_list(path, "changes")] == [
+        r["snapshotId"] for r in records if r["body"] and not r["held"]
+    ]
 
-    assert len(held) > 1
-    assert [json.loads(line.rstrip(",")) for line in entry_lines] == held
+
+def test_a_plan_with_another_plans_decisions_is_refused(tmp_path: Path) -> None:
+    """Decisions whose digest or count is not the one plan.json names (another plan's,
+    a copy cut short) are refused by name before a change is taken from them."""
+    one = written(tmp_path / "one", [hostile_plan("prod", "c1")])
+    two = written(tmp_path / "two", [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    decisions_path(one).write_bytes(decisions_path(two).read_bytes())
+
+    with pytest.raises(PlanFileError, match=r"not the decisions of plan\.json \(6 records"):
+        list(read_list(one, "changes"))
 
 
 @pytest.mark.parametrize(
@@ -116,19 +144,25 @@ def test_a_plan_file_that_is_not_an_object_is_refused_by_name(tmp_path: Path) ->
 
 
 def test_a_malformed_entry_is_refused_naming_the_entry_and_field(tmp_path: Path) -> None:
-    """A change whose snapshot id is not an id (here "..") is refused with its index, its
-    snapshot and the field, before anything could use it."""
-    document = json.loads(GOLDEN.read_text())
-    document["held"][1]["snapshotId"] = ".."
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(document, indent=2))
+    """A change whose snapshot id is not an id (here "..") is refused with its line, its
+    snapshot and the field, before anything could use it; in a v1 plan with its index."""
+    path = written(tmp_path, [hostile_plan("prod", "c1")])
+    records = [json.loads(line) for line in decision_lines(path)]
+    records[1]["snapshotId"] = ".."
+    write_plan_files(path, read_head(path), records)
 
     with pytest.raises(
         PlanFileError,
-        match=r"held\[1\] \(snapshot \.\.\): snapshotId: '\.\.' is not an id a plan can "
-        "carry: it is a dot segment",
+        match=r"decisions.jsonl.zst: line 2 \(snapshot \.\.\): snapshotId: '\.\.' is not an "
+        "id a plan can carry: it is a dot segment",
     ):
-        list(read_list(path, "held"))
+        list(read_list(path, "changes"))
+    document = json.loads(GOLDEN.read_text())
+    document["held"][1]["snapshotId"] = ".."
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(document, indent=2))
+    with pytest.raises(PlanFileError, match=r"held\[1\] \(snapshot \.\.\): snapshotId"):
+        list(read_list(old, "held"))
 
 
 def test_holds_name_their_setting_and_older_plans_without_it_still_read(
@@ -182,22 +216,21 @@ def hostile_plan(name: str, cluster_id: str) -> ClusterPlan:
 def test_hostile_names_round_trip_byte_for_byte(tmp_path: Path) -> None:
     """Names from the API (placeholders, quotes, newlines, markup, 10 kB of unicode) come back
     from the file exactly, and writing what was read gives the same bytes."""
-    builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
-    for n, name in enumerate(HOSTILE_NAMES):
-        builder.add(hostile_plan(name, f"c{n:02d}"))
-    path = tmp_path / "plan.json"
-    path.write_bytes(written(builder, errors=HOSTILE_NAMES[:2]))
+    plans = [hostile_plan(name, f"c{n:02d}") for n, name in enumerate(HOSTILE_NAMES)]
+    path = written(tmp_path, plans, errors=HOSTILE_NAMES[:2])
 
     head = read_head(path)
     lists = {name: list(read_list(path, name)) for name in ("changes", "held", "advisory")}
     again = io.BytesIO()
-    write_plan(again, head, {k: [encode_line(c) for c in v] for k, v in lists.items()})
+    write_plan(again, head)
+    records = [r for r in read_decisions(decisions_path(path)) if r is not None]
 
     assert [c["name"] for c in head["clusters"]] == HOSTILE_NAMES
     assert sorted({c["clusterName"] for c in lists["changes"]}) == sorted(HOSTILE_NAMES)
     assert {c["policy"] for c in lists["changes"]} == set(HOSTILE_NAMES)
     assert head["errors"] == HOSTILE_NAMES[:2]
     assert again.getvalue() == path.read_bytes()
+    assert b"".join(encode_line(r) for r in records) == b"".join(decision_lines(path))
     jsonschema.validate(json.loads(path.read_bytes()), plan_json_schema())
 
 
@@ -230,9 +263,11 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
 
 
 def test_decisions_read_back_typed_and_a_cut_line_is_none(tmp_path: Path) -> None:
-    """decisions.jsonl reads back as typed records (timestamps as aware datetimes); a line cut
-    short by a kill reads as None, so a report can count it."""
+    """Decisions read back as typed records (timestamps as aware datetimes), compressed or
+    plain (v1); a line cut short or edited reads as None, so a report can count it."""
     plan = hostile_plan("prod", "c1")
+    compact = decisions_path(written(tmp_path, [plan]))
+    assert [r["snapshotId"] for r in read_decisions(compact) if r] == ["s1", "s2", "s3"]
     path = tmp_path / "decisions.jsonl"
     lines = b"".join(encode_line(decision_record(plan, d)) for d in plan.decisions)
     path.write_bytes(lines + b'{"projectId": "p1", "clu\n')
@@ -247,14 +282,21 @@ def test_decisions_read_back_typed_and_a_cut_line_is_none(tmp_path: Path) -> Non
     assert first["created"].utcoffset() == timedelta(0)
 
 
-def test_each_plan_keeps_its_own_decisions_file() -> None:
-    """plan.json's decisions are decisions.jsonl; any other NAME.json's are NAME.decisions.jsonl,
-    so two plans in one folder never share one."""
-    assert decisions_path(Path("r/plan.json")) == Path("r/decisions.jsonl")
-    assert decisions_path(Path("r/past.json")) == Path("r/past.decisions.jsonl")
+def test_each_plan_keeps_its_own_decisions_file(tmp_path: Path) -> None:
+    """plan.json's decisions are decisions.jsonl.zst, any other NAME.json's are
+    NAME.decisions.jsonl.zst, so two plans in one folder never share one; a v1 plan's plain
+    file is found when it is the only one there."""
+    assert decisions_path(tmp_path / "plan.json") == tmp_path / "decisions.jsonl.zst"
+    assert decisions_path(tmp_path / "past.json") == tmp_path / "past.decisions.jsonl.zst"
+    (tmp_path / "past.decisions.jsonl").write_text("")
+    assert decisions_path(tmp_path / "past.json") == tmp_path / "past.decisions.jsonl"
+    written_to = decisions_path(tmp_path / "past.json", written=True)
+    assert written_to == tmp_path / "past.decisions.jsonl.zst"
 
 
-def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -> None:
+def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary(
+    tmp_path: Path,
+) -> None:
     """A config server's change that a gate also holds is counted and listed one way,
     as advisory (it is never sent), in the cluster's counts, the lists and the summary."""
     now = datetime(2026, 11, 21, tzinfo=UTC)
@@ -265,19 +307,18 @@ def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary() -
     policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
     target = Target("p1", "h1", "cfg0", "config-server")
     plan = decide(target, snapshots, [policy], [], now=now, lease_for=timedelta(days=1))
-    builder = PlanBuilder(now, now, "https://om.test/api/public/v1.0", [])
-    builder.add(plan)
-
-    document = json.loads(written(builder))
+    path = written(tmp_path, [plan])
+    document = json.loads(path.read_bytes())
 
     assert plan.holds, "the fraction gate holds the config server's destructive changes"
     assert document["clusters"][0]["counts"]["action:advisory"] == 9
     assert "action:held" not in document["clusters"][0]["counts"]
     assert document["summary"]["byAction"] == {"advisory": 9}
-    assert (len(document["advisory"]), document["held"]) == (9, [])
+    assert len(list(read_list(path, "advisory"))) == 9
+    assert list(read_list(path, "held")) == list(read_list(path, "changes")) == []
 
 
-def test_the_plan_says_what_it_gives_back_and_from_when() -> None:
+def test_the_plan_says_what_it_gives_back_and_from_when(tmp_path: Path) -> None:
     """Each cluster and the summary carry the bytes the plan's destructive changes free
     (held ones apart) and the earliest time the service may delete one; the terminal
     summary says it in words."""
@@ -289,10 +330,7 @@ def test_the_plan_says_what_it_gives_back_and_from_when() -> None:
     ]
     policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
     plan = decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
-    builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
-    builder.add(plan)
-
-    document = json.loads(written(builder))
+    document = json.loads(written(tmp_path, [plan]).read_bytes())
     lines = summary_lines(document)
 
     assert document["clusters"][0]["bytesGivenBack"] == 3 * (3 << 30)
@@ -312,30 +350,3 @@ def test_the_plan_says_what_it_gives_back_and_from_when() -> None:
 def test_sizes_read_as_people_write_them(count: int, text: str) -> None:
     """Byte counts in binary units, one decimal."""
     assert size(count) == text
-
-
-_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**63 - 1)  # what JSON numbers in a plan can be
-    | st.text()
-    | st.datetimes(timezones=st.just(UTC)),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=12,
-)
-
-
-@given(st.lists(_JSON, max_size=4))
-def test_a_list_member_streamed_entry_by_entry_has_the_bytes_of_one_encoding(
-    entries: list[Any],
-) -> None:
-    """plan.json's list members of the head (``clusters``, which grows with the fleet) are
-    written an entry at a time in exactly the bytes encoding the whole list gives."""
-    streamed = io.BytesIO()
-    _write_member(streamed, "clusters", entries)
-
-    assert streamed.getvalue() == _member("clusters", entries)
-    if entries:
-        assert json.loads(b"{" + streamed.getvalue() + b"}")["clusters"] == json.loads(
-            orjson.dumps(entries, option=orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS)
-        )

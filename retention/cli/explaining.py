@@ -1,6 +1,6 @@
 """What ``retention explain`` prints: a snapshot's decision as the plan recorded it, then
 what every rule of every policy of its cluster did with it, traced again from the plan's
-own inputs (the cluster's snapshots in decisions.jsonl, the plan's evaluatedAt).
+own inputs (the cluster's snapshots in decisions.jsonl.zst, the plan's evaluatedAt).
 
 Only a policy whose file is the one the plan was made with (its sha256 in plan.json) is
 traced: for a changed or missing one a line says so and shows what the plan recorded, never
@@ -86,7 +86,7 @@ def analyse(
     policies: Policies,
 ) -> Analysis:
     """Trace ``record`` through the cluster's policies whose files are the plan's;
-    ``cluster`` holds the records of its cluster as decisions.jsonl has them (None for a
+    ``cluster`` holds the records of its cluster as decisions.jsonl.zst has them (None for a
     line that is not a valid record)."""
     entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
     names = entry["policies"] if entry is not None else []
@@ -256,14 +256,14 @@ def _hold_record_lines(records: list[HoldRecordEntry]) -> list[str]:
 
 
 def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | None) -> str | None:
-    """Why the cluster's snapshots cannot be rebuilt from decisions.jsonl, or None."""
+    """Why the cluster's snapshots cannot be rebuilt from decisions.jsonl.zst, or None."""
     if entry is None:
         return "plan.json has no entry for this cluster"
     valid = sum(r is not None for r in cluster)
     wanted = entry["counts"].get("snapshots", 0)
     if valid != wanted or valid != len(cluster):
         return (
-            f"decisions.jsonl holds {counted(valid, 'valid record')} of the cluster's "
+            f"decisions.jsonl.zst holds {counted(valid, 'valid record')} of the cluster's "
             f"{counted(wanted, 'snapshot')} "
             "(cut short or edited)"
         )

@@ -70,7 +70,7 @@ def plan(
 ) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
 
-    Writes plan.json and decisions.jsonl (one line per snapshot: what and why) and prints a
+    Writes plan.json and decisions.jsonl.zst (one line per snapshot: what and why) and prints a
     summary. Exit 0: plan written; 1: some clusters could not be walked; 3: a safety gate
     held destructive changes; 2: bad configuration or policies; 5: API unreachable.
 

@@ -47,7 +47,7 @@ def run_command(
 ) -> int:
     """Plan, check the safety gates, apply, and write the reports: what cron runs.
 
-    Each run writes reports/<UTC time>-<run id>/ with plan.json, decisions.jsonl,
+    Each run writes reports/<UTC time>-<run id>/ with plan.json, decisions.jsonl.zst,
     results.jsonl, report.html and report.md. Exit 0 done; 1 failures (a cluster could not
     be walked, a PATCH failed); 2 bad configuration or policies; 3 a safety gate held
     destructive changes; 4 another run holds the lock; 5 API unreachable or keys refused.

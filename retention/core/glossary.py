@@ -14,7 +14,7 @@ Entry = tuple[str, str]
 GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
     (
         "States",
-        "What the plan found a snapshot to be (`state` in decisions.jsonl).",
+        "What the plan found a snapshot to be (`state` in decisions.jsonl.zst).",
         (
             ("kept", "A keep rule of a matching policy keeps it (or min_keep does)."),
             ("protected", "A protect rule keeps it with doNotDelete: true, without expiry."),
@@ -273,7 +273,7 @@ def markdown() -> str:
         "# Glossary",
         "",
         "The words retention uses in its terminal output, report.html, report.md, plan.json "
-        "and decisions.jsonl, and what they mean. (Generated from `retention/core/glossary.py`: "
+        "and decisions.jsonl.zst, and what they mean. (Generated from `retention/core/glossary.py`: "
         "`python -m retention.report.glossary`.)",
     ]
     for title, intro, entries in GLOSSARY:

@@ -45,7 +45,9 @@ _BODY_MEMBERS: dict[str, frozenset[str]] = {
 }
 
 
-def plan_refusal(head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta) -> str | None:
+def plan_refusal(  # noqa: PLR0911 - one return per refusal, in the order they are judged
+    head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta
+) -> str | None:
     """Why a plan must not be applied at all (None: its head is fine)."""
     if head["format"] != FORMAT:
         return (

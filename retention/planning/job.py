@@ -1,9 +1,9 @@
 """Planning as a job: discover targets, walk them, decide, and write plan.json with
-decisions.jsonl beside it. The imperative shell around the pure retention.plan.
+decisions.jsonl.zst beside it. The imperative shell around the pure retention.plan.
 
 Clusters are decided as their walks finish, here or on worker processes
 (retention.planning.workers), and written in a fixed order: each cluster's decisions go straight
-to decisions.jsonl, so memory holds a few clusters at a time whatever the size of the fleet.
+to decisions.jsonl.zst, so memory holds a few clusters at a time whatever the size of the fleet.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def make_plan(
     ``workers``: processes that decide clusters while the walk goes on (retention.planning.workers).
 
     Three steps: survey the projects (alerts, discovery), walk and decide each target into
-    the builder (decisions.jsonl streams out as it goes), then write plan.json whole. Both
+    the builder (decisions.jsonl.zst streams out as it goes), then write plan.json whole. Both
     files are written under partial names and renamed when the plan is whole: a plan that
     stops half way (an error, a stop: StopRequestedError) leaves neither, and an earlier
     plan at ``plan_path`` stays as it was. The client's stop (``client.stop``) is looked at

@@ -1,5 +1,5 @@
 """Reports of a run: report.html and report.md, rendered from the run folder's plan.json,
-decisions.jsonl and results.jsonl (docs/plan-file.md lists the files of a run folder), and
+decisions.jsonl.zst and results.jsonl (docs/plan-file.md lists the files of a run folder), and
 the run's summary that its notice says.
 
     from retention.report import RunInfo, render_run

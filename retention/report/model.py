@@ -97,7 +97,7 @@ class ClusterRow:
 
     @property
     def key(self) -> tuple[str, str]:
-        """What identifies the cluster across plan.json, decisions.jsonl and results.jsonl."""
+        """What identifies the cluster across plan.json, decisions.jsonl.zst and results.jsonl."""
         return (self.project_id, self.cluster_id)
 
     @property

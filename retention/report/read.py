@@ -1,10 +1,9 @@
-"""Read a run folder into a ``ReportData``: plan.json, decisions.jsonl and results.jsonl.
+"""Read a run folder into a ``ReportData``: plan.json, decisions.jsonl.zst and results.jsonl.
 
-Each file is read through its model: plan.json and decisions.jsonl through
+Each file is read through its model: plan.json and decisions.jsonl.zst through
 retention.core.planfile's (runfolder/planread.py), results.jsonl through
 retention.core.runfiles' (runfolder/journal.py). Memory stays flat on large fleets (600k
-decisions): plan.json is read without its ``changes`` and ``held`` lists (decisions.jsonl
-carries the same decisions), the decisions are streamed once into per-cluster and per-day
+decisions): plan.json is the head alone, the decisions are streamed once into per-cluster and per-day
 aggregates, and only the decisions of the clusters that get a timeline, chosen from
 plan.json's counts before the stream starts, are kept.
 """
@@ -105,7 +104,7 @@ def _count(outcomes: Outcomes, record: ApplyOutcome, max_listed: int) -> None:
 
 
 class _DecisionScan:
-    """The one pass over decisions.jsonl: calendar, per-policy changes, timeline snapshots."""
+    """The one pass over decisions.jsonl.zst: calendar, per-policy changes, timeline snapshots."""
 
     def __init__(
         self,
@@ -310,7 +309,7 @@ def _policy_rows(head: PlanHead, clusters: list[ClusterRow]) -> dict[str, Policy
 
 
 def _scan(path: Path, scan: _DecisionScan, names: dict[str, str | None]) -> list[str]:
-    """Stream decisions.jsonl through ``scan`` and chart its calendar; return what could
+    """Stream decisions.jsonl.zst through ``scan`` and chart its calendar; return what could
     not be read, in words."""
     problems = []
     if path.exists():

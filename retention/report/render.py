@@ -210,7 +210,7 @@ class RenderedRun(NamedTuple):
 def render_run(
     run_dir: Path, run: RunInfo, formats: Sequence[str] = ("html", "markdown")
 ) -> RenderedRun:
-    """Write report.html and/or report.md into run_dir from its plan.json, decisions.jsonl and
+    """Write report.html and/or report.md into run_dir from its plan.json, decisions.jsonl.zst and
     results.jsonl; return their paths and the run's summary (for the notice: ``formats``
     may be empty, the summary is read all the same).
 

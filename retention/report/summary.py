@@ -260,7 +260,7 @@ class Deletion:
 
     count: int
     expires_from: datetime | None  # the earliest expiry among them
-    bytes: int | None  # None: unknown (decisions.jsonl could not be read)
+    bytes: int | None  # None: unknown (decisions.jsonl.zst could not be read)
     as_planned: bool  # True: the plan's figures, nothing was sent
 
 
