@@ -273,7 +273,8 @@ def markdown() -> str:
         "# Glossary",
         "",
         "The words retention uses in its terminal output, report.html, report.md, plan.json "
-        "and decisions.jsonl.zst, and what they mean. (Generated from `retention/core/glossary.py`: "
+        "and decisions.jsonl.zst, and what they mean. "
+        "(Generated from `retention/core/glossary.py`: "
         "`python -m retention.report.glossary`.)",
     ]
     for title, intro, entries in GLOSSARY:
