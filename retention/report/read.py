@@ -4,8 +4,8 @@ Each file is read through its model: plan.json and decisions.jsonl.zst through
 retention.core.planfile's (runfolder/planread.py), results.jsonl through
 retention.core.runfiles' (runfolder/journal.py). Memory stays flat on large fleets (600k
 decisions): plan.json is the head alone, and the decisions are streamed once into
-per-cluster and per-day aggregates, and only the decisions of the clusters that get a timeline, chosen from
-plan.json's counts before the stream starts, are kept.
+per-cluster and per-day aggregates, and only the decisions of the clusters that get a
+timeline, chosen from plan.json's counts before the stream starts, are kept.
 """
 
 from __future__ import annotations
