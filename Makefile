@@ -86,6 +86,8 @@ bench: $(COMPILED)/.built
 	$(BENCH) benchmarks/plan_memory.py
 	$(BENCH) benchmarks/fleet.py
 	$(BENCH) benchmarks/apply.py
+	$(BENCH) benchmarks/footprint.py
+	$(BIN)/python benchmarks/suite.py
 	$(BENCH) benchmarks/table.py
 
 bench-sim: $(COMPILED)/.built

@@ -1,6 +1,6 @@
 """The tables of `make bench`, from benchmarks/results/*.json (written by the benchmarks it
-ran), in the shape of the README's performance section: first the five speed goals (goals() below)
-with their status, then every measurement behind them.
+ran), in the shape of the README's performance section: first the goals (goals() below) with
+their status, then every measurement behind them.
 
     .venv/bin/python benchmarks/table.py
 """
@@ -28,7 +28,7 @@ def status(met: bool | None) -> str:
 
 
 def goals() -> list[tuple[str, str, str, str]]:
-    """(goal, measured, target, status) for the five goals, from the latest results."""
+    """(goal, measured, target, status) for each goal, from the latest results."""
     fleet, memory, apply = load("fleet"), load("plan_memory"), load("apply")
     out: list[tuple[str, str, str, str]] = []
     if fleet:
@@ -94,6 +94,29 @@ def goals() -> list[tuple[str, str, str, str]]:
         )
     else:
         out.append(("forecast (benchmarks/forecast.py)", "", "", status(None)))
+    if footprint := load("footprint"):
+        per, goal = footprint["bytes_per_snapshot"], footprint["goal_bytes_per_snapshot"]
+        out.append(
+            (
+                f"disk: a dry run's folder, {footprint['clusters']:,} bench clusters, all files",
+                f"{per} bytes a snapshot",
+                f"<= {goal} bytes",
+                status(per <= goal and footprint["exit"] in (0, 3)),
+            )
+        )
+    else:
+        out.append(("disk (benchmarks/footprint.py)", "", "", status(None)))
+    if suite := load("suite"):
+        out.append(
+            (
+                "make test on this machine",
+                f"{suite['seconds']} s" + ("" if suite["exit"] == 0 else " (it failed)"),
+                f"< {suite['goal_seconds']} s",
+                status(suite["exit"] == 0 and suite["seconds"] < suite["goal_seconds"]),
+            )
+        )
+    else:
+        out.append(("make test (benchmarks/suite.py)", "", "", status(None)))
     return out
 
 
@@ -179,7 +202,7 @@ def main() -> None:
     print("|---|---|")
     for measurement, result in table:
         print(f"| {measurement} | {result} |")
-    names = ("core", "parse", "fleet", "apply", "plan_memory")
+    names = ("core", "parse", "fleet", "apply", "plan_memory", "forecast", "footprint", "suite")
     machines = {r["machine"] for n in names if (r := load(n))}
     print("\nmachine: " + "; ".join(sorted(machines)))
 
