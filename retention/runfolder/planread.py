@@ -24,7 +24,7 @@ from typing import IO, Any, cast
 
 import orjson
 import zstandard
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from retention.core.ids import id_problem
 from retention.core.planfile import (
@@ -36,6 +36,7 @@ from retention.core.planfile import (
     OLD_FORMAT,
     Change,
     DecisionRecord,
+    DecisionsEntry,
     ListName,
     PlanHead,
 )
@@ -46,6 +47,8 @@ from retention.runfolder.planrecords import change_record
 
 # Blocks read from a decisions file: large, as the writer's.
 READ_BLOCK = 1 << 20
+_NO_BODY = b'"body":null'
+DECISIONS_ENTRY = TypeAdapter(DecisionsEntry)
 
 # ---- reading ---------------------------------------------------------------------------
 
@@ -148,9 +151,29 @@ def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change
     yield from heapq.merge(read_list(path, "changes"), released, key=order)
 
 
+# How planwrite starts a v2 plan.json: the format is its first member.
+_V2_START = orjson.dumps({"format": FORMAT})[:-1]
+
+
 def _format(path: Path) -> str:
-    """The plan's format, from the start of the file (a v2 plan.json is one line)."""
+    """The plan's format: from the first bytes of a plan.json written by this version,
+    else from its head, validated."""
+    with path.open("rb") as start:
+        if start.read(len(_V2_START)) == _V2_START:
+            return FORMAT
     return read_head(path)["format"]
+
+
+def _decisions_entry(path: Path) -> DecisionsEntry:
+    """The plan's ``decisions`` member, validated (the rest of the head is not: its readers
+    validate it; this spares a second validation of a large head)."""
+    value = _whole(path).get("decisions")
+    if value is None:
+        raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
+    try:
+        return DECISIONS_ENTRY.validate_python(value)
+    except ValidationError as exc:
+        raise _problem(f"{path}: decisions", exc) from None
 
 
 def _cluster_changes(path: Path) -> Iterator[list[tuple[ListName, Change]]]:
@@ -167,7 +190,11 @@ def _numbered_change(
     path: Path, n: int, line: bytes
 ) -> tuple[ListName, Change, tuple[str, str]] | None:
     """The change of the decision on line ``n`` (with its list, and its cluster's kind and
-    id), or None when it has none; PlanFileError naming the line when it is not valid."""
+    id), or None when it has none; PlanFileError naming the line when it is not valid.
+    A line without a body is passed over unparsed: most are, and the file's digest already
+    says it is the plan's (encode_line writes ``"body":null``, which no JSON string holds)."""
+    if _NO_BODY in line:
+        return None
     where = f"{decisions_path(path)}: line {n + 1}"
     try:
         record = DECISION.validate_json(line)
@@ -190,11 +217,8 @@ def _numbered_change(
 def _checked_lines(path: Path) -> Iterator[bytes]:
     """The lines of a v2 plan's decisions, checked at the end against the digest and count
     its head gives (PlanFileError: another plan's decisions, or a file cut short)."""
-    head = read_head(path)
-    expected = head.get("decisions")
+    expected = _decisions_entry(path)
     decisions = decisions_path(path)
-    if expected is None:
-        raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
     digest, count = hashlib.sha256(), 0
     try:
         with decisions.open("rb") as raw:
