@@ -15,6 +15,7 @@ import pytest
 
 from retention import __version__, cli, entry
 from retention.errors import AuthenticationError, ConfigError, ResponseInfo
+from retention.runfolder.planread import read_list
 from tests.support.journal import intent_lines, outcome_lines
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -87,10 +88,17 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     names = sorted(p.name for p in run_dir.iterdir())
     document = json.loads((run_dir / "plan.json").read_text())
     results = outcome_lines(run_dir / "results.jsonl")
+    changes = list(read_list(run_dir / "plan.json", "changes"))
     assert code == 0
-    assert names == ["decisions.jsonl", "plan.json", "report.html", "report.md", "results.jsonl"]
+    assert names == [
+        "decisions.jsonl.zst",
+        "plan.json",
+        "report.html",
+        "report.md",
+        "results.jsonl",
+    ]
     assert document["summary"]["clusters"] == 13  # 10 clusters and 3 legacy config servers
-    assert len(results) == len(document["changes"]) > 0
+    assert len(results) == len(changes) > 0
     assert all(line["outcome"] == "applied" for line in results)
     # Each PATCH was journalled ahead: its intent line stands before its outcome.
     assert len(intent_lines(run_dir / "results.jsonl")) == len(results)

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from retention import cli
+from retention.runfolder.folder import decisions_path
+from retention.runfolder.planread import decision_lines
 from retention.simulator.fleet import build_fleet
 from retention.simulator.server import Simulator
 from tests.support.simfleet import running
@@ -84,9 +86,8 @@ def repo(demo: Simulator, tmp_path: Path, folder: Path, monkeypatch: pytest.Monk
 
 
 def kept(plan: Path) -> dict[str, bool]:
-    """Whether each snapshot of a plan's decisions.jsonl is kept (left as a restore point)."""
-    lines = plan.with_name("decisions.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
+    """Whether each snapshot of a plan's decisions is kept (left as a restore point)."""
+    records = [json.loads(line) for line in decision_lines(decisions_path(plan))]
     return {r["snapshotId"]: r["state"] in KEPT and not r["destructive"] for r in records}
 
 

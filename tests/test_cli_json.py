@@ -4,6 +4,7 @@ stdout that a script can parse, `plan --out -` prints the plan itself, and --con
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 
 from retention import cli
 from retention.ops.clock import Clock, system_clock
+from retention.runfolder.folder import DECISIONS
+from retention.runfolder.planread import decision_lines
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
 from tests.support.jsoncommands import json_stream
@@ -71,7 +74,8 @@ def test_plan_out_dash_writes_the_plan_to_stdout_and_the_summary_to_stderr(
     [kept] = list((folder / "reports").glob("*/plan.json"))
     assert code == 0
     assert json.loads(kept.read_text()) == plan
-    assert (kept.parent / "decisions.jsonl").is_file()
+    decisions = (kept.parent / DECISIONS).read_bytes()
+    assert plan["decisions"]["sha256"] == hashlib.sha256(decisions).hexdigest()
     assert "Plan:" in err  # the summary, out of the pipe's way
     assert f"Saved {kept}" in err
 
@@ -126,7 +130,7 @@ def test_explain_json_has_the_decision_and_every_rule(
     rule with whether it kept the snapshot and, if not, why."""
     config = write_config(folder, sim.base_url)
     _, plan = document(capsys, "--config", str(config), "plan", clock=sim.clock.now)
-    decisions = Path(plan["decisionsPath"]).read_text().splitlines()
+    decisions = list(decision_lines(Path(plan["decisionsPath"])))
     kept = next(json.loads(x) for x in decisions if json.loads(x)["state"] == "kept")
 
     code, doc = document(

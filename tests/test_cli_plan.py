@@ -3,6 +3,7 @@ environment, the simulator as the API. Exit codes as docs/commands.md lists them
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from retention import cli
 from retention.cli.summary import summary_lines
 from retention.config.policyfiles import load_policies
 from retention.planning.job import make_plan
+from retention.runfolder.planread import decision_lines
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
 from retention.walk.inventory import ProjectTargets
@@ -59,7 +61,8 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_plan_writes_plan_and_decisions_and_summary(
     sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """plan writes a valid plan.json and decisions.jsonl in reports/ and prints the summary."""
+    """plan writes a valid plan.json and decisions.jsonl.zst (a record per snapshot, the
+    plan's digest and count) in reports/ and prints the summary."""
     config = write_config(tmp_path, sim.base_url)
 
     code = cli.main(
@@ -70,10 +73,16 @@ def test_plan_writes_plan_and_decisions_and_summary(
     [plan_path] = (tmp_path / "reports").glob("*/plan.json")
     document = json.loads(plan_path.read_text())
     jsonschema.validate(document, plan_json_schema())
-    decisions = plan_path.with_name("decisions.jsonl").read_text().splitlines()
+    written = plan_path.with_name("decisions.jsonl.zst").read_bytes()
+    decisions = list(decision_lines(plan_path.with_name("decisions.jsonl.zst")))
     assert code == 0
+    assert document["format"] == "retention-plan/v2"
     assert document["evaluatedAt"] == "2026-11-21T12:00:00Z"
     assert document["summary"]["snapshots"] == len(decisions) == 1234 + 5 + 2 + 3
+    assert document["decisions"] == {
+        "sha256": hashlib.sha256(written).hexdigest(),
+        "records": len(decisions),
+    }
     assert "Plan: " in out
     assert "prod-big" in out
     assert f"Saved {plan_path}" in out

@@ -25,6 +25,7 @@ from retention.ops.metrics import RunMetrics, write_textfile
 from retention.report import RunInfo, render_reports
 from retention.report.model import NOT_SENT
 from retention.runfolder.schema import plan_json_schema
+from tests.support.planfiles import write_plan_files
 
 ROOT = Path(__file__).parent.parent
 USER_FACING = [
@@ -123,8 +124,9 @@ def test_every_word_the_plan_and_the_executor_use_has_an_entry() -> None:
 def test_the_report_carries_the_glossary(tmp_path: Path) -> None:
     """report.html has a "Words used here" section with every term and its meaning."""
     scenario = ROOT / "tests" / "scenarios" / "steady_state_mixed_fleet"
-    for name in ("plan.json", "decisions.jsonl"):
-        (tmp_path / name).write_bytes((scenario / f"expected.{name}").read_bytes())
+    head = json.loads((scenario / "expected.plan.json").read_text())
+    lines = (scenario / "expected.decisions.jsonl").read_text().splitlines()
+    write_plan_files(tmp_path / "plan.json", head, map(json.loads, lines))
     now = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
     (page,) = render_reports(tmp_path, RunInfo("1a2b3c4d", "dry-run", now, now, 0, "0"), ["html"])
     html = page.read_text(encoding="utf-8")

@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from retention.api.endpoints import PATCH_SNAPSHOT, build_path
 from retention.core.ids import MAX_ID_LENGTH, carries, id_problem
-from retention.core.planfile import CHANGE
+from retention.core.planfile import CHANGE, DECISION
 from retention.runfolder.schema import plan_json_schema
 
 CARRIED = [
@@ -61,22 +61,64 @@ IDS = st.one_of(
 )
 
 
-def _id_schema() -> dict[str, Any]:
-    """The shipped schema's definition of a change's snapshot id."""
-    schema: dict[str, Any] = plan_json_schema()["$defs"]["Change"]["properties"]["snapshotId"]
-    return schema
+# The ids the shipped schema constrains (a plan puts them in a path): a decision's project
+# and cluster, named in apply's PATCH, and the head's projects and clusters' projects. A
+# decision's snapshot id is any text there (a decision is written for every snapshot);
+# the model checks it where it becomes a change, below.
+ID_FIELDS = [
+    ("DecisionRecord", "projectId"),
+    ("DecisionRecord", "clusterId"),
+    ("ClusterEntry", "projectId"),
+    ("ProjectEntry", "projectId"),
+]
 
 
-SCHEMA = jsonschema.Draft202012Validator(_id_schema())
+def _id_schemas() -> list[dict[str, Any]]:
+    """The shipped schema's definitions of the ids of ID_FIELDS, in that order."""
+    defs: dict[str, Any] = plan_json_schema()["$defs"]
+    return [defs[name]["properties"][field] for name, field in ID_FIELDS]
+
+
+SCHEMAS = [jsonschema.Draft202012Validator(s) for s in _id_schemas()]
+
+
+def _schema_accepts(value: str) -> bool:
+    """Whether the shipped schema takes ``value`` as each id of ID_FIELDS; an AssertionError
+    when the fields disagree."""
+    answers = {v.is_valid(value) for v in SCHEMAS}
+    assert len(answers) == 1, f"the schema's id fields disagree on {value!r}"
+    return answers.pop()
+
+
+def _accepts(adapter: TypeAdapter[Any], field: str, value: str) -> bool:
+    """Whether the plan file's model (``adapter``) takes ``value`` as ``field``."""
+    try:
+        adapter.validate_python({field: value})
+    except ValidationError as exc:
+        return not any(e["loc"] == (field,) for e in exc.errors())
+    return True
 
 
 def _model_accepts(value: str) -> bool:
-    """Whether the plan file's model takes ``value`` as a change's snapshot id."""
-    try:
-        CHANGE.validate_python({"snapshotId": value})
-    except ValidationError as exc:
-        return not any(e["loc"] == ("snapshotId",) for e in exc.errors())
-    return True
+    """Whether the plan file's model takes ``value`` as a decision's cluster id and as the
+    snapshot id of a change (what the reader checks of each decision that carries a body);
+    an AssertionError when the two disagree."""
+    cluster = _accepts(DECISION, "clusterId", value)
+    snapshot = _accepts(CHANGE, "snapshotId", value)
+    assert cluster is snapshot, f"the model's ids disagree on {value!r}"
+    return cluster
+
+
+def test_every_id_the_schema_constrains_is_one_definition() -> None:
+    """The shipped schema constrains a decision's project and cluster ids and the head's
+    project ids with one definition (their titles aside), bounded and patterned."""
+    untitled = [{k: v for k, v in s.items() if k != "title"} for s in _id_schemas()]
+
+    assert all(s == untitled[0] for s in untitled)
+    assert untitled[0]["maxLength"] == MAX_ID_LENGTH
+    assert untitled[0]["minLength"] == 1
+    assert "pattern" in untitled[0]
+    assert "not" in untitled[0]
 
 
 @pytest.mark.parametrize("value", CARRIED)
@@ -105,7 +147,7 @@ def test_the_rule_the_model_and_the_schema_agree_on_the_examples(value: str) -> 
 
     assert carries(value) is carried
     assert _model_accepts(value) is carried
-    assert SCHEMA.is_valid(value) is carried
+    assert _schema_accepts(value) is carried
 
 
 @given(IDS)
@@ -116,7 +158,7 @@ def test_the_rule_the_model_and_the_schema_agree_on_any_text(value: str) -> None
 
     assert carries(value) is carried
     assert _model_accepts(value) is carried
-    assert SCHEMA.is_valid(value) is carried
+    assert _schema_accepts(value) is carried
 
 
 @given(st.text(min_size=1, max_size=40).filter(carries))

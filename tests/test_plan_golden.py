@@ -1,10 +1,18 @@
 """Golden plans, one per scenario folder under tests/scenarios (named for what they show):
 the simulator serves the scenario's fleet with its clock frozen, the planner plans it with
-the scenario's policies, and plan.json and decisions.jsonl must equal the expected files
-byte for byte. `pytest --update-golden` rewrites them (review the diff before committing)."""
+the scenario's policies, and its files must equal the expected files byte for byte.
+
+The plan is written in format v2: plan.json is the head on one line, and
+decisions.jsonl.zst holds every decision, compressed. So that a review can read them, the
+golden files are not those bytes: expected.plan.json is the head pretty-printed, its
+``decisions.sha256`` checked against the real decisions file and then replaced by a
+placeholder (the digest of compressed bytes would only say "something changed"), and
+expected.decisions.jsonl is the decisions decompressed, one line each.
+`pytest --update-golden` rewrites them (review the diff before committing)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,14 +23,18 @@ import pytest
 
 from retention.config.policyfiles import load_policies
 from retention.planning.job import PlanResult, make_plan
+from retention.runfolder.planrecords import change_record
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import ProjectTargets
 from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.planfiles import decision_lines
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 KEY = "golden-secret"
+# What expected.plan.json says in place of the digest of the compressed decisions.
+DIGEST = "<sha256 of decisions.jsonl.zst>"
 
 
 def plan_scenario(name: str, out: Path) -> tuple[PlanResult, str]:
@@ -58,14 +70,26 @@ def normalised(text: str, base_url: str) -> str:
     )
 
 
+def golden_head(result: PlanResult, base_url: str) -> str:
+    """plan.json (the head) as expected.plan.json holds it: normalised, pretty-printed, with
+    its digest of the decisions file checked against that file and then replaced by DIGEST."""
+    head = json.loads(normalised(result.plan_path.read_text(), base_url))
+    decisions = result.decisions_path.read_bytes()
+    assert head["decisions"]["sha256"] == hashlib.sha256(decisions).hexdigest()
+    head["decisions"]["sha256"] = DIGEST
+    return json.dumps(head, indent=2) + "\n"
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir()))
 def test_plan_equals_golden(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The plan and the decisions of a scenario equal its expected files, byte for byte."""
     result, base_url = plan_scenario(name, tmp_path)
     jsonschema.validate(json.loads(result.plan_path.read_text()), plan_json_schema())
+    assert result.decisions_path == tmp_path / "decisions.jsonl.zst"
+    lines = b"".join(decision_lines(result.plan_path)).decode()
     got = {
-        "expected.plan.json": normalised(result.plan_path.read_text(), base_url),
-        "expected.decisions.jsonl": normalised(result.decisions_path.read_text(), base_url),
+        "expected.plan.json": golden_head(result, base_url),
+        "expected.decisions.jsonl": normalised(lines, base_url),
     }
     for filename, text in got.items():
         expected = SCENARIOS / name / filename
@@ -75,10 +99,28 @@ def test_plan_equals_golden(name: str, tmp_path: Path, request: pytest.FixtureRe
         assert text == expected.read_text(), f"{name}/{filename} differs from the golden file"
 
 
+def records_of(name: str) -> list[Any]:
+    """The expected decision records of a scenario, in plan order."""
+    lines = (SCENARIOS / name / "expected.decisions.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
 def decisions_of(name: str) -> dict[str, dict[str, object]]:
     """The expected decisions of a scenario by snapshot id."""
-    lines = (SCENARIOS / name / "expected.decisions.jsonl").read_text().splitlines()
-    return {d["snapshotId"]: d for d in map(json.loads, lines)}
+    return {d["snapshotId"]: d for d in records_of(name)}
+
+
+def lists_of(name: str) -> dict[str, list[Any]]:
+    """The expected changes of a scenario by the list a reader puts them in (changes, held,
+    advisory): each record with an action and a body made a change entry, as
+    retention.runfolder.planread derives them (here in the decisions' order)."""
+    lists: dict[str, list[Any]] = {"changes": [], "held": [], "advisory": []}
+    for r in records_of(name):
+        if r["action"] == "none" or r["body"] is None:
+            continue
+        listed = "advisory" if r["advisory"] else "held" if r["held"] else "changes"
+        lists[listed].append(change_record(r, r["grace"]))
+    return lists
 
 
 def test_steady_state_decisions_follow_the_table() -> None:
@@ -105,7 +147,7 @@ def test_steady_state_decisions_follow_the_table() -> None:
     )
     assert d["legacy-1"]["state"] == "unmatched"
     assert (d["cfg-1"]["action"], d["cfg-1"]["advisory"]) == ("protect", True)
-    plan = json.loads((SCENARIOS / "steady_state_mixed_fleet" / "expected.plan.json").read_text())
+    plan = lists_of("steady_state_mixed_fleet")
     assert [c["snapshotId"] for c in plan["advisory"]] == ["cfg-1"]
     assert "cfg-1" not in [c["snapshotId"] for c in plan["changes"]]
     assert all(x["action"] == "none" or x["body"] for x in d.values())
@@ -117,11 +159,13 @@ def test_first_run_is_held_by_the_fraction_and_the_alert() -> None:
         (SCENARIOS / "first_run_held_by_safety_gates" / "expected.plan.json").read_text()
     )
     holds = {c["name"]: [h["kind"] for h in c["holds"]] for c in plan["clusters"]}
+    lists = lists_of("first_run_held_by_safety_gates")
 
     assert holds["prod-history"] == ["max_expire_fraction"]
     assert holds["prod-alerted"] == ["alert"]
-    assert all(c["action"] in ("shorten", "delete") for c in plan["held"])
-    assert all(c["action"] not in ("shorten", "delete") for c in plan["changes"])
+    assert lists["held"]
+    assert all(c["action"] in ("shorten", "delete") for c in lists["held"])
+    assert all(c["action"] not in ("shorten", "delete") for c in lists["changes"])
 
 
 def test_min_keep_and_release_protection() -> None:
@@ -155,9 +199,7 @@ def test_each_change_names_the_policy_behind_it() -> None:
     """An unkept snapshot's change names the cluster's policies (their verdict, not a gate);
     only a snapshot min_keep brought back is the safety gate's."""
     d = decisions_of("min_keep_and_release_protection")
-    plan = json.loads(
-        (SCENARIOS / "min_keep_and_release_protection" / "expected.plan.json").read_text()
-    )
+    plan = lists_of("min_keep_and_release_protection")
     policy_of = {c["snapshotId"]: c["policy"] for c in plan["changes"]}
 
     assert (d["s-3"]["policies"], policy_of["s-3"]) == (["scratch"], "scratch")

@@ -89,7 +89,7 @@ def test_a_plan_written_before_notices_still_reads_and_rewrites(tmp_path: Path) 
 
     head = read_head(path)
     out = io.BytesIO()
-    write_plan(out, head, {})
+    write_plan(out, head)
     render_reports(tmp_path, RunInfo("r1", "plan", NOW, NOW, 0, __version__))
 
     assert "notices" not in head

@@ -1,7 +1,7 @@
 """The run reports (retention.report): report.html and report.md rendered from a run folder.
 
 Run folders are built here by hand with the real plan writer (PlanBuilder), so plan.json and
-decisions.jsonl have exactly the production format; the HTML is read back with the standard
+decisions.jsonl.zst have exactly the production format; the HTML is read back with the standard
 library's html.parser, never with string matching alone.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,7 +31,9 @@ from retention.core.snapshot import SnapshotPatch
 from retention.report import RunInfo, render_reports, render_run
 from retention.report.read import change_rows
 from retention.report.render import html_text, summary_markdown
+from retention.runfolder.folder import RunFolder, decisions_path
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
+from tests.support.planfiles import write_plan_files
 from tests.support.reportpage import ReportPage
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -137,9 +138,14 @@ def write_run(
     results: Sequence[dict[str, Any]] | None = None,
     errors: Sequence[str] = (),
 ) -> Path:
-    """A run folder: plan.json and decisions.jsonl as the planner writes them, results.jsonl."""
+    """A run folder: plan.json and decisions.jsonl.zst as the planner writes them,
+    results.jsonl."""
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "decisions.jsonl").open("wb") as out, (folder / "plan.json").open("wb") as plan:
+    run = RunFolder(folder)
+    with (
+        decisions_path(run.plan, written=True).open("wb") as out,
+        run.plan.open("wb") as plan,
+    ):
         builder = PlanBuilder(
             evaluated_at=NOW,
             created_at=NOW,
@@ -242,11 +248,13 @@ def render(folder: Path, run: RunInfo | None = None) -> tuple[Page, str]:
 
 
 def scenario_run(tmp_path: Path) -> Path:
-    """The steady-state scenario's golden plan and decisions as a dry-run folder."""
+    """The steady-state scenario's golden plan and decisions as a dry-run folder (a valid
+    plan: the golden head with the digest of the records written beside it)."""
     folder = tmp_path / "run"
     folder.mkdir()
-    shutil.copy(SCENARIO / "expected.plan.json", folder / "plan.json")
-    shutil.copy(SCENARIO / "expected.decisions.jsonl", folder / "decisions.jsonl")
+    head = json.loads((SCENARIO / "expected.plan.json").read_text())
+    lines = (SCENARIO / "expected.decisions.jsonl").read_text().splitlines()
+    write_plan_files(RunFolder(folder).plan, head, map(json.loads, lines))
     return folder
 
 
@@ -696,7 +704,7 @@ def test_render_reports_writes_only_the_formats_asked(tmp_path: Path) -> None:
         render_reports(folder, info(), formats=["html", "pdf"])
     assert not (folder / "report.html").exists()
     assert sorted(p.name for p in folder.iterdir()) == [
-        "decisions.jsonl",
+        "decisions.jsonl.zst",
         "plan.json",
         "report.md",
     ]

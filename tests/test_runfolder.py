@@ -47,7 +47,7 @@ def test_a_run_folder_names_each_of_its_files() -> None:
     assert folder.run_id == "1a2b3c4d"
     assert [p.name for p in (folder.plan, folder.decisions, folder.results)] == [
         "plan.json",
-        "decisions.jsonl",
+        "decisions.jsonl.zst",
         "results.jsonl",
     ]
     assert (folder.undo.name, folder.interrupted.name) == ("undo.json", "interrupted.json")
@@ -55,7 +55,7 @@ def test_a_run_folder_names_each_of_its_files() -> None:
         "report.html",
         "report.md",
     )
-    assert decisions_path(Path("r/review.json")) == Path("r/review.decisions.jsonl")
+    assert decisions_path(Path("r/review.json")) == Path("r/review.decisions.jsonl.zst")
     assert partial_path(folder.plan).name == "plan.json.partial"
 
 

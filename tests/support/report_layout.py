@@ -9,7 +9,7 @@ page and returns what it found.
 
 from __future__ import annotations
 
-import shutil
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +24,7 @@ from retention.simulator.store import Fleet
 from retention.walk.inventory import ProjectTargets
 from tests.support.browser import Page
 from tests.support.client import PUBLIC_KEY, make_client
+from tests.support.planfiles import write_plan_files
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 POLICIES = Path(__file__).parent.parent.parent / "policies"  # the shipped examples
@@ -58,11 +59,13 @@ LONG_NAMES = FleetShape(
 
 
 def steady_state_run(folder: Path) -> Path:
-    """report.html of the steady-state scenario's golden plan, rendered into ``folder``."""
+    """report.html of the steady-state scenario's golden plan, rendered into ``folder``
+    (written as a valid plan: the golden head, its records and their digest)."""
     scenario = SCENARIOS / "steady_state_mixed_fleet"
     folder.mkdir(parents=True)
-    shutil.copy(scenario / "expected.plan.json", folder / "plan.json")
-    shutil.copy(scenario / "expected.decisions.jsonl", folder / "decisions.jsonl")
+    head = json.loads((scenario / "expected.plan.json").read_text())
+    lines = (scenario / "expected.decisions.jsonl").read_text().splitlines()
+    write_plan_files(folder / "plan.json", head, map(json.loads, lines))
     return _render(folder)
 
 
