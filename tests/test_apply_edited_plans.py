@@ -8,7 +8,7 @@ PATCH it sent is safe."""
 
 from __future__ import annotations
 
-import io
+import copy
 from collections.abc import Iterator
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
@@ -24,19 +24,20 @@ from pydantic import ValidationError
 from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
-from retention.core.planfile import CHANGE, Change, PlanHead, clusters_by_key
+from retention.core.planfile import CHANGE, DecisionRecord, PlanHead, clusters_by_key
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import parse_timestamp
 from retention.errors import ApiError, PlanFileError
 from retention.lifecycle.jobs import apply_saved
 from retention.planning.job import make_plan
-from retention.runfolder.planread import read_decisions, read_head, read_list
-from retention.runfolder.planwrite import encode_line, write_plan
+from retention.runfolder.planread import read_decisions, read_head
+from retention.runfolder.planrecords import change_record
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
 from retention.walk.inventory import ProjectTargets
 from tests.support.client import PUBLIC_KEY
 from tests.support.examples import examples
+from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.simfleet import KEY, client_for
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -80,7 +81,8 @@ def fleet(now: datetime = NOW) -> Fleet:
 
 
 class Planned:
-    """The simulator and one real plan of its fleet, made at NOW."""
+    """The simulator and one real plan of its fleet, made at NOW: its head and its decision
+    records, which the examples edit."""
 
     def __init__(self, sim: Simulator, folder: Path) -> None:
         self.sim = sim
@@ -92,8 +94,13 @@ class Planned:
                 plan_path=folder / "plan.json",
             )  # fmt: skip
         self.head: PlanHead = read_head(made.plan_path)
-        self.changes = list(read_list(made.plan_path, "changes"))
         decisions = [d for d in read_decisions(made.decisions_path) if d is not None]
+        self.records: list[DecisionRecord] = decisions
+        # The records written back unedited are the plan's decisions, byte for byte: an
+        # edited plan differs from the real one by its edits alone.
+        same = write_plan_files(folder / "same.json", self.head, decisions)
+        assert decision_lines(same) == decision_lines(made.plan_path)
+        assert any(is_change(d) for d in decisions)
         self.kept = {
             d["snapshotId"] for d in decisions if d["state"] in ("kept", "protected", "manual-hold")
         }
@@ -104,6 +111,12 @@ class Planned:
             and (d["observed"]["expires"] or NOW) > NOW + timedelta(days=5)
         ]  # fmt: skip
         self.held = [d for d in decisions if d["state"] == "manual-hold"]
+
+
+def is_change(record: DecisionRecord) -> bool:
+    """Whether a decision record is an entry of the plan's changes (what apply sends)."""
+    patches = record["action"] != "none" and record["body"] is not None
+    return patches and not record["advisory"] and not record["held"]
 
 
 @pytest.fixture(scope="module")
@@ -128,52 +141,51 @@ EDITS = (
 )
 
 
-def edit(kind: str, change: Change, planned: Planned, pick: int) -> list[Change]:
-    """``change`` after an edit of ``kind`` (a list: a duplicate or an added entry makes two)."""
-    c: Any = {**change, "body": dict(change["body"]), "observed": dict(change["observed"])}
+def edit(kind: str, records: list[Any], n: int, planned: Planned, pick: int) -> None:
+    """Edit ``records`` in place: the change of record ``n`` (or, for an added change, the
+    record of a snapshot the plan left alone) as ``kind`` says; a duplicate adds a record."""
+    c = records[n]
     if kind == "past-expiry" and "expires" in c["body"]:
         c["body"]["expires"] = NOW - timedelta(days=2)
     elif kind == "protect-with-expires":
         c["action"], c["body"] = "protect", {"doNotDelete": True, "expires": NOW + GRACE}
     elif kind == "shorten-kept" and planned.far:
-        # A change added for a kept snapshot the plan leaves alone: an "extend" to a day
+        # A change made of a kept snapshot the plan leaves alone: an "extend" to a day
         # sooner than it has (still beyond the lease, so the entry checks pass).
         d = planned.far[pick % len(planned.far)]
         has = d["observed"]["expires"]
         assert has is not None
-        added: Any = {
-            **c, "clusterId": d["clusterId"], "clusterName": d["clusterName"],
-            "snapshotId": d["snapshotId"], "action": "extend", "destructive": False,
-            "observed": dict(d["observed"]), "body": {"expires": has - timedelta(days=1)},
-        }  # fmt: skip
-        return [change, added]
+        for r in _records_of(records, d):
+            r.update(action="extend", destructive=False, held=None, advisory=False)
+            r["body"] = {"expires": has - timedelta(days=1)}
     elif kind == "other-cluster":
         c["clusterId"] = B if c["clusterId"] == A else A
     elif kind == "config-server":
         c["clusterId"] = CFG
     elif kind == "duplicate":
-        return [c, dict(c)]
+        records.insert(n + 1, copy.deepcopy(c))
     elif kind == "release" and planned.held:
-        # A change added that lifts a hold no policy of the cluster allows lifting.
+        # A change made of a hold no policy of the cluster allows lifting.
         d = planned.held[pick % len(planned.held)]
-        lifting: Any = {
-            **c, "clusterId": d["clusterId"], "clusterName": d["clusterName"],
-            "snapshotId": d["snapshotId"], "action": "release", "destructive": True,
-            "observed": dict(d["observed"]),
-            "body": {"doNotDelete": False, "expires": NOW + GRACE},
-        }  # fmt: skip
-        return [change, lifting]
+        for r in _records_of(records, d):
+            r.update(action="release", destructive=True, held=None, advisory=False)
+            r["body"] = {"doNotDelete": False, "expires": NOW + GRACE}
     elif kind == "dot-dot":
         c["snapshotId"] = ".."
-    return [c]
 
 
-def write(path: Path, head: PlanHead, changes: list[Change]) -> None:
-    """A plan file with ``changes`` in the planner's order (project, cluster, snapshot)."""
-    ordered = sorted(changes, key=lambda c: (c["projectId"], c["clusterId"], c["snapshotId"]))
-    out = io.BytesIO()
-    write_plan(out, head, {"changes": [encode_line(c) for c in ordered]})
-    path.write_bytes(out.getvalue())
+def _records_of(records: list[Any], decision: DecisionRecord) -> list[Any]:
+    """The records of ``decision``'s snapshot still in ``records`` (an earlier edit may have
+    moved it, or duplicated it)."""
+    key = (decision["clusterId"], decision["snapshotId"])
+    return [r for r in records if (r["clusterId"], r["snapshotId"]) == key]
+
+
+def write(path: Path, head: PlanHead, records: list[Any]) -> None:
+    """A v2 plan of ``head`` and ``records`` in the planner's order (project, kind,
+    cluster; a cluster's records in the order they came), its digest theirs."""
+    ordered = sorted(records, key=lambda r: (r["projectId"], r["kind"], r["clusterId"]))
+    write_plan_files(path, head, ordered)
 
 
 def when(text: str) -> datetime:
@@ -195,21 +207,22 @@ def test_no_edit_of_a_plan_makes_apply_break_an_invariant(
     than send time + grace, no kept snapshot shortened, no doNotDelete lifted."""
     sim = planned.sim
     sim.admin("reset", {})
-    changes = list(planned.changes)
+    records: list[Any] = copy.deepcopy(planned.records)
     for kind in data.draw(st.lists(st.sampled_from(EDITS), max_size=4), label="edits"):
-        n = data.draw(st.sampled_from(range(len(changes))), label=f"{kind} of")
+        changes = [i for i, r in enumerate(records) if is_change(r)]
+        n = data.draw(st.sampled_from(changes), label=f"{kind} of")
         pick = data.draw(st.integers(0, 100), label="pick")
         if kind == "moved-on":
             # Someone set an expiry in the past on the snapshot after the plan was made.
-            c = changes[n]
+            c = records[n]
             with client_for(sim) as api, suppress(ApiError):  # edited ids may not exist
                 cluster = c["clusterId"]
                 api.patch_snapshot(P, cluster, c["snapshotId"], SnapshotPatch.expire_at(NOW))
             continue
-        changes[n : n + 1] = edit(kind, changes[n], planned, pick)
+        edit(kind, records, n, planned, pick)
     before = len(sim.admin("patches")["patches"])
     plan = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.json"
-    write(plan, planned.head, changes)
+    write(plan, planned.head, records)
 
     with client_for(sim) as api:
         refused = _apply(api, plan, tmp_path / "reports")
@@ -239,8 +252,11 @@ def test_no_edit_of_a_plan_makes_apply_break_an_invariant(
 
 def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanHead, journal: Path) -> None:
     """Send an edited plan's changes through the executor without the entry checks, as a
-    bug in them would: only the check before each PATCH stands between them and the API."""
-    raw = orjson.loads(plan.read_bytes())["changes"]
+    bug in them would: only the check before each PATCH stands between them and the API.
+    The changes are made from the plan's decision records as the reader makes them."""
+    records = [orjson.loads(line) for line in decision_lines(plan)]
+    raw = [change_record(r, r["grace"]) for r in records if is_change(r)]
+    raw.sort(key=lambda c: (c["projectId"], c["clusterId"], c["snapshotId"]))
     # Entries the model accepts are typed as a reader would give them; the others go raw.
     changes: list[Any] = [_typed(c) for c in raw]
     out = Journal(journal, lambda: NOW)

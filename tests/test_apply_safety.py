@@ -21,6 +21,7 @@ from retention.ops.clock import Clock
 from retention.runfolder.planread import read_head, read_list
 from retention.simulator.server import Simulator
 from tests.support.journal import intent_lines, outcome_lines
+from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.simfleet import NOW, SMALL, P, client_for, clock_at, running, small_fleet
 
 # The sim fixture (tests/support/simfleet.running) freezes the simulator's clock at NOW, and the
@@ -52,6 +53,13 @@ def configure(folder: Path, base_url: str, *, release: bool = False) -> None:
 def retention(*args: str, clock: Clock) -> int:
     """Run the command line as a user would, in the current folder, at ``clock``'s time."""
     return cli.main(list(args), clock=clock)
+
+
+def is_change(record: dict[str, Any]) -> bool:
+    """Whether a decision record is an entry of the plan's ``changes`` (a patch, neither
+    held nor advisory)."""
+    listed = record["action"] != "none" and record["body"] is not None
+    return listed and not record["held"] and not record["advisory"]
 
 
 def patches(sim: Simulator) -> list[dict[str, Any]]:
@@ -129,15 +137,17 @@ def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
     assert code == 3
     assert sorted(p.name for p in folder.iterdir()) == sorted([*before, "reports"])
-    assert "mine.decisions.jsonl" in before
+    assert "mine.decisions.jsonl.zst" in before
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "decisions.jsonl",
+        "decisions.jsonl.zst",
         "plan.json",
         "report.html",
         "report.md",
         "results.jsonl",
     ]
     assert (run_dir / "plan.json").read_bytes() == (folder / "mine.json").read_bytes()
+    copied = (run_dir / "decisions.jsonl.zst").read_bytes()
+    assert copied == (folder / "mine.decisions.jsonl.zst").read_bytes()
     results = outcome_lines(run_dir / "results.jsonl")
     assert len([r for r in results if r["outcome"] == "applied"]) == len(patches(sim)) > 0
     assert len(intent_lines(run_dir / "results.jsonl")) == len(patches(sim))
@@ -147,8 +157,8 @@ def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
 def test_a_cluster_named_like_a_placeholder_round_trips_through_plan_and_apply(
     folder: Path,
 ) -> None:
-    """A cluster named "@@changes@@" (names come from the API) stays a name: the plan file
-    keeps its changes list, and apply sends the cluster's changes."""
+    """A cluster named "@@changes@@" (names come from the API) stays a name: the plan's
+    changes read back whole with that name, and apply sends the cluster's changes."""
     fleet = small_fleet(NOW)
     fleet.projects[P].clusters[SMALL].name = "@@changes@@"
     with running(lambda _now: fleet) as sim:
@@ -156,14 +166,16 @@ def test_a_cluster_named_like_a_placeholder_round_trips_through_plan_and_apply(
         assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
         plan = json.loads((folder / "plan.json").read_text())
         names = {c["name"] for c in plan["clusters"]}
+        changes = list(read_list(folder / "plan.json", "changes"))
 
         assert retention("apply", "plan.json", clock=sim.clock.now) == 3
 
         sent = patches(sim)
     assert "@@changes@@" in names
-    assert isinstance(plan["changes"], list)
-    assert {c["clusterName"] for c in plan["changes"]} >= {"@@changes@@"}
-    assert SMALL in {p["clusterId"] for p in sent}
+    assert "changes" not in plan  # the head alone: the changes are in its decisions
+    named = sorted(c["snapshotId"] for c in changes if c["clusterName"] == "@@changes@@")
+    assert named
+    assert sorted(p["snapshotId"] for p in sent if p["clusterId"] == SMALL) == named
 
 
 def test_a_malformed_entry_refuses_the_whole_plan_before_any_request(
@@ -173,18 +185,21 @@ def test_a_malformed_entry_refuses_the_whole_plan_before_any_request(
     reaches the API (not even the first of the other changes)."""
     configure(folder, sim.base_url)
     assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
-    document = json.loads((folder / "plan.json").read_text())
-    document["changes"][-1]["snapshotId"] = ".."
-    (folder / "plan.json").write_text(json.dumps(document, indent=2))
+    plan_path = folder / "plan.json"
+    records = [json.loads(line) for line in decision_lines(plan_path)]
+    # The last change in the decisions file: every other change comes before it.
+    last = max(n for n, r in enumerate(records) if is_change(r))
+    records[last]["snapshotId"] = ".."
+    write_plan_files(plan_path, json.loads(plan_path.read_bytes()), records)
     requests_before = sim.admin("counters")["requests"]
     capsys.readouterr()
 
     code = retention("apply", "plan.json", clock=sim.clock.now)
 
     err = capsys.readouterr().err
-    last = len(document["changes"]) - 1
+    entry = f"decisions.jsonl.zst: line {last + 1} (snapshot ..)"
     assert code == 2
-    assert f"changes[{last}] (snapshot ..): snapshotId: '..' is not an id a plan can carry" in err
+    assert f"{entry}: snapshotId: '..' is not an id a plan can carry" in err
     assert sim.admin("counters")["requests"] == requests_before
     assert patches(sim) == []
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 from retention.api.client import OpsManagerClient
@@ -17,7 +18,7 @@ from retention.config.policyfiles import load_policies
 from retention.core.planfile import Change, ListName, clusters_by_key
 from retention.core.policy.loader import PolicySet
 from retention.core.snapshot import SnapshotPatch
-from retention.errors import LockHeldError, UsageError
+from retention.errors import LockHeldError, PlanFileError, UsageError
 from retention.lifecycle.jobs import apply_saved, run_job
 from retention.ops.lock import run_lock
 from retention.planning.job import make_plan
@@ -25,6 +26,7 @@ from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator
 from retention.walk.inventory import ProjectTargets
 from tests.support.journal import outcome_lines
+from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
 
 POLICY = """\
@@ -242,7 +244,8 @@ def test_faults_do_not_change_the_end_state(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        ({"format": "retention-plan/v0"}, "not a retention-plan/v1 plan"),
+        ({"format": "retention-plan/v0"}, "not a retention-plan/v2 plan"),
+        ({"format": "retention-plan/v1"}, "of format retention-plan/v1, written by an older"),
         ({"baseUrl": "https://elsewhere.example/api/public/v1.0"}, "was made against"),
         (
             {"createdAt": "2026-11-19T12:00:00Z", "evaluatedAt": "2026-11-19T12:00:00Z"},
@@ -269,6 +272,71 @@ def test_saved_plans_that_cannot_be_applied_safely_are_refused(
             concurrency=2, now=lambda: NOW,
         )  # fmt: skip
 
+    assert sim.admin("patches") == {"patches": []}
+
+
+def test_a_plan_written_by_an_older_retention_is_refused_before_any_request(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """A plan of format v1 (its lists in plan.json, its decisions plain in decisions.jsonl)
+    is refused with the advice to plan again, and no request reaches the API."""
+    planned = make_plan(
+        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+    )  # fmt: skip
+    plan_path = planned.plan_path
+    head = json.loads(plan_path.read_bytes())
+    lists = {name: list(read_list(plan_path, name)) for name in ("changes", "held", "advisory")}
+    assert lists["changes"]  # a v1 plan with something to send
+    lines = decision_lines(plan_path)
+    del head["decisions"]
+    old = {**head, "format": "retention-plan/v1", **lists}
+    plan_path.write_bytes(orjson.dumps(old, option=orjson.OPT_INDENT_2 | orjson.OPT_UTC_Z))
+    (tmp_path / "run" / "decisions.jsonl").write_bytes(b"".join(lines))
+    (tmp_path / "run" / "decisions.jsonl.zst").unlink()
+    assert list(read_list(plan_path, "changes")) == lists["changes"]  # it reads as a plan
+    requests = sim.admin("counters")["requests"]
+    assert requests > 0
+
+    with pytest.raises(UsageError, match="of format retention-plan/v1, written by an older"):
+        apply_saved(
+            api, plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
+            concurrency=2, now=lambda: NOW,
+        )  # fmt: skip
+
+    assert sim.admin("counters")["requests"] == requests
+    assert sim.admin("patches") == {"patches": []}
+
+
+def test_a_plan_with_another_plans_decisions_is_refused_before_any_request(
+    sim: Simulator, api: OpsManagerClient, tmp_path: Path
+) -> None:
+    """When decisions.jsonl.zst is not the one plan.json names (its sha256 differs: here
+    the record of a snapshot left as it is says another size, so every change it holds is
+    one apply could send), apply refuses the plan and sends nothing."""
+    planned = make_plan(
+        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
+        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
+    )  # fmt: skip
+    plan_path = planned.plan_path
+    head = json.loads(plan_path.read_bytes())
+    records = [json.loads(line) for line in decision_lines(plan_path)]
+    [first] = [r for r in records if r["action"] == "none"][:1]
+    first["storageBytes"] += 1
+    other = tmp_path / "other" / "plan.json"
+    other.parent.mkdir()
+    write_plan_files(other, head, records)
+    decisions = plan_path.with_name("decisions.jsonl.zst")
+    decisions.write_bytes(other.with_name("decisions.jsonl.zst").read_bytes())
+    requests = sim.admin("counters")["requests"]
+
+    with pytest.raises(PlanFileError, match=r"not the decisions of plan.json .*: plan again"):
+        apply_saved(
+            api, plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
+            concurrency=2, now=lambda: NOW,
+        )  # fmt: skip
+
+    assert sim.admin("counters")["requests"] == requests
     assert sim.admin("patches") == {"patches": []}
 
 

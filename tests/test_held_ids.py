@@ -12,14 +12,15 @@ from retention.cli.summary import summary_lines
 from retention.config.policyfiles import load_policies
 from retention.core.decide import decide
 from retention.core.model import SnapshotView, Target
-from retention.core.planfile import CHANGE, DECISION
+from retention.core.planfile import DECISION
 from retention.core.policy.spec import KeepSpec
 from retention.forecasting.job import forecast_fleet
 from retention.ops.stopping import Stop
 from retention.planning.job import make_plan
+from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_head, read_list
 from retention.runfolder.planrecords import decision_record
-from retention.runfolder.planwrite import PlanBuilder, encode_cluster
+from retention.runfolder.planwrite import EncodedCluster, PlanBuilder, encode_cluster
 from retention.walk.inventory import ProjectTargets
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
 from tests.support.planning import loaded_policy
@@ -35,9 +36,17 @@ def view(sid: str, hours: int, expires_in: timedelta = 30 * DAY) -> SnapshotView
     return SnapshotView(sid, NOW - timedelta(hours=hours), True, False, NOW + expires_in)
 
 
-def lines(blob: bytes) -> list[bytes]:
-    """The JSON lines of an encoded list."""
-    return [line for line in blob.split(b"\n") if line]
+def written_plan(folder: Path, cluster: EncodedCluster) -> Path:
+    """plan.json and its decisions in ``folder``, of the one encoded cluster, as the planner
+    writes them."""
+    plan_path = folder / "plan.json"
+    builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
+    with decisions_path(plan_path, written=True).open("wb") as decisions:
+        builder.decisions_out = decisions
+        builder.add_encoded(cluster)
+    with plan_path.open("wb") as out:
+        builder.write(out)
+    return plan_path
 
 
 def test_a_cluster_whose_id_cannot_be_carried_is_held_and_decides_nothing() -> None:
@@ -67,7 +76,9 @@ def test_an_unmanaged_config_server_with_such_an_id_is_held_with_its_id_escaped(
     assert "\x1b" not in hold.reason
 
 
-def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_cluster() -> None:
+def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_cluster(
+    tmp_path: Path,
+) -> None:
     """The odd snapshot keeps its state but gets no change and a reason; the cluster gets an
     id hold, its destructive changes are held, and its extension still goes."""
     snapshots = [
@@ -78,7 +89,7 @@ def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_clus
 
     plan = decide(Target("p1", "c1", "prod-rs"), snapshots, [POLICY], [], now=NOW, lease_for=DAY)
     by_id = {d.snapshot.id: d for d in plan.decisions}
-    encoded = encode_cluster(plan)
+    plan_path = written_plan(tmp_path, encode_cluster(plan))
 
     [hold] = plan.holds
     assert hold.kind == "id"
@@ -88,12 +99,8 @@ def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_clus
     assert odd.reasons[-1]["rule"] == "id"
     assert (by_id["older"].action, by_id["older"].held) == ("shorten", hold.reason)
     assert (by_id["newest"].action, by_id["newest"].held) == ("extend", None)
-    assert [
-        CHANGE.validate_json(line)["snapshotId"] for line in lines(encoded.lists["changes"])
-    ] == ["newest"]
-    assert [CHANGE.validate_json(line)["snapshotId"] for line in lines(encoded.lists["held"])] == [
-        "older"
-    ]
+    assert [c["snapshotId"] for c in read_list(plan_path, "changes")] == ["newest"]
+    assert [c["snapshotId"] for c in read_list(plan_path, "held")] == ["older"]
     assert DECISION.validate_python(decision_record(plan, odd))["snapshotId"] == "a/b"
 
 
@@ -185,11 +192,8 @@ def test_the_terminal_summary_names_the_held_id_with_its_control_characters_esca
     the summary's table and hold line, written with \\x1b, never the raw character."""
     odd = "c\x1b]0;pwned\x07"
     builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
-    try:
-        builder.add(decide(Target("p1", odd, odd), [], [POLICY], [], now=NOW, lease_for=DAY))
-        head = builder.head()
-    finally:
-        builder.close()
+    builder.add(decide(Target("p1", odd, odd), [], [POLICY], [], now=NOW, lease_for=DAY))
+    head = builder.head()
 
     lines = summary_lines(head)
 

@@ -21,6 +21,7 @@ import click
 
 from retention.cli import cli
 from retention.simulator.server import Simulator
+from tests.support.planfiles import decision_lines
 from tests.support.simfleet import P
 
 
@@ -69,7 +70,7 @@ class Stage:
 
 def _explain(stage: Stage) -> list[Invocation]:
     stage.main(["plan", "--out", "plan.json"])
-    line = (stage.folder / "decisions.jsonl").read_text().splitlines()[0]
+    line = decision_lines(stage.folder / "plan.json")[0]
     snapshot = json.loads(line)["snapshotId"]
     return [
         Invocation(["explain", snapshot, "--plan", "plan.json"], 0),
