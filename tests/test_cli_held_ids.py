@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimProject, SimSnapshot
 from tests.support.client import credentials
 from tests.support.planfiles import decision_lines
-from tests.support.simfleet import KEY
+from tests.support.simfleet import KEY, NOW
 
 P = "5e2211c17a3e5a48f5497d10"
 ODD = "5e4e/../../../alerts"
@@ -87,7 +87,7 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
     exits 3, and names the odd id in its summary's hold and warning lines, report.md and
     plan.json, which validates against the schema. A cluster with one odd snapshot id is
     walked, and held instead of refused: nothing of it is shortened."""
-    now = datetime.now(UTC)
+    now = NOW
     fleet = [
         cluster("5e4e593f70dfbf1e2f6e1d50", "prod-a", ["a0", "a1", "a2"], now),
         cluster(ODD, "alerts-prod", ["o0", "o1"], now),
@@ -142,7 +142,7 @@ def test_unusual_ids_are_carried_encoded_and_patched_through_plan_and_apply(
     """Cluster and snapshot ids with spaces, ':', '@', '%', '+' and unicode are planned,
     accepted by apply from the saved plan, and reach the simulator each as its own path
     segment: every PATCH names exactly the ids the fleet has."""
-    now = datetime.now(UTC)
+    now = NOW
     fleet = [
         cluster("a b", "spaced", ["keep me", "ü", "50%"], now),
         cluster("x:y@z", "punctuated", ["new", "%41b", "a+b=c"], now),
