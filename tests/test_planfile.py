@@ -350,3 +350,29 @@ def test_the_plan_says_what_it_gives_back_and_from_when(tmp_path: Path) -> None:
 def test_sizes_read_as_people_write_them(count: int, text: str) -> None:
     """Byte counts in binary units, one decimal."""
     assert size(count) == text
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)  # what JSON numbers in a plan can be
+    | st.text()
+    | st.datetimes(timezones=st.just(UTC)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(st.lists(_JSON, max_size=4), st.lists(st.text(), max_size=3))
+def test_plan_json_written_member_by_member_has_the_bytes_of_one_encoding(
+    clusters: list[Any], errors: list[str]
+) -> None:
+    """plan.json is written a member and a list entry at a time (``clusters`` grows with
+    the fleet) in exactly the bytes one compact encoding of the whole head gives."""
+    head: dict[str, Any] = {"format": "retention-plan/v2", "clusters": clusters, "errors": errors}
+    streamed = io.BytesIO()
+    write_plan(streamed, head)  # type: ignore[arg-type] # a head reduced to three members
+
+    whole = {**head, "notices": []}
+    ordered = {k: whole[k] for k in ("format", "clusters", "notices", "errors")}
+    assert streamed.getvalue() == encode_line(ordered)
