@@ -344,6 +344,15 @@ def generated_schema() -> dict[str, Any]:
     }
 
 
+def list_of(record: DecisionRecord) -> ListName | None:
+    """Which kind of change a decision is: ``advisory`` (a config server's, never sent),
+    ``held`` (a gate holds it) or ``changes`` (apply sends it); None without a change.
+    The one rule the writer counts by and the reader lists by."""
+    if record["action"] == "none" or record["body"] is None:
+        return None
+    return "advisory" if record["advisory"] else "held" if record["held"] else "changes"
+
+
 def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
     """A plan's clusters by (project, cluster id)."""
     return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}

@@ -39,6 +39,7 @@ from retention.core.planfile import (
     DecisionsEntry,
     ListName,
     PlanHead,
+    list_of,
 )
 from retention.core.wording import printable
 from retention.errors import PlanFileError
@@ -182,15 +183,16 @@ def _cluster_changes(path: Path) -> Iterator[list[tuple[ListName, Change]]]:
     count (PlanFileError when it is not this plan's)."""
     records = (_numbered_change(path, n, line) for n, line in enumerate(_checked_lines(path)))
     changes = (found for found in records if found is not None)
-    for _key, group in itertools.groupby(changes, key=lambda f: (f[1]["projectId"], f[2])):
+    for _cluster, group in itertools.groupby(changes, key=operator.itemgetter(2)):
         yield sorted(((listed, c) for listed, c, _ in group), key=lambda f: f[1]["snapshotId"])
 
 
 def _numbered_change(
     path: Path, n: int, line: bytes
-) -> tuple[ListName, Change, tuple[str, str]] | None:
-    """The change of the decision on line ``n`` (with its list, and its cluster's kind and
-    id), or None when it has none; PlanFileError naming the line when it is not valid.
+) -> tuple[ListName, Change, tuple[str, str, str]] | None:
+    """The change of the decision on line ``n`` (with its list, and its cluster's project,
+    kind and id), or None when it has none; PlanFileError naming the line when it is not
+    valid.
     A line without a body is passed over unparsed: most are, and the file's digest already
     says it is the plan's (encode_line writes ``"body":null``, which no JSON string holds)."""
     if _NO_BODY in line:
@@ -200,9 +202,8 @@ def _numbered_change(
         record = DECISION.validate_json(line)
     except ValidationError as exc:
         raise _problem(where, exc) from None
-    if record["action"] == "none" or record["body"] is None:
+    if (listed := list_of(record)) is None:
         return None
-    listed: ListName = "advisory" if record["advisory"] else "held" if record["held"] else "changes"
     if "grace" not in record:
         raise PlanFileError(where, "grace: missing (a change needs its cluster's grace)")
     raw = change_record(record, record["grace"])
@@ -211,7 +212,7 @@ def _numbered_change(
     except ValidationError as exc:
         named = f" (snapshot {printable(str(record['snapshotId']))})"
         raise _problem(where + named, exc) from None
-    return listed, change, (record["kind"], record["clusterId"])
+    return listed, change, (record["projectId"], record["kind"], record["clusterId"])
 
 
 def _checked_lines(path: Path) -> Iterator[bytes]:

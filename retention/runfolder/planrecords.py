@@ -95,7 +95,7 @@ def change_record(record: DecisionRecord, grace: int) -> Change:
 
 
 def cluster_entry(
-    plan: ClusterPlan, counts: dict[str, int], entries: Mapping[str, list[Change]]
+    plan: ClusterPlan, counts: dict[str, int], entries: Mapping[str, list[DecisionRecord]]
 ) -> ClusterEntry:
     """The cluster's entry in plan.json's ``clusters``: what it is, its holds and errors,
     ``counts`` of its snapshots, and what the ``entries`` of its lists give back or hold."""
@@ -159,5 +159,5 @@ def hold_record_entry(plan: ClusterPlan, view: HoldRecordView) -> HoldRecordEntr
     }
 
 
-def _bytes(changes: list[Change]) -> int:
+def _bytes(changes: list[DecisionRecord]) -> int:
     return sum(c["storageBytes"] or 0 for c in changes if c["destructive"])

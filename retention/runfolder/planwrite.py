@@ -28,14 +28,14 @@ from retention.core.model import ClusterPlan
 from retention.core.planfile import (
     FORMAT,
     LISTS,
-    Change,
     ClusterEntry,
+    DecisionRecord,
     HoldRecordEntry,
     PlanHead,
     Summary,
+    list_of,
 )
 from retention.runfolder.planrecords import (
-    change_record,
     cluster_entry,
     decision_record,
     hold_record_entry,
@@ -124,7 +124,8 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     # later cost 2.4 us a line (allocation of blocks above pymalloc's 512 bytes), against
     # 0.1 us to copy each into a buffer and let it go.
     decisions = bytearray()
-    entries: dict[str, list[Change]] = {name: [] for name in LISTS}
+    # The decisions of each kind of change: what the cluster's entry sums (bytes, expiries).
+    entries: dict[str, list[DecisionRecord]] = {name: [] for name in LISTS}
     # Snapshots by state and by action (held and advisory ones counted apart), in the pass
     # that encodes them.
     counts: dict[str, int] = {"snapshots": len(plan.decisions)}
@@ -135,10 +136,9 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
         decisions += encode_line(record)
         state = "state:" + d.state
         counts[state] = counts.get(state, 0) + 1
-        if (listed := d.listed_as) is not None:
-            into = listed if listed in ("held", "advisory") else "changes"
-            entries[into].append(change_record(record, grace))
-            action = "action:" + listed
+        if (into := list_of(record)) is not None:
+            entries[into].append(record)
+            action = f"action:{d.listed_as}"
             counts[action] = counts.get(action, 0) + 1
     key = (t.project_id, t.kind, t.cluster_id)
     summary = cluster_entry(plan, counts, entries)
