@@ -295,17 +295,11 @@ def test_a_plan_written_by_an_older_retention_is_refused_before_any_request(
     (tmp_path / "run" / "decisions.jsonl").write_bytes(b"".join(lines))
     (tmp_path / "run" / "decisions.jsonl.zst").unlink()
     assert list(read_list(plan_path, "changes")) == lists["changes"]  # it reads as a plan
-    requests = sim.admin("counters")["requests"]
-    assert requests > 0
+    assert sim.admin("counters")["requests"] > 0
 
-    with pytest.raises(UsageError, match="of format retention-plan/v1, written by an older"):
-        apply_saved(
-            api, plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
-            concurrency=2, now=lambda: NOW,
-        )  # fmt: skip
-
-    assert sim.admin("counters")["requests"] == requests
-    assert sim.admin("patches") == {"patches": []}
+    refused_before_any_request(
+        sim, api, plan_path, tmp_path, "of format retention-plan/v1, written by an older"
+    )
 
 
 def test_a_plan_with_another_plans_decisions_is_refused_before_any_request(
@@ -328,9 +322,20 @@ def test_a_plan_with_another_plans_decisions_is_refused_before_any_request(
     write_plan_files(other, head, records)
     decisions = plan_path.with_name("decisions.jsonl.zst")
     decisions.write_bytes(other.with_name("decisions.jsonl.zst").read_bytes())
+
+    refused_before_any_request(
+        sim, api, plan_path, tmp_path, r"not the decisions of plan.json .*: plan again"
+    )
+
+
+def refused_before_any_request(
+    sim: Simulator, api: OpsManagerClient, plan_path: Path, tmp_path: Path, message: str
+) -> None:
+    """Apply ``plan_path``: it must be refused with ``message`` (exit 2) and no request may
+    reach the simulator."""
     requests = sim.admin("counters")["requests"]
 
-    with pytest.raises(PlanFileError, match=r"not the decisions of plan.json .*: plan again"):
+    with pytest.raises(PlanFileError, match=message):
         apply_saved(
             api, plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
             concurrency=2, now=lambda: NOW,

@@ -11,9 +11,8 @@ from pathlib import Path
 import orjson
 
 from retention import cli
-from retention.runfolder.folder import RunFolder
+from retention.runfolder.folder import RunFolder, made_at
 from retention.runfolder.journal import read_apply_journal
-from retention.runfolder.prune import made_at
 from retention.simulator.schedule import SimSchedule
 from retention.simulator.server import Simulator
 from retention.simulator.store import Fleet, SimCluster, SimProject, SimSnapshot

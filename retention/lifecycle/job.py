@@ -125,6 +125,10 @@ class Job(Protocol[R]):
     def notifies(self) -> bool:
         """Whether its ending is notified (``notify:`` in retention.yaml)."""
 
+    @property
+    def prunes(self) -> bool:
+        """Whether reports.keep prunes the reports folder at its end."""
+
     def check(self) -> None:
         """Refuse what the command line gave, before the configuration is read."""
 

@@ -39,6 +39,7 @@ class _PlanEnding:
     ``JobResult``."""
 
     notifies = True
+    prunes = False
 
     def check(self) -> None:
         """Nothing to check before the configuration."""
@@ -133,6 +134,8 @@ class RunJob(_PlanEnding):
 
     dry_run: bool = False
     shard: Shard | None = None
+    # What cron runs prunes after itself (dry runs too: a scheduled audit fills the disk).
+    prunes = True
 
     @property
     def mode(self) -> Mode:
@@ -225,6 +228,7 @@ class UndoJob:
     dry_run: bool = False
     shard: None = None
     notifies = False
+    prunes = False
 
     @property
     def mode(self) -> Mode:

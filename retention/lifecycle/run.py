@@ -34,9 +34,6 @@ from retention.ops.stopping import Stop, on_signals
 from retention.report.model import RunInfo
 from retention.runfolder.prune import Pruned
 
-# The jobs at whose end reports.keep prunes: what cron runs (a dry run's folders pile up too).
-PRUNING = ("run", "dry-run")
-
 
 def load(
     config_path: str | Path | None, *, clock: Clock = system_clock, require_credentials: bool = True
@@ -76,7 +73,7 @@ def run_lifecycle(job: Job[R], setup: Setup | None = None) -> Ended[R]:
                     progress.close()
             formats = config.reports.formats
             ended = conclude(job, result, started, formats, clock, notifier=metrics.notifier)
-            if job.mode in PRUNING and config.reports.keep is not None:
+            if job.prunes and config.reports.keep is not None:
                 ended = replace(
                     ended, pruned=_prune(config.reports.dir, config.reports.keep, clock)
                 )

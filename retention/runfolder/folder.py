@@ -9,9 +9,10 @@ folder (retention.ops.lock names them).
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -36,6 +37,20 @@ INTERRUPTED = "interrupted.json"
 REPORTS = {"html": "report.html", "markdown": "report.md"}
 # A file is written under this suffix and renamed when whole, so a reader never meets half.
 PARTIAL = ".partial"
+# A run folder's name: its UTC start time, then a run id of 8 hex digits.
+_TIME = "%Y%m%dT%H%M%SZ"
+_NAME = re.compile(r"(\d{8}T\d{6}Z)-[0-9a-f]{8}")
+
+
+def made_at(name: str) -> datetime | None:
+    """The UTC time in a run folder's name, or None when the name is not a run folder's."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        return None
+    try:
+        return datetime.strptime(match.group(1), _TIME).replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def partial_path(path: Path) -> Path:
@@ -66,7 +81,7 @@ class RunFolder:
     @classmethod
     def new(cls, reports: Path, now: datetime) -> RunFolder:
         """A fresh run folder under ``reports``, ``<UTC time>-<run id>`` (not yet made)."""
-        return cls(reports / f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}")
+        return cls(reports / f"{now.strftime(_TIME)}-{secrets.token_hex(4)}")
 
     @property
     def run_id(self) -> str:

@@ -1,30 +1,28 @@
 """Pruning a reports folder: the facts of each run folder in it, and their removal
 (retention.core.pruning decides which go).
 
-Only folders named as RunFolder.new names them (``<UTC time>-<8 hex digits>``) are looked
-at: anything else in reports.dir (the locks, a user's own files) is never touched. A folder
-is first renamed to a hidden name and then deleted, so a reader never meets half a folder,
-and a deletion cut short is finished by the next prune.
+Only folders named as RunFolder.new names them (``<UTC time>-<8 hex digits>``,
+folder.made_at) are looked at: anything else in reports.dir (the locks, a user's own
+files) is never touched. A folder is first renamed to a hidden name and then deleted, so a
+reader never meets half a folder, and a deletion cut short is finished by the next prune.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from retention.core.pruning import FolderFacts, Verdict
 from retention.core.restore import in_doubt, paired, restorations
 from retention.core.wording import counted
-from retention.runfolder.folder import RunFolder
+from retention.runfolder.folder import RunFolder, made_at
 from retention.runfolder.journal import read_apply_journal
 
 log = logging.getLogger("retention.prune")
 
-NAME = re.compile(r"(\d{8}T\d{6}Z)-[0-9a-f]{8}")
 # A folder being removed: renamed first, so that it never reads as a run folder again.
 REMOVING = ".removing-"
 
@@ -37,17 +35,6 @@ class Pruned:
     removed: list[str] = field(default_factory=list)
     # Folders that should have gone and could not be removed, with the error.
     failed: list[tuple[str, str]] = field(default_factory=list)
-
-
-def made_at(name: str) -> datetime | None:
-    """The UTC time in a run folder's name, or None when the name is not a run folder's."""
-    match = NAME.fullmatch(name)
-    if match is None:
-        return None
-    try:
-        return datetime.strptime(match.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 def survey(reports: Path) -> list[FolderFacts]:
@@ -78,16 +65,16 @@ def _size(path: Path) -> int:
 def facts_of(folder: RunFolder, made: datetime) -> FolderFacts:
     """What pruning needs to know of ``folder``, from its files."""
     name = folder.path.name
+    whole = folder.plan.is_file() and not folder.interrupted.exists()
     if folder.undo.exists() or not folder.results.exists():
         # An undo is not undone; a plan or a dry run sent nothing.
-        whole = folder.plan.is_file() and not folder.interrupted.exists()
         return FolderFacts(name, made, successful=whole)
     lines, bad = read_apply_journal(folder.results)
     if bad:
         why = f"{counted(bad, 'journal line')} of results.jsonl cannot be read"
         return FolderFacts(name, made, successful=False, undo_unknown=why)
     doubtful = any(in_doubt(intent, outcome) for intent, outcome in paired(lines))
-    successful = folder.plan.is_file() and not folder.interrupted.exists() and not doubtful
+    successful = whole and not doubtful
     ends = [r.written.expires for r in restorations(lines)]
     if any(end is None for end in ends):
         why = "a change it made left a snapshot without an expiry: undo may still restore it"
