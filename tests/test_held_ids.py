@@ -187,13 +187,17 @@ def test_a_forecast_walks_past_the_odd_cluster_without_a_request_for_it(
     }
 
 
-def test_the_terminal_summary_names_the_held_id_with_its_control_characters_escaped() -> None:
+def test_the_terminal_summary_names_the_held_id_with_its_control_characters_escaped(
+    tmp_path: Path,
+) -> None:
     """A cluster held for an id with an escape sequence and no name of its own appears in
     the summary's table and hold line, written with \\x1b, never the raw character."""
     odd = "c\x1b]0;pwned\x07"
     builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
     builder.add(decide(Target("p1", odd, odd), [], [POLICY], [], now=NOW, lease_for=DAY))
-    head = builder.head()
+    with (tmp_path / "plan.json").open("wb") as out:
+        builder.write(out)
+    head = read_head(tmp_path / "plan.json")
 
     lines = summary_lines(head)
 

@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import jsonschema
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from retention.cli.summary import summary_lines
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, note
 from retention.core.planfile import (
+    HEAD,
     LISTS,
     ListName,
     generated_schema,
@@ -34,7 +36,13 @@ from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_decisions, read_head, read_list
 from retention.runfolder.planrecords import decision_record
-from retention.runfolder.planwrite import PlanBuilder, encode_line, write_plan
+from retention.runfolder.planwrite import (
+    PlanBuilder,
+    encode_line,
+    jsonable,
+    pretty_json,
+    write_plan,
+)
 from retention.runfolder.schema import plan_json_schema
 from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.planning import loaded_policy, renamed
@@ -81,25 +89,30 @@ def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
 
 
 def test_plan_json_is_the_head_on_one_line_naming_its_decisions(tmp_path: Path) -> None:
-    """plan.json is one compact line without the lists; it names the decisions file beside
-    it by sha256 and count, and that file holds one record per snapshot, a change being a
-    record with a body."""
-    path = written(tmp_path, [hostile_plan("prod", "c1")])
+    """plan.json is compact, without the lists: the head on its first line, then a line for
+    each cluster entry and a closing line; it names the decisions file beside it by sha256
+    and count, and that file holds one record per snapshot, a change being a record with a
+    body."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
     text = path.read_bytes()
     decisions = decisions_path(path)
 
-    assert text.count(b"\n") == 1
+    first, *entries, last = text.decode().splitlines()
+    assert first.endswith(',"clusters":[')
+    assert [json.loads(e.removesuffix(","))["name"] for e in entries] == ["prod", "dev"]
+    assert last == "]}"
     assert text.endswith(b"\n")
     head = json.loads(text)
+    assert list(head)[-1] == "clusters"
     assert head["format"] == "retention-plan/v2"
     assert not set(LISTS) & set(head)
     assert decisions.name == "decisions.jsonl.zst"
     assert head["decisions"] == {
         "sha256": hashlib.sha256(decisions.read_bytes()).hexdigest(),
-        "records": 3,
+        "records": 6,
     }
     records = [json.loads(line) for line in decision_lines(path)]
-    assert [r["snapshotId"] for r in records] == ["s1", "s2", "s3"]
+    assert [r["snapshotId"] for r in records] == ["s1", "s2", "s3"] * 2
     assert all(r["grace"] == 86400 for r in records)
     assert [c["snapshotId"] for c in read_list(path, "changes")] == [
         r["snapshotId"] for r in records if r["body"] and not r["held"]
@@ -367,12 +380,96 @@ _JSON = st.recursive(
 def test_plan_json_written_member_by_member_has_the_bytes_of_one_encoding(
     clusters: list[Any], errors: list[str]
 ) -> None:
-    """plan.json is written a member and a list entry at a time (``clusters`` grows with
-    the fleet) in exactly the bytes one compact encoding of the whole head gives."""
+    """plan.json is written a member at a time, ``clusters`` last and an entry a line (it
+    grows with the fleet), and holds what one encoding of the whole head holds."""
     head: dict[str, Any] = {"format": "retention-plan/v2", "clusters": clusters, "errors": errors}
     streamed = io.BytesIO()
     write_plan(streamed, head)  # type: ignore[arg-type] # a head reduced to three members
 
     whole = {**head, "notices": []}
-    ordered = {k: whole[k] for k in ("format", "clusters", "notices", "errors")}
-    assert streamed.getvalue() == encode_line(ordered)
+    ordered = {k: whole[k] for k in ("format", "notices", "errors", "clusters")}
+    assert json.loads(streamed.getvalue()) == json.loads(encode_line(ordered))
+    entries = streamed.getvalue().split(b"\n")[1:-2]
+    assert [orjson.loads(e.removesuffix(b",")) for e in entries] == orjson.loads(
+        encode_line({"clusters": clusters})
+    )["clusters"]
+
+
+def test_a_heads_clusters_are_read_from_the_file_each_time_they_are_iterated(
+    tmp_path: Path,
+) -> None:
+    """A head read back holds its clusters as a view of the file, not a list: it sizes,
+    iterates (twice, alike) and compares as the list of entries the file holds."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+
+    clusters = read_head(path)["clusters"]
+
+    assert not isinstance(clusters, list)
+    assert len(clusters) == 2
+    assert [c["name"] for c in clusters] == ["prod", "dev"]
+    assert list(clusters) == list(clusters)
+    assert clusters == HEAD.validate_python(json.loads(path.read_bytes()))["clusters"]
+
+
+def test_a_malformed_cluster_entry_is_refused_naming_the_entry(tmp_path: Path) -> None:
+    """A cluster entry that is not valid is refused by its place in the list and its field
+    when the clusters are read."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"bytesHeld":0', b'"bytesHeld":"none"')
+    path.write_bytes(b"\n".join(lines))
+
+    clusters = read_head(path)["clusters"]
+
+    with pytest.raises(PlanFileError, match=r"clusters\[1\]: bytesHeld: Input should be"):
+        list(clusters)
+
+
+def test_a_plan_cut_short_in_its_clusters_is_refused(tmp_path: Path) -> None:
+    """A plan.json cut after its first cluster entry (a disk that filled) is not read as a
+    plan with one cluster: it is refused as not JSON."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    text = path.read_bytes()
+    path.write_bytes(text[: text.index(b"\n", text.index(b"\n") + 1) + 1])
+
+    with pytest.raises(PlanFileError, match="not a plan file"):
+        read_head(path)
+
+
+class _Streamed:
+    """A collection that is not a list, as a head's clusters read from disk are."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self._entries = entries
+
+    def __iter__(self) -> Any:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, entry: object) -> bool:
+        return entry in self._entries
+
+
+_PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(st.lists(_PLAIN, max_size=4), st.dictionaries(st.text(), _PLAIN, max_size=3), st.booleans())
+def test_json_output_streams_a_heads_clusters_in_the_bytes_of_a_list(
+    entries: list[Any], members: dict[str, Any], nested: bool
+) -> None:
+    """--format json writes a head's clusters an entry at a time, in exactly the bytes the
+    same entries as a list give, at the top of the document or nested in it."""
+
+    def document(clusters: object) -> dict[str, Any]:
+        inner = {"clusters": clusters, "at": NOW, **members}
+        return {"command": "plan", "plan": inner} if nested else inner
+
+    expected = orjson.dumps(jsonable(document(entries)), option=orjson.OPT_INDENT_2)
+
+    assert b"".join(pretty_json(document(_Streamed(entries)))) == expected

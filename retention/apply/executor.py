@@ -39,7 +39,7 @@ from retention.api.models import SnapshotState
 from retention.api.walked import WalkedSnapshot
 from retention.core.guard import check_send
 from retention.core.model import SEND_ORDER, SnapshotView
-from retention.core.planfile import Body, Change, ClusterEntry
+from retention.core.planfile import Body, Change, ClusterFacts
 from retention.core.runfiles import JournalEntry, OutcomeName
 from retention.errors import ApiError, InconsistentListError, NotFoundError, StopRequestedError
 from retention.ops.stopping import Stop
@@ -147,7 +147,7 @@ class ApplyResult:
 def apply_plan(
     client: OpsManagerClient,
     changes: Iterable[Change],
-    clusters: Mapping[tuple[str, str], ClusterEntry],
+    clusters: Mapping[tuple[str, str], ClusterFacts],
     journal: Journal,
     *,
     now: Callable[[], datetime],
@@ -182,7 +182,7 @@ class _Applier:
     """What the workers of one apply share: the journal, the result, and what they are told."""
 
     client: OpsManagerClient
-    clusters: Mapping[tuple[str, str], ClusterEntry]
+    clusters: Mapping[tuple[str, str], ClusterFacts]
     journal: Journal
     now: Callable[[], datetime]
     on_outcome: Callable[[Outcome], None] | None
@@ -244,7 +244,7 @@ def _not_sent(change: Change, signal_name: str) -> Outcome:
 def _apply_cluster(
     client: OpsManagerClient,
     changes: list[Change],
-    cluster: ClusterEntry | None,
+    cluster: ClusterFacts | None,
     *,
     now: Callable[[], datetime],
     report: Callable[[Outcome], None],
@@ -306,7 +306,7 @@ def _apply_one(
     client: OpsManagerClient,
     change: Change,
     current: SnapshotView | None,
-    cluster: ClusterEntry | None,
+    cluster: ClusterFacts | None,
     now: datetime,
     *,
     intent: Callable[[Change, Body], None],

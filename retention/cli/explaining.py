@@ -25,7 +25,7 @@ from retention.core.planfile import (
     HoldRecordEntry,
     PlanHead,
     RestorePointsEntry,
-    clusters_by_key,
+    cluster_of,
 )
 from retention.core.restore import State
 from retention.core.timestamps import format_timestamp
@@ -88,7 +88,7 @@ def analyse(
     """Trace ``record`` through the cluster's policies whose files are the plan's;
     ``cluster`` holds the records of its cluster as decisions.jsonl.zst has them (None for a
     line that is not a valid record)."""
-    entry = clusters_by_key(head).get((record["projectId"], record["clusterId"]))
+    entry = cluster_of(head, record["projectId"], record["clusterId"])
     names = entry["policies"] if entry is not None else []
     problem = policies.problem or _unusable(cluster, entry)
     if not names or problem is not None or policies.loaded is None:

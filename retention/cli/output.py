@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
-import orjson
 
 from retention.cli.common import json_logs
 
@@ -42,8 +41,10 @@ def format_option(command: F) -> F:
 
 
 def emit(document: Mapping[str, Any]) -> None:
-    """Print ``document`` as indented JSON (timestamps as the plan files write them)."""
-    from retention.runfolder.planwrite import jsonable
+    """Print ``document`` as indented JSON (timestamps as the plan files write them), a
+    plan's clusters streamed from its file (planwrite.pretty_json)."""
+    from retention.runfolder.planwrite import pretty_json
 
-    text = orjson.dumps(jsonable(document), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
-    click.echo(text.decode())
+    for piece in pretty_json(document):
+        click.echo(piece.decode(), nl=False)
+    click.echo()

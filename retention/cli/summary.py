@@ -18,6 +18,7 @@ from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable, size, unmanaged_text
 from retention.report.summary import (
     ACTIONS,
+    ApprovedCluster,
     PlanSummary,
     RunSummary,
     approve_command,
@@ -49,41 +50,49 @@ def summary_lines(
     lines.append("")
     header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "NOTE")
     rows: list[tuple[str, ...]] = []
-    changed = [c for c in document["clusters"] if _changes(c) or c["holds"] or c["errors"]]
-    for cluster in changed[:max_clusters]:
-        counts = {k.removeprefix("action:"): n for k, n in cluster["counts"].items()}
-        let_through = approved.get((cluster["projectId"], cluster["clusterId"]))
-        if let_through is not None:
-            counts.update(let_through.by_action)  # its held changes, sent by --approve
-        note = "errors" if cluster["errors"] else ""
-        if cluster["holds"]:
-            note = note or ("approved" if let_through is not None else "held")
-        if not cluster["policies"]:
-            note = note or "no policy"
-        rows.append(
-            (
-                cluster["name"],
-                cluster["kind"],
-                str(counts.get("snapshots", 0)),
-                *(str(counts.get(a, 0)) for a in ACTIONS),
-                str(counts.get("held", 0)),
-                note,
-            )
-        )
+    changed = 0  # a pass over the clusters, which a plan read back streams from its file
+    for cluster in document["clusters"]:
+        if _changes(cluster) or cluster["holds"] or cluster["errors"]:
+            changed += 1
+            if len(rows) < max_clusters:
+                rows.append(
+                    _row(cluster, approved.get((cluster["projectId"], cluster["clusterId"])))
+                )
     if rows:
         widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
         for row in (header, *rows):
             lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
-        hidden = len(changed) - len(rows)
+        hidden = changed - len(rows)
         if hidden > 0:
             more = counted(hidden, "more cluster")
             lines.append(f"  ... and {more} with changes (see plan.json)")
-    unchanged = len(document["clusters"]) - len(changed)
+    unchanged = len(document["clusters"]) - changed
     lines.append(f"  {counted(unchanged, 'cluster')} without changes")
     lines.append("")
     totals = _totals(plan, document) if summary is None else run_totals_lines(summary, document)
     # Names and ids come from the service: none of their characters may act on a terminal.
     return [printable(line) for line in lines + totals]
+
+
+def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[str, ...]:
+    """A cluster's row in the summary's table: its counts (with the held changes an
+    --approve sent, ``let_through``) and a note."""
+    counts = {k.removeprefix("action:"): n for k, n in cluster["counts"].items()}
+    if let_through is not None:
+        counts.update(let_through.by_action)  # its held changes, sent by --approve
+    note = "errors" if cluster["errors"] else ""
+    if cluster["holds"]:
+        note = note or ("approved" if let_through is not None else "held")
+    if not cluster["policies"]:
+        note = note or "no policy"
+    return (
+        cluster["name"],
+        cluster["kind"],
+        str(counts.get("snapshots", 0)),
+        *(str(counts.get(a, 0)) for a in ACTIONS),
+        str(counts.get("held", 0)),
+        note,
+    )
 
 
 def plan_totals_lines(plan: PlanSummary) -> list[str]:
@@ -120,9 +129,9 @@ def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
     lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
     lines.extend(f"  note {notice}" for notice in plan.notices)
-    held = [c for c in document["clusters"] if c["holds"]]
-    lines.extend(_hold_lines((c["name"], c["holds"]) for c in held))
-    approvable = [c["name"] for c in held if all(h["kind"] in APPROVABLE for h in c["holds"])]
+    held = [(c["name"], c["holds"]) for c in document["clusters"] if c["holds"]]
+    lines.extend(_hold_lines(held))
+    approvable = [name for name, holds in held if all(h["kind"] in APPROVABLE for h in holds)]
     return lines + _approve_lines(approvable) + _problem_lines(plan, document)
 
 

@@ -25,7 +25,14 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from retention.core.model import SnapshotView, is_destructive
-from retention.core.planfile import FORMAT, Change, ClusterEntry, PlanHead, clusters_by_key
+from retention.core.planfile import (
+    FORMAT,
+    Change,
+    ClusterEntry,
+    ClusterFacts,
+    PlanHead,
+    clusters_by_key,
+)
 from retention.core.snapshot import SnapshotPatch, state_document, state_json
 from retention.core.timestamps import add_seconds, ceil_to_second, format_timestamp
 from retention.core.wording import printable
@@ -155,7 +162,7 @@ class EntryCheck:
             return problem
         return self._meaning(change, cluster)
 
-    def _meaning(self, change: Change, cluster: ClusterEntry) -> str | None:  # noqa: PLR0911
+    def _meaning(self, change: Change, cluster: ClusterFacts) -> str | None:  # noqa: PLR0911
         action, body, observed = change["action"], change["body"], change["observed"]
         if change["grace"] != cluster["graceSeconds"]:
             return (
@@ -202,7 +209,7 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     change: Change,
     current: SnapshotView | None,
     *,
-    cluster: ClusterEntry | None,
+    cluster: ClusterFacts | None,
     now: datetime,
 ) -> Verdict:
     """The last check before a PATCH: against the state just re-read (``current``, None when

@@ -11,9 +11,17 @@ folder's modules (runfolder/plan.schema.json) is generated from the same types
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
+from pydantic import (
+    ConfigDict,
+    Field,
+    GetPydanticSchema,
+    StringConstraints,
+    TypeAdapter,
+    with_config,
+)
 from typing_extensions import TypedDict
 
 from retention.core.freshness import Freshness, Source
@@ -286,6 +294,16 @@ class DecisionsEntry(TypedDict):
     records: Annotated[int, Field(ge=0)]
 
 
+# A plan's cluster entries: a list in a head made in memory; read back from plan.json an
+# entry at a time when the plan is on disk (runfolder.planread.PlanClusters), so that the
+# head of a 20,000-cluster plan costs the memory of a 500-cluster one. Validated and
+# described in the schema as a list.
+ClusterEntries = Annotated[
+    Collection[ClusterEntry],
+    GetPydanticSchema(lambda _source, handler: handler(list[ClusterEntry])),
+]
+
+
 @with_config(_STRICT)
 class PlanHead(TypedDict):
     """The plan without its three long lists: what summaries, reports and checks read."""
@@ -304,7 +322,8 @@ class PlanHead(TypedDict):
     # sharded): a glob that matches nothing leaves clusters unmanaged without an error.
     unusedPolicies: list[str]
     summary: Summary
-    clusters: list[ClusterEntry]
+    # Last in the file, an entry a line, so that a reader streams them (planwrite.py).
+    clusters: ClusterEntries
     # Every hold record of the policies that matched, in force or ended. Written only when
     # there is one: plans without hold records (and those written before) lack it.
     holdRecords: NotRequired[list[HoldRecordEntry]]
@@ -322,6 +341,7 @@ class PlanHead(TypedDict):
 
 
 HEAD = TypeAdapter(PlanHead)
+CLUSTER = TypeAdapter(ClusterEntry)
 CHANGE = TypeAdapter(Change)
 DECISION = TypeAdapter(DecisionRecord)
 
@@ -353,9 +373,43 @@ def list_of(record: DecisionRecord) -> ListName | None:
     return "advisory" if record["advisory"] else "held" if record["held"] else "changes"
 
 
-def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterEntry]:
-    """A plan's clusters by (project, cluster id)."""
-    return {(c["projectId"], c["clusterId"]): c for c in head["clusters"]}
+class ClusterFacts(TypedDict):
+    """What apply checks a change against: of a cluster entry, its kind, grace, release
+    protection and holds (a few hundred bytes; the whole entry is kilobytes)."""
+
+    projectId: Id
+    clusterId: AnyId
+    kind: Kind
+    holds: list[HoldEntry]
+    graceSeconds: int
+    releaseProtection: bool
+
+
+def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterFacts]:
+    """The facts apply needs of a plan's clusters, by (project, cluster id)."""
+    return {
+        (c["projectId"], c["clusterId"]): {
+            "projectId": c["projectId"],
+            "clusterId": c["clusterId"],
+            "kind": c["kind"],
+            "holds": c["holds"],
+            "graceSeconds": c["graceSeconds"],
+            "releaseProtection": c["releaseProtection"],
+        }
+        for c in head["clusters"]
+    }
+
+
+def cluster_of(head: PlanHead, project_id: str, cluster_id: str) -> ClusterEntry | None:
+    """The entry of one cluster (or config server) of a plan, or None."""
+    return next(
+        (
+            c
+            for c in head["clusters"]
+            if (c["projectId"], c["clusterId"]) == (project_id, cluster_id)
+        ),
+        None,
+    )
 
 
 def snapshot_view(record: DecisionRecord) -> SnapshotView:

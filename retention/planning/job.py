@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,6 +24,7 @@ from retention.errors import StopRequestedError
 from retention.ops.stopping import Stop
 from retention.planning.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.folder import decisions_path, partial_path
+from retention.runfolder.planread import read_head
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.walk.inventory import FleetSurvey, ProjectTargets, Walk, survey_fleet, walk_all
 from retention.walk.sharding import Shard
@@ -86,7 +88,7 @@ def make_plan(
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     decisions_partial = partial_path(decisions_to)
     try:
-        head, found, walk_errors = _plan_into(
+        found, walk_errors = _plan_into(
             client,
             policies,
             projects,
@@ -111,6 +113,8 @@ def make_plan(
         raise
     decisions_partial.replace(decisions_to)
     partial_path(plan_path).replace(plan_path)
+    # Read back: its clusters are streamed from the file, not held (PlanClusters).
+    head = read_head(plan_path)
     return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
 
 
@@ -130,17 +134,22 @@ def _plan_into(
     what_if: bool,
     workers: int,
     stop: Stop,
-) -> tuple[PlanHead, _Found, list[str]]:
-    with decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out:
-        builder = PlanBuilder(
-            evaluated_at=now,
-            created_at=created_at,
-            base_url=client.base_url,
-            policies=[_digest(p) for p in policies],
-            decisions_out=decisions_out,
-            lease_seconds=lease_for.total_seconds(),
-            what_if=what_if,
-        )
+) -> tuple[_Found, list[str]]:
+    with (
+        decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out,
+        closing(
+            PlanBuilder(
+                evaluated_at=now,
+                created_at=created_at,
+                base_url=client.base_url,
+                policies=[_digest(p) for p in policies],
+                decisions_out=decisions_out,
+                lease_seconds=lease_for.total_seconds(),
+                what_if=what_if,
+                spool_dir=plan_path.parent,
+            )
+        ) as builder,
+    ):
         found = _survey(client, projects, shard, concurrency)
         builder.projects.update(found.survey.names)
         walk_errors = _walk_and_decide(
@@ -156,8 +165,8 @@ def _plan_into(
             stop=stop,
         )
         builder.service_version = client.service_version
-        head = _write_whole(plan_path, builder, found)
-    return head, found, walk_errors
+        _write_whole(plan_path, builder, found)
+    return found, walk_errors
 
 
 @dataclass
@@ -227,11 +236,11 @@ def _walk_and_decide(
     return walk_errors
 
 
-def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> PlanHead:
+def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> None:
     """plan.json into its partial file (make_plan renames it): readers never see half a
     plan."""
     with partial_path(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
-        return builder.write(out, found.errors, found.survey.warnings, found.notices)
+        builder.write(out, found.errors, found.survey.warnings, found.notices)
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

@@ -18,7 +18,8 @@ import hashlib
 import heapq
 import itertools
 import operator
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -29,12 +30,14 @@ from pydantic import TypeAdapter, ValidationError
 from retention.core.ids import id_problem
 from retention.core.planfile import (
     CHANGE,
+    CLUSTER,
     DECISION,
     FORMAT,
     HEAD,
     LISTS,
     OLD_FORMAT,
     Change,
+    ClusterEntry,
     DecisionRecord,
     DecisionsEntry,
     ListName,
@@ -45,6 +48,7 @@ from retention.core.wording import printable
 from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planrecords import change_record
+from retention.runfolder.planwrite import CLUSTERS_CLOSE, CLUSTERS_OPEN
 
 # Blocks read from a decisions file: large, as the writer's.
 READ_BLOCK = 1 << 20
@@ -91,10 +95,13 @@ def _head_lines(path: Path) -> bytes | None:
 
 
 def read_head(path: Path) -> PlanHead:
-    """A plan file's head, validated; its lists are skipped line by line (flat memory).
+    """A plan file's head, validated; its clusters are read from the file as they are
+    iterated (PlanClusters), and a v1 plan's lists are skipped line by line (flat memory).
 
     Raises PlanFileError naming the file and the first field that is wrong, or OSError.
     """
+    if (first := _written_head(path)) is not None:
+        return _head_of(path, first)
     text = _head_lines(path)
     try:
         value: Any = orjson.loads(text) if text is not None else None
@@ -110,6 +117,87 @@ def read_head(path: Path) -> PlanHead:
         return HEAD.validate_python(value)
     except ValidationError as exc:
         raise _problem(str(path), exc) from None
+
+
+def _written_head(path: Path) -> bytes | None:
+    """The first line of a plan.json in the layout planwrite writes (every member but the
+    clusters, which follow an entry a line), whole (it ends the file with
+    CLUSTERS_CLOSE); else None."""
+    with path.open("rb") as lines:
+        first = lines.readline().rstrip(b"\n")
+        if not first.endswith(b"," + CLUSTERS_OPEN):
+            return None
+        lines.seek(0, os.SEEK_END)
+        if lines.tell() < len(first) + len(_END):
+            return None
+        lines.seek(-len(_END), os.SEEK_END)
+        return first if lines.read() == _END else None
+
+
+_END = b"\n" + CLUSTERS_CLOSE + b"\n"
+
+
+def _head_of(path: Path, first: bytes) -> PlanHead:
+    """The head on the first line of a plan written by this version, its clusters streamed
+    from the lines after it."""
+    try:
+        value: Any = orjson.loads(first + CLUSTERS_CLOSE)
+    except orjson.JSONDecodeError as exc:
+        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
+    if value.get("format") != FORMAT:
+        raise PlanFileError(str(path), f"not a {FORMAT} plan (format: {value.get('format')!r})")
+    try:
+        head = HEAD.validate_python(value)
+    except ValidationError as exc:
+        raise _problem(str(path), exc) from None
+    head["clusters"] = PlanClusters(path)
+    return head
+
+
+class PlanClusters(Collection[ClusterEntry]):
+    """The cluster entries of a plan.json in the written layout, read from the file each
+    time they are iterated, each validated as it comes (PlanFileError naming the entry):
+    a head's clusters at the memory of one entry."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._count: int | None = None
+
+    def _lines(self) -> Iterator[bytes]:
+        with self._path.open("rb") as lines:
+            lines.readline()  # the head
+            for line in lines:
+                text = line.rstrip(b"\n")
+                if text == CLUSTERS_CLOSE:
+                    return
+                yield text.removesuffix(b",")
+        raise PlanFileError(str(self._path), "clusters: cut short (the file has no end)")
+
+    def __iter__(self) -> Iterator[ClusterEntry]:
+        for n, text in enumerate(self._lines()):
+            try:
+                yield CLUSTER.validate_json(text)
+            except ValidationError as exc:
+                raise _problem(f"{self._path}: clusters[{n}]", exc) from None
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for _ in self._lines())
+        return self._count
+
+    def __contains__(self, entry: object) -> bool:
+        return any(entry == c for c in self)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any list, tuple or PlanClusters of the same entries."""
+        if not isinstance(other, list | tuple | PlanClusters):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment] # compared by content, as a list is
+
+    def __repr__(self) -> str:
+        return f"PlanClusters({str(self._path)!r})"
 
 
 def read_list(path: Path, name: ListName) -> Iterator[Change]:
@@ -168,7 +256,9 @@ def _format(path: Path) -> str:
 def _decisions_entry(path: Path) -> DecisionsEntry:
     """The plan's ``decisions`` member, validated (the rest of the head is not: its readers
     validate it; this spares a second validation of a large head)."""
-    value = _whole(path).get("decisions")
+    first = _written_head(path)
+    whole = orjson.loads(first + CLUSTERS_CLOSE) if first is not None else _whole(path)
+    value = whole.get("decisions")
     if value is None:
         raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
     try:

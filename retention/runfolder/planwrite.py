@@ -15,10 +15,12 @@ order and streams their frames out, so memory holds one cluster's decisions.
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -48,8 +50,14 @@ WRITE_BUFFER = 1 << 20
 # zstd level 1: on the bench fleet's decisions smaller than levels 3 to 9 (frames of one
 # cluster, 300 lines: 23 bytes a snapshot against 26 at level 3) and the fastest.
 ZSTD_LEVEL = 1
-# The file's order of members: the head's, the optional ones where they fit.
-_ORDER = list(PlanHead.__annotations__)
+# The file's order of members: the head's, the optional ones where they fit, but
+# ``clusters``, which ends the file an entry a line: the first line ends with CLUSTERS_OPEN
+# and the last is CLUSTERS_CLOSE.
+_ORDER = [name for name in PlanHead.__annotations__ if name != "clusters"]
+CLUSTERS_OPEN = b'"clusters":['
+CLUSTERS_CLOSE = b"]}"
+# Cluster entries the builder keeps in memory before its spool goes to a file.
+SPOOL_IN_MEMORY = 4 << 20
 
 # orjson writes a UTC datetime as YYYY-MM-DDTHH:MM:SSZ, dropping sub-second digits as
 # format_timestamp does (a naive one is taken as UTC, as everywhere in retention);
@@ -72,27 +80,28 @@ def compress(lines: bytes) -> bytes:
 
 
 def write_plan(out: IO[bytes], head: PlanHead) -> None:
-    """Write plan.json: the head, its members in the model's order, on one line. An optional
-    member a head read from an older plan lacks is written empty (notices), or not at all
-    (holdRecords, decisions)."""
-    members: dict[str, Any] = dict(head)
+    """Write plan.json: the head, its members in the model's order but ``clusters`` last, an
+    entry a line (see _write_members). An optional member a head read from an older plan
+    lacks is written empty (notices), or not at all (holdRecords, decisions)."""
+    entries = (orjson.dumps(entry, option=_OPTIONS) for entry in head["clusters"])
+    _write_members(out, head, entries)
+
+
+def _write_members(out: IO[bytes], head: PlanHead, clusters: Iterable[bytes]) -> None:
+    """plan.json from a head and its cluster entries, encoded: the first line holds every
+    member but ``clusters``, which comes last, each entry on a line of its own, so that
+    readers take the head from the first line and stream the entries (planread.py); the
+    whole is still one JSON object, which ``jq .`` prints."""
+    members: dict[str, Any] = {k: v for k, v in head.items() if k != "clusters"}
     members.setdefault("notices", [])
     members["format"] = FORMAT
-    # Member by member, and a list entry by entry, in the bytes one encoding of the whole
-    # head gives: ``clusters`` grows with the fleet (1.7 kB a cluster), and encoding it
-    # whole held the fleet's head twice more at the end of a plan.
     out.write(b"{")
-    for n, key in enumerate(k for k in _ORDER if k in members):
-        value = members[key]
-        out.write((b"," if n else b"") + orjson.dumps(key) + b":")
-        if isinstance(value, list) and value:
-            out.write(b"[")
-            for i, item in enumerate(value):
-                out.write((b"," if i else b"") + orjson.dumps(item, option=_OPTIONS))
-            out.write(b"]")
-        else:
-            out.write(orjson.dumps(value, option=_OPTIONS))
-    out.write(b"}\n")
+    for key in (k for k in _ORDER if k in members):
+        out.write(orjson.dumps(key) + b":" + orjson.dumps(members[key], option=_OPTIONS) + b",")
+    out.write(CLUSTERS_OPEN)
+    for n, entry in enumerate(clusters):
+        out.write((b",\n" if n else b"\n") + entry)
+    out.write(b"\n" + CLUSTERS_CLOSE + b"\n")
 
 
 @dataclass(frozen=True)
@@ -148,12 +157,41 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
 
 
 @dataclass
+class _Tally:
+    """What the plan's summary says of its clusters, summed as they come (the entries
+    themselves go to the builder's spool)."""
+
+    clusters: int = 0
+    held: int = 0
+    with_errors: int = 0
+    unmanaged: int = 0
+    stale: int = 0
+    bytes_given_back: int = 0
+    bytes_held: int = 0
+    expires_from: datetime | None = None
+    policies: set[str] = field(default_factory=set)  # the names of the policies that matched
+
+    def add(self, entry: ClusterEntry) -> None:
+        self.clusters += 1
+        self.held += bool(entry["holds"])
+        self.with_errors += bool(entry["errors"])
+        self.unmanaged += not entry["policies"]
+        self.stale += bool(entry.get("newestRestorable", {}).get("stale"))
+        self.bytes_given_back += entry["bytesGivenBack"]
+        self.bytes_held += entry["bytesHeld"]
+        if (expires := entry["expiresFrom"]) is not None:
+            self.expires_from = min(expires, self.expires_from or expires)
+        self.policies.update(entry["policies"])
+
+
+@dataclass
 class PlanBuilder:
-    """Collects cluster plans into a plan file, streaming what can grow with the fleet.
+    """Collects cluster plans into a plan file, streaming what grows with the fleet.
 
     Clusters must come in the plan's order (project, kind, cluster id), which is the order
-    the planner walks them in: their decisions go straight to the decisions file, so memory
-    holds the per-cluster summaries, never the fleet's decisions.
+    the planner walks them in: their decisions go straight to the decisions file and their
+    entries to a spool (a temporary file in ``spool_dir`` once past SPOOL_IN_MEMORY), so
+    memory holds the summary's counts, never the fleet's clusters.
     """
 
     evaluated_at: datetime
@@ -164,8 +202,8 @@ class PlanBuilder:
     lease_seconds: float = 0.0
     service_version: str | None = None
     what_if: bool = False
+    spool_dir: Path | None = None
     projects: dict[str, str | None] = field(default_factory=dict)  # id: name
-    clusters: list[ClusterEntry] = field(default_factory=list)
     by_state: Counter[str] = field(default_factory=Counter)
     by_action: Counter[str] = field(default_factory=Counter)
     # The hold records of the policies that matched, by (policy, place in protect.ids).
@@ -175,9 +213,14 @@ class PlanBuilder:
         self._last: tuple[str, str, str] | None = None
         self._digest = hashlib.sha256()
         self._records = 0
+        self._tally = _Tally()
+        # The cluster entries, encoded, a line each, until write() copies them out.
+        self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - write() closes it
+            SPOOL_IN_MEMORY, dir=None if self.spool_dir is None else str(self.spool_dir)
+        )
 
     def add(self, plan: ClusterPlan) -> None:
-        """Take one cluster's plan: write its decisions, spool its changes, keep its summary."""
+        """Take one cluster's plan: write its decisions, spool its entry."""
         self.add_encoded(encode_cluster(plan))
 
     def add_encoded(self, cluster: EncodedCluster) -> None:
@@ -197,12 +240,17 @@ class PlanBuilder:
                 self.by_state[name] += count
             elif kind == "action":
                 self.by_action[name] += count
-        self.clusters.append(cluster.summary)
+        self._tally.add(cluster.summary)
+        self._spool.write(orjson.dumps(cluster.summary, option=_OPTIONS) + b"\n")
         for place, entry in cluster.hold_records:
             seen = self.hold_records.get(place)
             # Every cluster of the policy lists the record: the one that has its snapshot wins.
             if seen is None or (seen["state"] is None and entry["state"] is not None):
                 self.hold_records[place] = entry
+
+    def close(self) -> None:
+        """Let the spool go (write does too): for a plan given up half way."""
+        self._spool.close()
 
     def head(
         self,
@@ -210,7 +258,8 @@ class PlanBuilder:
         warnings: list[str] | None = None,
         notices: list[str] | None = None,
     ) -> PlanHead:
-        """plan.json's content: everything but the decisions, which it names by digest."""
+        """plan.json's content but its clusters (empty here: they are in the spool until
+        write): everything but the decisions, which it names by digest."""
         head: PlanHead = {
             "format": FORMAT,
             "createdAt": self.created_at,
@@ -226,11 +275,9 @@ class PlanBuilder:
                 {"name": p.name, "sha256": p.sha256}
                 for p in sorted(self.policies, key=lambda p: p.name)
             ],
-            "unusedPolicies": sorted(
-                {p.name for p in self.policies} - {n for c in self.clusters for n in c["policies"]}
-            ),
+            "unusedPolicies": sorted({p.name for p in self.policies} - self._tally.policies),
             "summary": self.summary(),
-            "clusters": self.clusters,
+            "clusters": [],
             "notices": notices or [],
             "warnings": warnings or [],
             "errors": errors or [],
@@ -246,32 +293,67 @@ class PlanBuilder:
         errors: list[str] | None = None,
         warnings: list[str] | None = None,
         notices: list[str] | None = None,
-    ) -> PlanHead:
-        """Write the plan file (the decisions are written already) and return its head."""
-        head = self.head(errors, warnings, notices)
-        write_plan(out, head)
-        return head
+    ) -> None:
+        """Write the plan file (the decisions are written already), its cluster entries
+        copied from the spool, which is then closed: a builder writes once."""
+        self._spool.seek(0)
+        with self._spool:
+            entries = (line.rstrip(b"\n") for line in self._spool)
+            _write_members(out, self.head(errors, warnings, notices), entries)
 
     def summary(self) -> Summary:
         """Counts by state and by action, holds and errors."""
+        tally = self._tally
         return {
-            "clusters": len(self.clusters),
+            "clusters": tally.clusters,
             "snapshots": sum(self.by_state.values()),
             "byState": dict(sorted(self.by_state.items())),
             "byAction": dict(sorted(self.by_action.items())),
-            "clustersHeld": sum(1 for c in self.clusters if c["holds"]),
-            "clustersWithErrors": sum(1 for c in self.clusters if c["errors"]),
-            "clustersUnmanaged": sum(1 for c in self.clusters if not c["policies"]),
-            "bytesGivenBack": sum(c["bytesGivenBack"] for c in self.clusters),
-            "bytesHeld": sum(c["bytesHeld"] for c in self.clusters),
-            "expiresFrom": min(
-                (c["expiresFrom"] for c in self.clusters if c["expiresFrom"] is not None),
-                default=None,
-            ),
-            "clustersStale": sum(
-                1 for c in self.clusters if c.get("newestRestorable", {}).get("stale")
-            ),
+            "clustersHeld": tally.held,
+            "clustersWithErrors": tally.with_errors,
+            "clustersUnmanaged": tally.unmanaged,
+            "bytesGivenBack": tally.bytes_given_back,
+            "bytesHeld": tally.bytes_held,
+            "expiresFrom": tally.expires_from,
+            "clustersStale": tally.stale,
         }
+
+
+# Stands for a streamed collection (a head's PlanClusters) in pretty_json's first encoding.
+_STREAMED = "\u0000retention:streamed:{}\u0000"
+_PRETTY = _OPTIONS | orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+
+
+def pretty_json(document: Mapping[str, Any]) -> Iterator[bytes]:
+    """``document`` as indented JSON (timestamps as the plan files write them), in pieces:
+    a collection that is not a list (the clusters of a head read from disk) is encoded an
+    entry at a time, in the bytes the same entries as a list would give."""
+    streamed: list[Collection[Any]] = []
+
+    def later(value: Any) -> str:
+        if isinstance(value, Collection) and not isinstance(value, str | bytes | Mapping):
+            streamed.append(value)
+            return _STREAMED.format(len(streamed) - 1)
+        raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+    text = orjson.dumps(document, default=later, option=_PRETTY)
+    for n, entries in enumerate(streamed):
+        marker = orjson.dumps(_STREAMED.format(n))
+        before, text = text.split(marker, 1)
+        yield before
+        yield from _pretty_list(entries, before.rpartition(b"\n")[2])
+    yield text
+
+
+def _pretty_list(entries: Iterable[Any], line: bytes) -> Iterator[bytes]:
+    """A list's indented encoding, an entry at a time, nested in a line that starts as
+    ``line`` (the indentation of its member)."""
+    inner = b"\n" + b" " * (len(line) - len(line.lstrip(b" ")) + 2)
+    n = -1
+    for n, entry in enumerate(entries):
+        encoded = orjson.dumps(entry, option=_PRETTY)
+        yield (b"[" if n == 0 else b",") + inner + encoded.replace(b"\n", inner)
+    yield b"[]" if n < 0 else inner[:-2] + b"]"
 
 
 def jsonable(value: Any) -> Any:
