@@ -44,9 +44,12 @@ def configure(folder: Path, base_url: str, notify_url: str) -> None:
     (folder / "policies").mkdir(exist_ok=True)
     (folder / "policies" / "prod.yaml").write_text(PROD)
     (folder / "policies" / "nothing.yaml").write_text(NOTHING)
+    # The schedule's lease alone (lease_minimum 0h): the counts below are of the changes the
+    # policy makes, not of the extensions a longer lease adds to them.
     (folder / "retention.yaml").write_text(
         f'api:\n  base_url: {base_url}\ntargets:\n  - project: "{P}"\npolicies: policies/\n'
-        f'schedule: "0 3 * * *"\nreports:\n  dir: reports/\nnotify:\n  urls: ["{notify_url}"]\n'
+        f'schedule: "0 3 * * *"\nlease_minimum: 0h\n'
+        f'reports:\n  dir: reports/\nnotify:\n  urls: ["{notify_url}"]\n'
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from retention.core.guard import APPROVABLE
+from retention.core.outage import tolerance_text
 from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable, size, unmanaged_text
@@ -95,6 +96,12 @@ def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[st
     )
 
 
+def outage_line(plan: PlanSummary, *, applied: bool) -> str:
+    """The outage the fleet survives: the plan's lease (at least lease_minimum)."""
+    when = "" if applied else " once the plan is applied"
+    return f"Outage tolerance: {tolerance_text(plan.lease_seconds)}{when} (at least lease_minimum)."
+
+
 def plan_totals_lines(plan: PlanSummary) -> list[str]:
     """What the plan does in all: per action, what it lets the service delete from when,
     what the safety gates hold, what is advisory."""
@@ -125,6 +132,7 @@ def plan_totals_lines(plan: PlanSummary) -> list[str]:
 def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
     """What the plan does in all, what holds it, its notes, errors and warnings."""
     lines = plan_totals_lines(plan)
+    lines.append(outage_line(plan, applied=False))
     lines.extend(stale_lines(plan))
     lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
@@ -172,6 +180,7 @@ def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
             f"Advisory: {summary.count('advisory')} changes on legacy config servers "
             "(no API to apply them)."
         )
+    lines.append(outage_line(summary.plan, applied=not summary.run.dry_run))
     lines.extend(stale_lines(summary.plan))
     lines.extend(hold_record_lines(document))
     lines.extend(f"  note {notice}" for notice in summary.plan.notices)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from retention.core.horizon import lease
+from retention.core.horizon import schedule_lease
 
 SHORT_LEASE = timedelta(hours=1)
 
@@ -15,7 +15,7 @@ def schedule_warnings(schedule: str | None, now: datetime) -> list[str]:
     delete a snapshot a rule keeps, because its expiry was only that far ahead."""
     if schedule is None:
         return []
-    lease_for = lease(schedule, now)
+    lease_for = schedule_lease(schedule, now)
     if lease_for >= SHORT_LEASE:
         return []
     return [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -27,7 +28,7 @@ from retention.config.notify import NotifySettings
 from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.core.ids import id_problem
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.model import OptionalDuration
+from retention.core.policy.model import Duration, OptionalDuration
 
 API_ROOT = "/api/public/v1.0"
 DEFAULT_CONFIG = "retention.yaml"
@@ -155,6 +156,11 @@ class RetentionConfig(_Settings):
         Path("policies"), validate_default=True, description="A directory or a list of files"
     )
     schedule: str | None = Field(None, description="Cron expression of the job's runs")
+    lease_minimum: Duration = Field(
+        RetentionDuration(days=7),
+        description="The least time ahead a kept snapshot expires after a run (days and hours, "
+        "e.g. 7d): how long a stopped job and a stopped service lose no kept snapshot",
+    )
     reports: ReportsSettings = Field(default_factory=ReportsSettings)
     alerts: AlertsSettings = Field(default_factory=AlertsSettings)
     notify: NotifySettings | None = Field(
@@ -199,6 +205,21 @@ class RetentionConfig(_Settings):
         if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
             return [_resolve(Path(v), info) for v in value]
         raise ValueError("must be a directory or a non-empty list of files")
+
+    @field_validator("lease_minimum")
+    @classmethod
+    def _fixed_length(cls, value: RetentionDuration) -> RetentionDuration:
+        if value.years or value.months:
+            raise ValueError(
+                f"{value}: give the lease in days and hours (e.g. 7d or 36h): months and years "
+                "have no fixed length"
+            )
+        return value
+
+    @property
+    def lease_floor(self) -> timedelta:
+        """lease_minimum as a length of time."""
+        return timedelta(days=self.lease_minimum.days, hours=self.lease_minimum.hours)
 
     @field_validator("schedule")
     @classmethod

@@ -225,8 +225,10 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
             ),
             (
                 "lease",
-                "The time until the second-next scheduled run: kept snapshots always expire "
-                "at least this far ahead, so a stopped job deletes nothing it meant to keep.",
+                "The time until the second-next scheduled run, and at least lease_minimum "
+                "(7 days by default): after a run no kept snapshot expires sooner, so a job "
+                "and a service stopped for less lose nothing the policy keeps (the outage "
+                "tolerance). A kept snapshot nearer than that is extended to two leases.",
             ),
             (
                 "#3 of 7",

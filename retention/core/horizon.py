@@ -5,8 +5,11 @@ rule's row in ``retention.core.policy.rules`` says how its own is computed: dail
 of its day plus N days in the policy's zone, monthly N the start of its month plus N months
 (and so on), within D is created + D, every is its tick plus count intervals, an unlimited
 rule 100 years; ``last``, tags and ids have none. L, the lease, is the time until the job's
-second-next scheduled run (7 days without a schedule). A kept snapshot needs an expiry of
-at least R = max(H, now + L) and, when it has less, is extended to W = max(H, now + 2L).
+second-next scheduled run (7 days without a schedule), and never less than the configured
+``lease_minimum`` (7 days by default). A kept snapshot needs an expiry of at least
+R = max(H, now + L) and, when it has less, is extended to W = max(H, now + 2L): after a run,
+no kept snapshot expires within L, which is how long a stopped job (and a stopped service,
+whose grooming then catches up) can last without losing one: the outage tolerance.
 """
 
 from __future__ import annotations
@@ -26,9 +29,25 @@ from retention.core.timestamps import LATEST, add_seconds, ceil_to_second
 
 UNLIMITED = RetentionDuration(years=100)
 DEFAULT_LEASE = timedelta(days=7)
+# lease_minimum's default: a daily job's own lease is about two days, and an outage of the
+# service (no API, no new snapshots) of a few days must not cost the restore points kept.
+LEASE_MINIMUM = timedelta(days=7)
 
 
-def lease(schedule: str | None, now: datetime) -> timedelta:
+def lease(schedule: str | None, now: datetime, minimum: timedelta = LEASE_MINIMUM) -> timedelta:
+    """The lease L at ``now``: the schedule's (schedule_lease), never less than ``minimum``."""
+    return max(schedule_lease(schedule, now), minimum)
+
+
+def previous_run(schedule: str | None, now: datetime) -> datetime | None:
+    """The job's last scheduled run before ``now`` (cron, UTC); None without a schedule."""
+    if not schedule:
+        return None
+    at: datetime = croniter(schedule, now.astimezone(UTC)).get_prev(datetime)
+    return at
+
+
+def schedule_lease(schedule: str | None, now: datetime) -> timedelta:
     """Time from ``now`` to the job's second-next run under ``schedule`` (cron, UTC)."""
     if not schedule:
         return DEFAULT_LEASE

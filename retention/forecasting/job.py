@@ -27,7 +27,7 @@ from retention.core.forecast import (
     steady_index,
     trend,
 )
-from retention.core.horizon import lease
+from retention.core.horizon import LEASE_MINIMUM, lease
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import PolicySet
@@ -198,13 +198,16 @@ def forecast_fleet(
     concurrency: int,
     workers: int,
     stop: Stop,
+    lease_minimum: timedelta = LEASE_MINIMUM,
 ) -> Forecast:
     """Walk every target of ``projects`` once and forecast each ``days`` days ahead in steps
     of ``step`` from ``now``, under ``current`` (and ``base``), on ``workers`` processes
     from POOL_FROM clusters. StopRequestedError when ``stop`` is asked for."""
     found = survey_fleet(client, projects, concurrency=concurrency)
     result = Forecast(now, days, step, errors=list(found.errors))
-    run = Forecaster(current, base, now, steps_in(days, step), step, lease(schedule, now))
+    run = Forecaster(
+        current, base, now, steps_in(days, step), step, lease(schedule, now, lease_minimum)
+    )
     walks = ordered(
         lambda target: walk_with_schedule(client, target),
         found.targets,

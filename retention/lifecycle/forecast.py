@@ -63,6 +63,7 @@ def forecast_policies(
             days=days,
             step=step,
             schedule=config.schedule,
+            lease_minimum=config.lease_floor,
             concurrency=config.api.concurrency,
             workers=planning_workers(config.api),
             stop=stop,

@@ -23,6 +23,7 @@ from retention.api.client import OpsManagerClient
 from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.core.guard import Approval, EntryCheck, plan_refusal
 from retention.core.guard import approve as approval_of
+from retention.core.horizon import LEASE_MINIMUM
 from retention.core.planfile import PlanHead, clusters_by_key
 from retention.core.policy.loader import PolicySet
 from retention.core.runfiles import INTERRUPTED_FORMAT, InterruptedDocument, Mode
@@ -91,6 +92,7 @@ def run_job(
     schedule: str | None,
     concurrency: int,
     dry_run: bool,
+    lease_minimum: timedelta = LEASE_MINIMUM,
     acknowledge_audit_alerts: bool = False,
     now: Clock = system_clock,
     on_outcome: Callable[[Outcome], None] | None = None,
@@ -117,6 +119,7 @@ def run_job(
             now=started,
             created_at=started,
             schedule=schedule,
+            lease_minimum=lease_minimum,
             concurrency=concurrency,
             plan_path=folder.plan,
             on_walk=on_walk,

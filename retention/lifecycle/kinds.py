@@ -91,6 +91,7 @@ class _PlanEnding:
         m.unused_policies = len(result.document["unusedPolicies"])
         m.errors = len(result.document.get("errors", [])) + summary["clustersWithErrors"]
         m.clusters_stale = summary.get("clustersStale", 0)
+        m.outage_tolerance_seconds = result.document["leaseSeconds"]
         m.freshness = [
             NewestRestorable(c["projectId"], c["name"], fresh["ageSeconds"], fresh["withinSeconds"])
             for c in result.document["clusters"]
@@ -155,6 +156,7 @@ class RunJob(_PlanEnding):
                 projects,
                 reports=config.reports.dir,
                 schedule=config.schedule,
+                lease_minimum=config.lease_floor,
                 concurrency=config.api.concurrency,
                 dry_run=self.dry_run,
                 acknowledge_audit_alerts=config.alerts.acknowledge_own_audit_alerts,

@@ -60,6 +60,7 @@ def plan_fleet(
                 now=at or created,
                 created_at=created,
                 schedule=config.schedule,
+                lease_minimum=config.lease_floor,
                 concurrency=config.api.concurrency,
                 plan_path=plan_path,
                 shard=shard,

@@ -55,6 +55,7 @@ def review_change(setup: Setup, *, base: str, at: datetime | None = None) -> Rev
             projects,
             now=now,
             schedule=config.schedule,
+            lease_minimum=config.lease_floor,
             concurrency=config.api.concurrency,
             stop=stop,
         )

@@ -23,7 +23,9 @@ from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.config.policyfiles import load_policies
 from retention.config.writable import WRITE_FIX, unwritable
 from retention.core.freshness import age_words
+from retention.core.horizon import lease, schedule_lease
 from retention.core.model import Target
+from retention.core.outage import span_words, tolerance_text
 from retention.core.policy.loader import PolicySet
 from retention.core.wording import counted, unmanaged_text
 from retention.errors import (
@@ -99,6 +101,7 @@ def run_doctor(
     for warning in loaded.warnings:
         checks.append(Check("configuration", "warn", warning))
     checks.append(_notices(loaded))
+    checks.append(_outage(loaded, clock))
     try:
         policies = load_policies(loaded.config.policies)
     except ConfigError as exc:
@@ -156,6 +159,21 @@ def _backups(reports: Path, clock: Clock) -> Check:
             "check these clusters' backup in the service; a plan or run checks again",
         )
     return Check("backups", "pass", f"not checked: no plan in {reports} yet")
+
+
+def _outage(loaded: LoadedConfig, clock: Clock) -> Check:
+    """The outage the fleet survives as configured: the lease a run now would give."""
+    config = loaded.config
+    now = clock()
+    lease_for = lease(config.schedule, now, config.lease_floor)
+    own = schedule_lease(config.schedule, now)
+    alone = span_words(own.total_seconds())
+    if own < config.lease_floor:
+        source = f"lease_minimum {config.lease_minimum}; the schedule alone gives {alone}"
+    else:
+        source = "the schedule's lease" if config.schedule else f"no schedule: a lease of {alone}"
+    detail = f"{tolerance_text(lease_for.total_seconds())} ({source})"
+    return Check("outage tolerance", "pass", detail)
 
 
 def _notices(loaded: LoadedConfig) -> Check:

@@ -52,6 +52,8 @@ class RunMetrics:
     notices_sent: int = 0  # notify: URLs that took the run's notice
     notices_failed: int = 0  # notify: URLs the notice could not be sent to
     clusters_stale: int = 0  # clusters whose backups stopped
+    # The plan's lease: how long a stopped job and service lose no kept snapshot.
+    outage_tolerance_seconds: float = 0.0
     # Per checked cluster (plan.json's newestRestorable): its project id and name, the age
     # of its newest restorable snapshot (None: it has none) and the age expected at most.
     freshness: list[NewestRestorable] = field(default_factory=list)
@@ -127,6 +129,13 @@ _COUNT_GAUGES: tuple[tuple[str, str, Callable[[RunMetrics], float]], ...] = (
         "retention_clusters_stale",
         "Clusters whose newest restorable snapshot is older than expected (backups stopped).",
         lambda m: m.clusters_stale,
+    ),
+    (
+        "retention_outage_tolerance_seconds",
+        "How long a stopped job and a stopped service lose no kept snapshot, once the last "
+        "run's plan is applied: its lease (the time to the second-next run, at least "
+        "lease_minimum).",
+        lambda m: m.outage_tolerance_seconds,
     ),
     (
         "retention_notices_sent",

@@ -16,8 +16,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
-from retention.core.horizon import lease
+from retention.core.horizon import LEASE_MINIMUM, lease, previous_run
 from retention.core.model import Target
+from retention.core.outage import LastRun
 from retention.core.planfile import PlanHead
 from retention.core.policy.loader import LoadedPolicy, PolicySet
 from retention.errors import StopRequestedError
@@ -64,6 +65,7 @@ def make_plan(
     schedule: str | None,
     concurrency: int,
     plan_path: Path,
+    lease_minimum: timedelta = LEASE_MINIMUM,
     on_walk: Callable[[Walk], None] | None = None,
     shard: Shard | None = None,
     what_if: bool = False,
@@ -72,7 +74,9 @@ def make_plan(
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
     the plan to ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path).
     ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan.
-    ``workers``: processes that decide clusters while the walk goes on (retention.planning.workers).
+    ``lease_minimum``: the least lease, whatever ``schedule`` gives (retention.yaml's
+    lease_minimum). ``workers``: processes that decide clusters while the walk goes on
+    (retention.planning.workers).
 
     Three steps: survey the projects (alerts, discovery), walk and decide each target into
     the builder (decisions.jsonl.zst streams out as it goes), then write plan.json whole. Both
@@ -83,7 +87,8 @@ def make_plan(
     it caused on the way (a planning worker killed by the same SIGTERM).
     """
     stop = client.stop or Stop()
-    lease_for = lease(schedule, now)
+    lease_for = lease(schedule, now, lease_minimum)
+    last_run = _last_run(schedule, now, lease_for, lease_minimum)
     decisions_to = decisions_path(plan_path, written=True)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     decisions_partial = partial_path(decisions_to)
@@ -97,6 +102,7 @@ def make_plan(
             now=now,
             created_at=created_at,
             lease_for=lease_for,
+            last_run=last_run,
             concurrency=concurrency,
             on_walk=on_walk,
             shard=shard,
@@ -128,6 +134,7 @@ def _plan_into(
     now: datetime,
     created_at: datetime,
     lease_for: timedelta,
+    last_run: LastRun | None,
     concurrency: int,
     on_walk: Callable[[Walk], None] | None,
     shard: Shard | None,
@@ -159,6 +166,7 @@ def _plan_into(
             builder,
             now=now,
             lease_for=lease_for,
+            last_run=last_run,
             concurrency=concurrency,
             workers=workers,
             on_walk=on_walk,
@@ -204,6 +212,7 @@ def _walk_and_decide(
     *,
     now: datetime,
     lease_for: timedelta,
+    last_run: LastRun | None,
     concurrency: int,
     workers: int,
     on_walk: Callable[[Walk], None] | None,
@@ -221,13 +230,7 @@ def _walk_and_decide(
                 walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
             yield walk
 
-    shared = Shared(
-        policies,
-        found.survey.alerts,
-        found.survey.unread,
-        now,
-        lease_for,
-    )
+    shared = Shared(policies, found.survey.alerts, found.survey.unread, now, lease_for, last_run)
     pool = workers if len(found.targets) >= POOL_FROM else 1
     with Deciders(shared, pool) as deciders:
         for cluster in deciders.decide_all(walks()):
@@ -241,6 +244,18 @@ def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> None:
     plan."""
     with partial_path(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
         builder.write(out, found.errors, found.survey.warnings, found.notices)
+
+
+def _last_run(
+    schedule: str | None, now: datetime, lease_for: timedelta, minimum: timedelta
+) -> LastRun | None:
+    """The job's last scheduled run before ``now`` and what it left kept snapshots (None
+    without a schedule: no run to hold a snapshot's expiry against)."""
+    at = previous_run(schedule, now)
+    if at is None:
+        return None
+    left = at + lease(schedule, at, minimum)
+    return LastRun(at, left, lease_for.total_seconds())
 
 
 def _digest(loaded: LoadedPolicy) -> PolicyDigest:

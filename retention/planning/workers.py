@@ -52,6 +52,7 @@ import msgspec
 
 from retention.core.decide import decide
 from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
+from retention.core.outage import LastRun, exposed
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
@@ -107,6 +108,9 @@ class Shared:
     unread: Mapping[str, str]
     now: datetime
     lease_for: timedelta
+    # The job's last scheduled run, for the outage warning (core.outage.exposed); None: no
+    # warning (no schedule, or a review of two policy sets).
+    last_run: LastRun | None = None
 
     def plan(
         self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
@@ -127,8 +131,12 @@ class Shared:
     def decide(
         self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
     ) -> EncodedCluster:
-        """Decide one cluster and encode it for the plan's files."""
-        return encode_cluster(self.plan(target, snapshots, walk_error))
+        """Decide one cluster and encode it for the plan's files, with a warning when its
+        newest kept snapshot would not outlast the lease (core.outage)."""
+        plan = self.plan(target, snapshots, walk_error)
+        last = self.last_run
+        warning = None if last is None else exposed(plan, last)
+        return replace(encode_cluster(plan), warning=warning)
 
     def decide_walk(self, walk: Walk) -> EncodedCluster:
         """Decide and encode the walked cluster."""

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from retention.api.client import OpsManagerClient
 from retention.core.compare import ClusterDiff, compare
-from retention.core.horizon import lease
+from retention.core.horizon import LEASE_MINIMUM, lease
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
 from retention.planning.workers import Shared
@@ -85,11 +85,12 @@ def review(
     schedule: str | None,
     concurrency: int,
     stop: Stop,
+    lease_minimum: timedelta = LEASE_MINIMUM,
 ) -> Review:
     """Walk every target of ``projects`` once, decide each with ``base`` and ``current`` as
     of ``now``, and keep the difference. StopRequestedError when ``stop`` is asked for."""
     found = survey_fleet(client, projects, concurrency=concurrency)
-    lease_for = lease(schedule, now)
+    lease_for = lease(schedule, now, lease_minimum)
     sides = [
         Shared(policies, found.alerts, found.unread, now, lease_for) for policies in (base, current)
     ]

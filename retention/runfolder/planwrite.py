@@ -124,6 +124,8 @@ class EncodedCluster:
     summary: ClusterEntry  # the cluster's entry in plan.json's clusters, with its counts
     # The hold records of the cluster's policies, by (policy, place in protect.ids).
     hold_records: list[tuple[tuple[str, int], HoldRecordEntry]] = field(default_factory=list)
+    # Its newest kept snapshot would not outlast the lease (core.outage.exposed): a warning.
+    warning: str | None = None
 
 
 def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
@@ -214,6 +216,7 @@ class PlanBuilder:
         self._digest = hashlib.sha256()
         self._records = 0
         self._tally = _Tally()
+        self._warnings: list[str] = []  # the clusters' (EncodedCluster.warning)
         # The cluster entries, encoded, a line each, until write() copies them out.
         self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - write() closes it
             SPOOL_IN_MEMORY, dir=None if self.spool_dir is None else str(self.spool_dir)
@@ -241,6 +244,8 @@ class PlanBuilder:
             elif kind == "action":
                 self.by_action[name] += count
         self._tally.add(cluster.summary)
+        if cluster.warning is not None:
+            self._warnings.append(cluster.warning)
         self._spool.write(orjson.dumps(cluster.summary, option=_OPTIONS) + b"\n")
         for place, entry in cluster.hold_records:
             seen = self.hold_records.get(place)
@@ -279,7 +284,7 @@ class PlanBuilder:
             "summary": self.summary(),
             "clusters": [],
             "notices": notices or [],
-            "warnings": warnings or [],
+            "warnings": [*(warnings or []), *self._warnings],
             "errors": errors or [],
         }
         if self.hold_records:

@@ -1,0 +1,81 @@
+"""The outage tolerance's words and the warning for a cluster whose newest kept snapshot
+would not outlast the lease (retention.core.outage), from decide's own decisions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retention.core.decide import decide
+from retention.core.model import ClusterPlan, SnapshotView, Target
+from retention.core.outage import LastRun, exposed, span_words
+from retention.core.policy.spec import KeepSpec
+from tests.support.planning import loaded_policy
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+LEASE = timedelta(days=7)
+POLICY = loaded_policy(keep=KeepSpec(last=3), max_expire_fraction=1.0)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [(7 * 86400, "7 days"), (39 * 3600, "39 hours"), (2 * 86400 + 5 * 3600, "2 days and 5 hours")],
+)
+def test_a_lease_is_said_in_days_and_hours(seconds: float, words: str) -> None:
+    """The tolerance reads in hours below two days, in days (and hours) above."""
+    assert span_words(seconds) == words
+
+
+# A daily job at 03:00 UTC, its last run 9 hours ago: it left kept snapshots 7 days ahead.
+LAST = LastRun(NOW - timedelta(hours=9), NOW - timedelta(hours=9) + LEASE, LEASE.total_seconds())
+
+
+def kept_at(expires_in: list[timedelta], *, do_not_delete: bool = False) -> list[SnapshotView]:
+    """Daily snapshots, the newest taken 9 hours ago, expiring ``expires_in`` from now."""
+    return [
+        SnapshotView(f"s{day}", NOW - timedelta(days=day, hours=9), True, do_not_delete, NOW + left)
+        for day, left in enumerate(expires_in)
+    ]
+
+
+def plan_of(snapshots: list[SnapshotView], kind: str = "cluster") -> ClusterPlan:
+    """The plan of a cluster (or config server) keeping its three newest snapshots."""
+    target = Target("p1", "h1" if kind != "cluster" else "c1", "prod", kind=kind)  # type: ignore[arg-type]
+    return decide(target, snapshots, [POLICY], [], now=NOW, lease_for=LEASE)
+
+
+def test_kept_snapshots_the_last_run_extended_are_not_named() -> None:
+    """In a steady state the last run left every kept snapshot over a lease ahead, and the
+    newest carries the service's two days until this run extends it: no warning."""
+    plan = plan_of(kept_at([timedelta(days=2), timedelta(days=13), timedelta(days=12)]))
+
+    assert exposed(plan, LAST) is None
+
+
+def test_a_kept_snapshot_shortened_by_hand_is_named() -> None:
+    """The newest kept snapshot from before the last run, found expiring within a day (a
+    person shortened it), is named with its expiry: an outage would cost it."""
+    plan = plan_of(kept_at([timedelta(days=2), timedelta(hours=20), timedelta(days=12)]))
+
+    assert exposed(plan, LAST) == (
+        "prod: its newest kept snapshot from before the last scheduled run, s1, expires at "
+        "2026-11-22T08:00:00Z, sooner than that run left it: an outage of 7 days would cost "
+        "it (shortened by hand, or that run did not happen or apply); this plan extends it"
+    )
+
+
+@pytest.mark.parametrize("kind", ["config-server"])
+def test_a_config_server_is_passed_over(kind: str) -> None:
+    """A config server's changes are never sent (the plan's notice says so): no warning."""
+    plan = plan_of(kept_at([timedelta(days=2), timedelta(hours=20), timedelta(days=1)]), kind)
+
+    assert exposed(plan, LAST) is None
+
+
+def test_a_snapshot_under_donotdelete_is_not_named() -> None:
+    """doNotDelete outlasts any outage, whatever its expiry says."""
+    short = [timedelta(days=2), timedelta(hours=20), timedelta(hours=20)]
+    plan = plan_of(kept_at(short, do_not_delete=True))
+
+    assert exposed(plan, LAST) is None
