@@ -100,8 +100,8 @@ def read_head(path: Path) -> PlanHead:
 
     Raises PlanFileError naming the file and the first field that is wrong, or OSError.
     """
-    if (first := _written_head(path)) is not None:
-        return _head_of(path, first)
+    if (written := _written_head(path)) is not None:
+        return _head_of(path, *written)
     text = _head_lines(path)
     try:
         value: Any = orjson.loads(text) if text is not None else None
@@ -119,10 +119,10 @@ def read_head(path: Path) -> PlanHead:
         raise _problem(str(path), exc) from None
 
 
-def _written_head(path: Path) -> bytes | None:
+def _written_head(path: Path) -> tuple[bytes, _Stamp] | None:
     """The first line of a plan.json in the layout planwrite writes (every member but the
     clusters, which follow an entry a line), whole (it ends the file with
-    CLUSTERS_CLOSE); else None."""
+    CLUSTERS_CLOSE), and the stamp of the file it was read from; else None."""
     with path.open("rb") as lines:
         first = lines.readline().rstrip(b"\n")
         if not first.endswith(b"," + CLUSTERS_OPEN):
@@ -131,15 +131,23 @@ def _written_head(path: Path) -> bytes | None:
         if lines.tell() < len(first) + len(_END):
             return None
         lines.seek(-len(_END), os.SEEK_END)
-        return first if lines.read() == _END else None
+        return (first, _stamp(lines)) if lines.read() == _END else None
 
 
 _END = b"\n" + CLUSTERS_CLOSE + b"\n"
+# Which file, and which version of it: the clusters are read again after the head, and
+# must be that head's (not those of a plan written over it since).
+_Stamp = tuple[int, int, int, int]
 
 
-def _head_of(path: Path, first: bytes) -> PlanHead:
+def _stamp(file: IO[bytes]) -> _Stamp:
+    status = os.fstat(file.fileno())
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _head_of(path: Path, first: bytes, stamp: _Stamp) -> PlanHead:
     """The head on the first line of a plan written by this version, its clusters streamed
-    from the lines after it."""
+    from the lines after it (from the file ``stamp`` names)."""
     try:
         value: Any = orjson.loads(first + CLUSTERS_CLOSE)
     except orjson.JSONDecodeError as exc:
@@ -150,28 +158,35 @@ def _head_of(path: Path, first: bytes) -> PlanHead:
         head = HEAD.validate_python(value)
     except ValidationError as exc:
         raise _problem(str(path), exc) from None
-    head["clusters"] = PlanClusters(path)
+    head["clusters"] = PlanClusters(path, stamp)
     return head
 
 
 class PlanClusters(Collection[ClusterEntry]):
     """The cluster entries of a plan.json in the written layout, read from the file each
     time they are iterated, each validated as it comes (PlanFileError naming the entry):
-    a head's clusters at the memory of one entry."""
+    a head's clusters at the memory of one entry. The file must still be the one the head
+    was read from (``stamp``), unchanged, or PlanFileError says so."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, stamp: _Stamp) -> None:
         self._path = path
+        self._stamp = stamp
         self._count: int | None = None
 
     def _lines(self) -> Iterator[bytes]:
+        where = str(self._path)
         with self._path.open("rb") as lines:
+            if _stamp(lines) != self._stamp:
+                raise PlanFileError(where, "changed since its head was read: read it again")
             lines.readline()  # the head
             for line in lines:
                 text = line.rstrip(b"\n")
                 if text == CLUSTERS_CLOSE:
+                    if lines.read(1):
+                        raise PlanFileError(where, "clusters: lines after the end of the list")
                     return
                 yield text.removesuffix(b",")
-        raise PlanFileError(str(self._path), "clusters: cut short (the file has no end)")
+        raise PlanFileError(where, "clusters: cut short (the file has no end)")
 
     def __iter__(self) -> Iterator[ClusterEntry]:
         for n, text in enumerate(self._lines()):
@@ -256,8 +271,8 @@ def _format(path: Path) -> str:
 def _decisions_entry(path: Path) -> DecisionsEntry:
     """The plan's ``decisions`` member, validated (the rest of the head is not: its readers
     validate it; this spares a second validation of a large head)."""
-    first = _written_head(path)
-    whole = orjson.loads(first + CLUSTERS_CLOSE) if first is not None else _whole(path)
+    written = _written_head(path)
+    whole = orjson.loads(written[0] + CLUSTERS_CLOSE) if written is not None else _whole(path)
     value = whole.get("decisions")
     if value is None:
         raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
