@@ -450,6 +450,20 @@ def test_a_plan_written_over_after_its_head_was_read_is_refused_not_mixed(
         list(head["clusters"])
 
 
+def test_a_cluster_entry_spread_over_lines_is_refused_naming_the_layout(tmp_path: Path) -> None:
+    """An entry an editor spread over several lines (the file still JSON) is refused by its
+    place, saying that plan.json holds an entry a line."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    first, prod, dev, end, _ = path.read_bytes().split(b"\n")
+    spread = json.dumps(json.loads(prod.removesuffix(b",")), indent=1).encode()
+    path.write_bytes(b"\n".join([first, spread + b",", dev, end, b""]))
+
+    clusters = read_head(path)["clusters"]
+
+    with pytest.raises(PlanFileError, match=r"clusters\[0\]: not one whole entry on its line"):
+        list(clusters)
+
+
 def test_lines_after_the_end_of_the_clusters_are_refused(tmp_path: Path) -> None:
     """An entry after a line that closes the clusters (an edit that pasted two lists) is
     refused, not dropped."""
