@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retention.core.decide import decide
+from retention.core.horizon import previous_run
 from retention.core.model import ClusterPlan, SnapshotView, Target
 from retention.core.outage import LastRun, exposed, span_words
 from retention.core.policy.spec import KeepSpec
@@ -79,3 +80,43 @@ def test_a_snapshot_under_donotdelete_is_not_named() -> None:
     plan = plan_of(kept_at(short, do_not_delete=True))
 
     assert exposed(plan, LAST) is None
+
+
+def at(day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:
+    """A time in November 2026, UTC."""
+    return datetime(2026, 11, day, hour, minute, second, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "now", "last"),
+    [
+        ("0 3 * * *", at(21, 3, 0, 30), at(20, 3)),
+        ("0 3 * * *", at(21, 3), at(20, 3)),
+        ("0 3 * * *", NOW, at(21, 3)),
+        ("*/10 * * * *", at(21, 12, 0, 30), at(21, 11, 50)),
+        ("*/10 * * * *", at(21, 12, 7), at(21, 12)),
+    ],
+)
+def test_the_last_run_is_not_the_run_its_own_tick_started(
+    schedule: str, now: datetime, last: datetime
+) -> None:
+    """A scheduled run starts a little after its tick: that tick is the run's own, and the
+    last run is the one before it; a plan made well after a tick has that tick as its last."""
+    assert previous_run(schedule, now) == last
+
+
+def test_a_steady_daily_run_a_minute_after_its_tick_names_no_cluster() -> None:
+    """The run at 03:00:30 finds the snapshot taken since yesterday's run with the service's
+    two days (no run saw it yet): no warning."""
+    now, yesterday = at(21, 3, 0, 30), at(20, 3)
+    snapshots = [
+        SnapshotView("y", yesterday + timedelta(hours=9), True, False, now + timedelta(days=1)),
+        SnapshotView("d2", yesterday - timedelta(hours=15), True, False, yesterday + 2 * LEASE),
+        SnapshotView("d3", yesterday - timedelta(hours=39), True, False, yesterday + 2 * LEASE),
+    ]
+    last_at = previous_run("0 3 * * *", now)
+    assert last_at is not None
+    last = LastRun(last_at, last_at + LEASE, LEASE.total_seconds())
+    plan = decide(Target("p1", "c1", "prod"), snapshots, [POLICY], [], now=now, lease_for=LEASE)
+
+    assert exposed(plan, last) is None

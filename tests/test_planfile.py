@@ -436,6 +436,47 @@ def test_a_plan_cut_short_in_its_clusters_is_refused(tmp_path: Path) -> None:
         read_head(path)
 
 
+def test_a_plan_written_over_after_its_head_was_read_is_refused_not_mixed(
+    tmp_path: Path,
+) -> None:
+    """A head's clusters are read from its file when iterated: once another plan has
+    replaced that file, they are refused, never the other plan's clusters under this head."""
+    path = written(tmp_path / "a", [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    head = read_head(path)
+    other = written(tmp_path / "b", [hostile_plan("stage", "c3")])
+    other.replace(path)
+
+    with pytest.raises(PlanFileError, match="changed since its head was read"):
+        list(head["clusters"])
+
+
+def test_a_cluster_entry_spread_over_lines_is_refused_naming_the_layout(tmp_path: Path) -> None:
+    """An entry an editor spread over several lines (the file still JSON) is refused by its
+    place, saying that plan.json holds an entry a line."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    first, prod, dev, end, _ = path.read_bytes().split(b"\n")
+    spread = json.dumps(json.loads(prod.removesuffix(b",")), indent=1).encode()
+    path.write_bytes(b"\n".join([first, spread + b",", dev, end, b""]))
+
+    clusters = read_head(path)["clusters"]
+
+    with pytest.raises(PlanFileError, match=r"clusters\[0\]: not one whole entry on its line"):
+        list(clusters)
+
+
+def test_lines_after_the_end_of_the_clusters_are_refused(tmp_path: Path) -> None:
+    """An entry after a line that closes the clusters (an edit that pasted two lists) is
+    refused, not dropped."""
+    path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
+    first, prod, dev, end, _ = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([first, prod.removesuffix(b","), end, dev, end, b""]))
+
+    clusters = read_head(path)["clusters"]
+
+    with pytest.raises(PlanFileError, match="clusters: lines after the end of the list"):
+        list(clusters)
+
+
 class _Streamed:
     """A collection that is not a list, as a head's clusters read from disk are."""
 

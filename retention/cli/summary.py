@@ -51,8 +51,10 @@ def summary_lines(
     lines.append("")
     header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "NOTE")
     rows: list[tuple[str, ...]] = []
-    changed = 0  # a pass over the clusters, which a plan read back streams from its file
+    # One pass over the clusters, which a plan read back streams from its file.
+    changed = total = 0
     for cluster in document["clusters"]:
+        total += 1
         if _changes(cluster) or cluster["holds"] or cluster["errors"]:
             changed += 1
             if len(rows) < max_clusters:
@@ -67,7 +69,7 @@ def summary_lines(
         if hidden > 0:
             more = counted(hidden, "more cluster")
             lines.append(f"  ... and {more} with changes (see plan.json)")
-    unchanged = len(document["clusters"]) - changed
+    unchanged = total - changed
     lines.append(f"  {counted(unchanged, 'cluster')} without changes")
     lines.append("")
     totals = _totals(plan, document) if summary is None else run_totals_lines(summary, document)

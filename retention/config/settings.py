@@ -26,6 +26,7 @@ from pydantic import (
 from retention.config.credentials import ENV_PRIVATE_KEY, ENV_PRIVATE_KEY_FILE, ENV_PUBLIC_KEY
 from retention.config.notify import NotifySettings
 from retention.config.notifyurls import ENV_NOTIFY_URLS
+from retention.core.horizon import LEASE_MINIMUM
 from retention.core.ids import id_problem
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.model import Duration, OptionalDuration
@@ -157,7 +158,7 @@ class RetentionConfig(_Settings):
     )
     schedule: str | None = Field(None, description="Cron expression of the job's runs")
     lease_minimum: Duration = Field(
-        RetentionDuration(days=7),
+        RetentionDuration(days=LEASE_MINIMUM.days),
         description="The least time ahead a kept snapshot expires after a run (days and hours, "
         "e.g. 7d): how long a stopped job and a stopped service lose no kept snapshot",
     )

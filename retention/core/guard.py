@@ -310,15 +310,17 @@ def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Appro
     hold, one that names several clusters, a cluster that is not held, and a cluster held by
     an alert or a failed walk, with why that cannot be approved.
     """
-    held = [c for c in head["clusters"] if c["holds"]]
-    chosen: dict[tuple[str, str], ClusterEntry] = {}
+    chosen: dict[tuple[str, str], str] = {}  # the clusters let through, and their names
     skipped: list[str] = []
-    if everything:
-        for c in held:
-            if (why := _not_approvable(c)) is None:
-                chosen[(c["projectId"], c["clusterId"])] = c
-            else:
-                skipped.append(printable(f"{c['name']} ({c['clusterId']}): {why}"))
+    # A pass over the clusters (streamed from the plan's file), keeping names, not entries:
+    # an alert on every project holds every cluster.
+    for c in head["clusters"] if everything else ():
+        if not c["holds"]:
+            continue
+        if (why := _not_approvable(c)) is None:
+            chosen[(c["projectId"], c["clusterId"])] = c["name"]
+        else:
+            skipped.append(printable(f"{c['name']} ({c['clusterId']}): {why}"))
     for name in wanted:
         found = [c for c in head["clusters"] if name in (c["clusterId"], c["name"])]
         if not found:
@@ -332,9 +334,8 @@ def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Appro
             raise ValueError(f"--approve {name}: the plan does not hold this cluster")
         if (why := _not_approvable(cluster)) is not None:
             raise ValueError(f"--approve {name}: {why}")
-        chosen[(cluster["projectId"], cluster["clusterId"])] = cluster
-    names = tuple(sorted(c["name"] for c in chosen.values()))
-    return Approval(frozenset(chosen), names, tuple(skipped))
+        chosen[(cluster["projectId"], cluster["clusterId"])] = cluster["name"]
+    return Approval(frozenset(chosen), tuple(sorted(chosen.values())), tuple(skipped))
 
 
 def _not_approvable(cluster: ClusterEntry) -> str | None:

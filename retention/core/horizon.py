@@ -32,6 +32,9 @@ DEFAULT_LEASE = timedelta(days=7)
 # lease_minimum's default: a daily job's own lease is about two days, and an outage of the
 # service (no API, no new snapshots) of a few days must not cost the restore points kept.
 LEASE_MINIMUM = timedelta(days=7)
+# How late after its tick a scheduled run may start (a CronJob's pod, a busy node) and still
+# be that tick's run, not a run between two ticks.
+RUN_STARTS_WITHIN = timedelta(hours=1)
 
 
 def lease(schedule: str | None, now: datetime, minimum: timedelta = LEASE_MINIMUM) -> timedelta:
@@ -40,11 +43,16 @@ def lease(schedule: str | None, now: datetime, minimum: timedelta = LEASE_MINIMU
 
 
 def previous_run(schedule: str | None, now: datetime) -> datetime | None:
-    """The job's last scheduled run before ``now`` (cron, UTC); None without a schedule."""
+    """The job's last scheduled run before the one at ``now`` (cron, UTC); None without a
+    schedule. A tick just before ``now`` (within RUN_STARTS_WITHIN, and half the schedule's
+    interval) is this run's own: a scheduled run starts a little after its tick, and that
+    tick saw none of the snapshots taken since the run before it."""
     if not schedule:
         return None
-    at: datetime = croniter(schedule, now.astimezone(UTC)).get_prev(datetime)
-    return at
+    ticks = croniter(schedule, now.astimezone(UTC))
+    at: datetime = ticks.get_prev(datetime)
+    before: datetime = ticks.get_prev(datetime)
+    return before if now - at < min(RUN_STARTS_WITHIN, (at - before) / 2) else at
 
 
 def schedule_lease(schedule: str | None, now: datetime) -> timedelta:

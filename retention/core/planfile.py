@@ -295,7 +295,7 @@ class DecisionsEntry(TypedDict):
 
 
 # A plan's cluster entries: a list in a head made in memory; read back from plan.json an
-# entry at a time when the plan is on disk (runfolder.planread.PlanClusters), so that the
+# entry at a time when the plan is on disk (runfolder.planclusters.PlanClusters), so that the
 # head of a 20,000-cluster plan costs the memory of a 500-cluster one. Validated and
 # described in the schema as a list.
 ClusterEntries = Annotated[

@@ -18,8 +18,7 @@ import hashlib
 import heapq
 import itertools
 import operator
-import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -27,17 +26,14 @@ import orjson
 import zstandard
 from pydantic import TypeAdapter, ValidationError
 
-from retention.core.ids import id_problem
 from retention.core.planfile import (
     CHANGE,
-    CLUSTER,
     DECISION,
     FORMAT,
     HEAD,
     LISTS,
     OLD_FORMAT,
     Change,
-    ClusterEntry,
     DecisionRecord,
     DecisionsEntry,
     ListName,
@@ -47,8 +43,9 @@ from retention.core.planfile import (
 from retention.core.wording import printable
 from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
+from retention.runfolder.planclusters import head_of, problem, written_head
 from retention.runfolder.planrecords import change_record
-from retention.runfolder.planwrite import CLUSTERS_CLOSE, CLUSTERS_OPEN
+from retention.runfolder.planwrite import CLUSTERS_CLOSE
 
 # Blocks read from a decisions file: large, as the writer's.
 READ_BLOCK = 1 << 20
@@ -56,18 +53,6 @@ _NO_BODY = b'"body":null'
 DECISIONS_ENTRY = TypeAdapter(DecisionsEntry)
 
 # ---- reading ---------------------------------------------------------------------------
-
-
-def _problem(where: str, exc: ValidationError) -> PlanFileError:
-    first = exc.errors()[0]
-    place = ".".join(str(part) for part in first["loc"]) or "(the entry)"
-    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    message = first["msg"]
-    value = first.get("input")
-    if place.endswith("Id") and isinstance(value, str) and (why := id_problem(value)):
-        # The rule in words, not its regular expression.
-        message = f"{value!r} is not an id a plan can carry: {why}"
-    return PlanFileError(where, f"{place}: {message}{more}")
 
 
 def _head_lines(path: Path) -> bytes | None:
@@ -100,8 +85,8 @@ def read_head(path: Path) -> PlanHead:
 
     Raises PlanFileError naming the file and the first field that is wrong, or OSError.
     """
-    if (first := _written_head(path)) is not None:
-        return _head_of(path, first)
+    if (written := written_head(path)) is not None:
+        return head_of(path, *written)
     text = _head_lines(path)
     try:
         value: Any = orjson.loads(text) if text is not None else None
@@ -116,88 +101,7 @@ def read_head(path: Path) -> PlanHead:
     try:
         return HEAD.validate_python(value)
     except ValidationError as exc:
-        raise _problem(str(path), exc) from None
-
-
-def _written_head(path: Path) -> bytes | None:
-    """The first line of a plan.json in the layout planwrite writes (every member but the
-    clusters, which follow an entry a line), whole (it ends the file with
-    CLUSTERS_CLOSE); else None."""
-    with path.open("rb") as lines:
-        first = lines.readline().rstrip(b"\n")
-        if not first.endswith(b"," + CLUSTERS_OPEN):
-            return None
-        lines.seek(0, os.SEEK_END)
-        if lines.tell() < len(first) + len(_END):
-            return None
-        lines.seek(-len(_END), os.SEEK_END)
-        return first if lines.read() == _END else None
-
-
-_END = b"\n" + CLUSTERS_CLOSE + b"\n"
-
-
-def _head_of(path: Path, first: bytes) -> PlanHead:
-    """The head on the first line of a plan written by this version, its clusters streamed
-    from the lines after it."""
-    try:
-        value: Any = orjson.loads(first + CLUSTERS_CLOSE)
-    except orjson.JSONDecodeError as exc:
-        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
-    if value.get("format") != FORMAT:
-        raise PlanFileError(str(path), f"not a {FORMAT} plan (format: {value.get('format')!r})")
-    try:
-        head = HEAD.validate_python(value)
-    except ValidationError as exc:
-        raise _problem(str(path), exc) from None
-    head["clusters"] = PlanClusters(path)
-    return head
-
-
-class PlanClusters(Collection[ClusterEntry]):
-    """The cluster entries of a plan.json in the written layout, read from the file each
-    time they are iterated, each validated as it comes (PlanFileError naming the entry):
-    a head's clusters at the memory of one entry."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._count: int | None = None
-
-    def _lines(self) -> Iterator[bytes]:
-        with self._path.open("rb") as lines:
-            lines.readline()  # the head
-            for line in lines:
-                text = line.rstrip(b"\n")
-                if text == CLUSTERS_CLOSE:
-                    return
-                yield text.removesuffix(b",")
-        raise PlanFileError(str(self._path), "clusters: cut short (the file has no end)")
-
-    def __iter__(self) -> Iterator[ClusterEntry]:
-        for n, text in enumerate(self._lines()):
-            try:
-                yield CLUSTER.validate_json(text)
-            except ValidationError as exc:
-                raise _problem(f"{self._path}: clusters[{n}]", exc) from None
-
-    def __len__(self) -> int:
-        if self._count is None:
-            self._count = sum(1 for _ in self._lines())
-        return self._count
-
-    def __contains__(self, entry: object) -> bool:
-        return any(entry == c for c in self)
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to any list, tuple or PlanClusters of the same entries."""
-        if not isinstance(other, list | tuple | PlanClusters):
-            return NotImplemented
-        return list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment] # compared by content, as a list is
-
-    def __repr__(self) -> str:
-        return f"PlanClusters({str(self._path)!r})"
+        raise problem(str(path), exc) from None
 
 
 def read_list(path: Path, name: ListName) -> Iterator[Change]:
@@ -215,7 +119,7 @@ def read_list(path: Path, name: ListName) -> Iterator[Change]:
             snapshot = raw.get("snapshotId") if isinstance(raw, dict) else None
             # An id that failed validation may hold control characters: escaped for people.
             named = f" (snapshot {printable(str(snapshot))})" if snapshot else ""
-            raise _problem(f"{path}: {name}[{n}]{named}", exc) from None
+            raise problem(f"{path}: {name}[{n}]{named}", exc) from None
 
 
 def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
@@ -256,15 +160,15 @@ def _format(path: Path) -> str:
 def _decisions_entry(path: Path) -> DecisionsEntry:
     """The plan's ``decisions`` member, validated (the rest of the head is not: its readers
     validate it; this spares a second validation of a large head)."""
-    first = _written_head(path)
-    whole = orjson.loads(first + CLUSTERS_CLOSE) if first is not None else _whole(path)
+    written = written_head(path)
+    whole = orjson.loads(written[0] + CLUSTERS_CLOSE) if written is not None else _whole(path)
     value = whole.get("decisions")
     if value is None:
         raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
     try:
         return DECISIONS_ENTRY.validate_python(value)
     except ValidationError as exc:
-        raise _problem(f"{path}: decisions", exc) from None
+        raise problem(f"{path}: decisions", exc) from None
 
 
 def _cluster_changes(path: Path) -> Iterator[list[tuple[ListName, Change]]]:
@@ -291,7 +195,7 @@ def _numbered_change(
     try:
         record = DECISION.validate_json(line)
     except ValidationError as exc:
-        raise _problem(where, exc) from None
+        raise problem(where, exc) from None
     if (listed := list_of(record)) is None:
         return None
     if "grace" not in record:
@@ -301,7 +205,7 @@ def _numbered_change(
         change = CHANGE.validate_python(raw)
     except ValidationError as exc:
         named = f" (snapshot {printable(str(record['snapshotId']))})"
-        raise _problem(where + named, exc) from None
+        raise problem(where + named, exc) from None
     return listed, change, (record["projectId"], record["kind"], record["clusterId"])
 
 
@@ -432,7 +336,7 @@ def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
         try:
             record = DECISION.validate_json(line)
         except ValidationError as exc:
-            raise _problem(f"{path}: the line of snapshot {snapshot_id}", exc) from None
+            raise problem(f"{path}: the line of snapshot {snapshot_id}", exc) from None
         if record["snapshotId"] == snapshot_id:
             return record
     return None

@@ -90,7 +90,7 @@ def write_plan(out: IO[bytes], head: PlanHead) -> None:
 def _write_members(out: IO[bytes], head: PlanHead, clusters: Iterable[bytes]) -> None:
     """plan.json from a head and its cluster entries, encoded: the first line holds every
     member but ``clusters``, which comes last, each entry on a line of its own, so that
-    readers take the head from the first line and stream the entries (planread.py); the
+    readers take the head from the first line and stream the entries (planclusters.py); the
     whole is still one JSON object, which ``jq .`` prints."""
     members: dict[str, Any] = {k: v for k, v in head.items() if k != "clusters"}
     members.setdefault("notices", [])
