@@ -195,7 +195,9 @@ def test_log_format_after_the_command_turns_stderr_into_json(
 ) -> None:
     """--log-format json after the command makes the configuration warnings JSON lines."""
     config = write_config(folder, "http://127.0.0.1:9/api/public/v1.0")
-    config.write_text(config.read_text().replace('"0 3 * * *"', '"*/1 * * * *"'))
+    # Every minute, and no minimum lease: a lease of about a minute is a warning.
+    text = config.read_text().replace('"0 3 * * *"', '"*/1 * * * *"')
+    config.write_text(text + "lease_minimum: 0h\n")
 
     code, _, err = run(capsys, "validate", "--log-format", "json")
 

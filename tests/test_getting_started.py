@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from retention.cli.common import examples
 from retention.config.scaffold import local_links
 from retention.config.schedule import schedule_warnings
 from retention.config.writable import unwritable
+from retention.core.horizon import LEASE_MINIMUM
 from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
 from tests.support.simfleet import P
@@ -139,9 +140,13 @@ def test_a_missing_configuration_points_to_init(
     [("*/1 * * * *", True), ("*/30 * * * *", True), ("0 * * * *", False), ("0 3 * * *", False)],
 )
 def test_a_schedule_with_a_lease_under_an_hour_is_a_warning(schedule: str, warned: bool) -> None:
-    """A schedule every minute or half hour leaves kept snapshots a lease under an hour: a
-    warning says so and what to run instead; hourly and daily schedules are fine."""
-    warnings = schedule_warnings(schedule, datetime(2026, 11, 21, 12, 0, 30, tzinfo=UTC))
+    """A schedule every minute or half hour with lease_minimum 0h leaves kept snapshots a
+    lease under an hour: a warning says so and what to run instead; hourly and daily
+    schedules are fine, and so is any schedule with the default lease_minimum."""
+    now = datetime(2026, 11, 21, 12, 0, 30, tzinfo=UTC)
+    warnings = schedule_warnings(schedule, now, timedelta(0))
+
+    assert schedule_warnings(schedule, now, LEASE_MINIMUM) == []
 
     assert bool(warnings) is warned
     if warned:
@@ -152,10 +157,12 @@ def test_a_schedule_with_a_lease_under_an_hour_is_a_warning(schedule: str, warne
 def test_validate_prints_the_short_lease_warning(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """validate warns on stderr about a schedule every minute, and still exits 0."""
+    """validate warns on stderr about a schedule every minute with lease_minimum 0h, and
+    still exits 0."""
     run(capsys, "init")
     config = folder / "retention.yaml"
-    config.write_text(config.read_text().replace('"0 3 * * *"', '"*/1 * * * *"'))
+    text = config.read_text().replace('"0 3 * * *"', '"*/1 * * * *"')
+    config.write_text(text.replace("lease_minimum: 7d", "lease_minimum: 0h"))
 
     code, _, err = run(capsys, "validate")
 

@@ -7,6 +7,7 @@ restore points `last` and `within` kept."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -35,7 +36,7 @@ POLICIES = {
 OUTAGE = timedelta(days=5)
 
 
-def fleet_of(clusters: dict[str, SimCluster]) -> object:
+def fleet_of(clusters: dict[str, SimCluster]) -> Callable[[datetime], Fleet]:
     """A fleet factory: three replica sets, each snapshotted daily at 03:00 UTC by the
     service, which gives each snapshot two days (its schedule's retention), and a week of
     history; ``clusters`` is filled with them so the test can stop their schedules."""
@@ -84,6 +85,15 @@ def configure(
     return config
 
 
+def plan_output(
+    sim: Simulator, config: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """`retention plan --out plan.json` now: its exit code and what it printed."""
+    capsys.readouterr()
+    code = cli.main(["--config", str(config), "plan", "--out", "plan.json"], clock=sim.clock.now)
+    return code, capsys.readouterr().out
+
+
 def kept_by_last_run(folder: Path) -> dict[str, set[str]]:
     """The snapshots the newest run folder's plan kept or protected, by policy name."""
     newest = max((folder / "reports").glob("2*"))
@@ -101,7 +111,7 @@ def outage(
     """Three daily runs (now, a day and two days on), then five days without a run or a
     new snapshot, then the reaper: what the last run kept, and what is left of it."""
     clusters: dict[str, SimCluster] = {}
-    with running(fleet_of(clusters)) as sim:  # type: ignore[arg-type]
+    with running(fleet_of(clusters)) as sim:
         config = configure(folder, sim, lease_minimum)
         for day in range(3):
             if day:
@@ -156,12 +166,8 @@ def test_the_plan_states_the_outage_it_survives(
     """The plan's summary says how long a stopped job and service lose no kept snapshot:
     the lease, at least lease_minimum (a daily job's own lease at noon: 39 hours)."""
     clusters: dict[str, SimCluster] = {}
-    with running(fleet_of(clusters)) as sim:  # type: ignore[arg-type]
-        config = configure(folder, sim, minimum)
-        code = cli.main(
-            ["--config", str(config), "plan", "--out", "plan.json"], clock=sim.clock.now
-        )
-    out = capsys.readouterr().out
+    with running(fleet_of(clusters)) as sim:
+        code, out = plan_output(sim, configure(folder, sim, minimum), capsys)
 
     assert code == 0
     assert (
@@ -176,7 +182,7 @@ def test_a_kept_snapshot_shortened_by_hand_is_a_warning_and_extended_again(
     """A person shortens the newest kept snapshot a daily run extended; the next day's plan
     warns that an outage would cost it, names it, and extends it again."""
     clusters: dict[str, SimCluster] = {}
-    with running(fleet_of(clusters)) as sim:  # type: ignore[arg-type]
+    with running(fleet_of(clusters)) as sim:
         config = configure(folder, sim, None)
         assert cli.main(["--config", str(config), "run"], clock=sim.clock.now) == 0
         newest = "last-day0"  # taken this morning, before the run: kept by last 2
@@ -185,11 +191,7 @@ def test_a_kept_snapshot_shortened_by_hand_is_a_warning_and_extended_again(
             soon = sim.clock.now() + timedelta(days=1, hours=2)
             client.patch_snapshot(P, CLUSTERS["last"], newest, SnapshotPatch.expire_at(soon))
         sim.admin("clock", {"advance": 86400})
-        capsys.readouterr()
-        code = cli.main(
-            ["--config", str(config), "plan", "--out", "plan.json"], clock=sim.clock.now
-        )
-    out = capsys.readouterr().out
+        code, out = plan_output(sim, config, capsys)
 
     assert code == 0
     assert (
@@ -211,7 +213,7 @@ def test_the_run_its_reports_metrics_and_doctor_state_the_tolerance(
     figure comes from (the minimum, the schedule alone giving 39 hours)."""
     clusters: dict[str, SimCluster] = {}
     metrics = folder / "retention.prom"
-    with running(fleet_of(clusters)) as sim:  # type: ignore[arg-type]
+    with running(fleet_of(clusters)) as sim:
         config = configure(folder, sim, "10d", "[html, markdown]")
         ran = cli.main(
             ["--config", str(config), "run", "--dry-run", "--metrics-file", str(metrics)],
@@ -227,7 +229,7 @@ def test_the_run_its_reports_metrics_and_doctor_state_the_tolerance(
     assert (ran, doctor) == (0, 0)
     said = "a stopped job and service lose no kept snapshot for 10 days once the plan is applied"
     assert (
-        f"- Outage tolerance: {said} (at least lease_minimum)." in (run / "report.md").read_text()
+        f"- Outage tolerance: {said} (at least lease\\_minimum)." in (run / "report.md").read_text()
     )
     assert f'<dd id="outage-tolerance">{said} (the lease' in (run / "report.html").read_text()
     assert "retention_outage_tolerance_seconds 864000.0\n" in metrics.read_text()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from retention.core.decide import decide
 from retention.core.model import Member, SnapshotView, Target
-from retention.core.planfile import restore_points_entry
+from retention.core.planvalues import restore_points_entry
 from retention.core.policy.spec import KeepSpec
 from retention.core.restorepoints import grain_of, ladder_of
 from tests.support.planning import loaded_policy

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from retention.core.guard import APPROVABLE
-from retention.core.outage import tolerance_text
+from retention.core.outage import tolerance_sentence
 from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable, size, unmanaged_text
@@ -100,8 +100,7 @@ def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[st
 
 def outage_line(plan: PlanSummary, *, applied: bool) -> str:
     """The outage the fleet survives: the plan's lease (at least lease_minimum)."""
-    when = "" if applied else " once the plan is applied"
-    return f"Outage tolerance: {tolerance_text(plan.lease_seconds)}{when} (at least lease_minimum)."
+    return tolerance_sentence(plan.lease_seconds, applied=applied)
 
 
 def plan_totals_lines(plan: PlanSummary) -> list[str]:

@@ -92,7 +92,7 @@ def load_config(
         raise ConfigError(f"{count} in {config_path}", problems=problems)
     if not config.api.verify_tls:
         warnings.append("api.verify_tls is false: TLS is not verified, answers can be forged")
-    warnings.extend(schedule_warnings(config.schedule, clock()))
+    warnings.extend(schedule_warnings(config.schedule, clock(), config.lease_floor))
     return LoadedConfig(config, config_path, credentials, sources, warnings)
 
 

@@ -32,6 +32,13 @@ def tolerance_text(lease_seconds: float) -> str:
     return f"a stopped job and service lose no kept snapshot for {span_words(lease_seconds)}"
 
 
+def tolerance_sentence(lease_seconds: float, *, applied: bool) -> str:
+    """The summaries' line (terminal, report.md, notices): the tolerance, and that it
+    holds once the plan is applied when nothing was."""
+    when = "" if applied else " once the plan is applied"
+    return f"Outage tolerance: {tolerance_text(lease_seconds)}{when} (at least lease_minimum)."
+
+
 @dataclass(frozen=True)
 class LastRun:
     """The job's last scheduled run before a plan, and the least expiry it left every

@@ -24,10 +24,10 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from retention.core.freshness import Freshness, Source
+from retention.core.freshness import Source
 from retention.core.ids import FORBIDDEN_PATTERN, ID_PATTERN, MAX_ID_LENGTH
-from retention.core.model import Action, ChangeAction, Hold, Reason, SnapshotView, State
-from retention.core.restorepoints import Grain, Ladder, Missing, Tier
+from retention.core.model import Action, ChangeAction, Reason, SnapshotView, State
+from retention.core.restorepoints import Grain
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
@@ -424,78 +424,3 @@ def snapshot_view(record: DecisionRecord) -> SnapshotView:
         record["consistent"],
         record["storageBytes"],
     )
-
-
-def restore_points_entry(ladder: Ladder) -> RestorePointsEntry:
-    """A ladder as plan.json and the JSON outputs carry it."""
-    return {
-        "count": ladder.points,
-        "newest": ladder.newest,
-        "oldest": ladder.oldest,
-        "gaps": ladder.has_gaps,
-        "tiers": [
-            {
-                "grain": t.grain,
-                "every": t.every,
-                "everySeconds": t.every_seconds,
-                "reaches": t.reaches,
-                "points": t.points,
-                "span": t.span,
-                "unit": t.unit,
-                "missing": [
-                    {
-                        "after": m.after,
-                        "before": m.before,
-                        "count": m.count,
-                        "unit": m.unit,
-                        "first": m.first,
-                        "last": m.last,
-                    }
-                    for m in t.missing
-                ],
-                "text": t.words(),
-            }
-            for t in ladder.tiers
-        ],
-        "text": ladder.words(),
-    }
-
-
-def tier_of(entry: TierEntry) -> Tier:
-    """A tier of a ``restorePoints`` entry as ``restore_points_entry`` wrote it, so that its
-    words come from ``retention.core.restorepoints`` alone."""
-    missing = tuple(
-        Missing(m["after"], m["before"], m["count"], m["unit"], m["first"], m["last"])
-        for m in entry["missing"]
-    )
-    return Tier(
-        entry["grain"],
-        entry["everySeconds"],
-        entry["reaches"],
-        entry["points"],
-        entry["span"],
-        entry["unit"],
-        missing,
-    )
-
-
-def freshness_entry(fresh: Freshness) -> FreshnessEntry:
-    """The freshness of a cluster's backups as plan.json carries it."""
-    return {
-        "newest": fresh.newest,
-        "ageSeconds": fresh.age_seconds,
-        "withinSeconds": fresh.within_seconds,
-        "expectedFrom": fresh.source,
-        "stale": fresh.stale,
-        "text": fresh.words(),
-    }
-
-
-def hold_entry(hold: Hold) -> HoldEntry:
-    """A cluster's hold as plan.json (and the diff's JSON) writes it."""
-    return {
-        "kind": hold.kind,
-        "reason": hold.reason,
-        "alertId": hold.alert_id,
-        "setting": hold.setting,
-    }

@@ -9,7 +9,7 @@ from array import array
 from typing import Any
 
 from retention.core.forecast import steady_index, trend
-from retention.core.planfile import restore_points_entry
+from retention.core.planvalues import restore_points_entry
 from retention.core.policy.loader import PolicySet
 from retention.forecasting.job import ASSUMPTIONS, ClusterOutlook, Forecast, Outlook
 from retention.review.baseline import Baseline

@@ -103,12 +103,10 @@ def run_job(
     stop: Stop | None = None,
 ) -> JobResult:
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``.
-
-    ``on_walk`` hears of each walked cluster, ``on_apply`` of the number of changes before
-    they are sent, ``on_outcome`` of each outcome (for progress on a terminal). A ``stop``
-    while planning raises StopRequestedError once the folder says so (nothing was sent);
-    while applying, the result's ``interrupted`` names the signal.
-    """
+    ``on_walk`` hears of each walked cluster, ``on_apply`` of the changes to send, and
+    ``on_outcome`` of each outcome (progress). A ``stop`` while planning raises
+    StopRequestedError once the folder says so (nothing sent); while applying, the
+    result's ``interrupted`` names the signal."""
     started = now()
     folder = RunFolder.new(reports, started)
     try:

@@ -73,22 +73,16 @@ def make_plan(
 ) -> PlanResult:
     """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
     the plan to ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path).
-    ``what_if``: ``now`` is a time the user asked about (--at), not the time of the plan.
-    ``lease_minimum``: the least lease, whatever ``schedule`` gives (retention.yaml's
-    lease_minimum). ``workers``: processes that decide clusters while the walk goes on
-    (retention.planning.workers).
+    ``what_if``: ``now`` is a time asked about (--at); ``workers``: processes deciding.
 
-    Three steps: survey the projects (alerts, discovery), walk and decide each target into
-    the builder (decisions.jsonl.zst streams out as it goes), then write plan.json whole. Both
-    files are written under partial names and renamed when the plan is whole: a plan that
-    stops half way (an error, a stop: StopRequestedError) leaves neither, and an earlier
-    plan at ``plan_path`` stays as it was. The client's stop (``client.stop``) is looked at
-    between clusters and before the files are renamed, and a stop wins over whatever error
-    it caused on the way (a planning worker killed by the same SIGTERM).
+    Survey the projects, walk and decide each target into the builder (decisions stream
+    out), then write plan.json. Both files are written under partial names and renamed
+    when the plan is whole: a plan that stops half way (an error, a StopRequestedError)
+    leaves neither, and an earlier plan at ``plan_path`` stays as it was. ``client.stop``
+    is looked at between clusters and before the renames, and a stop wins over whatever
+    error it caused on the way (a planning worker killed by the same SIGTERM).
     """
     stop = client.stop or Stop()
-    lease_for = lease(schedule, now, lease_minimum)
-    last_run = _last_run(schedule, now, lease_for, lease_minimum)
     decisions_to = decisions_path(plan_path, written=True)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     decisions_partial = partial_path(decisions_to)
@@ -101,8 +95,8 @@ def make_plan(
             plan_path,
             now=now,
             created_at=created_at,
-            lease_for=lease_for,
-            last_run=last_run,
+            schedule=schedule,
+            lease_minimum=lease_minimum,
             concurrency=concurrency,
             on_walk=on_walk,
             shard=shard,
@@ -120,8 +114,7 @@ def make_plan(
     decisions_partial.replace(decisions_to)
     partial_path(plan_path).replace(plan_path)
     # Read back: its clusters are streamed from the file, not held (PlanClusters).
-    head = read_head(plan_path)
-    return PlanResult(head, plan_path, decisions_to, found.errors + walk_errors)
+    return PlanResult(read_head(plan_path), plan_path, decisions_to, found.errors + walk_errors)
 
 
 def _plan_into(
@@ -133,8 +126,8 @@ def _plan_into(
     *,
     now: datetime,
     created_at: datetime,
-    lease_for: timedelta,
-    last_run: LastRun | None,
+    schedule: str | None,
+    lease_minimum: timedelta,
     concurrency: int,
     on_walk: Callable[[Walk], None] | None,
     shard: Shard | None,
@@ -142,6 +135,8 @@ def _plan_into(
     workers: int,
     stop: Stop,
 ) -> tuple[_Found, list[str]]:
+    lease_for = lease(schedule, now, lease_minimum)
+    last_run = _last_run(schedule, now, lease_for, lease_minimum)
     with (
         decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out,
         closing(

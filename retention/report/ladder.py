@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC
 
-from retention.core.planfile import RestorePointsEntry, tier_of
+from retention.core.planfile import RestorePointsEntry
+from retention.core.planvalues import tier_of
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import markupsafe
 
 from retention.core.freshness import age_words
 from retention.core.glossary import GLOSSARY
-from retention.core.outage import tolerance_text
+from retention.core.outage import tolerance_sentence, tolerance_text
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import plural, printable, size
@@ -136,6 +136,7 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["exit_meaning"] = exit_meaning
     env.filters["plural"] = plural
     env.filters["outage"] = tolerance_text
+    env.filters["outage_sentence"] = tolerance_sentence
     env.filters["body_text"] = _body_text
     env.filters["size"] = lambda count: "-" if count is None else size(count)
     env.filters["minutes"] = _minutes

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from retention.core.compare import ClusterDiff, SnapshotShift
-from retention.core.planfile import hold_entry, restore_points_entry
+from retention.core.planvalues import hold_entry, restore_points_entry
 from retention.core.policy.loader import PolicySet
 from retention.review.baseline import Baseline
 from retention.review.job import Review

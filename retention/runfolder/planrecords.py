@@ -17,10 +17,8 @@ from retention.core.planfile import (
     ClusterEntry,
     DecisionRecord,
     HoldRecordEntry,
-    freshness_entry,
-    hold_entry,
-    restore_points_entry,
 )
+from retention.core.planvalues import freshness_entry, hold_entry, restore_points_entry
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import to_utc
 

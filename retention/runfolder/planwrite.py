@@ -257,7 +257,7 @@ class PlanBuilder:
         """Let the spool go (write does too): for a plan given up half way."""
         self._spool.close()
 
-    def head(
+    def _head(
         self,
         errors: list[str] | None = None,
         warnings: list[str] | None = None,
@@ -304,7 +304,7 @@ class PlanBuilder:
         self._spool.seek(0)
         with self._spool:
             entries = (line.rstrip(b"\n") for line in self._spool)
-            _write_members(out, self.head(errors, warnings, notices), entries)
+            _write_members(out, self._head(errors, warnings, notices), entries)
 
     def summary(self) -> Summary:
         """Counts by state and by action, holds and errors."""
