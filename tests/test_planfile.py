@@ -514,3 +514,14 @@ def test_json_output_streams_a_heads_clusters_in_the_bytes_of_a_list(
     expected = orjson.dumps(jsonable(document(entries)), option=orjson.OPT_INDENT_2)
 
     assert b"".join(pretty_json(document(_Streamed(entries)))) == expected
+
+
+def test_a_head_line_that_is_not_json_is_refused_by_every_reader(tmp_path: Path) -> None:
+    """A plan.json laid out as retention writes it but whose head line is not JSON is
+    refused by name by the head's reader and by the changes' reader alike."""
+    path = tmp_path / "plan.json"
+    path.write_bytes(b'{"format":"retention-plan/v2",oops,"clusters":[\n]}\n')
+
+    for read in (lambda: read_head(path), lambda: list(read_list(path, "changes"))):
+        with pytest.raises(PlanFileError, match="not a plan file \\(not JSON"):
+            read()

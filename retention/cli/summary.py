@@ -98,11 +98,6 @@ def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[st
     )
 
 
-def outage_line(plan: PlanSummary, *, applied: bool) -> str:
-    """The outage the fleet survives: the plan's lease (at least lease_minimum)."""
-    return tolerance_sentence(plan.lease_seconds, applied=applied)
-
-
 def plan_totals_lines(plan: PlanSummary) -> list[str]:
     """What the plan does in all: per action, what it lets the service delete from when,
     what the safety gates hold, what is advisory."""
@@ -133,7 +128,7 @@ def plan_totals_lines(plan: PlanSummary) -> list[str]:
 def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
     """What the plan does in all, what holds it, its notes, errors and warnings."""
     lines = plan_totals_lines(plan)
-    lines.append(outage_line(plan, applied=False))
+    lines.append(tolerance_sentence(plan.lease_seconds, applied=False))
     lines.extend(stale_lines(plan))
     lines.extend(hold_record_lines(document))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
@@ -181,7 +176,7 @@ def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
             f"Advisory: {summary.count('advisory')} changes on legacy config servers "
             "(no API to apply them)."
         )
-    lines.append(outage_line(summary.plan, applied=not summary.run.dry_run))
+    lines.append(tolerance_sentence(summary.plan.lease_seconds, applied=not summary.run.dry_run))
     lines.extend(stale_lines(summary.plan))
     lines.extend(hold_record_lines(document))
     lines.extend(f"  note {notice}" for notice in summary.plan.notices)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,7 +24,7 @@ from retention.apply.executor import ApplyResult, Journal, Outcome, apply_plan
 from retention.core.guard import Approval, EntryCheck, plan_refusal
 from retention.core.guard import approve as approval_of
 from retention.core.horizon import LEASE_MINIMUM
-from retention.core.planfile import PlanHead, clusters_by_key
+from retention.core.planfile import ClusterFacts, PlanHead
 from retention.core.policy.loader import PolicySet
 from retention.core.runfiles import INTERRUPTED_FORMAT, InterruptedDocument, Mode
 from retention.core.timestamps import format_timestamp
@@ -161,13 +161,13 @@ def _apply_planned(
     """The apply step of a run: the plan just written is sent, its own audit alerts are
     acknowledged when asked, and a stop that came meanwhile is recorded."""
     # The entries just written pass the checks a saved plan's do before anything is sent.
-    check_entries(plan_path, result.document, frozenset())
+    clusters = check_entries(plan_path, result.document, frozenset())
     if on_apply is not None:
         on_apply(change_count(result.document))
     applied = _apply(
         client,
         plan_path,
-        result.document,
+        clusters,
         concurrency=concurrency,
         now=now,
         on_outcome=on_outcome,
@@ -218,7 +218,7 @@ def apply_saved(
         approval = approval_of(head, approve, everything=approve_all)
     except ValueError as exc:
         raise UsageError(f"{plan_path}: {exc}") from None
-    check_entries(plan_path, head, approval.clusters)
+    clusters = check_entries(plan_path, head, approval.clusters)
     folder = RunFolder.new(reports, started)
     run_id, run_dir = folder.run_id, folder.path
     run_dir.mkdir(parents=True)
@@ -228,7 +228,7 @@ def apply_saved(
         shutil.copyfile(decisions, decisions_path(copy, written=True))
     approved = sum(
         c["counts"].get("action:held", 0)
-        for c in head["clusters"]
+        for c in (head["clusters"] if approval.clusters else ())
         if (c["projectId"], c["clusterId"]) in approval.clusters
     )
     if on_apply is not None:
@@ -237,7 +237,7 @@ def apply_saved(
     result.applied = _apply(
         client,
         copy,
-        head,
+        clusters,
         concurrency=concurrency,
         now=now,
         on_outcome=on_outcome,
@@ -260,20 +260,25 @@ def _head(path: Path, *, base_url: str, max_age: timedelta, now: datetime) -> Pl
     return head
 
 
-def check_entries(path: Path, head: PlanHead, approved: frozenset[tuple[str, str]]) -> None:
+def check_entries(
+    path: Path, head: PlanHead, approved: frozenset[tuple[str, str]]
+) -> dict[tuple[str, str], ClusterFacts]:
     """Every entry apply would send (the changes, and the held changes of approved
-    clusters) passes the entry checks, or PlanFileError names the first that does not."""
+    clusters) passes the entry checks, or PlanFileError names the first that does not;
+    the facts of the plan's clusters they were checked against, which apply sends by
+    (one pass over the clusters, which a head read back streams from its file)."""
     entries = EntryCheck(head)
     for n, change in enumerate(to_send(path, approved)):
         if (problem := entries.problem(change)) is not None:
             where = f"{path}: entry {n} to send (snapshot {change['snapshotId']})"
             raise PlanFileError(where, problem)
+    return entries.clusters
 
 
 def _apply(
     client: OpsManagerClient,
     plan_path: Path,
-    head: PlanHead,
+    clusters: Mapping[tuple[str, str], ClusterFacts],
     *,
     concurrency: int,
     now: Clock,
@@ -286,7 +291,7 @@ def _apply(
         return apply_plan(
             client,
             to_send(plan_path, approved),
-            clusters_by_key(head),
+            clusters,
             journal,
             now=now,
             concurrency=concurrency,

@@ -60,13 +60,22 @@ def _stamp(file: IO[bytes]) -> _Stamp:
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
-def head_of(path: Path, first: bytes, stamp: _Stamp) -> PlanHead:
-    """The head on the first line of a plan written by this version, its clusters streamed
-    from the lines after it (from the file ``stamp`` names)."""
+def head_value(path: Path, first: bytes) -> dict[str, Any]:
+    """The first line of a plan in the written layout as a JSON object, its clusters
+    empty; PlanFileError when it is not one."""
     try:
         value: Any = orjson.loads(first + CLUSTERS_CLOSE)
     except orjson.JSONDecodeError as exc:
         raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
+    if not isinstance(value, dict):
+        raise PlanFileError(str(path), f"it holds a JSON {type(value).__name__}, not a plan")
+    return value
+
+
+def head_of(path: Path, first: bytes, stamp: _Stamp) -> PlanHead:
+    """The head on the first line of a plan written by this version, its clusters streamed
+    from the lines after it (from the file ``stamp`` names)."""
+    value = head_value(path, first)
     if value.get("format") != FORMAT:
         raise PlanFileError(str(path), f"not a {FORMAT} plan (format: {value.get('format')!r})")
     try:

@@ -43,9 +43,8 @@ from retention.core.planfile import (
 from retention.core.wording import printable
 from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
-from retention.runfolder.planclusters import head_of, problem, written_head
+from retention.runfolder.planclusters import head_of, head_value, problem, written_head
 from retention.runfolder.planrecords import change_record
-from retention.runfolder.planwrite import CLUSTERS_CLOSE
 
 # Blocks read from a decisions file: large, as the writer's.
 READ_BLOCK = 1 << 20
@@ -161,7 +160,7 @@ def _decisions_entry(path: Path) -> DecisionsEntry:
     """The plan's ``decisions`` member, validated (the rest of the head is not: its readers
     validate it; this spares a second validation of a large head)."""
     written = written_head(path)
-    whole = orjson.loads(written[0] + CLUSTERS_CLOSE) if written is not None else _whole(path)
+    whole = head_value(path, written[0]) if written is not None else _whole(path)
     value = whole.get("decisions")
     if value is None:
         raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
