@@ -1,4 +1,4 @@
-"""make chaos: the job against a misbehaving simulator (retention.simulator.chaos), N scenarios.
+"""make chaos: the job against a misbehaving simulator (tests.support.chaos), N scenarios.
 
     make chaos      # or: .venv/bin/python benchmarks/chaos.py [--scenarios 10]
 
@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from retention.simulator.chaos import FAULTS, run_chaos
+from tests.support.chaos import FAULTS, run_chaos
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from retention.config.policyfiles import parse_policies
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
-from retention.planning.workers import Deciders, Shared
+from retention.plan.workers import Deciders, Shared
 from retention.walk.inventory import Walk
 
 # One round runs in a child: these are its clusters (8,000 snapshots each, an answer of

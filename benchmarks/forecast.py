@@ -26,8 +26,8 @@ from machine import describe
 from retention.config.policyfiles import parse_policies
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import PolicySet
-from retention.forecasting.job import Forecaster
-from retention.planning.workers import Deciders
+from retention.forecast.forecaster import Forecaster
+from retention.plan.workers import Deciders
 from retention.walk.inventory import Walk
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

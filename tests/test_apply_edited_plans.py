@@ -28,8 +28,8 @@ from retention.core.planfile import CHANGE, DecisionRecord, PlanHead, clusters_b
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import parse_timestamp
 from retention.errors import ApiError, PlanFileError
-from retention.lifecycle.jobs import apply_saved
-from retention.planning.job import make_plan
+from retention.library.jobs import apply_saved
+from retention.plan.planner import make_plan
 from retention.runfolder.planread import read_decisions, read_head
 from retention.runfolder.planrecords import change_record
 from retention.simulator.server import Simulator, SimulatorConfig

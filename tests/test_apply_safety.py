@@ -212,7 +212,7 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
     folder = tmp_path / "run"
     configure(tmp_path, sim.base_url)
     from retention.config.policyfiles import load_policies  # noqa: PLC0415
-    from retention.planning.job import make_plan  # noqa: PLC0415
+    from retention.plan.planner import make_plan  # noqa: PLC0415
     from retention.walk.inventory import ProjectTargets  # noqa: PLC0415
 
     with client_for(sim) as api:

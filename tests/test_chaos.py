@@ -3,7 +3,7 @@ checker it relies on, shown to catch each kind of violation."""
 
 from __future__ import annotations
 
-from retention.simulator.chaos import run_chaos, violations
+from tests.support.chaos import run_chaos, violations
 
 
 def test_two_chaos_scenarios_converge_without_violations() -> None:

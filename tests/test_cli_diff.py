@@ -17,7 +17,7 @@ import pytest
 from retention import cli
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import decision_lines
-from retention.simulator.fleet import build_fleet
+from retention.simulator.fleetfile import build_fleet
 from retention.simulator.server import Simulator
 from tests.support.simfleet import running
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from retention import cli
-from retention.forecasting.job import POOL_FROM
-from retention.simulator.fleet import build_fleet
+from retention.forecast.forecaster import POOL_FROM
+from retention.simulator.fleetfile import build_fleet
 from retention.simulator.server import Simulator
 from tests.support.simfleet import NOW, running
 

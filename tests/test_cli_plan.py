@@ -12,9 +12,9 @@ import pytest
 import responses
 
 from retention import cli
-from retention.cli.summary import summary_lines
 from retention.config.policyfiles import load_policies
-from retention.planning.job import make_plan
+from retention.plan.planner import make_plan
+from retention.report.lines import summary_lines
 from retention.runfolder.planread import decision_lines
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from retention.api import retrying as retrying_module
-from retention.api.transport import RetryPolicy, Timeouts
+from retention.api.transport import RetryPolicy
+from retention.api.values import Timeouts
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import (
     EXIT_UNREACHABLE,

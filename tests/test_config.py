@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from retention.api.client import OpsManagerClient
-from retention.cli.showing import render_config
+from retention.config.connect import open_client
 from retention.config.loading import load_config
 from retention.config.settings import (
     SECRET_HINT,
@@ -22,8 +22,8 @@ from retention.config.settings import (
     TargetSettings,
     config_json_schema,
 )
+from retention.config.showing import render_config
 from retention.errors import EXIT_USAGE, ConfigError
-from retention.lifecycle.connect import open_client
 
 PUBLIC = "pub-cfg-4711"
 # Distinctive, so a leak into any message, log line or rendering is found by a substring search.

@@ -1,4 +1,4 @@
-"""Deciding on worker processes (retention.planning.workers): the same plan byte for byte as one
+"""Deciding on worker processes (retention.plan.workers): the same plan byte for byte as one
 process, results in cluster order, a dead worker named, and the CPUs a pod may use."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from retention.config.settings import ApiSettings
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
-from retention.planning.job import make_plan
-from retention.planning.workers import (
+from retention.plan.planner import make_plan
+from retention.plan.workers import (
     POOL_FROM,
     Deciders,
     Shared,
@@ -141,8 +141,8 @@ def test_a_worker_that_answers_nothing_fails_the_plan_at_the_ceiling(
     """Workers that live but answer nothing (stopped, stuck) fail the plan once
     ANSWER_WITHIN has passed, with a RetentionError that names the cluster waited for and
     api.workers: 1, and are gone afterwards."""
-    monkeypatch.setattr("retention.planning.workers.ANSWER_WITHIN", 1.0)
-    monkeypatch.setattr("retention.planning.workers.POLL", 0.1)
+    monkeypatch.setattr("retention.plan.workers.ANSWER_WITHIN", 1.0)
+    monkeypatch.setattr("retention.plan.workers.POLL", 0.1)
 
     with Deciders(shared(), 2) as deciders:
         assert deciders._pool is not None
@@ -161,7 +161,7 @@ def test_a_worker_that_answers_nothing_fails_the_plan_at_the_ceiling(
 
 STUCK_PLAN = """
 from datetime import timedelta
-from retention.planning.workers import Deciders
+from retention.plan.workers import Deciders
 from retention.errors import RetentionError
 from tests.support.dyingworker import DiesWriting
 from tests.support.planfiles import decision_lines
@@ -349,7 +349,7 @@ def test_workers_that_cannot_start_leave_the_plan_to_one_process(
     def no_semaphores(*args: object, **kwargs: object) -> None:
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr("retention.planning.workers.ProcessPoolExecutor", no_semaphores)
+    monkeypatch.setattr("retention.plan.workers.ProcessPoolExecutor", no_semaphores)
     with Deciders(shared(), 2) as deciders:
         got = list(deciders.decide_all(fleet))
 

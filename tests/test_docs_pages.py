@@ -33,7 +33,7 @@ from typing_extensions import is_typeddict
 from retention.apply.executor import Journal, Outcome
 from retention.cli import cli
 from retention.core import planfile
-from retention.lifecycle.jobs import mark_interrupted
+from retention.library.jobs import mark_interrupted
 from retention.ops import metrics
 
 ROOT = Path(__file__).parent.parent

@@ -19,9 +19,9 @@ from retention.core.planfile import Change, ListName, clusters_by_key
 from retention.core.policy.loader import PolicySet
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import LockHeldError, PlanFileError, UsageError
-from retention.lifecycle.jobs import apply_saved, run_job
+from retention.library.jobs import apply_saved, run_job
 from retention.ops.lock import run_lock
-from retention.planning.job import make_plan
+from retention.plan.planner import make_plan
 from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator
 from retention.walk.inventory import ProjectTargets

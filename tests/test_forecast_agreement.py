@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from retention import cli
-from retention.simulator.fleet import build_fleet
+from retention.simulator.fleetfile import build_fleet
 from retention.simulator.schedule import SimSchedule
 from retention.simulator.server import Simulator
 from tests.support.simfleet import NOW, running

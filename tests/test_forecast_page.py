@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from retention.config.baseline import Baseline
 from retention.core.cadence import Cadence
 from retention.core.forecast import trend
 from retention.core.model import Target
 from retention.core.policy.loader import PolicySet
-from retention.forecasting.charts import BASE, TOP, nice_bytes, nice_ceiling
-from retention.forecasting.job import ClusterOutlook, Forecast, Outlook
-from retention.forecasting.page import MAX_CHARTED, forecast_html
-from retention.review.baseline import Baseline
+from retention.forecast.charts import BASE, TOP, nice_bytes, nice_ceiling
+from retention.forecast.forecaster import ClusterOutlook, Forecast, Outlook
+from retention.forecast.page import MAX_CHARTED, forecast_html
 from tests.support.browser import Browser
 from tests.support.report_layout import measure
 

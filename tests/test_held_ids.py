@@ -8,15 +8,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
-from retention.cli.summary import summary_lines
 from retention.config.policyfiles import load_policies
 from retention.core.decide import decide
 from retention.core.model import SnapshotView, Target
 from retention.core.planfile import DECISION
 from retention.core.policy.spec import KeepSpec
-from retention.forecasting.job import forecast_fleet
+from retention.forecast.forecaster import forecast_fleet
 from retention.ops.stopping import Stop
-from retention.planning.job import make_plan
+from retention.plan.planner import make_plan
+from retention.report.lines import summary_lines
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_head, read_list
 from retention.runfolder.planrecords import decision_record

@@ -13,7 +13,6 @@ import msgspec
 import pytest
 
 from retention import cli
-from retention.cli.summary import summary_lines
 from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, SnapshotView, Target, describe
@@ -26,6 +25,7 @@ from retention.core.policy.spec import Item, KeepSpec
 from retention.core.policy.trace import trace
 from retention.errors import PolicyError
 from retention.report import RunInfo, render_reports
+from retention.report.lines import summary_lines
 from retention.runfolder.planread import read_head
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest

@@ -5,6 +5,7 @@ allow-list breaks on a copy where a core module imports anything it does not lis
 from __future__ import annotations
 
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 CORE = sorted(
     module.name for module in pkgutil.walk_packages(retention.core.__path__, "retention.core.")
 )
-ALLOW_LIST = "The core imports only the pure stdlib, pydantic, msgspec and croniter"
+ALLOW_LIST = "The core imports only the pure stdlib, pydantic, msgspec, croniter and yaml"
 # An import slipped into a core module, each into another one: the process, HTTP and
 # metrics libraries, and the shell's lock, metrics, logs and thread-window modules.
 SLIPPED = [
@@ -105,3 +106,76 @@ def test_the_allow_list_breaks_on_an_import_it_does_not_name(
 
     assert f"{importer} is not allowed to import {imported}:" in slipped
     assert f"{importer} -> {imported} (l." in slipped
+
+
+LAYERS = "The entry point, the CLI, the library, the features, the steps, the infra and the core"
+# Imports that run against the shell's layers, each into another module of the copy: a step
+# importing the library, a feature importing another (features are independent), the
+# configuration importing a step, the lowest infra importing the API, the library importing
+# the CLI; inside a function, and under TYPE_CHECKING, as at the top. Then the simulator
+# importing the configuration, the library starting a simulator, and click outside the CLI.
+CLIMBED = [
+    ("layers", "retention/plan/planner.py", "import retention.library\n"),
+    ("layers", "retention/forecast/render.py", "import retention.diff.render\n"),
+    ("layers", "retention/config/loading.py", "import retention.walk.inventory\n"),
+    ("layers", "retention/ops/clock.py", "import retention.api.client\n"),
+    ("layers", "retention/library/lifecycle.py", "import retention.cli\n"),
+    ("layers", "retention/report/render.py", "def _late() -> None:\n    import retention.apply\n"),
+    (
+        "layers",
+        "retention/walk/inventory.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import retention.plan.workers\n",
+    ),
+    ("simulator-apart", "retention/simulator/faults.py", "import retention.config.settings\n"),
+    ("simulator-started-by-the-cli", "retention/library/plan.py", "import retention.simulator\n"),
+    ("click-in-the-cli", "retention/report/cells.py", "import click\n"),
+]
+CONTRACTS = ("layers", "simulator-apart", "simulator-started-by-the-cli", "click-in-the-cli")
+NAMES = {
+    "layers": LAYERS,
+    "simulator-apart": "The simulator imports nothing of the product but the core",
+    "simulator-started-by-the-cli": "Only the CLI starts the simulator",
+    "click-in-the-cli": "Only the CLI imports click",
+}
+
+
+@pytest.fixture(scope="module")
+def climbed(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """What the shell's contracts say of a copy of the repository with every import of
+    CLIMBED added, and a new package (retention/ledger) that no layer names."""
+    copy = tmp_path_factory.mktemp("climbed")
+    shutil.copytree(ROOT / "retention", copy / "retention")
+    shutil.copytree(ROOT / "tools", copy / "tools")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    for _contract, path, code in CLIMBED:
+        module = copy / path
+        module.write_text(module.read_text() + "\n" + code)
+    (copy / "retention" / "ledger").mkdir()
+    (copy / "retention" / "ledger" / "__init__.py").write_text('"""A package no layer names."""\n')
+    result = _lint_imports(copy, *CONTRACTS)
+    assert result.returncode == 1, result.stdout + result.stderr
+    return result.stdout.split("Broken contracts", 1)[1]
+
+
+@pytest.mark.parametrize(("contract", "path", "code"), CLIMBED)
+def test_each_shell_contract_breaks_on_an_import_against_it(
+    climbed: str, contract: str, path: str, code: str
+) -> None:
+    """An import that runs up the shell's layers (or across two packages of one layer),
+    into the simulator, out of it, or of click outside the CLI, breaks its contract, which
+    names the importing module and what it imports: at the top of a module, inside a
+    function, or under TYPE_CHECKING alike."""
+    imported = code.rsplit("import ", 1)[1].split(maxsplit=1)[0]
+    importer = _module_name(path)
+
+    broken = climbed.split(NAMES[contract], 1)[1]
+    for other in NAMES.values():  # this contract's section only
+        broken = broken.split(f"\n{other}", 1)[0]
+    found = rf"-\s+{re.escape(importer)} -> {re.escape(imported)} \(l\.\d+\)"
+    assert re.search(found, broken), broken
+
+
+def test_a_package_no_layer_names_breaks_the_layers(climbed: str) -> None:
+    """The layers are exhaustive: a new package of retention breaks them until it is given
+    its layer, so a ledger or an evidence package cannot land outside the order."""
+    assert "not listed as layers:\n\n- retention.ledger\n" in climbed

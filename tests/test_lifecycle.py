@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from retention.lifecycle.job import Setup
-from retention.lifecycle.kinds import RunJob, UndoJob
-from retention.lifecycle.run import run_lifecycle
+from retention.library.job import Setup
+from retention.library.kinds import RunJob, UndoJob
+from retention.library.lifecycle import run_lifecycle
 from retention.ops.logs import RUN_LOGGER
 from retention.simulator.server import Simulator
 from tests.support.notices import Receiver

@@ -22,7 +22,7 @@ from retention import cli
 from retention.errors import EXIT_LOCKED, LockHeldError
 from retention.ops import lock
 from retention.ops.lock import LOCK_NAME, SETUP_NAME, run_lock, shard_lock_name
-from retention.walk.sharding import Shard
+from retention.ops.sharding import Shard
 from tests.support.wire_server import closed_port
 
 ONE, TWO = Shard(1, 4), Shard(2, 4)
@@ -34,7 +34,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 from retention.ops.lock import run_lock
-from retention.walk.sharding import Shard
+from retention.ops.sharding import Shard
 
 with ExitStack() as stack:
     for spec in sys.argv[2:]:

@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from retention import cli
-from retention.cli.showing import render_config
 from retention.config.loading import load_config
 from retention.config.notify import NotifySettings
+from retention.config.showing import render_config
 from retention.errors import ConfigError
 from retention.notices import send as notify
 from retention.ops.clock import Clock, system_clock

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from retention import cli
-from retention.cli.showing import render_config
 from retention.config.loading import load_config
 from retention.config.notify import NotifySettings, NotifyUrl
 from retention.config.notifyurls import Entry, split_urls
+from retention.config.showing import render_config
 from retention.errors import EXIT_USAGE, ConfigError
 from retention.simulator.server import Simulator
 from tests.support.notices import TOKEN, Receiver

@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 
 from retention.config.policyfiles import load_policies
-from retention.planning.job import PlanResult, make_plan
+from retention.plan.planner import PlanResult, make_plan
 from retention.runfolder.planrecords import change_record
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig

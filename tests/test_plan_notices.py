@@ -13,9 +13,9 @@ import orjson
 import pytest
 
 from retention import __version__
-from retention.cli.summary import summary_lines
-from retention.planning.job import CONFIG_SERVER_NOTICE
+from retention.plan.planner import CONFIG_SERVER_NOTICE
 from retention.report import RunInfo, render_reports
+from retention.report.lines import summary_lines
 from retention.report.render import markdown_text
 from retention.runfolder.planread import read_head
 from retention.runfolder.planwrite import write_plan

@@ -19,7 +19,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retention.cli.summary import summary_lines
 from retention.core.decide import decide
 from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, note
 from retention.core.planfile import (
@@ -33,6 +32,7 @@ from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import size
 from retention.errors import PlanFileError
+from retention.report.lines import summary_lines
 from retention.runfolder.folder import decisions_path
 from retention.runfolder.planread import read_decisions, read_head, read_list
 from retention.runfolder.planrecords import decision_record

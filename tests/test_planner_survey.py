@@ -12,7 +12,7 @@ import pytest
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.errors import PermissionDeniedError
-from retention.planning.job import make_plan
+from retention.plan.planner import make_plan
 from retention.walk.inventory import ProjectTargets
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
 

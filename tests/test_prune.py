@@ -14,8 +14,8 @@ from retention import cli
 from retention.core.policy.duration import RetentionDuration
 from retention.core.pruning import FolderFacts, prune_verdicts
 from retention.ops.lock import run_lock
+from retention.prune.folders import REMOVING, survey
 from retention.runfolder.folder import made_at
-from retention.runfolder.prune import REMOVING, survey
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 WEEK = RetentionDuration(days=7)

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retention.cli.reviewing import diff_exit_code
+from retention.config.baseline import Baseline
 from retention.core.compare import ClusterDiff, Shift, SnapshotShift
 from retention.core.model import Hold, Target
 from retention.core.policy.loader import PolicySet
 from retention.core.restorepoints import ladder_of
-from retention.lifecycle.review import Reviewed
-from retention.review.baseline import Baseline
-from retention.review.job import Review
-from retention.review.render import MARKDOWN_BUDGET, TABLE_ROWS, markdown, text_lines
+from retention.diff.render import MARKDOWN_BUDGET, TABLE_ROWS, markdown, text_lines
+from retention.diff.review import Review
+from retention.library.review import Reviewed
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 BASE = Baseline("git:origin/main", "git", "/repo", PolicySet([]), "origin/main", "a" * 40)

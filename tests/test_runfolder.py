@@ -13,11 +13,11 @@ from pydantic import ValidationError
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.core.runfiles import UNDO_DOCUMENT
-from retention.lifecycle.jobs import mark_interrupted, run_job
+from retention.library.jobs import mark_interrupted, run_job
 from retention.runfolder.folder import RunFolder, decisions_path, partial_path
 from retention.runfolder.journal import apply_lines, read_apply_journal, undo_lines
 from retention.simulator.server import Simulator
-from retention.undo.job import undo_run
+from retention.undo.restoring import undo_run
 from retention.walk.inventory import ProjectTargets
 from tests.support.journal import journal_lines
 from tests.support.simfleet import NOW, P, client_for

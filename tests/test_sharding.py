@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from retention.errors import UsageError
+from retention.ops.sharding import Shard, choose_shard
 from retention.runfolder.planread import read_list
 from retention.simulator.server import Simulator, SimulatorConfig
-from retention.walk.sharding import Shard, choose_shard
 from tests.support.client import PUBLIC_KEY
 from tests.support.simfleet import NOW
 
@@ -38,7 +38,7 @@ def test_every_cluster_id_has_exactly_one_shard() -> None:
 def test_the_hash_is_stable_across_processes() -> None:
     """The split does not depend on Python's salted hash(): another process agrees."""
     code = (
-        "from retention.walk.sharding import Shard; "
+        "from retention.ops.sharding import Shard; "
         "print([Shard(0, 3).owns(f'id{i}') for i in range(20)])"
     )
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,7 +16,7 @@ from requests.auth import HTTPDigestAuth
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import Snapshot, SnapshotState
-from retention.api.transport import Credentials
+from retention.api.values import Credentials
 from retention.api.walked import WalkedSnapshot
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import AuthenticationError, InvalidFieldsError, NotFoundError

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from retention.api.transport import RetryPolicy, Timeouts
+from retention.api.transport import RetryPolicy
+from retention.api.values import Timeouts
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import InconsistentListError
 from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError

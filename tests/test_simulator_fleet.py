@@ -20,10 +20,9 @@ from retention.simulator.fleet import (
     BENCH,
     HOLD_ALERT_TYPES,
     FleetShape,
-    build_fleet,
     generate,
 )
-from retention.simulator.fleetfile import FleetFileError
+from retention.simulator.fleetfile import FleetFileError, build_fleet
 from retention.simulator.schedule import add_months
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
 

@@ -16,9 +16,9 @@ from retention.api.client import OpsManagerClient
 from retention.errors import HTTPStatusError, ServerError
 from retention.simulator.fleet import FleetShape, generate
 from retention.simulator.fleetfile import FleetFileError, load_fleet_file
-from retention.simulator.schedule import SimSchedule, take_due
+from retention.simulator.schedule import SimSchedule
 from retention.simulator.server import Simulator
-from retention.simulator.store import SimCluster
+from retention.simulator.store import SimCluster, take_due
 from tests.support.client import PUBLIC_KEY
 from tests.support.fakeapi import FakeApi, json_answer
 from tests.support.simfleet import KEY, NOW, P, client_for, running

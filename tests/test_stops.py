@@ -26,14 +26,14 @@ from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.errors import StopRequestedError
-from retention.lifecycle.jobs import run_job
+from retention.library.jobs import run_job
 from retention.ops.stopping import Stop, on_signals
-from retention.planning.job import make_plan
+from retention.plan.planner import make_plan
 from retention.report.read import read_results
 from retention.runfolder.planread import read_list
 from retention.runfolder.planwrite import encode_line
 from retention.simulator.server import Simulator
-from retention.undo.job import undo_run
+from retention.undo.restoring import undo_run
 from retention.walk.inventory import ProjectTargets
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from retention.api.transport import TLSConfig
+from retention.api.values import TLSConfig
 from retention.errors import EXIT_UNREACHABLE, TLSError
 from retention.ops import logs
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client

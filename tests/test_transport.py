@@ -7,7 +7,8 @@ import logging
 import pytest
 from pydantic import SecretStr
 
-from retention.api.transport import Credentials, RateLimiter, RetryPolicy, Timeouts, TLSConfig
+from retention.api.transport import RateLimiter, RetryPolicy
+from retention.api.values import Credentials, Timeouts, TLSConfig
 from tests.support.client import make_client
 
 

@@ -15,9 +15,9 @@ from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import ApiError, UsageError
-from retention.lifecycle.jobs import JobResult, mark_interrupted, run_job
+from retention.library.jobs import JobResult, mark_interrupted, run_job
 from retention.simulator.server import Simulator
-from retention.undo.job import UndoResult, undo_run
+from retention.undo.restoring import UndoResult, undo_run
 from retention.walk.inventory import ProjectTargets
 from tests.support.journal import intent_lines, outcome_lines
 from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for

@@ -1,4 +1,4 @@
-"""Tests of retention.config.yamldoc and retention.core.validation: one parser and one
+"""Tests of retention.core.yamldoc and retention.core.validation: one parser and one
 wording for the configuration and policies."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from retention.config import yamldoc
 from retention.config.loading import load_config
 from retention.config.policyfiles import load_policies
-from retention.core import validation
+from retention.core import validation, yamldoc
 from retention.errors import ConfigError, PolicyError
 
 ENV = {"RETENTION_PUBLIC_KEY": "pub", "RETENTION_PRIVATE_KEY": "priv"}

@@ -66,15 +66,8 @@ from retention.api.retrying import (
     connection_failure,
     tries_made,
 )
-from retention.api.transport import (
-    Credentials,
-    DigestAuth,
-    Timeouts,
-    TLSConfig,
-    build_session,
-    is_stale_challenge,
-    rate_limiter,
-)
+from retention.api.transport import DigestAuth, build_session, is_stale_challenge, rate_limiter
+from retention.api.values import Credentials, Timeouts, TLSConfig
 from retention.api.walked import WALK_DECODER, WalkedSnapshot
 from retention.core.snapshot import SnapshotPatch
 from retention.core.wording import counted
@@ -244,7 +237,7 @@ class OpsManagerClient:
 
     def _warn_config_server_deprecated(self) -> None:
         # Nothing to act on, so no warning: a plan with config servers says it once, in
-        # its notices and the report's config-server section (retention.planning.job).
+        # its notices and the report's config-server section (retention.plan.planner).
         with self._lock:
             if self._config_server_warned:
                 return

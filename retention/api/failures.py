@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from urllib3.exceptions import MaxRetryError
 
-from retention.api.transport import TLSConfig
+from retention.api.values import TLSConfig
 from retention.errors import ResponseInfo
 
 

@@ -5,15 +5,12 @@ returns, which drops repeated ids and checks what it saw against the API's ``tot
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from retention.api.answers import Decoder
 from retention.api.endpoints import Endpoint
 from retention.core.wording import counted
 from retention.errors import InconsistentListError, MalformedResponseError, RequestInfo
-
-if TYPE_CHECKING:
-    from retention.api.client import OpsManagerClient
 
 
 class _HasId(Protocol):
@@ -35,6 +32,24 @@ class Page(Protocol[ItemT_co]):
     def total_count(self) -> int | None: ...
 
 
+class Pager(Protocol):
+    """What a walk asks of the client (OpsManagerClient is one): a page, and the URL to
+    name in an error."""
+
+    @property
+    def items_per_page(self) -> int: ...
+
+    def get_page(
+        self,
+        endpoint: Endpoint,
+        ids: tuple[str, ...],
+        params: Mapping[str, str | int],
+        adapter: Decoder[Page[ItemT]],
+    ) -> Page[ItemT]: ...
+
+    def url_for(self, endpoint: Endpoint, ids: tuple[str, ...]) -> str: ...
+
+
 class ListWalk(Generic[ItemT]):
     """Iterates over every item of a list endpoint, page by page, each id once.
 
@@ -47,7 +62,7 @@ class ListWalk(Generic[ItemT]):
 
     def __init__(
         self,
-        client: OpsManagerClient,
+        client: Pager,
         endpoint: Endpoint,
         ids: tuple[str, ...],
         adapter: Decoder[Page[ItemT]],

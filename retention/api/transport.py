@@ -9,68 +9,27 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import requests
-from pydantic import SecretStr
 from requests.adapters import HTTPAdapter
 from requests.auth import HTTPDigestAuth
 
 from retention import __version__
 from retention.api.retrying import ApiStats, RetryNotes, RetryPolicy
+from retention.api.values import Credentials, TLSConfig
 from retention.ops.stopping import Stop
 
 # RetryPolicy is one of the client's settings, beside Timeouts and TLSConfig.
 __all__ = [
     "ApiStats",
-    "Credentials",
     "DigestAuth",
     "RateLimiter",
     "RetryNotes",
     "RetryPolicy",
-    "TLSConfig",
-    "Timeouts",
     "build_session",
     "is_stale_challenge",
 ]
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """A programmatic API key pair; the private key is a SecretStr, so no repr shows it."""
-
-    public_key: str
-    private_key: SecretStr
-
-    def __repr__(self) -> str:
-        return f"Credentials(public_key={self.public_key!r}, private_key=SecretStr('**********'))"
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds to wait for a connection and for each read of an answer."""
-
-    connect: float = 10.0
-    read: float = 30.0
-
-    def as_requests(self) -> tuple[float, float]:
-        """The (connect, read) tuple requests takes."""
-        return (self.connect, self.read)
-
-
-@dataclass(frozen=True)
-class TLSConfig:
-    """TLS verification: on by default; ``ca_bundle`` names a PEM file of trusted CAs."""
-
-    verify: bool = True
-    ca_bundle: str | None = None
-
-    def requests_verify(self) -> bool | str:
-        """The value for requests' ``verify``."""
-        if not self.verify:
-            return False
-        return self.ca_bundle or True
 
 
 class DigestAuth(HTTPDigestAuth):

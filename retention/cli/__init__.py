@@ -1,12 +1,12 @@
-"""The command line: a thin layer over the library (retention.lifecycle runs the jobs), and
+"""The command line: a thin layer over the library (retention.library runs the jobs), and
 the only place that prints for humans and chooses exit codes.
 
 Exit codes: 0 done; 1 finished with failures; 2 bad usage, configuration or policy (nothing
 sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5 cannot reach
 or authenticate to the API (nothing sent).
 
-Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
-schema, config, doctor), reviewing.py (diff), forecasting.py (forecast), running.py (run,
+Commands live by subject in starting.py (init), plan.py (plan, validate, explain,
+schema, config, doctor), reviewing.py (diff), forecast.py (forecast), running.py (run,
 apply, demo), undoing.py (undo), pruning.py (prune) and simulating.py; each adds its
 commands to the ``cli`` group defined here when it is imported below. ending.py is what a
 run shows (progress, summary, JSON), explaining.py what explain prints, output.py --format
@@ -28,7 +28,18 @@ from collections.abc import Sequence
 
 import click
 
-from retention import __version__, core_form
+# Imported for their side effect: each registers its commands on the group.
+from retention.cli import (
+    forecasting,
+    planning,
+    pruning,
+    reviewing,
+    running,
+    simulating,
+    starting,
+    undoing,
+)
+from retention.cli.group import accept_global_options, cli
 from retention.errors import (
     EXIT_FAILURES,
     EXIT_INTERRUPTED,
@@ -40,57 +51,6 @@ from retention.errors import (
 )
 from retention.ops import logs
 from retention.ops.clock import Clock, system_clock
-
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-@click.group(context_settings=CONTEXT_SETTINGS)
-@click.version_option(
-    __version__,
-    "-V",
-    "--version",
-    prog_name="retention",
-    message=f"%(prog)s, version %(version)s ({core_form()})",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Job configuration (default: $RETENTION_CONFIG, then ./retention.yaml).",
-)
-@click.option(
-    "--debug",
-    is_flag=True,
-    envvar="RETENTION_DEBUG",
-    help="Log API calls and show a traceback for internal errors.",
-)
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    envvar="RETENTION_LOG_FORMAT",
-    show_default=True,
-    help="json: one JSON object per line on stderr, for log collectors.",
-)
-@click.pass_context
-def cli(ctx: click.Context, config_path: str | None, debug: bool, log_format: str) -> None:
-    """Enforce snapshot retention policies on an Ops Manager class backup service.
-
-    \b
-    Examples:
-      retention demo                         # try it on the built-in simulator
-      retention validate                     # check the policies
-      retention plan                         # dry run: what would change, and why
-      retention explain 5e4e593f70dfbf1e2f6e1d36
-      retention --config /etc/retention/retention.yaml plan --at 2027-01-01T00:00:00Z
-    """
-    ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
-    ctx.obj["config_path"] = config_path
-    ctx.obj["log_format"] = log_format
-    clock = ctx.obj.setdefault("clock", system_clock)
-    logs.configure(debug=debug, log_format=log_format, clock=clock)
 
 
 def _report(error: RetentionError, clock: Clock, *, as_json: bool = False) -> None:
@@ -220,18 +180,6 @@ def _is_terminal(stream: object) -> bool:
         return False
 
 
-# Imported for their side effect: each registers its commands on the group above.
-from retention.cli import (  # noqa: E402
-    forecasting,
-    planning,
-    pruning,
-    reviewing,
-    running,
-    simulating,
-    starting,
-    undoing,
-)
-
 __all__ = [
     "cli",
     "forecasting",
@@ -245,67 +193,4 @@ __all__ = [
     "undoing",
 ]
 
-
-# Global options after the command too (`retention plan --config FILE`): every command gets
-# copies of them that write into the same context object the group fills, so a value given
-# after the command wins over one given before it. Their defaults are None, so a copy left
-# out never undoes the group's value (or its environment variable).
-def _set_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        ctx.find_root().obj["config_path"] = value
-
-
-def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool | None) -> None:
-    if value:
-        root = ctx.find_root().obj
-        root["debug"] = True
-        logs.configure(
-            debug=True,
-            log_format=root.get("log_format", "text"),
-            clock=root.get("clock", system_clock),
-        )
-
-
-def _set_log_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        root = ctx.find_root().obj
-        root["log_format"] = value
-        clock = root.get("clock", system_clock)
-        logs.configure(debug=root.get("debug", False), log_format=value, clock=clock)
-
-
-def _global_options() -> list[click.Parameter]:
-    return [
-        click.Option(
-            ["--config"],
-            type=click.Path(dir_okay=False),
-            expose_value=False,
-            callback=_set_config,
-            help="Job configuration (a global option; also accepted before the command).",
-        ),
-        click.Option(
-            ["--debug"],
-            is_flag=True,
-            default=None,
-            expose_value=False,
-            callback=_set_debug,
-            help="Log API calls, tracebacks for internal errors (global option).",
-        ),
-        click.Option(
-            ["--log-format"],
-            type=click.Choice(["text", "json"]),
-            expose_value=False,
-            callback=_set_log_format,
-            help="text or json lines on stderr (global option).",
-        ),
-    ]
-
-
-def _accept_global_options(group: click.Group) -> None:
-    for command in group.commands.values():
-        command.params.extend(_global_options())
-        if isinstance(command, click.Group):
-            _accept_global_options(command)
-
-
-_accept_global_options(cli)
+accept_global_options(cli)

@@ -13,11 +13,11 @@ import click
 
 from retention.errors import UsageError
 from retention.ops.clock import Clock, system_clock
-from retention.walk.sharding import Shard, choose_shard
+from retention.ops.sharding import Shard, choose_shard
 
 if TYPE_CHECKING:
     from retention.config.loading import LoadedConfig
-    from retention.lifecycle.job import Progress, Setup
+    from retention.library.job import Progress, Setup
 
 __all__ = ["UsageError"]
 
@@ -31,7 +31,7 @@ def clock_of(ctx: click.Context) -> Clock:
 
 def load(ctx: click.Context, *, require_credentials: bool = True) -> LoadedConfig:
     """The configuration of --config (its warnings logged)."""
-    from retention.lifecycle.run import load as load_config
+    from retention.library.lifecycle import load as load_config
 
     path = ctx.find_root().obj["config_path"]
     return load_config(path, clock=clock_of(ctx), require_credentials=require_credentials)
@@ -45,7 +45,7 @@ def lifecycle_setup(
 ) -> Setup:
     """How the lifecycle runs a job for this command: its --config, the clock, the
     metrics options, the progress shown on a terminal, and whether a person waits there."""
-    from retention.lifecycle.job import Quiet, Setup
+    from retention.library.job import Quiet, Setup
 
     return Setup(
         config_path=ctx.find_root().obj["config_path"],

@@ -1,5 +1,5 @@
 """How a run, an apply or a demo shows on the terminal: progress while it runs, then the
-summary (or, ``--format json``, one JSON document). The lifecycle (retention.lifecycle)
+summary (or, ``--format json``, one JSON document). The lifecycle (retention.library)
 did the rest: reports, notices, logs and metrics."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from retention.errors import exit_meaning
 
 if TYPE_CHECKING:
     from retention.apply.executor import Outcome
-    from retention.lifecycle.job import Ended
-    from retention.lifecycle.jobs import JobResult
+    from retention.library.job import Ended
+    from retention.library.jobs import JobResult
     from retention.notices.send import Delivery
     from retention.report.summary import RunSummary
     from retention.walk.inventory import Walk
@@ -66,7 +66,7 @@ def show_demo(ended: Ended[JobResult], output: str, code: int) -> int:
 def _print_summary(result: JobResult, notices: list[Delivery], summary: RunSummary | None) -> None:
     """What a person reads at the end of a run, apply or demo, but its exit code: the run's
     summary, the one report.md and report.html begin with, in lines."""
-    from retention.cli.summary import summary_lines
+    from retention.report.lines import summary_lines
     from retention.report.summary import OUTCOMES
 
     for line in summary_lines(result.document, summary=summary):

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 from retention.errors import EXIT_FAILURES, EXIT_OK, UsageError
 
 
 def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
-    from retention.forecasting.job import step_of
+    from retention.forecast.forecaster import step_of
 
     try:
         return step_of(value)
@@ -92,14 +92,14 @@ def forecast(
       retention forecast --base git:origin/main --html forecast.html
       retention forecast --format json | jq .fleet.steady
     """
-    from retention.lifecycle.forecast import forecast_policies
+    from retention.library.forecast import forecast_policies
 
     forecasted = forecast_policies(
         lifecycle_setup(ctx), days=days, step=step, base=base, at=parse_at(at)
     )
     code = EXIT_FAILURES if forecasted.forecast.errors else EXIT_OK
     if html is not None:
-        from retention.forecasting.page import write_forecast_html
+        from retention.forecast.page import write_forecast_html
 
         try:
             write_forecast_html(
@@ -108,7 +108,7 @@ def forecast(
         except OSError as exc:
             raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
     if output == "json":
-        from retention.forecasting.document import forecast_document
+        from retention.forecast.document import forecast_document
 
         emit(
             forecast_document(
@@ -120,7 +120,7 @@ def forecast(
             )
         )
     else:
-        from retention.forecasting.render import text_lines
+        from retention.forecast.render import text_lines
 
         for line in text_lines(forecasted.forecast, forecasted.base, what_if=forecasted.what_if):
             click.echo(line)

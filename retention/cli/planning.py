@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import (
     clock_of,
     interactive,
@@ -19,6 +18,7 @@ from retention.cli.common import (
     shard_from,
     shard_options,
 )
+from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 from retention.core.wording import counted
 from retention.errors import (
@@ -31,9 +31,9 @@ from retention.errors import (
 )
 
 if TYPE_CHECKING:
-    from retention.cli.explaining import Policies
     from retention.config.settings import RetentionConfig
-    from retention.planning.job import PlanResult
+    from retention.explain.explanation import Policies
+    from retention.plan.planner import PlanResult
 
 
 @cli.command()
@@ -83,7 +83,7 @@ def plan(
       retention plan --out - | jq .summary       # the plan itself on stdout
       retention plan --format json | jq .plan.summary.byAction
     """
-    from retention.lifecycle.plan import plan_fleet
+    from retention.library.plan import plan_fleet
     from retention.report.summary import stale_clusters
 
     to_stdout = out == "-"
@@ -116,7 +116,7 @@ def plan(
 def _print_plan(result: PlanResult, *, what_if: bool, to_stderr: bool) -> None:
     """The plan's summary, where it is and what next; with ``to_stderr`` the plan itself is
     the output (--out -), and the summary goes to stderr, out of a pipe's way."""
-    from retention.cli.summary import summary_lines
+    from retention.report.lines import summary_lines
 
     if to_stderr:
         click.echo(result.plan_path.read_text(encoding="utf-8"), nl=False)
@@ -254,7 +254,7 @@ def explain(
         path = plans[0]
     else:
         path = Path(plan_path)
-    from retention.cli.explaining import explanation, explanation_document
+    from retention.explain.explanation import explanation, explanation_document
     from retention.runfolder.folder import decisions_path
     from retention.runfolder.planread import cluster_decisions, find_decision, read_head
 
@@ -279,8 +279,8 @@ def _explain_policies(
 ) -> Policies:
     """The policies to trace with: --policies, else those of the configuration. Without
     either, explain still says what the plan recorded (a plan is often read elsewhere)."""
-    from retention.cli.explaining import Policies
     from retention.config.policyfiles import load_policies
+    from retention.explain.explanation import Policies
 
     if policies_path is not None:
         return Policies(load_policies(Path(policies_path)), policies_path)
@@ -342,7 +342,7 @@ def config_show(ctx: click.Context, output: str) -> None:
       RETENTION_BASE_URL=https://om.example.net:8443/api/public/v1.0 retention config show
       retention config show --format json | jq .config.api
     """
-    from retention.cli.showing import config_document, render_config
+    from retention.config.showing import config_document, render_config
 
     loaded = load(ctx.find_root(), require_credentials=False)
     if output == "json":
@@ -367,7 +367,7 @@ def doctor(ctx: click.Context, output: str) -> int:
       retention doctor
       retention doctor --format json
     """
-    from retention.ops.doctor import run_doctor
+    from retention.doctor.preflight import run_doctor
 
     report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx), interactive=interactive(ctx))
     code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(

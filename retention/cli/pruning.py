@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import clock_of, load
+from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 from retention.core.wording import counted
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
     from retention.core.policy.duration import RetentionDuration
-    from retention.runfolder.prune import Pruned
+    from retention.prune.folders import Pruned
 
 
 @cli.command()
@@ -46,8 +46,8 @@ def prune(ctx: click.Context, *, dry_run: bool, keep_text: str | None, output: s
       retention prune --keep 14d
       retention prune --dry-run --format json | jq -r '.folders[] | select(.remove) | .name'
     """
-    from retention.lifecycle.prune import prune_reports
     from retention.ops.lock import run_lock
+    from retention.prune.pruning import prune_reports
 
     config = load(ctx, require_credentials=False).config
     keep = _keep(keep_text, config.reports.keep)

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.group import cli
 from retention.cli.output import default_format, emit
 from retention.errors import EXIT_FAILURES, EXIT_HELD, EXIT_OK
 
 if TYPE_CHECKING:
-    from retention.lifecycle.review import Reviewed
+    from retention.library.review import Reviewed
 
 
 @cli.command("diff")
@@ -61,12 +61,12 @@ def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
       retention diff --base git:main --format markdown > comment.md
       retention diff --base git:main --format json | jq .summary
     """
-    from retention.lifecycle.review import review_change
+    from retention.library.review import review_change
 
     reviewed = review_change(lifecycle_setup(ctx), base=base, at=parse_at(at))
     code = diff_exit_code(reviewed)
     if output == "json":
-        from retention.review.document import review_document
+        from retention.diff.document import review_document
 
         emit(
             review_document(
@@ -78,11 +78,11 @@ def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
             )
         )
     elif output == "markdown":
-        from retention.review.render import markdown
+        from retention.diff.render import markdown
 
         click.echo(markdown(reviewed.review, reviewed.base, what_if=reviewed.what_if), nl=False)
     else:
-        from retention.review.render import text_lines
+        from retention.diff.render import text_lines
 
         for line in text_lines(reviewed.review, reviewed.base, what_if=reviewed.what_if):
             click.echo(line)

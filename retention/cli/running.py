@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import (
     clock_of,
     examples,
@@ -18,12 +17,13 @@ from retention.cli.common import (
     shard_options,
 )
 from retention.cli.ending import Progress, metrics_options, show_demo, show_run
+from retention.cli.group import cli
 from retention.cli.output import format_option
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
     from retention.core.policy.loader import PolicySet
-    from retention.lifecycle.jobs import JobResult
+    from retention.library.jobs import JobResult
     from retention.ops.clock import Clock
 
 
@@ -60,8 +60,8 @@ def run_command(
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
       retention run --dry-run --format json | jq .summary.byAction
     """
-    from retention.lifecycle.kinds import RunJob
-    from retention.lifecycle.run import run_lifecycle
+    from retention.library.kinds import RunJob
+    from retention.library.lifecycle import run_lifecycle
 
     job = RunJob(dry_run=dry_run, shard=shard_from(shard, shard_count))
     setup = lifecycle_setup(ctx, metrics_file, pushgateway, Progress(quiet or json_logs(ctx)))
@@ -128,8 +128,8 @@ def apply_command(
       retention apply plan.json --metrics-file "$TEXTFILE_DIR/retention.prom"  # run's file
     """
     from retention.core.policy.duration import RetentionDuration
-    from retention.lifecycle.kinds import ApplyJob
-    from retention.lifecycle.run import run_lifecycle
+    from retention.library.kinds import ApplyJob
+    from retention.library.lifecycle import run_lifecycle
 
     # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
     if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
@@ -177,8 +177,8 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     """
     from retention.config.policyfiles import load_policies
     from retention.config.writable import require_writable
-    from retention.lifecycle.kinds import RunJob
-    from retention.lifecycle.run import conclude
+    from retention.library.kinds import RunJob
+    from retention.library.lifecycle import conclude
 
     chosen = Path(policies_path) if policies_path is not None else _example_policies()
     if not chosen.exists():
@@ -206,8 +206,8 @@ def _demo_run(policies: PolicySet, reports: Path, clock: Clock) -> JobResult:
     from pydantic import SecretStr
 
     from retention.api.client import OpsManagerClient
-    from retention.api.transport import Credentials
-    from retention.lifecycle.jobs import run_job
+    from retention.api.values import Credentials
+    from retention.library.jobs import run_job
     from retention.simulator.server import Simulator, SimulatorConfig
     from retention.walk.inventory import ProjectTargets
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import clock_of
+from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 from retention.core.wording import counted
 from retention.errors import UsageError

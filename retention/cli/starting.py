@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import examples
+from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 
 

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from retention.cli import cli
 from retention.cli.common import lifecycle_setup
 from retention.cli.ending import metrics_options
+from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 from retention.core.restore import SETTLED
 from retention.core.wording import counted
 from retention.errors import exit_meaning
 
 if TYPE_CHECKING:
-    from retention.undo.job import UndoResult
+    from retention.undo.restoring import UndoResult
 
 # Items listed in the text summary; the report and undo.json have them all.
 LISTED = 10
@@ -60,8 +60,8 @@ def undo(
       retention undo reports/20261121T030000Z-1a2b3c4d             # I applied the wrong policy
       retention undo "$(ls -d reports/*/ | tail -1)" --format json | jq .counts
     """
-    from retention.lifecycle.kinds import UndoJob
-    from retention.lifecycle.run import run_lifecycle
+    from retention.library.kinds import UndoJob
+    from retention.library.lifecycle import run_lifecycle
 
     job = UndoJob(Path(run_dir), dry_run=dry_run)
     ended = run_lifecycle(job, lifecycle_setup(ctx, metrics_file, pushgateway))

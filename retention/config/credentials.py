@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from retention.api.transport import Credentials
+from retention.api.values import Credentials
 
 ENV_PUBLIC_KEY = "RETENTION_PUBLIC_KEY"
 ENV_PRIVATE_KEY = "RETENTION_PRIVATE_KEY"

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retention.api.transport import Credentials
-from retention.config import yamldoc
+from retention.api.values import Credentials
 from retention.config.credentials import read_credentials
 from retention.config.notifyurls import ENV_NOTIFY_URLS, GivenUrls, env_urls, resolve_notify
 from retention.config.schedule import schedule_warnings
@@ -36,7 +35,7 @@ from retention.config.settings import (
     RetentionConfig,
     yaml_lines,
 )
-from retention.core import validation
+from retention.core import validation, yamldoc
 from retention.core.validation import Loc, Problem
 from retention.core.wording import counted
 from retention.errors import ConfigError

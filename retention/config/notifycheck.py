@@ -12,8 +12,6 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from retention.config.notify import scheme_of
-
 # apprise logs as it loads and as it works (hosts, paths, at debug level whole URLs): none
 # of its records reach retention's logs, which say what became of each notice, redacted.
 logging.getLogger("apprise").propagate = False
@@ -25,7 +23,6 @@ from apprise.manager_plugins import NotificationManager  # noqa: E402
 
 # Loggers that would write a notification URL, or a part of it, while apprise works.
 _QUIET = ("apprise", "urllib3.connectionpool")
-EXAMPLE_URL = "json://alerts.example.net/retention"
 
 
 @contextmanager
@@ -58,12 +55,9 @@ def asset() -> apprise.AppriseAsset:
     )
 
 
-def url_problem(url: str) -> str | None:
-    """Why apprise cannot use ``url``, in words that never quote it (only its scheme), or
-    None when it can."""
-    scheme = scheme_of(url)
-    if scheme is None:
-        return f"not an Apprise URL: write SERVICE://..., e.g. {EXAMPLE_URL}"
+def apprise_problem(url: str, scheme: str) -> str | None:
+    """Why apprise cannot use ``url``, whose scheme is ``scheme``, in words that never quote
+    it (only its scheme), or None when it can."""
     with silenced():
         # apprise's registry of services by scheme (a singleton); its constructor is untyped.
         plugins = NotificationManager()  # type: ignore[no-untyped-call]

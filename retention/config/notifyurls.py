@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retention.config.credentials import open_to_others
-from retention.config.notify import NotifySettings, NotifyUrl
+from retention.config.notify import NotifySettings, NotifyUrl, url_problem
 
 ENV_NOTIFY_URLS = "RETENTION_NOTIFY_URLS"
 URLS_FILE = "notify.urls_file"
@@ -73,13 +73,6 @@ def split_urls(text: str) -> list[Entry]:
         parts = [part for part in _SEPARATOR.split(line) if part]
         entries += [Entry(number, place, url) for place, url in enumerate(parts, start=1)]
     return entries
-
-
-def _problem(url: str) -> str | None:
-    # Imported here: apprise takes a fifth of a second, paid only when URLs are given.
-    from retention.config.notifycheck import url_problem  # noqa: PLC0415
-
-    return url_problem(url)
 
 
 def env_urls(env: Mapping[str, str], problems: list[str]) -> GivenUrls | None:
@@ -168,7 +161,7 @@ def _checked(
     bad = [
         said(place, entry, problem)
         for place, entry in zip(places, entries, strict=True)
-        if (problem := _problem(entry.url)) is not None
+        if (problem := url_problem(entry.url)) is not None
     ]
     problems += bad
     if bad:

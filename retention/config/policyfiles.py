@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from retention.config import yamldoc
+from retention.core import yamldoc
 from retention.core.policy.loader import Found, PolicySet, duplicate_names, policies_in
 from retention.core.validation import in_file_order
 from retention.core.wording import counted

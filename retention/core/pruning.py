@@ -1,5 +1,5 @@
 """Which run folders ``reports.keep`` lets go, and why each other one stays: a pure function
-of the folders' facts, the time and the setting (retention.runfolder.prune gathers the facts
+of the folders' facts, the time and the setting (retention.prune.folders gathers the facts
 and removes the folders).
 
 A folder is removed only when all of these hold: it is older than ``keep`` (by the UTC time

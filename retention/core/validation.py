@@ -1,7 +1,7 @@
 """Problems in a document, as values: where (line and field path) and what, in plain words.
 
 The configuration, the policy files and the simulator's fleet files are YAML read by
-people and validated by pydantic. The shell parses the YAML (``retention.config.yamldoc``)
+people and validated by pydantic. The shell parses the YAML (``retention.core.yamldoc``)
 into plain data and a table of the line of each key; here that data is validated and every
 pydantic error becomes a ``Problem`` that reads the same in any of them:
 ``FILE:LINE: FIELD: MESSAGE``, e.g. ``policies/prod.yaml:7: keep.dayly: unknown field; did

@@ -34,7 +34,7 @@ from typing import IO
 from retention.core.timestamps import format_timestamp
 from retention.errors import LockHeldError
 from retention.ops.clock import Clock, system_clock
-from retention.walk.sharding import Shard
+from retention.ops.sharding import Shard
 
 LOCK_NAME = ".retention.lock"
 SETUP_NAME = ".retention-setup.lock"

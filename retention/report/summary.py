@@ -2,12 +2,12 @@
 ``read.collect``), which report.md, report.html and the notice each render.
 
 ``PlanSummary`` is the plan's part: its counts per action and per state, what it gives back
-and from when, its notes and errors. The terminal summary renders it too (cli/summary.py),
+and from when, its notes and errors. The terminal summary renders it too (report/lines.py),
 ``retention plan`` included, since a plan has no run. ``RunSummary`` adds the run (its mode,
 exit code and the signal that stopped it), the outcomes of its PATCHes, the clusters it
 changed and what will expire.
 
-Each output lays the same values out in its own words: the terminal in cli/summary.py,
+Each output lays the same values out in its own words: the terminal in report/lines.py,
 Markdown in templates/summary.md.j2 (report.md's head and the notice's body, one template
 so the two cannot drift apart), HTML in the Summary section of templates/report.html.j2.
 """

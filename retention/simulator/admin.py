@@ -16,16 +16,54 @@ without authentication (the simulator listens on loopback by default):
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from retention.core.timestamps import format_timestamp, parse_timestamp
+from retention.simulator.digest import DigestAuthority
 from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError
 from retention.simulator.messages import SimRequest, SimResponse
+from retention.simulator.store import Fleet, SimClock
 
-if TYPE_CHECKING:
-    from retention.simulator.app import SimulatorApp
+
+@dataclass
+class Counters:
+    """What the simulator saw, for tests and benchmarks."""
+
+    by_endpoint: Counter[str] = field(default_factory=Counter)
+    by_status: Counter[int] = field(default_factory=Counter)
+    challenges: int = 0
+    max_items_per_page: int = 0
+    requests: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return {
+            "requests": self.requests,
+            "byEndpoint": dict(self.by_endpoint),
+            "byStatus": {str(k): v for k, v in self.by_status.items()},
+            "challenges": self.challenges,
+            "maxItemsPerPage": self.max_items_per_page,
+        }
+
+
+class SimulatorApp(Protocol):
+    """What the admin surface reads and resets of the simulator (app.SimulatorApp)."""
+
+    fleet: Fleet
+    fleet_factory: Callable[[], Fleet]
+    counters: Counters
+    patch_log: list[dict[str, Any]]
+    faults: FaultInjector
+    auth: DigestAuthority
+    clock: SimClock
+    lock: threading.RLock
+
+    def take_snapshots(self) -> int:
+        """Let the snapshot schedules catch up with the clock; how many were taken."""
 
 
 class AdminError(Exception):
@@ -91,8 +129,6 @@ def _set_clock(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reset(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
-    from retention.simulator.app import Counters  # noqa: PLC0415 - app imports us
-
     fleet = app.fleet_factory()
     with app.lock:
         app.fleet = fleet

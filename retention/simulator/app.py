@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from retention.core.timestamps import format_timestamp
-from retention.simulator.admin import handle_admin
+from retention.simulator.admin import Counters, handle_admin
 from retention.simulator.bodies import (
     agents_json,
     cluster_json,
@@ -63,10 +61,11 @@ from retention.simulator.messages import (
     json_body,
     path_template,
 )
-from retention.simulator.schedule import schedule_json, take_due
+from retention.simulator.schedule import schedule_json
 from retention.simulator.store import (
     Fleet,
     PatchRefused,
+    SimClock,
     SimCluster,
     SimHost,
     SimProject,
@@ -74,6 +73,7 @@ from retention.simulator.store import (
     SnapshotRenderer,
     acknowledge,
     apply_snapshot_patch,
+    take_due,
 )
 
 BASE_PATH = "/api/public/v1.0"
@@ -81,27 +81,6 @@ SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"
 # The real service's header; the API document's spelling (X-Server-Service-Version) is an
 # option, so that clients are tested against both.
 VENDOR_VERSION_HEADER = "X-MongoDB-Service-Version"
-
-
-@dataclass
-class Counters:
-    """What the simulator saw, for tests and benchmarks."""
-
-    by_endpoint: Counter[str] = field(default_factory=Counter)
-    by_status: Counter[int] = field(default_factory=Counter)
-    challenges: int = 0
-    max_items_per_page: int = 0
-    requests: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        """A JSON-ready copy."""
-        return {
-            "requests": self.requests,
-            "byEndpoint": dict(self.by_endpoint),
-            "byStatus": {str(k): v for k, v in self.by_status.items()},
-            "challenges": self.challenges,
-            "maxItemsPerPage": self.max_items_per_page,
-        }
 
 
 class SimulatorApp:
@@ -112,7 +91,7 @@ class SimulatorApp:
         fleet_factory: Callable[[], Fleet],
         *,
         auth: DigestAuthority,
-        clock: Any,
+        clock: SimClock,
         faults: FaultInjector,
         latency_ms: float = 0.0,
         reap_delay: timedelta = timedelta(hours=6),

@@ -40,9 +40,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from retention.core.timestamps import format_timestamp, to_utc
@@ -402,24 +401,3 @@ def generate(
         b.standard_alerts(project, alert_cluster if mine else None)
     b.top_up_manual_holds(shape.min_manual_holds)
     return b.fleet
-
-
-def build_fleet(
-    spec: str | Path, *, seed: int, now: datetime, base_url: str = DEFAULT_BASE_URL
-) -> Fleet:
-    """The fleet named by ``spec``: "demo", "bench", or a .yaml/.yml/.json fleet file."""
-    if spec == "demo":
-        return generate(DEMO, seed=seed, now=now, base_url=base_url)
-    if spec == "bench":
-        return generate(BENCH, seed=seed, now=now, base_url=base_url)
-    if isinstance(spec, str) and spec.startswith("bench:") and spec[6:].isdigit():
-        # The bench shape with N clusters (100 a project), for benchmarks at several sizes.
-        clusters = int(spec[6:])
-        shape = replace(BENCH, clusters=clusters, projects=max(1, clusters // 100))
-        return generate(shape, seed=seed, now=now, base_url=base_url)
-    if Path(spec).suffix in {".yaml", ".yml", ".json"}:
-        # fleetfile builds on this module's builder, so it is imported here, not at the top.
-        from retention.simulator.fleetfile import load_fleet_file  # noqa: PLC0415
-
-        return load_fleet_file(spec, seed=seed, now=now, base_url=base_url)
-    raise ValueError(f"unknown fleet {str(spec)!r}: use demo, bench or a .yaml/.yml/.json file")

@@ -58,6 +58,7 @@ their creation time and the seed.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
@@ -73,10 +74,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from retention.config import yamldoc
-from retention.core import validation
+from retention.core import validation, yamldoc
 from retention.core.timestamps import format_timestamp, parse_timestamp, to_utc
-from retention.simulator.fleet import DEFAULT_BASE_URL, FleetBuilder
+from retention.simulator.fleet import BENCH, DEFAULT_BASE_URL, DEMO, FleetBuilder, generate
 from retention.simulator.schedule import SimSchedule
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimSnapshot
 
@@ -363,3 +363,21 @@ def _snapshot(b: FleetBuilder, s: _Snapshot, cluster: SimCluster | None) -> SimS
         missing = s.missing_shards or []
         snapshot.missing_shards = [b.missing_shard(cluster, s.created, m) for m in missing]
     return snapshot
+
+
+def build_fleet(
+    spec: str | Path, *, seed: int, now: datetime, base_url: str = DEFAULT_BASE_URL
+) -> Fleet:
+    """The fleet named by ``spec``: "demo", "bench", or a .yaml/.yml/.json fleet file."""
+    if spec == "demo":
+        return generate(DEMO, seed=seed, now=now, base_url=base_url)
+    if spec == "bench":
+        return generate(BENCH, seed=seed, now=now, base_url=base_url)
+    if isinstance(spec, str) and spec.startswith("bench:") and spec[6:].isdigit():
+        # The bench shape with N clusters (100 a project), for benchmarks at several sizes.
+        clusters = int(spec[6:])
+        shape = replace(BENCH, clusters=clusters, projects=max(1, clusters // 100))
+        return generate(shape, seed=seed, now=now, base_url=base_url)
+    if Path(spec).suffix in {".yaml", ".yml", ".json"}:
+        return load_fleet_file(spec, seed=seed, now=now, base_url=base_url)
+    raise ValueError(f"unknown fleet {str(spec)!r}: use demo, bench or a .yaml/.yml/.json file")

@@ -15,26 +15,20 @@ the reference time of day is the daily one; on a Sunday (the documented default
 ``fullIncrementalDayOfWeek``) it is also the weekly one, and on the 1st of a month the
 monthly one. A snapshot expires at its creation plus the longest retention among its kinds.
 
-Taking. A cluster whose schedule has ``taking`` on gets, whenever the simulator looks at it,
-the snapshots its schedule would have taken since ``taken_until`` (the fleet's build time at
-first): complete, with the expiry above, until ``stops_at`` when a fleet file says when its
-backups stop (``stopsInDays``: the agent stops, the schedule stays). A clock moved back
-takes nothing and forgets nothing, so moving it forward again never takes a tick twice.
+Taking (store.take_due). A cluster whose schedule has ``taking`` on gets, whenever the
+simulator looks at it, the snapshots its schedule would have taken since ``taken_until``
+(the fleet's build time at first): complete, with the expiry above, until ``stops_at`` when
+a fleet file says when its backups stop (``stopsInDays``: the agent stops, the schedule
+stays). A clock moved back takes nothing and forgets nothing, so moving it forward again
+never takes a tick twice.
 """
 
 from __future__ import annotations
 
 import calendar
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
-
-from retention.simulator.store import SimSnapshot
-
-if TYPE_CHECKING:
-    from retention.simulator.store import SimCluster
 
 HOUR = 3600
 SUNDAY = 6  # datetime.weekday()
@@ -89,39 +83,6 @@ class SimSchedule:
         if self.monthly_months and created.day == 1:
             keep = max(keep, add_months(created, self.monthly_months))
         return keep
-
-
-def take_due(cluster: SimCluster, now: datetime) -> int:
-    """Add the snapshots the cluster's schedule took up to ``now``; return how many."""
-    schedule = cluster.schedule
-    if schedule is None or not schedule.taking:
-        return 0
-    since = schedule.taken_until
-    if since is not None and now <= since:
-        return 0
-    schedule.taken_until = now
-    if since is None:  # nothing to catch up with: the first look starts the count
-        return 0
-    taken = 0
-    until = now if schedule.stops_at is None else min(now, schedule.stops_at)
-    for created in schedule.ticks(since, until):  # none once it has stopped
-        snapshot = SimSnapshot(
-            _snapshot_id(cluster.id, created), created, expires=schedule.expires(created)
-        )
-        if cluster.sharded:  # the shard fields a sharded cluster's snapshots always carry
-            snapshot.possibly_inconsistent, snapshot.missing_shards = False, []
-        if snapshot.id not in cluster.index:
-            cluster.add(snapshot)
-            taken += 1
-    return taken
-
-
-def _snapshot_id(cluster_id: str, created: datetime) -> str:
-    """An ObjectId-shaped id: the creation's epoch seconds, then a hash of cluster and time,
-    so a tick taken by two simulators of one fleet gets one id."""
-    epoch = int(created.timestamp())
-    tail = hashlib.blake2b(f"{cluster_id}@{epoch}".encode(), digest_size=8).hexdigest()
-    return f"{epoch & 0xFFFFFFFF:08x}{tail}"
 
 
 def schedule_json(schedule: SimSchedule, group_id: str, cluster_id: str, links: object) -> str:

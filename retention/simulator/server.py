@@ -29,7 +29,7 @@ from typing import Any
 from retention.simulator.app import BASE_PATH, SimulatorApp
 from retention.simulator.digest import DigestAuthority
 from retention.simulator.faults import FaultInjector, FaultSpec
-from retention.simulator.fleet import build_fleet
+from retention.simulator.fleetfile import build_fleet
 from retention.simulator.messages import SimRequest
 from retention.simulator.store import Fleet, SimClock
 

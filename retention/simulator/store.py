@@ -10,20 +10,19 @@ models in the tests.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from retention.core.snapshot import StateText, state_document
 from retention.core.timestamps import format_timestamp
-
-if TYPE_CHECKING:
-    from retention.simulator.schedule import SimSchedule
+from retention.simulator.schedule import SimSchedule
 
 
 def q(text: str) -> str:
@@ -371,3 +370,36 @@ def acknowledge(alert: dict[str, Any], body: Any, username: str) -> None:
     alert["acknowledgedUntil"] = format_timestamp(_parse_expires(until))
     alert["acknowledgementComment"] = comment or ""
     alert["acknowledgingUsername"] = username
+
+
+def take_due(cluster: SimCluster, now: datetime) -> int:
+    """Add the snapshots the cluster's schedule took up to ``now``; return how many."""
+    schedule = cluster.schedule
+    if schedule is None or not schedule.taking:
+        return 0
+    since = schedule.taken_until
+    if since is not None and now <= since:
+        return 0
+    schedule.taken_until = now
+    if since is None:  # nothing to catch up with: the first look starts the count
+        return 0
+    taken = 0
+    until = now if schedule.stops_at is None else min(now, schedule.stops_at)
+    for created in schedule.ticks(since, until):  # none once it has stopped
+        snapshot = SimSnapshot(
+            _snapshot_id(cluster.id, created), created, expires=schedule.expires(created)
+        )
+        if cluster.sharded:  # the shard fields a sharded cluster's snapshots always carry
+            snapshot.possibly_inconsistent, snapshot.missing_shards = False, []
+        if snapshot.id not in cluster.index:
+            cluster.add(snapshot)
+            taken += 1
+    return taken
+
+
+def _snapshot_id(cluster_id: str, created: datetime) -> str:
+    """An ObjectId-shaped id: the creation's epoch seconds, then a hash of cluster and time,
+    so a tick taken by two simulators of one fleet gets one id."""
+    epoch = int(created.timestamp())
+    tail = hashlib.blake2b(f"{cluster_id}@{epoch}".encode(), digest_size=8).hexdigest()
+    return f"{epoch & 0xFFFFFFFF:08x}{tail}"

@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from retention.api.client import OpsManagerClient
-from retention.api.transport import Credentials, RetryPolicy
+from retention.api.transport import RetryPolicy
+from retention.api.values import Credentials
 from tests.support.fakeapi import BASE_URL
 
 PUBLIC_KEY = "pubkey-abcdef"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from retention.core.model import SnapshotView, Target
-from retention.planning.workers import Shared
+from retention.plan.workers import Shared
 from retention.runfolder.planwrite import EncodedCluster
 
 

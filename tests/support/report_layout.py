@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from retention.config.policyfiles import load_policies
-from retention.planning.job import make_plan
+from retention.plan.planner import make_plan
 from retention.report import RunInfo, render_reports
 from retention.simulator.fleet import FleetShape, generate
 from retention.simulator.server import Simulator, SimulatorConfig

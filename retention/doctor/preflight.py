@@ -1,0 +1,389 @@
+"""``retention doctor``: the preflight an operator runs before scheduling the job.
+
+One check per line, each passed, warning or failed, with a remedy when it is not passed:
+configuration and policies; where the notices go (redacted, nothing sent to them); the API
+reachable with TLS verified; the credentials accepted; the service version; the clock skew
+from the Date header (expiry decisions depend on the clock); backups that stopped, as the
+newest plan in the reports folder found them; and per target project the
+backup agents' link, discovery, one snapshot page and the alerts. Returns results; the CLI
+prints them and picks the exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+from retention.api.client import OpsManagerClient
+from retention.config.connect import open_client
+from retention.config.loading import LoadedConfig, load_config
+from retention.config.notifyurls import ENV_NOTIFY_URLS
+from retention.config.policyfiles import load_policies
+from retention.config.writable import WRITE_FIX, unwritable
+from retention.core.freshness import age_words
+from retention.core.horizon import lease, schedule_lease
+from retention.core.model import Target
+from retention.core.outage import span_words, tolerance_text
+from retention.core.policy.loader import PolicySet
+from retention.core.wording import counted, unmanaged_text
+from retention.errors import (
+    ApiError,
+    AuthenticationError,
+    ConfigError,
+    PermissionDeniedError,
+    PlanFileError,
+    TLSError,
+    TransportError,
+)
+from retention.ops.clock import Clock, system_clock
+from retention.report.summary import stale_clusters, stale_text
+from retention.runfolder.lineage import newest_plans
+from retention.runfolder.planread import read_head
+from retention.walk.inventory import ProjectTargets, discover, project_targets
+
+Status = Literal["pass", "warn", "fail"]
+SKEW_WARN = timedelta(seconds=60)
+SKEW_FAIL = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    status: Status
+    detail: str
+    remedy: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The check for --format json."""
+        return asdict(self)
+
+
+@dataclass
+class Report:
+    """All checks, and why they stopped early, if they did: "configuration" (the
+    configuration, the policies or the reports folder failed) or "unreachable" (the API
+    cannot be reached or refuses the keys). The CLI turns this into an exit code."""
+
+    checks: list[Check]
+    stopped: Literal["configuration", "unreachable"] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when any check failed."""
+        return any(c.status == "fail" for c in self.checks)
+
+
+def run_doctor(
+    config_path: str | Path | None, *, clock: Clock = system_clock, interactive: bool = False
+) -> Report:
+    """Run every check that can run; stop early when a later check could not mean anything.
+    The clock check compares the API's Date header with ``clock``; ``interactive`` (a
+    person waits at a terminal): a refused connection fails after a short try."""
+    checks: list[Check] = []
+    try:
+        loaded = load_config(config_path, clock=clock)
+    except ConfigError as exc:
+        detail = "; ".join(exc.problems) or str(exc)
+        checks.append(Check("configuration", "fail", detail, "fix the file or environment named"))
+        return Report(checks, "configuration")
+    checks.append(
+        Check(
+            "configuration",
+            "pass",
+            f"{loaded.path} ({counted(len(loaded.config.targets), 'target')})",
+        )
+    )
+    for warning in loaded.warnings:
+        checks.append(Check("configuration", "warn", warning))
+    checks.append(_notices(loaded))
+    checks.append(_outage(loaded, clock))
+    try:
+        policies = load_policies(loaded.config.policies)
+    except ConfigError as exc:
+        checks.append(
+            Check("policies", "fail", "; ".join(exc.problems), "retention validate lists them")
+        )
+        return Report(checks, "configuration")
+    checks.append(
+        Check("policies", "pass", f"{len(policies)} valid: {', '.join(p.name for p in policies)}")
+    )
+    reports = loaded.config.reports.dir
+    problem = unwritable(reports)
+    if problem is not None:
+        checks.append(Check("reports", "fail", problem, WRITE_FIX.format(setting="reports.dir")))
+        return Report(checks, "configuration")
+    checks.append(Check("reports", "pass", f"{reports} is writable"))
+    checks.append(_backups(reports, clock))
+    with open_client(loaded, clock=clock, interactive=interactive) as client:
+        if not _connection(client, loaded, checks):
+            return Report(checks, "unreachable")
+        _tls(loaded, checks)
+        _version_and_clock(client, checks)
+        targets: list[Target] | None = []
+        for wanted in project_targets(loaded.config):
+            found = _project(client, wanted, checks)
+            targets = None if found is None or targets is None else [*targets, *found]
+        if targets is not None:
+            _coverage(policies, targets, checks)
+    return Report(checks)
+
+
+def _backups(reports: Path, clock: Clock) -> Check:
+    """Backups that stopped, as the newest plan in ``reports`` found them (not a what-if
+    plan): the doctor reads its plan.json and never walks the snapshots, which only a plan
+    does in full. A warning, as in the plan: backups are not retention's to fix."""
+    for path in newest_plans(reports):
+        try:
+            head = read_head(path)
+        except (OSError, PlanFileError):
+            continue  # half written, or not a plan: an older one says as much
+        if head["whatIf"]:
+            continue
+        seconds = int((clock() - head["evaluatedAt"]).total_seconds())
+        ago = f"{age_words(seconds)} ago" if seconds >= 60 else "just now"
+        where = f"the newest plan ({path}, evaluated {ago})"
+        stale = stale_clusters(head)
+        if not stale:
+            checked = sum("newestRestorable" in c for c in head["clusters"])
+            detail = f"{where}: {counted(checked, 'cluster')} checked, none stopped"
+            return Check("backups", "pass", detail)
+        return Check(
+            "backups",
+            "warn",
+            f"{where}: {stale_text(stale)}",
+            "check these clusters' backup in the service; a plan or run checks again",
+        )
+    return Check("backups", "pass", f"not checked: no plan in {reports} yet")
+
+
+def _outage(loaded: LoadedConfig, clock: Clock) -> Check:
+    """The outage the fleet survives as configured: the lease a run now would give."""
+    config = loaded.config
+    now = clock()
+    lease_for = lease(config.schedule, now, config.lease_floor)
+    own = schedule_lease(config.schedule, now)
+    alone = span_words(own.total_seconds())
+    if own < config.lease_floor:
+        source = f"lease_minimum {config.lease_minimum}; the schedule alone gives {alone}"
+    else:
+        source = "the schedule's lease" if config.schedule else f"no schedule: a lease of {alone}"
+    detail = f"{tolerance_text(lease_for.total_seconds())} ({source})"
+    return Check("outage tolerance", "pass", detail)
+
+
+def _notices(loaded: LoadedConfig) -> Check:
+    """Where the notices go: each URL redacted, with its place, and where they came from.
+    Nothing is sent: a test notice would reach a channel people read."""
+    notify = loaded.config.notify
+    if notify is None:
+        return Check(
+            "notices", "pass", f"off (no notify: in {loaded.path.name}, {ENV_NOTIFY_URLS} not set)"
+        )
+    shown = "; ".join(f"{url} ({place})" for place, url in notify.destinations())
+    source = loaded.sources.get("notify.urls", "file")
+    source = loaded.path.name if source == "file" else source
+    detail = f"on {', '.join(notify.on)}, from {source}: {shown}"
+    return Check("notices", "pass", detail)
+
+
+def _connection(client: OpsManagerClient, loaded: LoadedConfig, checks: list[Check]) -> bool:
+    project = loaded.config.targets[0].project
+    base = client.base_url
+    try:
+        client.get_agent_links(project)
+    except TLSError as exc:
+        checks.append(
+            Check(
+                "reachable",
+                "fail",
+                str(exc),
+                "set api.ca_bundle to your CA, or fix the server certificate",
+            )
+        )
+        return False
+    except TransportError as exc:
+        checks.append(
+            Check(
+                "reachable",
+                "fail",
+                str(exc),
+                f"check api.base_url ({base}), DNS, proxies and firewalls",
+            )
+        )
+        return False
+    except AuthenticationError as exc:
+        checks.append(Check("reachable", "pass", base))
+        checks.append(
+            Check(
+                "credentials", "fail", str(exc),
+                "check RETENTION_PUBLIC_KEY and the private key, and that this host's address "
+                "is on the API key's access list",
+            )
+        )  # fmt: skip
+        return False
+    except PermissionDeniedError as exc:
+        checks.append(Check("reachable", "pass", base))
+        checks.append(
+            Check("credentials", "fail", str(exc), "give the API key the project's backup roles")
+        )
+        return False
+    except ApiError:
+        pass  # reached and authenticated; the project's own checks say what is wrong
+    checks.append(Check("reachable", "pass", base))
+    checks.append(
+        Check(
+            "credentials",
+            "pass",
+            f"digest accepted for public key {_public_key(loaded)}",
+        )
+    )
+    return True
+
+
+def _public_key(loaded: LoadedConfig) -> str:
+    return loaded.credentials.public_key if loaded.credentials else "?"
+
+
+def _tls(loaded: LoadedConfig, checks: list[Check]) -> None:
+    api = loaded.config.api
+    if not api.base_url.startswith("https://"):
+        checks.append(
+            Check(
+                "tls",
+                "warn",
+                "plain HTTP: answers are neither encrypted nor verified",
+                "use the https:// address of the API",
+            )
+        )
+    elif not api.verify_tls:
+        checks.append(
+            Check(
+                "tls",
+                "warn",
+                "verification is off (verify_tls: false)",
+                "set verify_tls: true and api.ca_bundle",
+            )
+        )
+    else:
+        checks.append(
+            Check("tls", "pass", f"certificate verified ({api.ca_bundle or 'system CAs'})")
+        )
+
+
+def _version_and_clock(client: OpsManagerClient, checks: list[Check]) -> None:
+    if client.service_version:
+        checks.append(Check("service version", "pass", client.service_version))
+    else:
+        checks.append(
+            Check(
+                "service version",
+                "warn",
+                "no X-MongoDB-Service-Version (or X-Server-Service-Version) header",
+                "is a proxy answering instead of the API?",
+            )
+        )
+    if client.server_date is None:
+        checks.append(Check("clock", "warn", "no Date header to compare clocks with"))
+        return
+    server, local = client.server_date
+    skew = local - server
+    seconds = abs(skew.total_seconds())
+    ahead = "ahead of" if skew.total_seconds() > 0 else "behind"
+    detail = f"this host is {seconds:.0f}s {ahead} the API's clock"
+    remedy = "run NTP (chrony, systemd-timesyncd) here: expiries are computed from this clock"
+    if abs(skew) > SKEW_FAIL:
+        checks.append(Check("clock", "fail", detail, remedy))
+    elif abs(skew) > SKEW_WARN:
+        checks.append(Check("clock", "warn", detail, remedy))
+    else:
+        checks.append(Check("clock", "pass", detail))
+
+
+def _project(
+    client: OpsManagerClient, wanted: ProjectTargets, checks: list[Check]
+) -> list[Target] | None:
+    """The project's checks; its targets, or None when it could not be read in full."""
+    name = f"project {wanted.project_id}"
+    try:
+        links = client.get_agent_links(wanted.project_id)
+        if links.relation("backupAgents") is None:
+            checks.append(
+                Check(
+                    f"{name}: agents",
+                    "fail",
+                    "no backupAgents link",
+                    "is backup enabled for this project?",
+                )
+            )
+        else:
+            checks.append(Check(f"{name}: agents", "pass", "backup agents link present"))
+        found = discover(client, wanted)
+        clusters = [t for t in found.targets if t.kind == "cluster"]
+        servers = [t for t in found.targets if t.kind == "config-server"]
+        members = sum(len(t.members) for t in clusters)
+        sharded = sum(1 for t in clusters if t.members)
+        detail = (
+            f"{counted(len(clusters), 'cluster')}, {counted(len(servers), 'legacy config server')}"
+        )
+        if sharded:
+            detail += (
+                f"; {sharded} sharded, with {counted(members, 'shard and config row')} as members"
+            )
+        checks.append(Check(f"{name}: discovery", "pass", detail))
+        for warning in found.warnings:
+            checks.append(Check(f"{name}: discovery", "warn", warning, "check the clusters list"))
+        walkable = [t for t in clusters if t.id_problem() is None]  # the others are warned of
+        if walkable:
+            first = walkable[0]
+            listing = client.list_snapshots(first.project_id, first.cluster_id, "all")
+            list(islice(iter(listing), 1))  # reads one page, no more
+            checks.append(Check(f"{name}: snapshots", "pass", f"one page of {first.name} read"))
+        alerts = client.list_alerts(wanted.project_id, status="OPEN")
+        list(islice(iter(alerts), 1))
+        checks.append(Check(f"{name}: alerts", "pass", "open alerts readable"))
+    except ApiError as exc:
+        checks.append(
+            Check(f"{name}", "fail", str(exc), "check the project id and the key's roles in it")
+        )
+        return None
+    return found.targets
+
+
+def _coverage(policies: PolicySet, targets: list[Target], checks: list[Check]) -> None:
+    """What no policy manages, and policies that match nothing: the plan would warn about
+    both, and a glob that misses takes clusters out of management without an error."""
+    used: set[str] = set()
+    unmanaged = []
+    for target in targets:
+        names = [p.name for p in policies.matching(target.project_id, target.name, target.kind)]
+        used.update(names)
+        if not names:
+            unmanaged.append(target.name)
+    for loaded in policies:
+        if loaded.name not in used:
+            checks.append(
+                Check(
+                    "policies",
+                    "warn",
+                    f"policy {loaded.name!r} ({loaded.path}) matches no cluster or config server",
+                    "check its match: projects, cluster globs (prod-* is not production-*), kinds",
+                )
+            )
+    if unmanaged:
+        checks.append(
+            Check(
+                "coverage",
+                "warn",
+                unmanaged_text(unmanaged),
+                "add a policy that matches them, or leave them out of management on purpose",
+            )
+        )
+    else:
+        checks.append(
+            Check("coverage", "pass", f"a policy matches each of {counted(len(targets), 'target')}")
+        )
