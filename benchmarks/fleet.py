@@ -31,7 +31,7 @@ from machine import describe
 from requests.auth import HTTPDigestAuth
 from simproc import admin, cpu_seconds, on_sessions, start_simulator
 
-from retention.plan.workers import available_cpus
+from retention.ops.cpus import available_cpus
 
 KEY = "fleet-bench-secret"
 POLICY = """\

@@ -27,7 +27,7 @@ from pathlib import Path
 from machine import describe
 from simproc import start_simulator
 
-from retention.runfolder.planread import read_head
+from retention.runfolder.planread import open_plan
 
 KEY = "bench-secret"
 EXTRA_ENV: dict[str, str] = {}  # for experiments, e.g. {"MALLOC_ARENA_MAX": "8"}
@@ -90,7 +90,7 @@ def measure(clusters: int, folder: Path) -> dict[str, object]:
         figures: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
         figures["clusters"] = clusters
         # The head alone, streamed: at 20,000 clusters the plan file is gigabytes.
-        summary = read_head(folder / f"plan-{clusters}.json")["summary"]
+        summary = open_plan(folder / f"plan-{clusters}.json").head["summary"]
         figures["snapshots"] = summary["snapshots"]
         figures["changes"] = sum(summary["byAction"].values())
         return figures

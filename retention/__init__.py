@@ -1,17 +1,83 @@
-"""retention: a snapshot retention policy engine for Ops Manager class REST APIs."""
+"""retention: a snapshot retention policy engine for Ops Manager class REST APIs.
 
-import importlib.util
-import sysconfig
+As a library (the command line is a thin layer over it)::
 
-__version__ = "0.1.0"
+    from retention import PlanRequest, Retention
+
+    ended = Retention.from_config("retention.yaml").plan(PlanRequest())
+    print(ended.code, ended.result.plan.path)
+
+The names below are loaded when first used, so that importing a part of the package (the
+pure core on a planning worker, say) does not load the whole library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from retention.version import __version__, core_form
+
+# The library's public names, and the module each comes from.
+_EXPORTS = {
+    "Retention": "retention.library.retention",
+    "Ended": "retention.library.lifecycle",
+    "Progress": "retention.library.lifecycle",
+    **dict.fromkeys(
+        (
+            "ApplyRequest",
+            "DiffRequest",
+            "ExplainRequest",
+            "ForecastRequest",
+            "MetricsTarget",
+            "PlanRequest",
+            "PruneRequest",
+            "RunRequest",
+            "UndoRequest",
+            "ValidateRequest",
+        ),
+        "retention.library.requests",
+    ),
+}
+
+if TYPE_CHECKING:
+    from retention.library.lifecycle import Ended, Progress
+    from retention.library.requests import (
+        ApplyRequest,
+        DiffRequest,
+        ExplainRequest,
+        ForecastRequest,
+        MetricsTarget,
+        PlanRequest,
+        PruneRequest,
+        RunRequest,
+        UndoRequest,
+        ValidateRequest,
+    )
+    from retention.library.retention import Retention
+
+__all__ = [
+    "ApplyRequest",
+    "DiffRequest",
+    "Ended",
+    "ExplainRequest",
+    "ForecastRequest",
+    "MetricsTarget",
+    "PlanRequest",
+    "Progress",
+    "PruneRequest",
+    "Retention",
+    "RunRequest",
+    "UndoRequest",
+    "ValidateRequest",
+    "__version__",
+    "core_form",
+]
 
 
-def core_form() -> str:
-    """Which form of the decision core this installation runs: "compiled core" when it is
-    the C extension a wheel's build hook made (tools/compiled.py), else "plain Python core"
-    (an editable install, or a wheel built without a C compiler: the build says so only
-    with pip's -v, so ``retention --version`` does)."""
-    found = importlib.util.find_spec("retention.core.decide")
-    origin = found.origin if found is not None else None
-    extension = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return "compiled core" if origin and origin.endswith(extension) else "plain Python core"
+def __getattr__(name: str) -> Any:
+    """A public name of the library, loaded on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'retention' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

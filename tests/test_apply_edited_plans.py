@@ -22,19 +22,21 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from retention.api.client import OpsManagerClient
+from retention.apply.applying import SavedPlan, apply_saved
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
-from retention.core.planfile import CHANGE, DecisionRecord, PlanHead, clusters_by_key
+from retention.config.scope import ProjectTargets, Scope
+from retention.core.guard import Asked, index_of
+from retention.core.planfile import CHANGE, DecisionRecord, PlanDocument
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import parse_timestamp
 from retention.errors import ApiError, PlanFileError
-from retention.library.jobs import apply_saved
+from retention.library.lifecycle import Quiet
 from retention.plan.planner import make_plan
-from retention.runfolder.planread import read_decisions, read_head
+from retention.runfolder.planread import open_plan, read_decisions
 from retention.runfolder.planrecords import change_record
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimHost, SimProject, SimSnapshot
-from retention.walk.inventory import ProjectTargets
 from tests.support.client import PUBLIC_KEY
 from tests.support.examples import examples
 from tests.support.planfiles import decision_lines, write_plan_files
@@ -88,18 +90,20 @@ class Planned:
         self.sim = sim
         (folder / "gfs.yaml").write_text(POLICY)
         with client_for(sim) as api:
-            made = make_plan(
-                api, load_policies(folder / "gfs.yaml"), [ProjectTargets(P)], now=NOW,
-                created_at=NOW, schedule="0 3 * * *", concurrency=2,
-                plan_path=folder / "plan.json",
+            scope = Scope(
+                load_policies(folder / "gfs.yaml"), [ProjectTargets(P)],
+                schedule="0 3 * * *", concurrency=2,
             )  # fmt: skip
-        self.head: PlanHead = read_head(made.plan_path)
-        decisions = [d for d in read_decisions(made.decisions_path) if d is not None]
+            made = make_plan(api, scope, plan_path=folder / "plan.json", now=NOW)
+        plan = open_plan(made.plan.path)
+        # The head with its cluster entries: what write_plan_files writes back.
+        self.head: PlanDocument = {**plan.head, "clusters": list(plan.read_clusters())}
+        decisions = [d for d in read_decisions(made.plan.decisions) if d is not None]
         self.records: list[DecisionRecord] = decisions
         # The records written back unedited are the plan's decisions, byte for byte: an
         # edited plan differs from the real one by its edits alone.
         same = write_plan_files(folder / "same.json", self.head, decisions)
-        assert decision_lines(same) == decision_lines(made.plan_path)
+        assert decision_lines(same) == decision_lines(made.plan.path)
         assert any(is_change(d) for d in decisions)
         self.kept = {
             d["snapshotId"] for d in decisions if d["state"] in ("kept", "protected", "manual-hold")
@@ -181,7 +185,7 @@ def _records_of(records: list[Any], decision: DecisionRecord) -> list[Any]:
     return [r for r in records if (r["clusterId"], r["snapshotId"]) == key]
 
 
-def write(path: Path, head: PlanHead, records: list[Any]) -> None:
+def write(path: Path, head: PlanDocument, records: list[Any]) -> None:
     """A v2 plan of ``head`` and ``records`` in the planner's order (project, kind,
     cluster; a cluster's records in the order they came), its digest theirs."""
     ordered = sorted(records, key=lambda r: (r["projectId"], r["kind"], r["clusterId"]))
@@ -250,7 +254,7 @@ def test_no_edit_of_a_plan_makes_apply_break_an_invariant(
     assert all(n == 1 for n in counted.values())
 
 
-def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanHead, journal: Path) -> None:
+def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanDocument, journal: Path) -> None:
     """Send an edited plan's changes through the executor without the entry checks, as a
     bug in them would: only the check before each PATCH stands between them and the API.
     The changes are made from the plan's decision records as the reader makes them."""
@@ -261,7 +265,7 @@ def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanHead, journal:
     changes: list[Any] = [_typed(c) for c in raw]
     out = Journal(journal, lambda: NOW)
     try:
-        apply_plan(api, changes, clusters_by_key(head), out, now=lambda: NOW, concurrency=2)
+        apply_plan(api, changes, index_of(head["clusters"]), out, now=lambda: NOW, concurrency=2)
     finally:
         out.close()
 
@@ -277,8 +281,8 @@ def _apply(api: OpsManagerClient, plan: Path, reports: Path) -> bool:
     """Apply ``plan``; True when apply refused it before sending anything."""
     try:
         apply_saved(
-            api, plan, reports=reports, max_age=timedelta(hours=1), concurrency=2,
-            now=lambda: NOW,
+            api, SavedPlan(plan, Asked(timedelta(hours=1))), reports=reports, concurrency=2,
+            clock=lambda: NOW, listener=Quiet(),
         )  # fmt: skip
     except PlanFileError:
         return True

@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from retention import cli
 from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal, apply_plan
-from retention.core.planfile import clusters_by_key
+from retention.core.guard import index_of
 from retention.ops.clock import Clock
-from retention.runfolder.planread import read_head, read_list
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator
 from tests.support.journal import intent_lines, outcome_lines
 from tests.support.planfiles import decision_lines, write_plan_files
@@ -78,8 +78,9 @@ def test_a_what_if_plan_is_refused_and_nothing_is_sent(
     configure(folder, sim.base_url)
     at = (NOW + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert retention("plan", "--at", at, "--out", "whatif.json", clock=sim.clock.now) == planned
-    assert read_head(folder / "whatif.json")["whatIf"] is True
-    assert list(read_list(folder / "whatif.json", "changes")), "the what-if plan has changes"
+    whatif = open_plan(folder / "whatif.json")
+    assert whatif.head["whatIf"] is True
+    assert list(whatif.read_list("changes")), "the what-if plan has changes"
     capsys.readouterr()
 
     code = retention("apply", "whatif.json", clock=sim.clock.now)
@@ -166,7 +167,7 @@ def test_a_cluster_named_like_a_placeholder_round_trips_through_plan_and_apply(
         assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
         plan = json.loads((folder / "plan.json").read_text())
         names = {c["name"] for c in plan["clusters"]}
-        changes = list(read_list(folder / "plan.json", "changes"))
+        changes = list(open_plan(folder / "plan.json").read_list("changes"))
 
         assert retention("apply", "plan.json", clock=sim.clock.now) == 3
 
@@ -212,15 +213,13 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
     folder = tmp_path / "run"
     configure(tmp_path, sim.base_url)
     from retention.config.policyfiles import load_policies  # noqa: PLC0415
+    from retention.config.scope import ProjectTargets, Scope  # noqa: PLC0415
     from retention.plan.planner import make_plan  # noqa: PLC0415
-    from retention.walk.inventory import ProjectTargets  # noqa: PLC0415
 
     with client_for(sim) as api:
-        planned = make_plan(
-            api, load_policies(tmp_path / "policies"), [ProjectTargets(P)], now=NOW,
-            created_at=NOW, schedule=None, concurrency=2, plan_path=folder / "plan.json",
-        )  # fmt: skip
-        changes = list(read_list(planned.plan_path, "changes"))
+        scope = Scope(load_policies(tmp_path / "policies"), [ProjectTargets(P)], concurrency=2)
+        planned = make_plan(api, scope, plan_path=folder / "plan.json", now=NOW)
+        changes = list(planned.plan.read_list("changes"))
         real = OpsManagerClient.patch_snapshot
         calls = threading.local()
 
@@ -233,7 +232,12 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
         monkeypatch.setattr(OpsManagerClient, "patch_snapshot", broken)
         journal = Journal(folder / "results.jsonl", lambda: NOW)
         result = apply_plan(
-            api, changes, clusters_by_key(planned.document), journal, now=lambda: NOW, concurrency=2
+            api,
+            changes,
+            index_of(planned.plan.read_clusters()),
+            journal,
+            now=lambda: NOW,
+            concurrency=2,
         )
         journal.close()
 
@@ -258,8 +262,9 @@ def test_a_held_clusters_release_of_a_kept_snapshot_is_one_change_everywhere(
     as held); the cluster's shorten stays held."""
     configure(folder, sim.base_url, release=True)
     assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
-    changes = {c["snapshotId"]: c for c in read_list(folder / "plan.json", "changes")}
-    held = {c["snapshotId"]: c for c in read_list(folder / "plan.json", "held")}
+    plan = open_plan(folder / "plan.json")
+    changes = {c["snapshotId"]: c for c in plan.read_list("changes")}
+    held = {c["snapshotId"]: c for c in plan.read_list("held")}
 
     assert retention("apply", "plan.json", clock=sim.clock.now) == 3
 
@@ -286,7 +291,7 @@ def test_a_reviewed_fraction_hold_is_approved_and_an_alert_hold_is_not(
         policy.read_text().replace("max_expire_fraction: 1.0", "max_expire_fraction: 0.1")
     )
     assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
-    held = list(read_list(folder / "plan.json", "held"))
+    held = list(open_plan(folder / "plan.json").read_list("held"))
     big = [c for c in held if c["clusterName"] == "prod-big"]
     capsys.readouterr()
 

@@ -15,7 +15,7 @@ import pytest
 
 from retention import __version__, cli, entry
 from retention.errors import AuthenticationError, ConfigError, ResponseInfo
-from retention.runfolder.planread import read_list
+from retention.runfolder.planread import open_plan
 from tests.support.journal import intent_lines, outcome_lines
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -88,7 +88,7 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     names = sorted(p.name for p in run_dir.iterdir())
     document = json.loads((run_dir / "plan.json").read_text())
     results = outcome_lines(run_dir / "results.jsonl")
-    changes = list(read_list(run_dir / "plan.json", "changes"))
+    changes = list(open_plan(run_dir / "plan.json").read_list("changes"))
     assert code == 0
     assert names == [
         "decisions.jsonl.zst",

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from retention import cli
-from retention.runfolder.planread import read_list
+from retention.runfolder.planread import open_plan
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet, SimCluster, SimProject, SimSnapshot
@@ -120,7 +120,7 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
     assert [h["kind"] for h in held[ODD]] == ["id"]
     assert held["5e4e593f70dfbf1e2f6e1d50"] == held["5e4e593f70dfbf1e2f6e1d52"] == []
     assert [h["kind"] for h in held["5e4e593f70dfbf1e2f6e1d53"]] == ["id"]
-    held_changes = read_list(run_dir / "plan.json", "held")
+    held_changes = open_plan(run_dir / "plan.json").read_list("held")
     assert [(c["snapshotId"], c["action"]) for c in held_changes] == [("d2", "shorten")]
     decided = [json.loads(line) for line in decision_lines(run_dir / "plan.json")]
     [odd_snapshot] = [d for d in decided if d["snapshotId"] == "d/1"]
@@ -158,7 +158,7 @@ def test_unusual_ids_are_carried_encoded_and_patched_through_plan_and_apply(
 
     assert (planned, applied) == (0, 0)
     jsonschema.validate(plan, plan_json_schema())
-    changes = read_list(folder / "plan.json", "changes")
+    changes = open_plan(folder / "plan.json").read_list("changes")
     assert sorted((c["clusterId"], c["snapshotId"]) for c in changes) == sorted(sent)
     assert sent == {("a b", "ü"), ("a b", "50%"), ("x:y@z", "%41b"), ("x:y@z", "a+b=c")}
     assert [c["holds"] for c in plan["clusters"]] == [[], []]

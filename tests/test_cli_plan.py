@@ -13,12 +13,12 @@ import responses
 
 from retention import cli
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.plan.planner import make_plan
 from retention.report.lines import summary_lines
 from retention.runfolder.planread import decision_lines
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator
-from retention.walk.inventory import ProjectTargets
 from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
@@ -266,18 +266,11 @@ def test_malformed_answer_for_one_cluster_skips_only_that_cluster(tmp_path: Path
         fake.script("GET", f"/groups/{P}/clusters/{BIG}/snapshots", [html])
         fake.route("GET", f"/groups/{P}/clusters/{SMALL}/snapshots", paged(good))
         with make_client(private_key=KEY) as client:
-            result = make_plan(
-                client,
-                load_policies(tmp_path / "p.yaml"),
-                [ProjectTargets(P)],
-                now=NOW,
-                created_at=NOW,
-                schedule=None,
-                concurrency=2,
-                plan_path=tmp_path / "out" / "plan.json",
-            )
+            scope = Scope(load_policies(tmp_path / "p.yaml"), [ProjectTargets(P)], concurrency=2)
+            result = make_plan(client, scope, plan_path=tmp_path / "out" / "plan.json", now=NOW)
 
-    clusters = {c["name"]: c for c in result.document["clusters"]}
+    entries = list(result.plan.read_clusters())
+    clusters = {c["name"]: c for c in entries}
     assert "expected JSON but got text/html" in clusters["prod-big"]["errors"][0]
     assert clusters["prod-big"]["counts"] == {"snapshots": 0}
     assert clusters["prod-small"]["errors"] == []
@@ -285,8 +278,9 @@ def test_malformed_answer_for_one_cluster_skips_only_that_cluster(tmp_path: Path
     assert [e.split(":")[0] for e in result.errors] == [f"cluster {BIG}"]
     # A cluster's error is the cluster's: not also among the plan's own (the schema says
     # those are outside any one cluster), and the summary prints it once.
-    assert result.document["errors"] == []
-    printed = [line for line in summary_lines(result.document) if line.startswith("  error")]
+    assert result.plan.head["errors"] == []
+    lines = summary_lines(result.plan.head, entries)
+    printed = [line for line in lines if line.startswith("  error")]
     assert printed == [f"  error prod-big: {clusters['prod-big']['errors'][0]}"]
 
 

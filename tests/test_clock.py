@@ -14,7 +14,7 @@ import pytest
 from retention import cli
 from retention.core.timestamps import format_timestamp
 from retention.ops.lock import LOCK_NAME
-from retention.runfolder.planread import read_head
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator
 from tests.support.simfleet import NOW, clock_at
 from tests.test_logging import write_config
@@ -90,7 +90,7 @@ def test_a_command_given_a_clock_writes_its_time_everywhere(
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line]
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
-    head = read_head(run_dir / "plan.json")
+    head = open_plan(run_dir / "plan.json").head
     assert code == 3  # the open alert holds prod-small
     assert run_dir.name.startswith(NOW.strftime("%Y%m%dT%H%M%SZ-"))
     assert format_timestamp(head["createdAt"]) == format_timestamp(head["evaluatedAt"]) == at

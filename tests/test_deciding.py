@@ -17,20 +17,16 @@ from pathlib import Path
 import pytest
 
 from retention.config.policyfiles import parse_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.config.settings import ApiSettings
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
+from retention.ops.cpus import available_cpus, planning_workers
 from retention.plan.planner import make_plan
-from retention.plan.workers import (
-    POOL_FROM,
-    Deciders,
-    Shared,
-    available_cpus,
-    planning_workers,
-)
+from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.simulator.server import Simulator, SimulatorConfig
-from retention.walk.inventory import ProjectTargets, Walk
+from retention.walk.inventory import Walk
 from tests.support.client import PUBLIC_KEY
 from tests.support.dyingworker import DiesWriting
 from tests.support.planfiles import decision_lines
@@ -231,11 +227,9 @@ def plan_files(sim: Simulator, folder: Path, workers: int) -> tuple[bytes, bytes
     NOW."""
     projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
     with client_for(sim) as api:
-        made = make_plan(
-            api, policies(), projects, now=NOW, created_at=NOW, schedule="0 3 * * *",
-            concurrency=4, plan_path=folder / "plan.json", workers=workers,
-        )  # fmt: skip
-    return made.plan_path.read_bytes(), made.decisions_path.read_bytes()
+        scope = Scope(policies(), projects, schedule="0 3 * * *", concurrency=4, workers=workers)
+        made = make_plan(api, scope, plan_path=folder / "plan.json", now=NOW)
+    return made.plan.path.read_bytes(), made.plan.decisions.read_bytes()
 
 
 def test_a_plan_decided_on_two_workers_is_byte_identical(
@@ -292,8 +286,9 @@ def test_api_workers_defaults_to_the_cpus_and_must_be_positive() -> None:
     """api.workers unset means the CPUs available; set, it is taken as it is; 0 is refused."""
     base = {"base_url": "https://om.example.com/api/public/v1.0"}
 
-    assert planning_workers(ApiSettings.model_validate(base)) == min(available_cpus(), 8)
-    assert planning_workers(ApiSettings.model_validate({**base, "workers": 3})) == 3
+    unset = ApiSettings.model_validate(base).workers
+    assert planning_workers(unset) == min(available_cpus(), 8)
+    assert planning_workers(ApiSettings.model_validate({**base, "workers": 3}).workers) == 3
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ApiSettings.model_validate({**base, "workers": 0})
 

@@ -33,8 +33,8 @@ from typing_extensions import is_typeddict
 from retention.apply.executor import Journal, Outcome
 from retention.cli import cli
 from retention.core import planfile
-from retention.library.jobs import mark_interrupted
 from retention.ops import metrics
+from retention.runfolder.folder import RunFolder
 
 ROOT = Path(__file__).parent.parent
 PLAN_FILE = ROOT / "docs" / "plan-file.md"
@@ -64,7 +64,7 @@ def _typed_dicts_in(hint: object) -> Iterator[type]:
 
 def model_keys() -> set[str]:
     """Every key of every record reachable from plan.json, a change and a decision."""
-    todo: list[type] = [planfile.PlanHead, planfile.Change, planfile.DecisionRecord]
+    todo: list[type] = [planfile.PlanDocument, planfile.Change, planfile.DecisionRecord]
     seen: set[type] = set()
     keys: set[str] = set()
     while todo:
@@ -115,9 +115,9 @@ def journal_keys(tmp_path: Path) -> tuple[set[str], set[str]]:
 
 
 def interrupted_keys(tmp_path: Path) -> set[str]:
-    """The keys of interrupted.json, as jobs.mark_interrupted writes it."""
-    path = mark_interrupted(
-        tmp_path / "stopped", "run", "SIGINT", datetime(2026, 11, 21, tzinfo=UTC),
+    """The keys of interrupted.json, as RunFolder.mark_interrupted writes it."""
+    path = RunFolder(tmp_path / "stopped").mark_interrupted(
+        "run", "SIGINT", datetime(2026, 11, 21, tzinfo=UTC),
         datetime(2026, 11, 21, 0, 1, tzinfo=UTC),
     )  # fmt: skip
     return set(json.loads(path.read_text(encoding="utf-8")))

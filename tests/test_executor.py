@@ -4,7 +4,7 @@ idempotence, compare-and-swap, holds, the journal, faults, saved-plan checks, th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,18 +13,23 @@ import pytest
 
 from retention.api.client import OpsManagerClient
 from retention.api.transport import RetryPolicy
+from retention.apply.applying import RunResult, apply_saved
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
-from retention.core.planfile import Change, ListName, clusters_by_key
+from retention.config.scope import ProjectTargets, Scope
+from retention.core.guard import index_of
+from retention.core.planfile import Change, ListName
 from retention.core.policy.loader import PolicySet
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import LockHeldError, PlanFileError, UsageError
-from retention.library.jobs import apply_saved, run_job
+from retention.library.changing import run_job
+from retention.library.lifecycle import Quiet
+from retention.library.requests import ApplyRequest
 from retention.ops.lock import run_lock
-from retention.plan.planner import make_plan
-from retention.runfolder.planread import read_list
+from retention.plan.planner import PlanResult, make_plan
+from retention.runfolder.planread import open_plan
+from retention.runfolder.planwrite import CLUSTERS_CLOSE, CLUSTERS_OPEN
 from retention.simulator.server import Simulator
-from retention.walk.inventory import ProjectTargets
 from tests.support.journal import outcome_lines
 from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
@@ -58,23 +63,35 @@ def api(sim: Simulator) -> Iterator[OpsManagerClient]:
         yield client
 
 
-def job(api: OpsManagerClient, tmp_path: Path, *, dry_run: bool = False, fraction: float = 1.0):  # type: ignore[no-untyped-def]
+def job(
+    api: OpsManagerClient, tmp_path: Path, *, dry_run: bool = False, fraction: float = 1.0
+) -> RunResult:
     """Run the whole job as of NOW."""
-    return run_job(
-        api,
-        policies(tmp_path, fraction),
-        [ProjectTargets(P)],
-        reports=tmp_path / "reports",
-        schedule="0 3 * * *",
-        concurrency=4,
-        dry_run=dry_run,
-        now=lambda: NOW,
+    scope = Scope(
+        policies(tmp_path, fraction), [ProjectTargets(P)], schedule="0 3 * * *", concurrency=4
+    )
+    return run_job(api, scope, reports=tmp_path / "reports", dry_run=dry_run, clock=lambda: NOW)
+
+
+def plan(api: OpsManagerClient, tmp_path: Path, fraction: float = 1.0) -> PlanResult:
+    """A plan of the whole project as of NOW, to tmp_path/run/plan.json."""
+    scope = Scope(policies(tmp_path, fraction), [ProjectTargets(P)], concurrency=2)
+    return make_plan(api, scope, plan_path=tmp_path / "run" / "plan.json", now=NOW)
+
+
+def apply_file(
+    api: OpsManagerClient, plan_path: Path, reports: Path, max_age: timedelta
+) -> RunResult:
+    """Apply the saved plan at ``plan_path`` as of NOW, into a run folder under ``reports``."""
+    saved = ApplyRequest(plan_path, max_age).saved()
+    return apply_saved(
+        api, saved, reports=reports, concurrency=2, clock=lambda: NOW, listener=Quiet()
     )
 
 
 def entries(plan: Path, name: ListName = "changes") -> list[Change]:
     """A list of a written plan file (changes, held or advisory)."""
-    return list(read_list(plan, name))
+    return list(open_plan(plan).read_list(name))
 
 
 def state(api: OpsManagerClient, cluster: str) -> dict[str, tuple[bool, str | None]]:
@@ -130,17 +147,19 @@ def test_second_run_changes_nothing(sim: Simulator, api: OpsManagerClient, tmp_p
 
 def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_path: Path) -> None:
     """A snapshot changed by someone else after the plan is skipped as stale, not overwritten."""
-    planned = make_plan(
-        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-    )  # fmt: skip
-    changes = entries(planned.plan_path)
+    planned = plan(api, tmp_path)
+    changes = entries(planned.plan.path)
     victim = next(c for c in changes if c["action"] == "shorten")
     api.patch_snapshot(P, victim["clusterId"], victim["snapshotId"], SnapshotPatch.protect())
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
     result = apply_plan(
-        api, changes, clusters_by_key(planned.document), journal, now=lambda: NOW, concurrency=2
+        api,
+        changes,
+        index_of(planned.plan.read_clusters()),
+        journal,
+        now=lambda: NOW,
+        concurrency=2,
     )
     journal.close()
 
@@ -171,17 +190,19 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
     sim: Simulator, api: OpsManagerClient, tmp_path: Path
 ) -> None:
     """A plan file edited to put a held cluster's shorten into `changes` still sends nothing."""
-    planned = make_plan(
-        api, policies(tmp_path, 0.01), [ProjectTargets(P)], now=NOW, created_at=NOW,
-        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-    )  # fmt: skip
-    held = entries(planned.plan_path, "held")
-    doctored = entries(planned.plan_path) + [_without_held(c) for c in held]
+    planned = plan(api, tmp_path, 0.01)
+    held = entries(planned.plan.path, "held")
+    doctored = entries(planned.plan.path) + [_without_held(c) for c in held]
     doctored.sort(key=lambda c: (c["projectId"], c["clusterId"]))
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
 
     result = apply_plan(
-        api, doctored, clusters_by_key(planned.document), journal, now=lambda: NOW, concurrency=2
+        api,
+        doctored,
+        index_of(planned.plan.read_clusters()),
+        journal,
+        now=lambda: NOW,
+        concurrency=2,
     )
     journal.close()
 
@@ -203,21 +224,12 @@ def test_applying_the_same_plan_twice_sends_nothing_the_second_time(
 ) -> None:
     """Compare-and-swap makes a re-apply of the same plan skip everything already applied:
     each change is unchanged, since its snapshot already holds what the change writes."""
-    planned = make_plan(
-        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-    )  # fmt: skip
+    planned = plan(api, tmp_path)
     reports = tmp_path / "reports"
-    first = apply_saved(
-        api, planned.plan_path, reports=reports, max_age=timedelta(hours=1), concurrency=2,
-        now=lambda: NOW,
-    )  # fmt: skip
+    first = apply_file(api, planned.plan.path, reports, timedelta(hours=1))
     sent = len(sim.admin("patches")["patches"])
 
-    second = apply_saved(
-        api, planned.plan_path, reports=reports, max_age=timedelta(hours=1), concurrency=2,
-        now=lambda: NOW,
-    )  # fmt: skip
+    second = apply_file(api, planned.plan.path, reports, timedelta(hours=1))
 
     assert first.applied is not None
     assert second.applied is not None
@@ -259,34 +271,40 @@ def test_saved_plans_that_cannot_be_applied_safely_are_refused(
     sim: Simulator, api: OpsManagerClient, tmp_path: Path, edit: dict[str, object], message: str
 ) -> None:
     """apply refuses another format, another API, or a plan older than max-age; sends nothing."""
-    planned = make_plan(
-        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-    )  # fmt: skip
-    document = json.loads(planned.plan_path.read_text())
-    planned.plan_path.write_text(json.dumps({**document, **edit}))
+    planned = plan(api, tmp_path)
+    if edit.get("format") == "retention-plan/v1":
+        # A v1 plan is one JSON document, as the older retentions wrote it.
+        document = json.loads(planned.plan.path.read_text())
+        planned.plan.path.write_text(json.dumps({**document, **edit}))
+    else:
+        edit_head(planned.plan.path, edit)
 
     with pytest.raises(UsageError, match=message):
-        apply_saved(
-            api, planned.plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
-            concurrency=2, now=lambda: NOW,
-        )  # fmt: skip
+        apply_file(api, planned.plan.path, tmp_path / "reports", timedelta(hours=24))
 
     assert sim.admin("patches") == {"patches": []}
+
+
+def edit_head(plan_path: Path, edit: Mapping[str, object]) -> None:
+    """Set members of the head of the plan at ``plan_path`` (its first line), the plan still
+    in the layout retention writes, its clusters and decisions as they were."""
+    first, rest = plan_path.read_bytes().split(b"\n", 1)
+    head = orjson.loads(first + CLUSTERS_CLOSE)
+    del head["clusters"]
+    edited = orjson.dumps({**head, **edit})
+    plan_path.write_bytes(edited[:-1] + b"," + CLUSTERS_OPEN + b"\n" + rest)
 
 
 def test_a_plan_written_by_an_older_retention_is_refused_before_any_request(
     sim: Simulator, api: OpsManagerClient, tmp_path: Path
 ) -> None:
     """A plan of format v1 (its lists in plan.json, its decisions plain in decisions.jsonl)
-    is refused with the advice to plan again, and no request reaches the API."""
-    planned = make_plan(
-        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-    )  # fmt: skip
-    plan_path = planned.plan_path
+    is refused, by the reader and by apply, with the advice to plan again, and no request
+    reaches the API."""
+    planned = plan(api, tmp_path)
+    plan_path = planned.plan.path
     head = json.loads(plan_path.read_bytes())
-    lists = {name: list(read_list(plan_path, name)) for name in ("changes", "held", "advisory")}
+    lists = {name: entries(plan_path, name) for name in ("changes", "held", "advisory")}
     assert lists["changes"]  # a v1 plan with something to send
     lines = decision_lines(plan_path)
     del head["decisions"]
@@ -294,7 +312,8 @@ def test_a_plan_written_by_an_older_retention_is_refused_before_any_request(
     plan_path.write_bytes(orjson.dumps(old, option=orjson.OPT_INDENT_2 | orjson.OPT_UTC_Z))
     (tmp_path / "run" / "decisions.jsonl").write_bytes(b"".join(lines))
     (tmp_path / "run" / "decisions.jsonl.zst").unlink()
-    assert list(read_list(plan_path, "changes")) == lists["changes"]  # it reads as a plan
+    with pytest.raises(PlanFileError, match=r"of format retention-plan/v1, written by an older"):
+        open_plan(plan_path)  # this version reads v2 plans only
     assert sim.admin("counters")["requests"] > 0
 
     refused_before_any_request(
@@ -308,11 +327,8 @@ def test_a_plan_with_another_plans_decisions_is_refused_before_any_request(
     """When decisions.jsonl.zst is not the one plan.json names (its sha256 differs: here
     the record of a snapshot left as it is says another size, so every change it holds is
     one apply could send), apply refuses the plan and sends nothing."""
-    planned = make_plan(
-        api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-        schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-    )  # fmt: skip
-    plan_path = planned.plan_path
+    planned = plan(api, tmp_path)
+    plan_path = planned.plan.path
     head = json.loads(plan_path.read_bytes())
     records = [json.loads(line) for line in decision_lines(plan_path)]
     [first] = [r for r in records if r["action"] == "none"][:1]
@@ -336,10 +352,7 @@ def refused_before_any_request(
     requests = sim.admin("counters")["requests"]
 
     with pytest.raises(PlanFileError, match=message):
-        apply_saved(
-            api, plan_path, reports=tmp_path / "reports", max_age=timedelta(hours=24),
-            concurrency=2, now=lambda: NOW,
-        )  # fmt: skip
+        apply_file(api, plan_path, tmp_path / "reports", timedelta(hours=24))
 
     assert sim.admin("counters")["requests"] == requests
     assert sim.admin("patches") == {"patches": []}
@@ -364,11 +377,10 @@ def test_own_audit_alerts_are_acknowledged_and_holds_never(
 ) -> None:
     """With acknowledge_own_audit_alerts, the expiry-audit alerts this run caused are
     acknowledged for 24 hours naming the run; the OPEN hold alert stays untouched."""
-    result = run_job(
-        api, policies(tmp_path), [ProjectTargets(P)], reports=tmp_path / "reports",
-        schedule=None, concurrency=2, dry_run=False, acknowledge_audit_alerts=True,
-        now=lambda: NOW,
-    )  # fmt: skip
+    scope = Scope(
+        policies(tmp_path), [ProjectTargets(P)], concurrency=2, acknowledge_audit_alerts=True
+    )
+    result = run_job(api, scope, reports=tmp_path / "reports", dry_run=False, clock=lambda: NOW)
 
     alerts = {a.id: a for a in api.list_alerts(P)}
     audits = [a for a in alerts.values() if a.event_type_name.endswith("EXPIRY_UPDATED_AUDIT")]
@@ -384,18 +396,15 @@ def test_compare_and_swap_reads_one_by_one_when_the_list_moves(tmp_path: Path) -
     """When the cluster's list drifts while the executor re-reads it, the changes are checked
     with GETs instead of failing, and applied."""
     with running() as sim, client_for(sim, retry=PATIENT) as api:
-        planned = make_plan(
-            api, policies(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-            schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-        )  # fmt: skip
+        planned = plan(api, tmp_path)
         sim.admin("faults", {"spec": "drift=1", "seed": 1})
         journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
-        changes = entries(planned.plan_path)
+        changes = entries(planned.plan.path)
 
         result = apply_plan(
             api,
             changes,
-            clusters_by_key(planned.document),
+            index_of(planned.plan.read_clusters()),
             journal,
             now=lambda: NOW,
             concurrency=1,

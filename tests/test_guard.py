@@ -3,20 +3,42 @@ last check before each PATCH, against the state just re-read and the clock."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from retention.core.guard import EntryCheck, approve, check_send, plan_refusal
+from retention.core.guard import (
+    ClusterFacts,
+    ClusterIndex,
+    EntryCheck,
+    approve,
+    check_send,
+    facts_of,
+    index_of,
+    plan_refusal,
+)
 from retention.core.model import SnapshotView
-from retention.core.planfile import CHANGE, HEAD, Change, ClusterEntry, PlanHead
+from retention.core.planfile import (
+    CHANGE,
+    CLUSTER,
+    HEAD,
+    Change,
+    ClusterEntry,
+    PlanHead,
+)
 from retention.core.snapshot import SnapshotPatch
+from retention.errors import PlanFileError
+from retention.runfolder.planread import open_plan
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 GRACE = 86400
 BASE = "https://om.test/api/public/v1.0"
+# A plan of format v1 (plan.json with its lists, pretty-printed), as older versions wrote it.
+PLAN_V1 = Path(__file__).parent / "fixtures" / "plan-v1" / "plan.json"
 
 
 def cluster(cid: str = "c1", **over: Any) -> ClusterEntry:
@@ -42,7 +64,12 @@ def cluster(cid: str = "c1", **over: Any) -> ClusterEntry:
     return entry  # type: ignore[return-value] # checked by test_fixtures_are_valid_records
 
 
-def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
+def facts(cid: str = "c1", **over: Any) -> ClusterFacts:
+    """What apply knows of a cluster entry made by ``cluster``."""
+    return facts_of(cluster(cid, **over))
+
+
+def head(**over: Any) -> PlanHead:
     """A plan's head made at NOW, lease 1 day."""
     value: dict[str, Any] = {
         "format": "retention-plan/v2",
@@ -67,7 +94,6 @@ def head(*clusters: ClusterEntry, **over: Any) -> PlanHead:
             "bytesHeld": 0,
             "expiresFrom": None,
         },
-        "clusters": list(clusters) or [cluster()],
         "warnings": [],
         "errors": [],
         **over,
@@ -114,6 +140,7 @@ def view(
 def test_fixtures_are_valid_records() -> None:
     """The records these tests build are ones the plan file's model accepts."""
     HEAD.validate_python(head())
+    CLUSTER.validate_python(cluster())
     for action in ("protect", "extend", "shorten", "delete", "release"):
         CHANGE.validate_python(change(action))
 
@@ -126,7 +153,7 @@ def test_a_planned_expiry_sooner_than_now_plus_grace_is_sent_as_now_plus_grace()
     is max(planned, send time + grace) (invariant 4)."""
     later = NOW + 2 * DAY
 
-    verdict = check_send(change(), view(), cluster=cluster(), now=later)
+    verdict = check_send(change(), view(), cluster=facts(), now=later)
 
     assert verdict.outcome == "send"
     assert verdict.body == SnapshotPatch.expire_at(later + DAY)
@@ -134,9 +161,7 @@ def test_a_planned_expiry_sooner_than_now_plus_grace_is_sent_as_now_plus_grace()
 
 def test_a_planned_expiry_beyond_now_plus_grace_is_sent_as_planned() -> None:
     """When the plan's expiry is already later than send time + grace, it goes out as is."""
-    verdict = check_send(
-        change(body={"expires": NOW + 5 * DAY}), view(), cluster=cluster(), now=NOW
-    )
+    verdict = check_send(change(body={"expires": NOW + 5 * DAY}), view(), cluster=facts(), now=NOW)
 
     assert verdict.body == SnapshotPatch.expire_at(NOW + 5 * DAY)
 
@@ -145,7 +170,7 @@ def test_do_not_delete_true_with_expires_is_refused() -> None:
     """Invariant 1: a body with doNotDelete: true and expires is never sent."""
     bad = change("protect", body={"doNotDelete": True, "expires": NOW + DAY})
 
-    verdict = check_send(bad, view(), cluster=cluster(), now=NOW)
+    verdict = check_send(bad, view(), cluster=facts(), now=NOW)
 
     assert (verdict.outcome, verdict.body) == ("refused", None)
     assert "doNotDelete: true together with expires" in (verdict.reason or "")
@@ -165,7 +190,7 @@ def test_a_snapshot_that_moved_on_or_is_incomplete_gets_no_patch(
     current: SnapshotView | None, outcome: str, reason: str
 ) -> None:
     """Compare-and-swap and invariant 2: a gone, changed or incomplete snapshot is not sent."""
-    verdict = check_send(change(), current, cluster=cluster(), now=NOW)
+    verdict = check_send(change(), current, cluster=facts(), now=NOW)
 
     assert (verdict.outcome, verdict.body) == (outcome, None)
     assert reason in (verdict.reason or "")
@@ -203,7 +228,7 @@ def test_a_snapshot_that_already_holds_what_the_change_writes_is_unchanged(
     """Three hours after the plan, a snapshot showing what this change writes, or wrote
     when sent earlier (its expiry from the planned one to now + grace), is unchanged: no
     PATCH; any other state that differs from the plan's is stale."""
-    verdict = check_send(planned, current, cluster=cluster(), now=NOW + timedelta(hours=3))
+    verdict = check_send(planned, current, cluster=facts(), now=NOW + timedelta(hours=3))
 
     assert (verdict.outcome, verdict.body) == (outcome, None)
 
@@ -213,7 +238,7 @@ def test_a_stale_reason_says_both_states_as_json() -> None:
     API's JSON spelling, not Python's."""
     planned = change(observed={"doNotDelete": False, "expires": NOW + 5 * DAY})
 
-    verdict = check_send(planned, view(dnd=True), cluster=cluster(), now=NOW)
+    verdict = check_send(planned, view(dnd=True), cluster=facts(), now=NOW)
 
     assert verdict.reason == (
         'state changed since the plan: it was {"doNotDelete": false, "expires": '
@@ -227,14 +252,14 @@ def test_an_expiry_that_passed_since_the_plan_gets_no_patch() -> None:
     planned = change(observed={"doNotDelete": False, "expires": NOW + timedelta(hours=1)})
     current = view(expires=NOW + timedelta(hours=1))
 
-    verdict = check_send(planned, current, cluster=cluster(), now=NOW + timedelta(hours=1))
+    verdict = check_send(planned, current, cluster=facts(), now=NOW + timedelta(hours=1))
 
     assert (verdict.outcome, verdict.reason) == ("stale", "its expiry has passed since the plan")
 
 
 def test_a_config_server_snapshot_is_refused() -> None:
     """Invariant 2: config-server snapshots have no PATCH endpoint, whatever a plan says."""
-    verdict = check_send(change(), view(), cluster=cluster(kind="config-server"), now=NOW)
+    verdict = check_send(change(), view(), cluster=facts(kind="config-server"), now=NOW)
 
     assert verdict.outcome == "refused"
 
@@ -243,10 +268,8 @@ def test_lifting_do_not_delete_needs_release_protection() -> None:
     """Invariant 6: a release is refused unless the cluster's policies all allow it."""
     current = view(dnd=True)
 
-    refused = check_send(change("release"), current, cluster=cluster(), now=NOW)
-    allowed = check_send(
-        change("release"), current, cluster=cluster(releaseProtection=True), now=NOW
-    )
+    refused = check_send(change("release"), current, cluster=facts(), now=NOW)
+    allowed = check_send(change("release"), current, cluster=facts(releaseProtection=True), now=NOW)
 
     assert refused.outcome == "refused"
     assert "release_protection" in (refused.reason or "")
@@ -262,7 +285,7 @@ def test_a_kept_snapshot_is_never_shortened() -> None:
         observed={"doNotDelete": False, "expires": has},
     )
 
-    verdict = check_send(shortening, view(expires=has), cluster=cluster(), now=NOW)
+    verdict = check_send(shortening, view(expires=has), cluster=facts(), now=NOW)
 
     assert verdict.outcome == "refused"
     assert "would shorten a kept snapshot" in (verdict.reason or "")
@@ -270,7 +293,7 @@ def test_a_kept_snapshot_is_never_shortened() -> None:
 
 def test_protect_is_sent_as_do_not_delete_true() -> None:
     """A protect goes out as {doNotDelete: true}, nothing else."""
-    verdict = check_send(change("protect"), view(), cluster=cluster(), now=NOW)
+    verdict = check_send(change("protect"), view(), cluster=facts(), now=NOW)
 
     assert verdict.body == SnapshotPatch.protect()
 
@@ -278,15 +301,16 @@ def test_protect_is_sent_as_do_not_delete_true() -> None:
 # ---- EntryCheck: every entry before the first request -------------------------------------
 
 
-def problems(*changes: Change, plan: PlanHead | None = None) -> list[str | None]:
-    """What EntryCheck says of each entry, in order."""
-    check = EntryCheck(plan or head())
+def problems(*changes: Change, plan: Sequence[ClusterEntry] = ()) -> list[str | None]:
+    """What EntryCheck says of each entry, in order, in a plan of the clusters ``plan``
+    (one cluster by default)."""
+    check = EntryCheck(head(), index_of(plan or [cluster()]))
     return [check.problem(c) for c in changes]
 
 
 def test_a_plan_as_the_planner_writes_it_passes() -> None:
     """Every kind of change, as the planner writes them, passes the entry checks."""
-    plan = head(cluster(releaseProtection=True))
+    plan = [cluster(releaseProtection=True)]
     actions = ["protect", "extend", "shorten", "delete", "release"]
 
     assert problems(*(change(a, f"s{n}") for n, a in enumerate(actions)), plan=plan) == [None] * 5
@@ -335,7 +359,7 @@ def test_entries_a_person_or_a_bug_could_write_are_refused(entry: Change, messag
 def test_config_server_duplicate_and_scattered_entries_are_refused() -> None:
     """A config server's change, a snapshot changed twice, and a cluster whose changes are
     not together are refused."""
-    plan = head(cluster("c1"), cluster("c2"), cluster("h1", kind="config-server"))
+    plan = [cluster("c1"), cluster("c2"), cluster("h1", kind="config-server")]
 
     found = problems(
         change(sid="s1", cid="c1"),
@@ -365,9 +389,8 @@ def test_config_server_duplicate_and_scattered_entries_are_refused() -> None:
         ({"baseUrl": "https://other.test/api/public/v1.0"}, "was made against"),
         ({"createdAt": NOW - 2 * DAY, "evaluatedAt": NOW - 2 * DAY}, "48.0h old"),
         ({"createdAt": NOW + DAY, "evaluatedAt": NOW + DAY}, "in this machine's future"),
-        ({"format": "retention-plan/v1"}, "of format retention-plan/v1, written by an older"),
     ],
-    ids=["what-if", "evaluated-earlier", "evaluated-later", "other-api", "old", "future", "v1"],
+    ids=["what-if", "evaluated-earlier", "evaluated-later", "other-api", "old", "future"],
 )
 def test_plans_that_must_not_be_applied_are_refused_whole(
     over: dict[str, Any], message: str
@@ -378,6 +401,17 @@ def test_plans_that_must_not_be_applied_are_refused_whole(
 
     assert refusal is not None
     assert message in refusal
+
+
+def test_a_plan_of_format_v1_is_refused_whole_as_it_is_opened() -> None:
+    """A plan an older retention wrote (format v1) is refused before its head reaches the
+    checks above: opening it is a PlanFileError saying so, and what to do."""
+    with pytest.raises(
+        PlanFileError, match="of format retention-plan/v1, written by an older"
+    ) as info:
+        open_plan(PLAN_V1)
+
+    assert "Run `retention plan` again" in str(info.value)
 
 
 def test_a_fresh_plan_of_this_api_is_not_refused() -> None:
@@ -395,13 +429,15 @@ FRACTION = {"kind": "max_expire_fraction", "reason": "9 of 10 would expire", "al
 ALERT = {"kind": "alert", "reason": "OPEN alert BAD_CLUSTERSHOTS (a1)", "alertId": "a1"}
 
 
-def held_plan() -> PlanHead:
+def held_plan() -> ClusterIndex:
     """Four clusters: held by the fraction, by an alert, by both, and not held."""
-    return head(
-        cluster("c1", name="orders", holds=[FRACTION]),
-        cluster("c2", name="billing", holds=[ALERT]),
-        cluster("c3", name="users", holds=[ALERT, FRACTION]),
-        cluster("c4", name="catalog"),
+    return index_of(
+        [
+            cluster("c1", name="orders", holds=[FRACTION]),
+            cluster("c2", name="billing", holds=[ALERT]),
+            cluster("c3", name="users", holds=[ALERT, FRACTION]),
+            cluster("c4", name="catalog"),
+        ]
     )
 
 
@@ -434,9 +470,11 @@ def test_what_cannot_be_approved_is_refused_with_why(name: str, message: str) ->
 
 def test_a_name_shared_by_two_clusters_must_be_approved_by_id() -> None:
     """Two clusters of one name (in two projects) are not approved by name."""
-    plan = head(
-        cluster("c1", name="orders", holds=[FRACTION]),
-        cluster("c2", name="orders", holds=[FRACTION]),
+    plan = index_of(
+        [
+            cluster("c1", name="orders", holds=[FRACTION]),
+            cluster("c2", name="orders", holds=[FRACTION]),
+        ]
     )
 
     with pytest.raises(ValueError, match="2 clusters have that name"):
@@ -464,7 +502,7 @@ def test_an_id_hold_is_never_approved_and_says_why() -> None:
     """--approve of a cluster held for its id is refused, saying no approval makes the id
     safe; --approve-all passes it over with the control character of its id escaped."""
     odd = cluster("5e4e/../\x1b", name="5e4e/../\x1b", holds=[ID_HOLD])
-    plan = head(odd, cluster("c1", name="orders", holds=[FRACTION]))
+    plan = index_of([odd, cluster("c1", name="orders", holds=[FRACTION])])
 
     with pytest.raises(ValueError, match="--approve 5e4e") as raised:
         approve(plan, ["5e4e/../\x1b"], everything=False)

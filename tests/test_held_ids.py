@@ -9,19 +9,18 @@ from pathlib import Path
 
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.core.decide import decide
 from retention.core.model import SnapshotView, Target
 from retention.core.planfile import DECISION
 from retention.core.policy.spec import KeepSpec
 from retention.forecast.forecaster import forecast_fleet
-from retention.ops.stopping import Stop
 from retention.plan.planner import make_plan
 from retention.report.lines import summary_lines
 from retention.runfolder.folder import decisions_path
-from retention.runfolder.planread import read_head, read_list
+from retention.runfolder.planread import open_plan
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import EncodedCluster, PlanBuilder, encode_cluster
-from retention.walk.inventory import ProjectTargets
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
 from tests.support.planning import loaded_policy
 
@@ -41,7 +40,7 @@ def written_plan(folder: Path, cluster: EncodedCluster) -> Path:
     writes them."""
     plan_path = folder / "plan.json"
     builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
-    with decisions_path(plan_path, written=True).open("wb") as decisions:
+    with decisions_path(plan_path).open("wb") as decisions:
         builder.decisions_out = decisions
         builder.add_encoded(cluster)
     with plan_path.open("wb") as out:
@@ -99,8 +98,8 @@ def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_clus
     assert odd.reasons[-1]["rule"] == "id"
     assert (by_id["older"].action, by_id["older"].held) == ("shorten", hold.reason)
     assert (by_id["newest"].action, by_id["newest"].held) == ("extend", None)
-    assert [c["snapshotId"] for c in read_list(plan_path, "changes")] == ["newest"]
-    assert [c["snapshotId"] for c in read_list(plan_path, "held")] == ["older"]
+    assert [c["snapshotId"] for c in open_plan(plan_path).read_list("changes")] == ["newest"]
+    assert [c["snapshotId"] for c in open_plan(plan_path).read_list("held")] == ["older"]
     assert DECISION.validate_python(decision_record(plan, odd))["snapshotId"] == "a/b"
 
 
@@ -142,17 +141,15 @@ def test_discovery_holds_the_odd_cluster_without_a_request_and_plans_the_rest(
         "name: prod\nkeep: {last: 1}\ngrace: 24h\nsafety: {max_expire_fraction: 1.0}\n"
     )
 
-    result = make_plan(
-        client, load_policies(tmp_path / "policies"), [ProjectTargets("p1")],
-        now=NOW, created_at=NOW, schedule=None, concurrency=2, plan_path=tmp_path / "plan.json",
-    )  # fmt: skip
+    scope = Scope(load_policies(tmp_path / "policies"), [ProjectTargets("p1")], concurrency=2)
+    result = make_plan(client, scope, plan_path=tmp_path / "plan.json", now=NOW)
 
-    head = read_head(result.plan_path)
-    clusters = {c["clusterId"]: c for c in head["clusters"]}
+    head = result.plan.head
+    clusters = {c["clusterId"]: c for c in result.plan.read_clusters()}
     assert [h["kind"] for h in clusters[ODD]["holds"]] == ["id"]
     assert clusters[ODD]["counts"] == {"snapshots": 0}
     assert clusters["c1"]["holds"] == []
-    assert [c["snapshotId"] for c in read_list(result.plan_path, "changes")] == ["s1"]
+    assert [c["snapshotId"] for c in result.plan.read_list("changes")] == ["s1"]
     [warning] = head["warnings"]
     assert warning.startswith(f"project p1: cluster id {ODD!r} cannot be carried by a plan")
     assert warning.endswith("; held (named 'alerts-prod')")
@@ -174,10 +171,8 @@ def test_a_forecast_walks_past_the_odd_cluster_without_a_request_for_it(
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "prod.yaml").write_text("name: prod\nkeep: {last: 1}\n")
 
-    result = forecast_fleet(
-        client, load_policies(tmp_path / "policies"), None, [ProjectTargets("p1")],
-        now=NOW, days=3, step=DAY, schedule=None, concurrency=2, workers=1, stop=Stop(),
-    )  # fmt: skip
+    scope = Scope(load_policies(tmp_path / "policies"), [ProjectTargets("p1")], concurrency=2)
+    result = forecast_fleet(client, scope, None, now=NOW, days=3, step=DAY)
 
     assert sorted(c.target.cluster_id for c in result.clusters) == sorted(["c1", ODD])
     asked = {seen.path for seen in fake.seen if "c1" not in seen.path and ODD in seen.path}
@@ -197,9 +192,9 @@ def test_the_terminal_summary_names_the_held_id_with_its_control_characters_esca
     builder.add(decide(Target("p1", odd, odd), [], [POLICY], [], now=NOW, lease_for=DAY))
     with (tmp_path / "plan.json").open("wb") as out:
         builder.write(out)
-    head = read_head(tmp_path / "plan.json")
+    plan = open_plan(tmp_path / "plan.json")
 
-    lines = summary_lines(head)
+    lines = summary_lines(plan.head, plan.read_clusters())
 
     assert not [line for line in lines if "\x1b" in line or "\x07" in line]
     [hold] = [line for line in lines if line.startswith("  hold ")]

@@ -26,7 +26,8 @@ from retention.core.policy.trace import trace
 from retention.errors import PolicyError
 from retention.report import RunInfo, render_reports
 from retention.report.lines import summary_lines
-from retention.runfolder.planread import read_head
+from retention.runfolder.folder import decisions_path
+from retention.runfolder.planread import open_plan
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 from retention.simulator.server import Simulator
@@ -319,14 +320,16 @@ def test_the_trace_says_a_record_keeps_or_that_it_ended() -> None:
 
 
 def write_plan(folder: Path, plan: ClusterPlan) -> Path:
-    """plan.json and decisions.jsonl for one cluster, as the planner writes them."""
+    """plan.json and its decisions (decisions.jsonl.zst) for one cluster, as the planner
+    writes them."""
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "decisions.jsonl").open("wb") as out, (folder / "plan.json").open("wb") as f:
+    plan_path = folder / "plan.json"
+    with decisions_path(plan_path).open("wb") as out, plan_path.open("wb") as f:
         builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [], out)
         builder.policies.append(PolicyDigest("production", "ab" * 32))
         builder.add(plan)
         builder.write(f)
-    return folder / "plan.json"
+    return plan_path
 
 
 def test_the_plan_lists_every_hold_record_with_its_cluster_and_whether_it_is_in_force(
@@ -334,7 +337,7 @@ def test_the_plan_lists_every_hold_record_with_its_cluster_and_whether_it_is_in_
 ) -> None:
     """plan.json's holdRecords has each record (not the plain id) with its file and line,
     end, in force or not, and the cluster and state of its snapshot."""
-    head = read_head(write_plan(tmp_path, plan_at(NOW)))
+    head = open_plan(write_plan(tmp_path, plan_at(NOW))).head
 
     records = head["holdRecords"]
 
@@ -366,15 +369,15 @@ def test_a_plan_without_hold_records_has_no_hold_records_key(tmp_path: Path) -> 
     path = write_plan(tmp_path, plan)
 
     assert "holdRecords" not in json.loads(path.read_text())
-    assert "holdRecords" not in read_head(path)
+    assert "holdRecords" not in open_plan(path).head
 
 
 def test_the_summary_counts_hold_records_and_names_the_ended_ones(tmp_path: Path) -> None:
     """The terminal summary says how many records there are and how many ended, and names
     each ended one with its file and line."""
-    head = read_head(write_plan(tmp_path, plan_at(NOW)))
+    plan = open_plan(write_plan(tmp_path, plan_at(NOW)))
 
-    lines = summary_lines(head)
+    lines = summary_lines(plan.head, plan.read_clusters())
 
     assert "Hold records (protect: ids): 2 hold records, 1 ended." in lines
     assert (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retention.api.client import OpsManagerClient
-from retention.runfolder.planread import read_list
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.waiting import wait_for
@@ -129,7 +129,7 @@ def test_killed_runs_converge_and_never_repeat_a_destructive_patch(tmp_path: Pat
         log = sim.admin("patches")["patches"]
         replan = retention(config_file, "plan", "--out", str(tmp_path / "check.json"))
         replan.communicate(timeout=300)
-        leftover = list(read_list(tmp_path / "check.json", "changes"))
+        leftover = list(open_plan(tmp_path / "check.json").read_list("changes"))
 
         sim.admin("reset", {})
         clean = retention(config_file, "run", "--quiet")

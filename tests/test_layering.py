@@ -127,7 +127,11 @@ CLIMBED = [
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import retention.plan.workers\n",
     ),
     ("simulator-apart", "retention/simulator/faults.py", "import retention.config.settings\n"),
-    ("simulator-started-by-the-cli", "retention/library/plan.py", "import retention.simulator\n"),
+    (
+        "simulator-started-by-the-cli",
+        "retention/library/reading.py",
+        "import retention.simulator\n",
+    ),
     ("click-in-the-cli", "retention/report/cells.py", "import click\n"),
 ]
 CONTRACTS = ("layers", "simulator-apart", "simulator-started-by-the-cli", "click-in-the-cli")

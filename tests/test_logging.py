@@ -31,7 +31,7 @@ from retention.errors import (
     exit_meaning,
 )
 from retention.ops import logs
-from retention.runfolder.planread import read_head
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker
@@ -287,7 +287,7 @@ def test_a_run_logs_one_run_finished_event_in_json(
     records = json_lines(capsys.readouterr().err)
     [event] = [r for r in records if r.get("event") == "run-finished"]
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
-    head = read_head(run_dir / "plan.json")
+    head = open_plan(run_dir / "plan.json").head
     assert event["level"] == "info"
     assert event["logger"] == "retention.run"
     assert event["mode"] == "dry-run"

@@ -202,7 +202,7 @@ def test_an_internal_error_still_writes_exit_code_1(
     def broken(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("retention.library.kinds.run_job", broken)
+    monkeypatch.setattr("retention.library.changing.run_job", broken)
     code = cli.main(
         ["--config", str(path), "run", "--quiet", "--metrics-file", str(metrics)],
         clock=sim.clock.now,

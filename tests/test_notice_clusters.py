@@ -14,7 +14,7 @@ from retention.core.planfile import HoldEntry, PlanHead
 from retention.notices.send import run_notice
 from retention.report.model import Calendar, ClusterRow, Outcomes
 from retention.report.summarize import summarize
-from retention.report.summary import ACTIONS, NOT_SENT, RunInfo
+from retention.report.summary import ACTIONS, NOT_SENT, PlanSummary, RunInfo
 from tests.support.reportpage import bullets
 from tests.support.simfleet import NOW, P
 
@@ -42,7 +42,7 @@ def notice_of(rows: Sequence[ClusterRow], outcomes: Outcomes) -> str:
     run = RunInfo("1a2b3c4d", "run", NOW, NOW + timedelta(seconds=12.4), 1, "0.1.0")
     summary = summarize(
         run,
-        head,
+        PlanSummary.of(head),
         outcomes=outcomes,
         clusters=rows,
         calendar=Calendar(days=[]),

@@ -22,11 +22,11 @@ import jsonschema
 import pytest
 
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.plan.planner import PlanResult, make_plan
 from retention.runfolder.planrecords import change_record
 from retention.runfolder.schema import plan_json_schema
 from retention.simulator.server import Simulator, SimulatorConfig
-from retention.walk.inventory import ProjectTargets
 from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.planfiles import decision_lines
 
@@ -49,19 +49,16 @@ def plan_scenario(name: str, out: Path) -> tuple[PlanResult, str]:
     )
     with Simulator(config) as sim, make_client(sim.base_url, private_key=KEY) as client:
         projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
-        result = make_plan(
-            client,
+        scope = Scope(
             load_policies(folder / "policies"),
             projects,
-            now=NOW,
-            created_at=NOW,
             schedule="0 3 * * *",
             # The scenarios predate lease_minimum: the schedule's lease alone keeps their
             # decisions what they were written to show (test_outage_tolerance.py covers it).
             lease_minimum=timedelta(0),
             concurrency=4,
-            plan_path=out / "plan.json",
         )
+        result = make_plan(client, scope, plan_path=out / "plan.json", now=NOW)
         return result, sim.base_url
 
 
@@ -76,8 +73,8 @@ def normalised(text: str, base_url: str) -> str:
 def golden_head(result: PlanResult, base_url: str) -> str:
     """plan.json (the head) as expected.plan.json holds it: normalised, pretty-printed, with
     its digest of the decisions file checked against that file and then replaced by DIGEST."""
-    head = json.loads(normalised(result.plan_path.read_text(), base_url))
-    decisions = result.decisions_path.read_bytes()
+    head = json.loads(normalised(result.plan.path.read_text(), base_url))
+    decisions = result.plan.decisions.read_bytes()
     assert head["decisions"]["sha256"] == hashlib.sha256(decisions).hexdigest()
     head["decisions"]["sha256"] = DIGEST
     return json.dumps(head, indent=2) + "\n"
@@ -87,9 +84,9 @@ def golden_head(result: PlanResult, base_url: str) -> str:
 def test_plan_equals_golden(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The plan and the decisions of a scenario equal its expected files, byte for byte."""
     result, base_url = plan_scenario(name, tmp_path)
-    jsonschema.validate(json.loads(result.plan_path.read_text()), plan_json_schema())
-    assert result.decisions_path == tmp_path / "decisions.jsonl.zst"
-    lines = b"".join(decision_lines(result.plan_path)).decode()
+    jsonschema.validate(json.loads(result.plan.path.read_text()), plan_json_schema())
+    assert result.plan.decisions == tmp_path / "decisions.jsonl.zst"
+    lines = b"".join(decision_lines(result.plan.path)).decode()
     got = {
         "expected.plan.json": golden_head(result, base_url),
         "expected.decisions.jsonl": normalised(lines, base_url),

@@ -17,8 +17,8 @@ from retention.plan.planner import CONFIG_SERVER_NOTICE
 from retention.report import RunInfo, render_reports
 from retention.report.lines import summary_lines
 from retention.report.render import markdown_text
-from retention.runfolder.planread import read_head
-from retention.runfolder.planwrite import write_plan
+from retention.runfolder.planread import open_plan
+from retention.runfolder.planwrite import CLUSTERS_CLOSE, CLUSTERS_OPEN, write_plan
 from tests.test_plan_golden import NOW, plan_scenario
 
 WITH_CONFIG_SERVER = "steady_state_mixed_fleet"
@@ -40,8 +40,8 @@ def test_a_plan_with_a_config_server_notes_the_deprecation_once_and_logs_no_warn
 
     result, _ = plan_scenario(WITH_CONFIG_SERVER, tmp_path)
 
-    document = json.loads(result.plan_path.read_text())
-    lines = summary_lines(result.document)
+    document = json.loads(result.plan.path.read_text())
+    lines = summary_lines(result.plan.head, result.plan.read_clusters())
     assert [c["kind"] for c in document["clusters"]].count("config-server") >= 1
     assert document["notices"] == [CONFIG_SERVER_NOTICE]
     assert lines.count(f"  note {CONFIG_SERVER_NOTICE}") == 1
@@ -53,10 +53,11 @@ def test_a_plan_without_config_servers_has_no_notice(tmp_path: Path) -> None:
     """No config server, no notice: the list is there and empty, and no note is printed."""
     result, _ = plan_scenario(WITHOUT_CONFIG_SERVER, tmp_path)
 
-    document = json.loads(result.plan_path.read_text())
+    document = json.loads(result.plan.path.read_text())
+    lines = summary_lines(result.plan.head, result.plan.read_clusters())
     assert "config-server" not in [c["kind"] for c in document["clusters"]]
     assert document["notices"] == []
-    assert not [line for line in summary_lines(result.document) if line.startswith("  note")]
+    assert not [line for line in lines if line.startswith("  note")]
 
 
 def test_the_reports_show_the_notice_in_the_config_server_section(tmp_path: Path) -> None:
@@ -79,20 +80,24 @@ def test_the_reports_show_the_notice_in_the_config_server_section(tmp_path: Path
 
 
 def test_a_plan_written_before_notices_still_reads_and_rewrites(tmp_path: Path) -> None:
-    """An older plan.json without ``notices`` reads (the head has none), summarises and
+    """An older v2 plan.json without ``notices`` reads (the head has none), summarises and
     renders, and is written back with an empty list."""
     plan_scenario(WITH_CONFIG_SERVER, tmp_path)
     path = tmp_path / "plan.json"
-    document = json.loads(path.read_text())
-    del document["notices"]
-    path.write_bytes(orjson.dumps(document))
+    first, rest = path.read_bytes().split(b"\n", 1)  # the head's line, then the clusters
+    head_line = orjson.loads(first + CLUSTERS_CLOSE)
+    del head_line["notices"], head_line["clusters"]
+    path.write_bytes(orjson.dumps(head_line)[:-1] + b"," + CLUSTERS_OPEN + b"\n" + rest)
 
-    head = read_head(path)
+    plan = open_plan(path)
+    head = plan.head
     out = io.BytesIO()
-    write_plan(out, head)
+    write_plan(out, head, plan.read_clusters())
     render_reports(tmp_path, RunInfo("r1", "plan", NOW, NOW, 0, __version__))
 
     assert "notices" not in head
-    assert not [line for line in summary_lines(head) if line.startswith("  note")]
+    assert not [
+        line for line in summary_lines(head, plan.read_clusters()) if line.startswith("  note")
+    ]
     assert json.loads(out.getvalue())["notices"] == []
     assert CONFIG_SERVER_NOTICE not in (tmp_path / "report.html").read_text()

@@ -24,7 +24,6 @@ from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, no
 from retention.core.planfile import (
     HEAD,
     LISTS,
-    ListName,
     generated_schema,
 )
 from retention.core.policy.spec import KeepSpec
@@ -34,10 +33,11 @@ from retention.core.wording import size
 from retention.errors import PlanFileError
 from retention.report.lines import summary_lines
 from retention.runfolder.folder import decisions_path
-from retention.runfolder.planread import read_decisions, read_head, read_list
+from retention.runfolder.planread import open_plan, read_decisions
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import (
     PlanBuilder,
+    compress,
     encode_line,
     jsonable,
     pretty_json,
@@ -48,7 +48,7 @@ from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.planning import loaded_policy, renamed
 
 # A plan of format v1 (plan.json with its lists, plain decisions.jsonl), as the version
-# before wrote the first_run_held_by_safety_gates scenario: older run folders still read.
+# before wrote the first_run_held_by_safety_gates scenario: this version refuses it by name.
 GOLDEN = Path(__file__).parent / "fixtures" / "plan-v1" / "plan.json"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -62,18 +62,11 @@ HOSTILE_NAMES = [
 ]
 
 
-def resaved(tmp_path: Path, **dump: Any) -> Path:
-    """The v1 plan re-saved through json.dumps with the given options."""
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(json.loads(GOLDEN.read_text()), **dump) + "\n")
-    return path
-
-
 def written(folder: Path, clusters: list[ClusterPlan], errors: list[str] | None = None) -> Path:
     """plan.json and its decisions as the planner writes them, from ``clusters``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "plan.json"
-    with decisions_path(path, written=True).open("wb") as out:
+    with decisions_path(path).open("wb") as out:
         builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [], out)
         for plan in clusters:
             builder.add(plan)
@@ -114,7 +107,7 @@ def test_plan_json_is_the_head_on_one_line_naming_its_decisions(tmp_path: Path) 
     records = [json.loads(line) for line in decision_lines(path)]
     assert [r["snapshotId"] for r in records] == ["s1", "s2", "s3"] * 2
     assert all(r["grace"] == 86400 for r in records)
-    assert [c["snapshotId"] for c in read_list(path, "changes")] == [
+    assert [c["snapshotId"] for c in open_plan(path).read_list("changes")] == [
         r["snapshotId"] for r in records if r["body"] and not r["held"]
     ]
 
@@ -127,22 +120,36 @@ def test_a_plan_with_another_plans_decisions_is_refused(tmp_path: Path) -> None:
     decisions_path(one).write_bytes(decisions_path(two).read_bytes())
 
     with pytest.raises(PlanFileError, match=r"not the decisions of plan\.json \(6 records"):
-        list(read_list(one, "changes"))
+        list(open_plan(one).read_list("changes"))
 
 
-@pytest.mark.parametrize(
-    "dump", [{}, {"indent": 2}, {"indent": 4}], ids=["compact", "indent2", "indent4"]
-)
-@pytest.mark.parametrize("name", LISTS)
-def test_entries_and_head_read_the_same_whatever_the_layout(
-    tmp_path: Path, name: ListName, dump: dict[str, Any]
+def test_a_plan_of_format_v1_is_refused_by_its_format(tmp_path: Path) -> None:
+    """A plan an older retention wrote (format v1: its lists in plan.json) is refused when
+    it is opened, naming its format and what to do, compact or indented alike."""
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(json.loads(GOLDEN.read_text())) + "\n")
+
+    for path in (GOLDEN, compact):
+        with pytest.raises(PlanFileError) as refused:
+            open_plan(path)
+        assert refused.value.problem == (
+            "this plan is of format retention-plan/v1, written by an older retention; this "
+            "version reads retention-plan/v2 plans only. Run `retention plan` again"
+        )
+        assert refused.value.where == str(path)
+
+
+@pytest.mark.parametrize("dump", [{}, {"indent": 2}], ids=["compact", "indent2"])
+def test_a_plan_saved_again_in_another_layout_is_refused(
+    tmp_path: Path, dump: dict[str, Any]
 ) -> None:
-    """A plan re-saved compact or indented reads back to the same entries and head."""
-    path = resaved(tmp_path, **dump)
+    """A v2 plan an editor saved again (one line, or indented) is refused when opened,
+    saying which layout retention reads, not read in a layout it does not stream."""
+    path = written(tmp_path, [hostile_plan("prod", "c1")])
+    path.write_text(json.dumps(json.loads(path.read_bytes()), **dump) + "\n")
 
-    assert list(read_list(path, name)) == list(read_list(GOLDEN, name))
-    assert len(list(read_list(GOLDEN, name))) == len(json.loads(GOLDEN.read_text())[name])
-    assert read_head(path) == read_head(GOLDEN)
+    with pytest.raises(PlanFileError, match="not in the layout retention writes"):
+        open_plan(path)
 
 
 def test_a_plan_file_that_is_not_an_object_is_refused_by_name(tmp_path: Path) -> None:
@@ -151,65 +158,60 @@ def test_a_plan_file_that_is_not_an_object_is_refused_by_name(tmp_path: Path) ->
     path.write_text("[1, 2]\n")
 
     with pytest.raises(PlanFileError, match="holds a JSON list, not a plan object") as raised:
-        read_head(path)
+        open_plan(path)
 
     assert raised.value.exit_code == 2
 
 
 def test_a_malformed_entry_is_refused_naming_the_entry_and_field(tmp_path: Path) -> None:
     """A change whose snapshot id is not an id (here "..") is refused with its line, its
-    snapshot and the field, before anything could use it; in a v1 plan with its index."""
+    snapshot and the field, before anything could use it."""
     path = written(tmp_path, [hostile_plan("prod", "c1")])
     records = [json.loads(line) for line in decision_lines(path)]
     records[1]["snapshotId"] = ".."
-    write_plan_files(path, read_head(path), records)
+    plan = open_plan(path)
+    write_plan_files(path, {**plan.head, "clusters": list(plan.read_clusters())}, records)
 
     with pytest.raises(
         PlanFileError,
         match=r"decisions.jsonl.zst: line 2 \(snapshot \.\.\): snapshotId: '\.\.' is not an "
         "id a plan can carry: it is a dot segment",
     ):
-        list(read_list(path, "changes"))
-    document = json.loads(GOLDEN.read_text())
-    document["held"][1]["snapshotId"] = ".."
-    old = tmp_path / "old.json"
-    old.write_text(json.dumps(document, indent=2))
-    with pytest.raises(PlanFileError, match=r"held\[1\] \(snapshot \.\.\): snapshotId"):
-        list(read_list(old, "held"))
+        list(open_plan(path).read_list("changes"))
 
 
 def test_holds_name_their_setting_and_older_plans_without_it_still_read(
     tmp_path: Path,
 ) -> None:
-    """A hold records where its setting is written; a plan written before holds had the
+    """A hold records where its setting is written; an entry written before holds had the
     field reads the same otherwise (plans in flight survive an upgrade)."""
-    document = json.loads(GOLDEN.read_text())
-    holds = [h for c in document["clusters"] for h in c["holds"]]
-    settings = {h["kind"]: h["setting"] for h in holds}
-    assert (
-        settings["max_expire_fraction"]
-        == "scenarios/first_run_held_by_safety_gates/policies/prod.yaml:8"
-    )
-    assert settings["alert"].endswith("(default hold_on_alerts)")
+    path = written(tmp_path, [held_plan()])
+    first, entry, *rest = path.read_bytes().split(b"\n")
+    document = json.loads(entry)
+    holds = document["holds"]
+    assert [h["kind"] for h in holds] == ["max_expire_fraction"]
+    assert holds[0]["setting"] == "test.yaml (default max_expire_fraction)"
     for hold in holds:
         del hold["setting"]
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(document))
+    path.write_bytes(b"\n".join([first, json.dumps(document).encode(), *rest]))
 
-    read = [h for c in read_head(path)["clusters"] for h in c["holds"]]
+    read = [h for c in open_plan(path).read_clusters() for h in c["holds"]]
     assert [h["reason"] for h in read] == [h["reason"] for h in holds]
     assert all("setting" not in h for h in read)
 
 
 def test_a_naive_timestamp_is_refused_not_guessed(tmp_path: Path) -> None:
     """A timestamp without its zone (an edit by hand) is an error, not a guess at UTC."""
-    document = json.loads(GOLDEN.read_text())
-    document["evaluatedAt"] = "2026-11-21T12:00:00"
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(document))
+    path = written(tmp_path, [hostile_plan("prod", "c1")])
+    text = path.read_bytes()
+    path.write_bytes(
+        text.replace(
+            b'"evaluatedAt":"2026-11-21T12:00:00Z"', b'"evaluatedAt":"2026-11-21T12:00:00"', 1
+        )
+    )
 
     with pytest.raises(PlanFileError, match="evaluatedAt"):
-        read_head(path)
+        open_plan(path)
 
 
 def hostile_plan(name: str, cluster_id: str) -> ClusterPlan:
@@ -226,19 +228,30 @@ def hostile_plan(name: str, cluster_id: str) -> ClusterPlan:
     return decide(target, snapshots, [policy], [], now=NOW, lease_for=timedelta(days=1))
 
 
+def held_plan() -> ClusterPlan:
+    """A cluster whose ten snapshots the policy would mostly expire: held by the fraction."""
+    snapshots = [
+        SnapshotView(f"s{i}", NOW - timedelta(days=i + 1), True, False, NOW + timedelta(days=300))
+        for i in range(10)
+    ]
+    policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
+    return decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
+
+
 def test_hostile_names_round_trip_byte_for_byte(tmp_path: Path) -> None:
     """Names from the API (placeholders, quotes, newlines, markup, 10 kB of unicode) come back
     from the file exactly, and writing what was read gives the same bytes."""
     plans = [hostile_plan(name, f"c{n:02d}") for n, name in enumerate(HOSTILE_NAMES)]
     path = written(tmp_path, plans, errors=HOSTILE_NAMES[:2])
 
-    head = read_head(path)
-    lists = {name: list(read_list(path, name)) for name in ("changes", "held", "advisory")}
+    plan = open_plan(path)
+    head = plan.head
+    lists = {name: list(plan.read_list(name)) for name in ("changes", "held", "advisory")}
     again = io.BytesIO()
-    write_plan(again, head)
+    write_plan(again, head, plan.read_clusters())
     records = [r for r in read_decisions(decisions_path(path)) if r is not None]
 
-    assert [c["name"] for c in head["clusters"]] == HOSTILE_NAMES
+    assert [c["name"] for c in plan.read_clusters()] == HOSTILE_NAMES
     assert sorted({c["clusterName"] for c in lists["changes"]}) == sorted(HOSTILE_NAMES)
     assert {c["policy"] for c in lists["changes"]} == set(HOSTILE_NAMES)
     assert head["errors"] == HOSTILE_NAMES[:2]
@@ -276,14 +289,14 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
 
 
 def test_decisions_read_back_typed_and_a_cut_line_is_none(tmp_path: Path) -> None:
-    """Decisions read back as typed records (timestamps as aware datetimes), compressed or
-    plain (v1); a line cut short or edited reads as None, so a report can count it."""
+    """Decisions read back as typed records (timestamps as aware datetimes); a line cut
+    short or edited reads as None, so a report can count it."""
     plan = hostile_plan("prod", "c1")
     compact = decisions_path(written(tmp_path, [plan]))
     assert [r["snapshotId"] for r in read_decisions(compact) if r] == ["s1", "s2", "s3"]
-    path = tmp_path / "decisions.jsonl"
+    path = tmp_path / "cut.decisions.jsonl.zst"
     lines = b"".join(encode_line(decision_record(plan, d)) for d in plan.decisions)
-    path.write_bytes(lines + b'{"projectId": "p1", "clu\n')
+    path.write_bytes(compress(lines + b'{"projectId": "p1", "clu\n'))
 
     records = list(read_decisions(path))
 
@@ -297,14 +310,9 @@ def test_decisions_read_back_typed_and_a_cut_line_is_none(tmp_path: Path) -> Non
 
 def test_each_plan_keeps_its_own_decisions_file(tmp_path: Path) -> None:
     """plan.json's decisions are decisions.jsonl.zst, any other NAME.json's are
-    NAME.decisions.jsonl.zst, so two plans in one folder never share one; a v1 plan's plain
-    file is found when it is the only one there."""
+    NAME.decisions.jsonl.zst, so two plans in one folder never share one."""
     assert decisions_path(tmp_path / "plan.json") == tmp_path / "decisions.jsonl.zst"
     assert decisions_path(tmp_path / "past.json") == tmp_path / "past.decisions.jsonl.zst"
-    (tmp_path / "past.decisions.jsonl").write_text("")
-    assert decisions_path(tmp_path / "past.json") == tmp_path / "past.decisions.jsonl"
-    written_to = decisions_path(tmp_path / "past.json", written=True)
-    assert written_to == tmp_path / "past.decisions.jsonl.zst"
 
 
 def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary(
@@ -327,8 +335,9 @@ def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary(
     assert document["clusters"][0]["counts"]["action:advisory"] == 9
     assert "action:held" not in document["clusters"][0]["counts"]
     assert document["summary"]["byAction"] == {"advisory": 9}
-    assert len(list(read_list(path, "advisory"))) == 9
-    assert list(read_list(path, "held")) == list(read_list(path, "changes")) == []
+    read = open_plan(path)
+    assert len(list(read.read_list("advisory"))) == 9
+    assert list(read.read_list("held")) == list(read.read_list("changes")) == []
 
 
 def test_the_plan_says_what_it_gives_back_and_from_when(tmp_path: Path) -> None:
@@ -343,8 +352,10 @@ def test_the_plan_says_what_it_gives_back_and_from_when(tmp_path: Path) -> None:
     ]
     policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
     plan = decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
-    document = json.loads(written(tmp_path, [plan]).read_bytes())
-    lines = summary_lines(document)
+    path = written(tmp_path, [plan])
+    document = json.loads(path.read_bytes())
+    read = open_plan(path)
+    lines = summary_lines(read.head, read.read_clusters())
 
     assert document["clusters"][0]["bytesGivenBack"] == 3 * (3 << 30)
     assert document["summary"]["bytesGivenBack"] == 3 * (3 << 30)
@@ -382,11 +393,11 @@ def test_plan_json_written_member_by_member_has_the_bytes_of_one_encoding(
 ) -> None:
     """plan.json is written a member at a time, ``clusters`` last and an entry a line (it
     grows with the fleet), and holds what one encoding of the whole head holds."""
-    head: dict[str, Any] = {"format": "retention-plan/v2", "clusters": clusters, "errors": errors}
+    head: dict[str, Any] = {"format": "retention-plan/v2", "errors": errors}
     streamed = io.BytesIO()
-    write_plan(streamed, head)  # type: ignore[arg-type] # a head reduced to three members
+    write_plan(streamed, head, clusters)  # type: ignore[arg-type] # a head of two members
 
-    whole = {**head, "notices": []}
+    whole = {**head, "clusters": clusters, "notices": []}
     ordered = {k: whole[k] for k in ("format", "notices", "errors", "clusters")}
     assert json.loads(streamed.getvalue()) == json.loads(encode_line(ordered))
     entries = streamed.getvalue().split(b"\n")[1:-2]
@@ -395,20 +406,23 @@ def test_plan_json_written_member_by_member_has_the_bytes_of_one_encoding(
     )["clusters"]
 
 
-def test_a_heads_clusters_are_read_from_the_file_each_time_they_are_iterated(
+def test_a_plans_clusters_are_read_from_the_file_each_time_they_are_asked_for(
     tmp_path: Path,
 ) -> None:
-    """A head read back holds its clusters as a view of the file, not a list: it sizes,
-    iterates (twice, alike) and compares as the list of entries the file holds."""
+    """An opened plan's head holds plain values and no clusters; the plan reads its entries
+    from the file each time they are asked for (twice, alike), as the file holds them."""
     path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
 
-    clusters = read_head(path)["clusters"]
+    plan = open_plan(path)
 
-    assert not isinstance(clusters, list)
-    assert len(clusters) == 2
-    assert [c["name"] for c in clusters] == ["prod", "dev"]
-    assert list(clusters) == list(clusters)
-    assert clusters == HEAD.validate_python(json.loads(path.read_bytes()))["clusters"]
+    assert "clusters" not in plan.head
+    assert [c["name"] for c in plan.read_clusters()] == ["prod", "dev"]
+    assert list(plan.read_clusters()) == list(plan.read_clusters())
+    assert (
+        list(plan.read_clusters()) == json.loads(path.read_bytes())["clusters"]
+        or [jsonable(c) for c in plan.read_clusters()] == json.loads(path.read_bytes())["clusters"]
+    )
+    assert HEAD.validate_python(plan.head) == plan.head
 
 
 def test_a_malformed_cluster_entry_is_refused_naming_the_entry(tmp_path: Path) -> None:
@@ -419,21 +433,21 @@ def test_a_malformed_cluster_entry_is_refused_naming_the_entry(tmp_path: Path) -
     lines[2] = lines[2].replace(b'"bytesHeld":0', b'"bytesHeld":"none"')
     path.write_bytes(b"\n".join(lines))
 
-    clusters = read_head(path)["clusters"]
+    plan = open_plan(path)
 
     with pytest.raises(PlanFileError, match=r"clusters\[1\]: bytesHeld: Input should be"):
-        list(clusters)
+        list(plan.read_clusters())
 
 
 def test_a_plan_cut_short_in_its_clusters_is_refused(tmp_path: Path) -> None:
     """A plan.json cut after its first cluster entry (a disk that filled) is not read as a
-    plan with one cluster: it is refused as not JSON."""
+    plan with one cluster: it is refused when opened, as cut short."""
     path = written(tmp_path, [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
     text = path.read_bytes()
     path.write_bytes(text[: text.index(b"\n", text.index(b"\n") + 1) + 1])
 
-    with pytest.raises(PlanFileError, match="not a plan file"):
-        read_head(path)
+    with pytest.raises(PlanFileError, match=r"clusters: cut short \(the file has no end\)"):
+        open_plan(path)
 
 
 def test_a_plan_written_over_after_its_head_was_read_is_refused_not_mixed(
@@ -442,12 +456,12 @@ def test_a_plan_written_over_after_its_head_was_read_is_refused_not_mixed(
     """A head's clusters are read from its file when iterated: once another plan has
     replaced that file, they are refused, never the other plan's clusters under this head."""
     path = written(tmp_path / "a", [hostile_plan("prod", "c1"), hostile_plan("dev", "c2")])
-    head = read_head(path)
+    plan = open_plan(path)
     other = written(tmp_path / "b", [hostile_plan("stage", "c3")])
     other.replace(path)
 
     with pytest.raises(PlanFileError, match="changed since its head was read"):
-        list(head["clusters"])
+        list(plan.read_clusters())
 
 
 def test_a_cluster_entry_spread_over_lines_is_refused_naming_the_layout(tmp_path: Path) -> None:
@@ -458,10 +472,10 @@ def test_a_cluster_entry_spread_over_lines_is_refused_naming_the_layout(tmp_path
     spread = json.dumps(json.loads(prod.removesuffix(b",")), indent=1).encode()
     path.write_bytes(b"\n".join([first, spread + b",", dev, end, b""]))
 
-    clusters = read_head(path)["clusters"]
+    plan = open_plan(path)
 
     with pytest.raises(PlanFileError, match=r"clusters\[0\]: not one whole entry on its line"):
-        list(clusters)
+        list(plan.read_clusters())
 
 
 def test_lines_after_the_end_of_the_clusters_are_refused(tmp_path: Path) -> None:
@@ -471,26 +485,10 @@ def test_lines_after_the_end_of_the_clusters_are_refused(tmp_path: Path) -> None
     first, prod, dev, end, _ = path.read_bytes().split(b"\n")
     path.write_bytes(b"\n".join([first, prod.removesuffix(b","), end, dev, end, b""]))
 
-    clusters = read_head(path)["clusters"]
+    plan = open_plan(path)
 
     with pytest.raises(PlanFileError, match="clusters: lines after the end of the list"):
-        list(clusters)
-
-
-class _Streamed:
-    """A collection that is not a list, as a head's clusters read from disk are."""
-
-    def __init__(self, entries: list[Any]) -> None:
-        self._entries = entries
-
-    def __iter__(self) -> Any:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, entry: object) -> bool:
-        return entry in self._entries
+        list(plan.read_clusters())
 
 
 _PLAIN = st.recursive(
@@ -504,8 +502,9 @@ _PLAIN = st.recursive(
 def test_json_output_streams_a_heads_clusters_in_the_bytes_of_a_list(
     entries: list[Any], members: dict[str, Any], nested: bool
 ) -> None:
-    """--format json writes a head's clusters an entry at a time, in exactly the bytes the
-    same entries as a list give, at the top of the document or nested in it."""
+    """--format json writes a plan's clusters as they are read (an iterator) an entry at a
+    time, in exactly the bytes the same entries as a list give, at the top of the document
+    or nested in it."""
 
     def document(clusters: object) -> dict[str, Any]:
         inner = {"clusters": clusters, "at": NOW, **members}
@@ -513,15 +512,14 @@ def test_json_output_streams_a_heads_clusters_in_the_bytes_of_a_list(
 
     expected = orjson.dumps(jsonable(document(entries)), option=orjson.OPT_INDENT_2)
 
-    assert b"".join(pretty_json(document(_Streamed(entries)))) == expected
+    assert b"".join(pretty_json(document(iter(entries)))) == expected
 
 
 def test_a_head_line_that_is_not_json_is_refused_by_every_reader(tmp_path: Path) -> None:
     """A plan.json laid out as retention writes it but whose head line is not JSON is
-    refused by name by the head's reader and by the changes' reader alike."""
+    refused by name when it is opened, before any of its parts is read."""
     path = tmp_path / "plan.json"
     path.write_bytes(b'{"format":"retention-plan/v2",oops,"clusters":[\n]}\n')
 
-    for read in (lambda: read_head(path), lambda: list(read_list(path, "changes"))):
-        with pytest.raises(PlanFileError, match="not a plan file \\(not JSON"):
-            read()
+    with pytest.raises(PlanFileError, match="not a plan file \\(not JSON"):
+        open_plan(path)

@@ -11,9 +11,9 @@ import pytest
 
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.errors import PermissionDeniedError
 from retention.plan.planner import make_plan
-from retention.walk.inventory import ProjectTargets
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -29,10 +29,9 @@ def plan(client: OpsManagerClient, tmp_path: Path, *projects: str) -> Any:
     """make_plan over ``projects`` with one keep-last-1 policy."""
     (tmp_path / "policies").mkdir(exist_ok=True)
     (tmp_path / "policies" / "prod.yaml").write_text(POLICY)
-    return make_plan(
-        client, load_policies(tmp_path / "policies"), [ProjectTargets(p) for p in projects],
-        now=NOW, created_at=NOW, schedule=None, concurrency=4, plan_path=tmp_path / "plan.json",
-    )  # fmt: skip
+    policies = load_policies(tmp_path / "policies")
+    scope = Scope(policies, [ProjectTargets(p) for p in projects], concurrency=4)
+    return make_plan(client, scope, plan_path=tmp_path / "plan.json", now=NOW)
 
 
 def one_cluster(fake: FakeApi, project: str, cluster: str) -> None:
@@ -65,11 +64,11 @@ def test_failed_alerts_hold_the_project_and_failed_discovery_skips_it(
         "project p2",
     ]
     assert "discovery failed" in result.errors[1]
-    clusters = {c["clusterId"]: c for c in result.document["clusters"]}
+    clusters = {c["clusterId"]: c for c in result.plan.read_clusters()}
     assert sorted(clusters) == ["c1", "c3"]
     assert [h["kind"] for h in clusters["c1"]["holds"]] == ["walk"]
     assert clusters["c3"]["holds"] == []
-    assert result.document["summary"]["byAction"] == {"held": 2, "shorten": 2}
+    assert result.plan.head["summary"]["byAction"] == {"held": 2, "shorten": 2}
 
 
 def test_an_unreachable_api_stops_the_plan_before_anything_is_written(

@@ -24,6 +24,7 @@ from retention.api.models import (
     Snapshot,
     SnapshotSchedule,
 )
+from retention.config.scope import ProjectTargets
 from retention.core.decide import decide
 from retention.core.model import AlertView as HoldingAlert
 from retention.core.model import Member, SnapshotView, Target
@@ -31,9 +32,9 @@ from retention.core.policy.spec import KeepSpec
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import LATEST
 from retention.errors import ApiError, AuthenticationError
-from retention.runfolder.planread import read_list
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator
-from retention.walk.inventory import Discovery, ProjectTargets, discover
+from retention.walk.inventory import Discovery, discover
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY
 from tests.support.digest import DigestChecker
 from tests.support.fakeapi import FakeApi, json_answer, paged
@@ -68,7 +69,9 @@ def test_restic_9999y_keep_within_plans_and_applies_through_the_cli(
     assert "internal error" not in out.err
     # One a year kept: prod-big's other 1,232 shortens are held by max_expire_fraction.
     assert (planned, applied) == (3, 3)
-    extends = [c for c in read_list(folder / "plan.json", "changes") if c["action"] == "extend"]
+    extends = [
+        c for c in open_plan(folder / "plan.json").read_list("changes") if c["action"] == "extend"
+    ]
     assert extends
     assert {c["body"].get("expires") for c in extends} == {LATEST}
     written = {p["body"].get("expires") for p in sim.admin("patches")["patches"]}

@@ -32,6 +32,7 @@ from retention.report import RunInfo, render_reports, render_run
 from retention.report.read import change_rows
 from retention.report.render import html_text, summary_markdown
 from retention.runfolder.folder import RunFolder, decisions_path
+from retention.runfolder.planread import open_plan
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 from tests.support.planfiles import write_plan_files
 from tests.support.reportpage import ReportPage
@@ -143,7 +144,7 @@ def write_run(
     folder.mkdir(parents=True, exist_ok=True)
     run = RunFolder(folder)
     with (
-        decisions_path(run.plan, written=True).open("wb") as out,
+        decisions_path(run.plan).open("wb") as out,
         run.plan.open("wb") as plan,
     ):
         builder = PlanBuilder(
@@ -653,7 +654,7 @@ def test_the_changes_table_stops_at_its_limit_and_says_where_the_rest_are(
     many = cluster("orders", [shortened(f"s{i:05d}", 30 + i, 500, 22) for i in range(12)])
     folder = write_run(tmp_path / "run", [many])
 
-    rows = list(change_rows(folder / "plan.json", limit=5))
+    rows = list(change_rows(open_plan(folder / "plan.json"), limit=5))
     page, _ = render(folder)
 
     assert [r.snapshot_id for r in rows] == [f"s{i:05d}" for i in range(5)]

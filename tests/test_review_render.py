@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retention.cli.reviewing import diff_exit_code
 from retention.config.baseline import Baseline
 from retention.core.compare import ClusterDiff, Shift, SnapshotShift
 from retention.core.model import Hold, Target
@@ -15,7 +14,7 @@ from retention.core.policy.loader import PolicySet
 from retention.core.restorepoints import ladder_of
 from retention.diff.render import MARKDOWN_BUDGET, TABLE_ROWS, markdown, text_lines
 from retention.diff.review import Review
-from retention.library.review import Reviewed
+from retention.library.reading import Reviewed
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 BASE = Baseline("git:origin/main", "git", "/repo", PolicySet([]), "origin/main", "a" * 40)
@@ -134,4 +133,4 @@ def test_stopping_to_keep_wins_over_a_walk_error(shifts: int, errors: int, code:
     diffs = [cluster(1, shifts)] if shifts else []
     reviewed = Reviewed(review(diffs, errors=errors), BASE, PolicySet([]), what_if=False)
 
-    assert diff_exit_code(reviewed) == code
+    assert reviewed.code == code

@@ -12,13 +12,13 @@ from pydantic import ValidationError
 
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.core.runfiles import UNDO_DOCUMENT
-from retention.library.jobs import mark_interrupted, run_job
+from retention.library.changing import run_job
 from retention.runfolder.folder import RunFolder, decisions_path, partial_path
 from retention.runfolder.journal import apply_lines, read_apply_journal, undo_lines
 from retention.simulator.server import Simulator
 from retention.undo.restoring import undo_run
-from retention.walk.inventory import ProjectTargets
 from tests.support.journal import journal_lines
 from tests.support.simfleet import NOW, P, client_for
 
@@ -81,14 +81,11 @@ def test_every_line_a_run_and_its_undo_journal_reads_back_through_its_model(
     items, and undo.json as written: no line of either is unreadable, and neither
     journal's lines read as the other's."""
     (tmp_path / "typo.yaml").write_text(BAD_POLICY)
-    run = run_job(
-        api, load_policies(tmp_path / "typo.yaml"), [ProjectTargets(P)],
-        reports=tmp_path / "reports", schedule=None, concurrency=2, dry_run=False,
-        now=lambda: NOW,
-    )  # fmt: skip
+    scope = Scope(load_policies(tmp_path / "typo.yaml"), [ProjectTargets(P)], concurrency=2)
+    run = run_job(api, scope, reports=tmp_path / "reports", dry_run=False, clock=lambda: NOW)
     undo = undo_run(
         api, run.run_dir, reports=tmp_path / "reports", dry_run=False, concurrency=2,
-        now=lambda: NOW + timedelta(hours=1),
+        clock=lambda: NOW + timedelta(hours=1),
     )  # fmt: skip
     applied, undone = RunFolder(run.run_dir), RunFolder(undo.run_dir)
 
@@ -130,8 +127,8 @@ def test_interrupted_json_reads_back_as_mark_interrupted_wrote_it(tmp_path: Path
     """interrupted.json of a command stopped while planning reads back through its model,
     in step plan with no outcomes."""
     started = datetime(2026, 11, 21, tzinfo=UTC)
-    path = mark_interrupted(
-        tmp_path / "stopped", "dry-run", "SIGTERM", started, started + timedelta(seconds=3)
+    path = RunFolder(tmp_path / "stopped").mark_interrupted(
+        "dry-run", "SIGTERM", started, started + timedelta(seconds=3)
     )
 
     document = RunFolder(path.parent).read_interrupted()

@@ -14,7 +14,7 @@ import pytest
 
 from retention.errors import UsageError
 from retention.ops.sharding import Shard, choose_shard
-from retention.runfolder.planread import read_list
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.support.client import PUBLIC_KEY
 from tests.support.simfleet import NOW
@@ -113,7 +113,7 @@ def test_four_shards_plan_what_one_process_plans(tmp_path: Path) -> None:
         return document
 
     def changes(name: str) -> list[str]:
-        listed = read_list(tmp_path / name, "changes")
+        listed = open_plan(tmp_path / name).read_list("changes")
         return sorted(json.dumps(c, sort_keys=True, default=str) for c in listed)
 
     shards = [load(f"shard{i}.json") for i in range(4)]

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from retention import cli
 from retention.core.timestamps import format_timestamp
-from retention.runfolder.planread import read_list
+from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.examples import examples
@@ -229,7 +229,7 @@ def test_a_signal_stops_an_apply_and_the_journal_says_exactly_what_was_sent(
     notice say so."""
     with served(tmp_path, latency_ms=50, notify=receiver.url) as setup:
         plan_path = plan(setup, monkeypatch)
-        total = sum(1 for _ in read_list(plan_path, "changes"))
+        total = sum(1 for _ in open_plan(plan_path).read_list("changes"))
         metrics = setup.folder / "apply.prom"
         proc = setup.start("apply", "plan.json", "--metrics-file", str(metrics))
         wait_for(lambda: len(setup.patches()) >= 20, "20 PATCHes")

@@ -19,22 +19,21 @@ from retention.api.client import OpsManagerClient
 from retention.api.transport import RetryPolicy
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
-from retention.core.planfile import clusters_by_key
+from retention.config.scope import ProjectTargets, Scope
+from retention.core.guard import index_of
 from retention.core.policy.loader import PolicySet
 from retention.core.restore import restorations
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.errors import StopRequestedError
-from retention.library.jobs import run_job
+from retention.library.changing import run_job
 from retention.ops.stopping import Stop, on_signals
 from retention.plan.planner import make_plan
 from retention.report.read import read_results
-from retention.runfolder.planread import read_list
 from retention.runfolder.planwrite import encode_line
 from retention.simulator.server import Simulator
 from retention.undo.restoring import undo_run
-from retention.walk.inventory import ProjectTargets
 from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker
 from tests.support.fakeapi import snapshot
@@ -56,6 +55,11 @@ def policies_file(tmp_path: Path) -> PolicySet:
     folder.mkdir(exist_ok=True)
     (folder / "everything.yaml").write_text(POLICY)
     return load_policies(folder)
+
+
+def scope_of(tmp_path: Path) -> Scope:
+    """The small fleet's project, with the policy of policies_file, two requests at once."""
+    return Scope(policies_file(tmp_path), [ProjectTargets(P)], concurrency=2)
 
 
 def write_journal(path: Path, lines: list[ApplyIntent | ApplyOutcome]) -> None:
@@ -205,10 +209,10 @@ def test_a_stopped_apply_journals_every_change_it_did_not_send(
     result names the signal."""
     with client_for(sim) as api:
         planned = make_plan(
-            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-            schedule=None, concurrency=2, plan_path=tmp_path / "run" / "plan.json",
-        )  # fmt: skip
-    changes = list(read_list(planned.plan_path, "changes"))
+            api, scope_of(tmp_path), plan_path=tmp_path / "run" / "plan.json", now=NOW
+        )
+    plan = planned.plan
+    changes = list(plan.read_list("changes"))
     stop = Stop()
     seen: list[str] = []
 
@@ -220,7 +224,7 @@ def test_a_stopped_apply_journals_every_change_it_did_not_send(
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
     with client_for(sim, stop=stop) as api:
         result = apply_plan(
-            api, changes, clusters_by_key(planned.document), journal, now=lambda: NOW,
+            api, changes, index_of(plan.read_clusters()), journal, now=lambda: NOW,
             concurrency=2, on_outcome=count, stop=stop,
         )  # fmt: skip
     journal.close()
@@ -254,10 +258,7 @@ def test_a_stopped_plan_leaves_no_file_and_an_earlier_plan_as_it_was(
     stop.request(signal.SIGINT)
 
     with client_for(sim, stop=stop) as api, pytest.raises(StopRequestedError):
-        make_plan(
-            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-            schedule=None, concurrency=2, plan_path=out,
-        )  # fmt: skip
+        make_plan(api, scope_of(tmp_path), plan_path=out, now=NOW)
 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "policies") == [
         "plan.decisions.jsonl",
@@ -338,10 +339,7 @@ def test_undo_puts_back_an_in_doubt_change_the_service_applied_and_leaves_one_it
     run_dir = tmp_path / "reports" / "20261121T120000Z-killed00"
     written = {"expires": "2026-11-22T00:00:00Z"}
     with client_for(sim) as api:
-        make_plan(
-            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-            schedule=None, concurrency=2, plan_path=run_dir / "plan.json",
-        )  # fmt: skip
+        make_plan(api, scope_of(tmp_path), plan_path=run_dir / "plan.json", now=NOW)
         api.patch_snapshot(P, SMALL, "noexpiry", SnapshotPatch.expire_at(NOW + timedelta(hours=12)))
         fresh = {"doNotDelete": False, "expires": "2026-11-23T12:00:00Z"}  # NOW + 2 days
         write_journal(
@@ -354,7 +352,7 @@ def test_undo_puts_back_an_in_doubt_change_the_service_applied_and_leaves_one_it
 
         result = undo_run(
             api, run_dir, reports=tmp_path / "reports", dry_run=False, concurrency=2,
-            now=lambda: NOW,
+            clock=lambda: NOW,
         )  # fmt: skip
         after = api.get_snapshot(P, SMALL, "noexpiry")
 
@@ -380,10 +378,7 @@ def test_a_stopped_undo_finishes_the_restore_it_began_and_starts_no_other(
     shortened = {"expires": "2026-11-22T12:00:00Z"}
     stop = Stop()
     with client_for(sim, stop=stop) as api:
-        make_plan(
-            api, policies_file(tmp_path), [ProjectTargets(P)], now=NOW, created_at=NOW,
-            schedule=None, concurrency=2, plan_path=run_dir / "plan.json",
-        )  # fmt: skip
+        make_plan(api, scope_of(tmp_path), plan_path=run_dir / "plan.json", now=NOW)
         lines = [line("noexpiry", outcome="applied", status=200, body=shortened)]
         for sid in ("big0000", "big0001", "big0002"):
             before = api.get_snapshot(P, BIG, sid).expires
@@ -410,7 +405,7 @@ def test_a_stopped_undo_finishes_the_restore_it_began_and_starts_no_other(
         monkeypatch.setattr(OpsManagerClient, "patch_snapshot", stopping)
         result = undo_run(
             api, run_dir, reports=tmp_path / "reports", dry_run=False, concurrency=1,
-            now=lambda: NOW, stop=stop,
+            clock=lambda: NOW,
         )  # fmt: skip
         monkeypatch.undo()
     with client_for(sim) as api:
@@ -447,10 +442,14 @@ def test_a_stop_after_the_last_patch_skips_the_audit_alerts_and_says_the_run_sto
 
     with client_for(sim, stop=stop) as api:
         monkeypatch.setattr(OpsManagerClient, "list_alerts", stopping)
+        scope = Scope(
+            policies_file(tmp_path),
+            [ProjectTargets(P)],
+            concurrency=2,
+            acknowledge_audit_alerts=True,
+        )
         result = run_job(
-            api, policies_file(tmp_path), [ProjectTargets(P)], reports=tmp_path / "reports",
-            schedule=None, concurrency=2, dry_run=False, acknowledge_audit_alerts=True,
-            now=lambda: NOW, stop=stop,
+            api, scope, reports=tmp_path / "reports", dry_run=False, clock=lambda: NOW
         )  # fmt: skip
 
     interrupted = json.loads((result.run_dir / "interrupted.json").read_text())

@@ -12,13 +12,15 @@ import orjson
 import pytest
 
 from retention.api.client import OpsManagerClient
+from retention.apply.applying import RunResult
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import ApiError, UsageError
-from retention.library.jobs import JobResult, mark_interrupted, run_job
+from retention.library.changing import run_job
+from retention.runfolder.folder import RunFolder
 from retention.simulator.server import Simulator
 from retention.undo.restoring import UndoResult, undo_run
-from retention.walk.inventory import ProjectTargets
 from tests.support.journal import intent_lines, outcome_lines
 from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for
 
@@ -52,20 +54,12 @@ def states(api: OpsManagerClient) -> dict[str, tuple[bool, Any]]:
     }
 
 
-def bad_run(api: OpsManagerClient, tmp_path: Path, clusters: str = SMALL_ONES) -> JobResult:
+def bad_run(api: OpsManagerClient, tmp_path: Path, clusters: str = SMALL_ONES) -> RunResult:
     """The whole job with the bad policy on ``clusters``, applied as of NOW."""
     policy = tmp_path / "typo.yaml"
     policy.write_text(BAD_POLICY.format(clusters=clusters))
-    return run_job(
-        api,
-        load_policies(policy),
-        [ProjectTargets(P)],
-        reports=tmp_path / "reports",
-        schedule=None,
-        concurrency=4,
-        dry_run=False,
-        now=lambda: NOW,
-    )
+    scope = Scope(load_policies(policy), [ProjectTargets(P)], concurrency=4)
+    return run_job(api, scope, reports=tmp_path / "reports", dry_run=False, clock=lambda: NOW)
 
 
 def take_back(
@@ -78,7 +72,7 @@ def take_back(
         reports=tmp_path / "reports",
         dry_run=dry_run,
         concurrency=4,
-        now=lambda: NOW + timedelta(hours=hours),
+        clock=lambda: NOW + timedelta(hours=hours),
     )
 
 
@@ -258,14 +252,15 @@ def test_folders_that_are_no_run_of_this_service_are_refused(
     run = bad_run(api, tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
-    plan = orjson.loads((run.run_dir / "plan.json").read_bytes())
+    plan = (run.run_dir / "plan.json").read_bytes()
+    base_url = orjson.dumps(orjson.loads(plan)["baseUrl"])
     other = tmp_path / "other"
     other.mkdir()
     (other / "plan.json").write_bytes(
-        orjson.dumps({**plan, "baseUrl": "https://elsewhere.example/api/public/v1.0"})
+        plan.replace(base_url, b'"https://elsewhere.example/api/public/v1.0"', 1)
     )
     (other / "results.jsonl").write_bytes((run.run_dir / "results.jsonl").read_bytes())
-    stopped = mark_interrupted(tmp_path / "stopped", "run", "SIGTERM", NOW, NOW).parent
+    stopped = RunFolder(tmp_path / "stopped").mark_interrupted("run", "SIGTERM", NOW, NOW).parent
 
     for folder, message in [
         (tmp_path / "missing", "no such run folder"),
@@ -282,10 +277,8 @@ def test_a_dry_run_is_no_apply_to_undo(api: OpsManagerClient, tmp_path: Path) ->
     plan, not an apply, and that no apply used its plan."""
     policy = tmp_path / "typo.yaml"
     policy.write_text(BAD_POLICY.format(clusters=SMALL_ONES))
-    run = run_job(
-        api, load_policies(policy), [ProjectTargets(P)], reports=tmp_path / "reports",
-        schedule=None, concurrency=2, dry_run=True, now=lambda: NOW,
-    )  # fmt: skip
+    scope = Scope(load_policies(policy), [ProjectTargets(P)], concurrency=2)
+    run = run_job(api, scope, reports=tmp_path / "reports", dry_run=True, clock=lambda: NOW)
 
     with pytest.raises(UsageError) as refused:
         take_back(api, run.run_dir, tmp_path)

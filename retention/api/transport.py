@@ -15,10 +15,10 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.auth import HTTPDigestAuth
 
-from retention import __version__
 from retention.api.retrying import ApiStats, RetryNotes, RetryPolicy
 from retention.api.values import Credentials, TLSConfig
 from retention.ops.stopping import Stop
+from retention.version import __version__
 
 # RetryPolicy is one of the client's settings, beside Timeouts and TLSConfig.
 __all__ = [

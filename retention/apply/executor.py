@@ -1,6 +1,13 @@
-"""Applying a plan: the PATCHes of its ``changes``, compare-and-swap, with a journal.
+"""Applying a plan: its changes checked whole, then their PATCHes, compare-and-swap, with a
+journal.
 
-For each cluster (concurrently, ``api.concurrency`` at a time):
+Apply promises that nothing is sent from a plan with one entry it may not trust, so every
+change is checked (core.guard.EntryCheck) before the first request (``checked_changes``).
+The plan's changes are read once, in that check: each change that passes is kept, compact
+(msgpack, which gives its datetimes back as they were), in a spool that stays in memory up
+to a few megabytes and then goes to an unnamed file in the run folder; what is sent is read
+from the spool. The bytes checked are the bytes sent, and memory stays flat whatever the
+plan's size. Then, for each cluster (concurrently, ``api.concurrency`` at a time):
 
 1. Re-read the current state of the snapshots to change: one list walk when the cluster has
    many changes, GETs when it has a few.
@@ -27,21 +34,33 @@ what it wrote (``unchanged``), so it is skipped, never repeated; and its intent 
 from __future__ import annotations
 
 import logging
+import struct
+import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import groupby
 from pathlib import Path
+from typing import IO, Protocol, cast
+
+import msgspec
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotState
 from retention.api.walked import WalkedSnapshot
-from retention.core.guard import check_send
+from retention.core.guard import ClusterFacts, Trusted, check_send
 from retention.core.model import SEND_ORDER, SnapshotView
-from retention.core.planfile import Body, Change, ClusterFacts
+from retention.core.planfile import Body, Change, ListName
 from retention.core.runfiles import JournalEntry, OutcomeName
-from retention.errors import ApiError, InconsistentListError, NotFoundError, StopRequestedError
+from retention.errors import (
+    ApiError,
+    InconsistentListError,
+    NotFoundError,
+    PlanFileError,
+    StopRequestedError,
+)
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.runfolder.journal import JournalFile
@@ -49,8 +68,73 @@ from retention.runfolder.planrecords import patch_body
 
 log = logging.getLogger("retention.executor")
 
+# The checked changes held in memory before the spool goes to a file.
+SPOOL_IN_MEMORY = 4 << 20
+_LENGTH = struct.Struct(">I")
+
 # Up to this many changes a cluster is re-read with GETs; above it, with one list walk.
 GET_THRESHOLD = 10
+
+
+@contextmanager
+def checked_changes(
+    candidates: Iterable[tuple[ListName, Change]],
+    trusted: Trusted,
+    *,
+    shown: Path,
+    spool_dir: Path,
+) -> Iterator[CheckedChanges]:
+    """The changes apply sends of a plan (its ``candidates``: those of its changes, and the
+    held changes of the clusters ``trusted`` approves, no longer held), each checked against
+    the plan; PlanFileError names the first that fails (``shown``: the plan's file), before
+    anything is sent. The spool in ``spool_dir`` is let go on leaving."""
+    approved = trusted.approval.clusters
+    encoder = msgspec.msgpack.Encoder()
+    with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, dir=str(spool_dir)) as spool:
+        count = 0
+        for listed, change in candidates:
+            if listed == "held":
+                if (change["projectId"], change["clusterId"]) not in approved:
+                    continue
+                change = _unheld(change)  # noqa: PLW2901 - the change as it is sent
+            if (problem := trusted.entries.problem(change)) is not None:
+                where = f"{shown}: entry {count} to send (snapshot {change['snapshotId']})"
+                raise PlanFileError(where, problem)
+            record = encoder.encode(change)
+            spool.write(_LENGTH.pack(len(record)) + record)
+            count += 1
+        yield CheckedChanges(cast("IO[bytes]", spool), count)
+
+
+class CheckedChanges:
+    """The checked changes of a plan, in plan order, to be read once (by apply_plan)."""
+
+    def __init__(self, spool: IO[bytes], count: int) -> None:
+        self._spool, self.count = spool, count
+
+    def __iter__(self) -> Iterator[Change]:
+        spool = self._spool
+        spool.seek(0)
+        decoder = msgspec.msgpack.Decoder()
+        while header := spool.read(_LENGTH.size):
+            (size,) = _LENGTH.unpack(header)
+            yield cast("Change", decoder.decode(spool.read(size)))
+
+
+def _unheld(change: Change) -> Change:
+    released = dict(change)
+    released.pop("held", None)
+    return released  # type: ignore[return-value] # the same record less its optional "held"
+
+
+class Listener(Protocol):
+    """Who hears how applying goes (the command line's progress bar)."""
+
+    def apply(self, total: int) -> None:
+        """Applying starts: ``total`` PATCHes to send."""
+
+    def outcome(self, outcome: Outcome) -> None:
+        """One change done."""
 
 
 @dataclass(frozen=True)

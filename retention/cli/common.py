@@ -1,5 +1,5 @@
-"""Helpers the commands share: the clock, loading the configuration, the lifecycle's
-set-up, times, shards."""
+"""Helpers the commands share: the clock, the library (``Retention``) a command calls,
+times, shards."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from retention.ops.clock import Clock, system_clock
 from retention.ops.sharding import Shard, choose_shard
 
 if TYPE_CHECKING:
-    from retention.config.loading import LoadedConfig
-    from retention.library.job import Progress, Setup
+    from retention.library.lifecycle import Progress
+    from retention.library.retention import Retention
 
 __all__ = ["UsageError"]
 
@@ -29,30 +29,15 @@ def clock_of(ctx: click.Context) -> Clock:
     return clock
 
 
-def load(ctx: click.Context, *, require_credentials: bool = True) -> LoadedConfig:
-    """The configuration of --config (its warnings logged)."""
-    from retention.library.lifecycle import load as load_config
+def library(ctx: click.Context, progress: Progress | None = None) -> Retention:
+    """The library for this command: its --config, the clock, who hears its progress on a
+    terminal, and whether a person waits there."""
+    from retention.library.retention import Retention
 
-    path = ctx.find_root().obj["config_path"]
-    return load_config(path, clock=clock_of(ctx), require_credentials=require_credentials)
-
-
-def lifecycle_setup(
-    ctx: click.Context,
-    metrics_file: str | None = None,
-    pushgateway: str | None = None,
-    progress: Progress | None = None,
-) -> Setup:
-    """How the lifecycle runs a job for this command: its --config, the clock, the
-    metrics options, the progress shown on a terminal, and whether a person waits there."""
-    from retention.library.job import Quiet, Setup
-
-    return Setup(
-        config_path=ctx.find_root().obj["config_path"],
+    return Retention(
+        ctx.find_root().obj["config_path"],
         clock=clock_of(ctx),
-        metrics_file=Path(metrics_file) if metrics_file else None,
-        pushgateway=pushgateway,
-        progress=progress or Quiet(),
+        progress=progress,
         interactive=interactive(ctx),
     )
 

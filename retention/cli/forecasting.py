@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.common import library, parse_at
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option
-from retention.errors import EXIT_FAILURES, EXIT_OK, UsageError
+from retention.errors import UsageError
 
 
 def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
@@ -92,12 +92,11 @@ def forecast(
       retention forecast --base git:origin/main --html forecast.html
       retention forecast --format json | jq .fleet.steady
     """
-    from retention.library.forecast import forecast_policies
+    from retention.library.requests import ForecastRequest
 
-    forecasted = forecast_policies(
-        lifecycle_setup(ctx), days=days, step=step, base=base, at=parse_at(at)
-    )
-    code = EXIT_FAILURES if forecasted.forecast.errors else EXIT_OK
+    request = ForecastRequest(days, step, base, parse_at(at))
+    forecasted = library(ctx).forecast(request).result
+    code = forecasted.code
     if html is not None:
         from retention.forecast.page import write_forecast_html
 

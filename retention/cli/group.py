@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import click
 
-from retention import __version__, core_form
 from retention.ops import logs
 from retention.ops.clock import system_clock
+from retention.version import __version__, core_form
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

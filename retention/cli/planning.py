@@ -1,38 +1,19 @@
-"""Planning commands: plan, validate, explain, schema, config show."""
+"""Planning commands: plan, validate, explain, schema, config show, doctor."""
 
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli.common import (
-    clock_of,
-    interactive,
-    lifecycle_setup,
-    load,
-    parse_at,
-    shard_from,
-    shard_options,
-)
+from retention.cli.common import library, parse_at, shard_from, shard_options
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option
-from retention.core.wording import counted
-from retention.errors import (
-    EXIT_FAILURES,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    ConfigError,
-    UsageError,
-    exit_code_for,
-)
+from retention.errors import UsageError
 
 if TYPE_CHECKING:
-    from retention.config.settings import RetentionConfig
-    from retention.explain.explanation import Policies
     from retention.plan.planner import PlanResult
 
 
@@ -83,57 +64,45 @@ def plan(
       retention plan --out - | jq .summary       # the plan itself on stdout
       retention plan --format json | jq .plan.summary.byAction
     """
-    from retention.library.plan import plan_fleet
-    from retention.report.summary import stale_clusters
+    from retention.library.documents import plan_document
+    from retention.library.requests import PlanRequest
 
     to_stdout = out == "-"
     if to_stdout and output == "json":
         raise UsageError("--out - already writes the plan as JSON to stdout: leave out --format")
-    result = plan_fleet(
-        lifecycle_setup(ctx),
+    request = PlanRequest(
         out=Path(out) if out is not None and not to_stdout else None,
         report_dir=Path(report_dir) if report_dir else None,
         at=parse_at(at),
         shard=shard_from(shard, shard_count),
     )
-    code = exit_code_for(failed=bool(result.errors), held=result.held)
+    ended = library(ctx).plan(request)
     if output == "json":
-        emit(
-            {
-                "command": "plan",
-                "exitCode": code,
-                "planPath": str(result.plan_path),
-                "decisionsPath": str(result.decisions_path),
-                "staleBackups": [c.document() for c in stale_clusters(result.document)],
-                "plan": result.document,
-            }
-        )
+        emit(plan_document(ended))
     else:
-        _print_plan(result, what_if=at is not None, to_stderr=to_stdout)
-    return code
+        _print_plan(ended.result, to_stderr=to_stdout)
+    return ended.code
 
 
-def _print_plan(result: PlanResult, *, what_if: bool, to_stderr: bool) -> None:
+def _print_plan(result: PlanResult, *, to_stderr: bool) -> None:
     """The plan's summary, where it is and what next; with ``to_stderr`` the plan itself is
     the output (--out -), and the summary goes to stderr, out of a pipe's way."""
     from retention.report.lines import summary_lines
 
+    plan = result.plan
     if to_stderr:
-        click.echo(result.plan_path.read_text(encoding="utf-8"), nl=False)
-    for line in summary_lines(result.document):
+        click.echo(plan.path.read_text(encoding="utf-8"), nl=False)
+    for line in summary_lines(plan.head, plan.read_clusters()):
         click.echo(line, err=to_stderr)
-    click.echo(
-        f"\nSaved {result.plan_path} and {result.decisions_path.name} beside it.", err=to_stderr
-    )
-    if what_if:
+    click.echo(f"\nSaved {plan.path} and {plan.decisions.name} beside it.", err=to_stderr)
+    if result.what_if:
         click.echo(
             "This is a what-if plan (--at): it shows what the policies would do then, and "
             "`retention apply` refuses it.",
             err=to_stderr,
         )
     click.echo(
-        f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {result.plan_path}",
-        err=to_stderr,
+        f"Explain a snapshot: retention explain SNAPSHOT_ID --plan {plan.path}", err=to_stderr
     )
 
 
@@ -161,48 +130,15 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
       retention validate --policies policies/
       retention validate --format json | jq -r '.policies[].name'
     """
-    from retention.config.policyfiles import load_policies
-    from retention.core.policy.loader import (
-        grace_warnings,
-        hold_record_warnings,
-        protect_trail_warnings,
-    )
+    from retention.library.requests import ValidateRequest
 
-    if policies_path is not None:
-        source: Path | list[Path] = Path(policies_path)
-    else:
-        source = load(ctx, require_credentials=False).config.policies
-    policies = load_policies(source)
-    found = [(w, "grace-warning") for w in grace_warnings(policies)]
-    found += [(w, "hold-warning") for w in hold_record_warnings(policies, clock_of(ctx)())]
-    found += [(w, "protect-warning") for w in protect_trail_warnings(policies)]
-    log = logging.getLogger("retention.policy")
-    for warning, event in found:
-        # "warning: ..." on stderr, as the configuration's; a JSON object in json mode.
-        text, fields = f"warning: {warning}", {"event": event}
-        log.warning("%s", warning, extra={"text": text, "fields": fields})
-    warnings = [warning for warning, _ in found]
+    request = ValidateRequest(Path(policies_path) if policies_path is not None else None)
+    validated = library(ctx).validate(request)
     if output == "json":
-        emit(
-            {
-                "command": "validate",
-                "exitCode": 0,
-                "warnings": warnings,
-                "policies": [
-                    {
-                        "name": p.name,
-                        "file": str(p.path),
-                        "sha256": p.sha256,
-                        "description": p.policy.describe(),
-                    }
-                    for p in policies
-                ],
-            }
-        )
+        emit(validated.document())
         return
-    click.echo(f"{counted(len(policies), 'policy')} {'is' if len(policies) == 1 else 'are'} valid:")
-    for loaded in policies:
-        click.echo(f"  {loaded.path}: {loaded.policy.describe()}")
+    for line in validated.lines():
+        click.echo(line)
 
 
 @cli.command()
@@ -241,58 +177,19 @@ def explain(
       retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
       retention explain 5e4e593f70dfbf1e2f6e1d36 --policies policies/ --format json
     """
-    config = None
-    if plan_path is None:
-        from retention.runfolder.lineage import newest_plans
+    from retention.library.requests import ExplainRequest
 
-        config = load(ctx, require_credentials=False).config
-        plans = newest_plans(Path(config.reports.dir))  # as doctor finds it
-        if not plans:
-            raise UsageError(
-                f"no plan in {config.reports.dir}; run 'retention plan' or give --plan"
-            )
-        path = plans[0]
-    else:
-        path = Path(plan_path)
-    from retention.explain.explanation import explanation, explanation_document
-    from retention.runfolder.folder import decisions_path
-    from retention.runfolder.planread import cluster_decisions, find_decision, read_head
-
-    decisions = decisions_path(path)
-    if not decisions.is_file():
-        raise UsageError(f"{decisions} does not exist (it is written beside the plan)")
-    record = find_decision(decisions, snapshot_id)
-    if record is None:
-        raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
-    head = read_head(path)
-    cluster = list(cluster_decisions(decisions, record))
-    policies = _explain_policies(ctx, config, policies_path)
+    request = ExplainRequest(
+        snapshot_id,
+        plan=Path(plan_path) if plan_path is not None else None,
+        policies=Path(policies_path) if policies_path is not None else None,
+    )
+    explained = library(ctx).explain(request)
     if output == "json":
-        emit(explanation_document(record, head, cluster, policies))
+        emit(explained.document())
         return
-    for text in explanation(record, head, cluster, policies):
+    for text in explained.lines():
         click.echo(text)
-
-
-def _explain_policies(
-    ctx: click.Context, config: RetentionConfig | None, policies_path: str | None
-) -> Policies:
-    """The policies to trace with: --policies, else those of the configuration. Without
-    either, explain still says what the plan recorded (a plan is often read elsewhere)."""
-    from retention.config.policyfiles import load_policies
-    from retention.explain.explanation import Policies
-
-    if policies_path is not None:
-        return Policies(load_policies(Path(policies_path)), policies_path)
-    if config is None:
-        try:
-            config = load(ctx, require_credentials=False).config
-        except ConfigError as exc:
-            first = exc.problems[0] if exc.problems else str(exc)
-            return Policies(None, "", f"no policies ({first}); give --policies PATH")
-    source = config.policies
-    shown = ", ".join(map(str, source)) if isinstance(source, list) else str(source)
-    return Policies(load_policies(source), shown)
 
 
 @cli.command()
@@ -344,7 +241,7 @@ def config_show(ctx: click.Context, output: str) -> None:
     """
     from retention.config.showing import config_document, render_config
 
-    loaded = load(ctx.find_root(), require_credentials=False)
+    loaded = library(ctx).loaded()
     if output == "json":
         emit(config_document(loaded))
         return
@@ -367,24 +264,10 @@ def doctor(ctx: click.Context, output: str) -> int:
       retention doctor
       retention doctor --format json
     """
-    from retention.doctor.preflight import run_doctor
-
-    report = run_doctor(ctx.obj["config_path"], clock=clock_of(ctx), interactive=interactive(ctx))
-    code = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(
-        report.stopped or "", EXIT_FAILURES if report.failed else 0
-    )
+    report = library(ctx).doctor()
     if output == "json":
-        checks = [c.as_json() for c in report.checks]
-        emit({"command": "doctor", "exitCode": code, "checks": checks})
-        return code
-    marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
-    for check in report.checks:
-        click.echo(f"{marks[check.status]}  {check.name}: {check.detail}")
-        if check.remedy and check.status != "pass":
-            click.echo(f"      -> {check.remedy}")
-    failed = sum(c.status == "fail" for c in report.checks)
-    warned = sum(c.status == "warn" for c in report.checks)
-    click.echo(
-        f"\n{counted(len(report.checks), 'check')}: {failed} failed, {counted(warned, 'warning')}."
-    )
-    return code
+        emit(report.document())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    return report.code

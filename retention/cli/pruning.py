@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli.common import clock_of, load
+from retention.cli.common import library
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option
-from retention.core.wording import counted
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
     from retention.core.policy.duration import RetentionDuration
-    from retention.prune.folders import Pruned
 
 
 @cli.command()
@@ -46,35 +43,26 @@ def prune(ctx: click.Context, *, dry_run: bool, keep_text: str | None, output: s
       retention prune --keep 14d
       retention prune --dry-run --format json | jq -r '.folders[] | select(.remove) | .name'
     """
-    from retention.ops.lock import run_lock
-    from retention.prune.pruning import prune_reports
+    from retention.library.requests import PruneRequest
 
-    config = load(ctx, require_credentials=False).config
-    keep = _keep(keep_text, config.reports.keep)
-    reports, clock = config.reports.dir, clock_of(ctx)
-    if dry_run:
-        pruned = prune_reports(reports, keep, now=clock(), dry_run=True)
-    else:
-        with run_lock(reports, clock=clock):
-            pruned = prune_reports(reports, keep, now=clock())
-    code = 1 if pruned.failed else 0
+    request = PruneRequest(_keep(keep_text), dry_run)
+    result = library(ctx).prune(request).result
     if output == "json":
-        emit(_document(pruned, reports, keep, dry_run=dry_run, code=code))
+        emit(result.document())
     else:
-        _print(pruned, reports, keep, dry_run=dry_run)
-    return code
+        for line in result.lines():
+            click.echo(line)
+        for line in result.failures():
+            click.echo(line, err=True)
+    return result.code
 
 
-def _keep(text: str | None, configured: RetentionDuration | None) -> RetentionDuration:
+def _keep(text: str | None) -> RetentionDuration | None:
+    """--keep as a duration (None: reports.keep); UsageError for one that is not, or 0h."""
     from retention.core.policy.duration import RetentionDuration
 
     if text is None:
-        if configured is None:
-            raise UsageError(
-                "prune needs a keep duration: set reports.keep in retention.yaml "
-                "(e.g. keep: 30d) or give --keep 30d"
-            )
-        return configured
+        return None
     try:
         keep = RetentionDuration.parse(text)
     except ValueError as exc:
@@ -82,36 +70,3 @@ def _keep(text: str | None, configured: RetentionDuration | None) -> RetentionDu
     if keep.zero:
         raise UsageError("--keep: 0h would remove every folder; give a duration such as 7d")
     return keep
-
-
-def _document(
-    pruned: Pruned, reports: Path, keep: RetentionDuration, *, dry_run: bool, code: int
-) -> dict[str, Any]:
-    return {
-        "command": "prune",
-        "exitCode": code,
-        "dryRun": dry_run,
-        "reportsDir": str(reports),
-        "keep": str(keep),
-        "folders": [
-            {"name": v.name, "remove": v.remove, "why": v.why, "bytes": v.size}
-            for v in pruned.verdicts
-        ],
-        "removed": pruned.removed,
-        "failed": [{"name": name, "error": error} for name, error in pruned.failed],
-    }
-
-
-def _print(pruned: Pruned, reports: Path, keep: RetentionDuration, *, dry_run: bool) -> None:
-    going = [v for v in pruned.verdicts if v.remove]
-    for v in pruned.verdicts:
-        click.echo(f"  {'remove' if v.remove else 'keep  '}  {v.name}  {v.why}")
-    size = sum(v.size for v in going if dry_run or v.name in pruned.removed)
-    folders = counted(len(going) if dry_run else len(pruned.removed), "run folder")
-    verb = "Would remove" if dry_run else "Removed"
-    click.echo(
-        f"{verb} {folders} of {len(pruned.verdicts)} in {reports} "
-        f"({size / 1e6:,.1f} MB); keep: {keep}."
-    )
-    for name, error in pruned.failed:
-        click.echo(f"Could not remove {reports / name}: {error}", err=True)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
-from retention.cli.common import lifecycle_setup, parse_at
+from retention.cli.common import library, parse_at
 from retention.cli.group import cli
 from retention.cli.output import default_format, emit
-from retention.errors import EXIT_FAILURES, EXIT_HELD, EXIT_OK
-
-if TYPE_CHECKING:
-    from retention.library.review import Reviewed
 
 
 @cli.command("diff")
@@ -61,10 +55,10 @@ def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
       retention diff --base git:main --format markdown > comment.md
       retention diff --base git:main --format json | jq .summary
     """
-    from retention.library.review import review_change
+    from retention.library.requests import DiffRequest
 
-    reviewed = review_change(lifecycle_setup(ctx), base=base, at=parse_at(at))
-    code = diff_exit_code(reviewed)
+    reviewed = library(ctx).diff(DiffRequest(base, parse_at(at))).result
+    code = reviewed.code
     if output == "json":
         from retention.diff.document import review_document
 
@@ -87,11 +81,3 @@ def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
         for line in text_lines(reviewed.review, reviewed.base, what_if=reviewed.what_if):
             click.echo(line)
     return code
-
-
-def diff_exit_code(reviewed: Reviewed) -> int:
-    """3 when the current policies stop keeping a snapshot the base keeps (what a reviewer
-    must see wins over a cluster that could not be walked), else 1 for walk errors, else 0."""
-    if reviewed.review.keeps_less:
-        return EXIT_HELD
-    return EXIT_FAILURES if reviewed.review.errors else EXIT_OK

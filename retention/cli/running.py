@@ -12,18 +12,18 @@ from retention.cli.common import (
     clock_of,
     examples,
     json_logs,
-    lifecycle_setup,
+    library,
     shard_from,
     shard_options,
 )
-from retention.cli.ending import Progress, metrics_options, show_demo, show_run
+from retention.cli.ending import Progress, metrics_options, metrics_target, show_demo, show_run
 from retention.cli.group import cli
 from retention.cli.output import format_option
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
+    from retention.apply.applying import RunResult
     from retention.core.policy.loader import PolicySet
-    from retention.library.jobs import JobResult
     from retention.ops.clock import Clock
 
 
@@ -60,12 +60,15 @@ def run_command(
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
       retention run --dry-run --format json | jq .summary.byAction
     """
-    from retention.library.kinds import RunJob
-    from retention.library.lifecycle import run_lifecycle
+    from retention.library.requests import RunRequest
 
-    job = RunJob(dry_run=dry_run, shard=shard_from(shard, shard_count))
-    setup = lifecycle_setup(ctx, metrics_file, pushgateway, Progress(quiet or json_logs(ctx)))
-    return show_run(run_lifecycle(job, setup), output)
+    request = RunRequest(
+        dry_run=dry_run,
+        shard=shard_from(shard, shard_count),
+        metrics=metrics_target(metrics_file, pushgateway),
+    )
+    progress = Progress(quiet or json_logs(ctx))
+    return show_run(library(ctx, progress).run(request), output)
 
 
 @cli.command("apply")
@@ -128,8 +131,7 @@ def apply_command(
       retention apply plan.json --metrics-file "$TEXTFILE_DIR/retention.prom"  # run's file
     """
     from retention.core.policy.duration import RetentionDuration
-    from retention.library.kinds import ApplyJob
-    from retention.library.lifecycle import run_lifecycle
+    from retention.library.requests import ApplyRequest
 
     # Hours and days only: "30m" would read as 30 months, and 0 would refuse every plan.
     if not re.fullmatch(r"\s*\d+\s*[hd]\s*", max_age):
@@ -140,9 +142,15 @@ def apply_command(
     if age.zero:
         raise click.BadParameter("must be more than 0, e.g. 6h", param_hint="--max-age")
     now = clock_of(ctx)()
-    job = ApplyJob(Path(plan_path), age.after(now) - now, approve, approve_all)
-    setup = lifecycle_setup(ctx, metrics_file, pushgateway, Progress(quiet or json_logs(ctx)))
-    return show_run(run_lifecycle(job, setup), output)
+    request = ApplyRequest(
+        Path(plan_path),
+        age.after(now) - now,
+        approve,
+        approve_all,
+        metrics_target(metrics_file, pushgateway),
+    )
+    progress = Progress(quiet or json_logs(ctx))
+    return show_run(library(ctx, progress).apply(request), output)
 
 
 @cli.command()
@@ -177,8 +185,9 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     """
     from retention.config.policyfiles import load_policies
     from retention.config.writable import require_writable
-    from retention.library.kinds import RunJob
+    from retention.library.changing import RunJob
     from retention.library.lifecycle import conclude
+    from retention.library.requests import RunRequest
 
     chosen = Path(policies_path) if policies_path is not None else _example_policies()
     if not chosen.exists():
@@ -190,7 +199,7 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     clock = clock_of(ctx)
     started = clock()
     result = _demo_run(policies, Path(report_dir), clock)
-    ended = conclude(RunJob(), result, started, ["html", "markdown"], clock)
+    ended = conclude(RunJob(RunRequest()), result, started, ["html", "markdown"], clock)
     # A demo that ran is a success, whatever the gates held: it exits 0 and says so.
     code = show_demo(ended, output, 0)
     if output == "text":
@@ -201,30 +210,22 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     return code
 
 
-def _demo_run(policies: PolicySet, reports: Path, clock: Clock) -> JobResult:
+def _demo_run(policies: PolicySet, reports: Path, clock: Clock) -> RunResult:
     """The whole job on the demo fleet of a simulator started for it, at ``clock``'s time."""
     from pydantic import SecretStr
 
     from retention.api.client import OpsManagerClient
     from retention.api.values import Credentials
-    from retention.library.jobs import run_job
+    from retention.config.scope import ProjectTargets, Scope
+    from retention.library.changing import run_job
     from retention.simulator.server import Simulator, SimulatorConfig
-    from retention.walk.inventory import ProjectTargets
 
     with Simulator(SimulatorConfig(fleet="demo", seed=1, now=clock())) as sim:
         projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
+        scope = Scope(policies, projects, schedule="0 3 * * *", concurrency=8)
         credentials = Credentials(sim.public_key, SecretStr(sim.private_key))
         with OpsManagerClient(sim.base_url, credentials, clock=clock) as client:
-            return run_job(
-                client,
-                policies,
-                projects,
-                reports=reports,
-                schedule="0 3 * * *",
-                concurrency=8,
-                dry_run=False,
-                now=clock,
-            )
+            return run_job(client, scope, reports=reports, dry_run=False, clock=clock)
 
 
 def _example_policies() -> Path:

@@ -216,3 +216,25 @@ def _stderr(done: subprocess.CompletedProcess[bytes]) -> str:
 def _git_environment() -> dict[str, str]:
     """The environment for git: ours, without a terminal prompt (a review runs in CI)."""
     return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+
+
+def both_sides(source: Path | list[Path], base: str) -> tuple[PolicySet, Baseline]:
+    """The current and the base policies; when both sides have problems, one PolicyError
+    lists them all, each named with its side."""
+    current: PolicySet | None = None
+    baseline: Baseline | None = None
+    failed: list[PolicyError] = []
+    try:
+        current = current_policies(source)
+    except PolicyError as exc:
+        failed.append(exc)
+    try:
+        baseline = load_baseline(base, source)
+    except PolicyError as exc:
+        failed.append(exc)
+    if failed:
+        message = "; ".join(str(exc) for exc in failed)
+        raise PolicyError(message, [p for exc in failed for p in exc.problems])
+    if current is None or baseline is None:  # only when failed, handled above
+        raise AssertionError("a side of the review was not loaded")
+    return current, baseline

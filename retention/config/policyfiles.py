@@ -11,10 +11,21 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from retention.core import yamldoc
-from retention.core.policy.loader import Found, PolicySet, duplicate_names, policies_in
+from retention.core.policy.loader import (
+    Found,
+    PolicySet,
+    duplicate_names,
+    grace_warnings,
+    hold_record_warnings,
+    policies_in,
+    protect_trail_warnings,
+)
 from retention.core.validation import in_file_order
 from retention.core.wording import counted
 from retention.errors import PolicyError
@@ -89,3 +100,46 @@ def _directory_files(directory: Path, problems: list[str]) -> list[Path] | None:
         for entry in entries
         if entry.suffix in POLICY_SUFFIXES and not entry.name.startswith(".") and entry.is_file()
     ]
+
+
+@dataclass(frozen=True)
+class Validated:
+    """Policies that load, and what is worth a warning in them (each with its event: a
+    grace in months, hold records that ended or end soon, protect rules that leave a
+    trail)."""
+
+    policies: PolicySet
+    warnings: list[tuple[str, str]]
+
+    def document(self) -> dict[str, Any]:
+        """validate --format json."""
+        return {
+            "command": "validate",
+            "exitCode": 0,
+            "warnings": [warning for warning, _ in self.warnings],
+            "policies": [
+                {
+                    "name": p.name,
+                    "file": str(p.path),
+                    "sha256": p.sha256,
+                    "description": p.policy.describe(),
+                }
+                for p in self.policies
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        """What a person reads: how many are valid, and each file with what it does."""
+        count = len(self.policies)
+        said = f"{counted(count, 'policy')} {'is' if count == 1 else 'are'} valid:"
+        return [said, *(f"  {p.path}: {p.policy.describe()}" for p in self.policies)]
+
+
+def validate_policies(source: Path | Sequence[Path], now: datetime) -> Validated:
+    """The policies at ``source``, and their warnings as of ``now``; PolicyError (exit 2)
+    listing every problem when they do not load."""
+    policies = load_policies(source)
+    found = [(w, "grace-warning") for w in grace_warnings(policies)]
+    found += [(w, "hold-warning") for w in hold_record_warnings(policies, now)]
+    found += [(w, "protect-warning") for w in protect_trail_warnings(policies)]
+    return Validated(policies, found)

@@ -1,7 +1,8 @@
 """The checks apply makes before it trusts a plan file, and the last one before each PATCH.
 
 A plan file is reviewed, copied, edited, kept for hours: by the time it is applied it is
-data from outside, like an API answer. Three layers, all pure (the executor does the I/O):
+data from outside, like an API answer. Three layers, all pure (the executor does the I/O),
+the first two made at once by ``trust``:
 
 - ``plan_refusal``: the head. A what-if plan (``plan --at``), a plan evaluated at another
   time than it was made, one made against another API, or an old one is refused whole.
@@ -19,21 +20,14 @@ data from outside, like an API answer. Three layers, all pure (the executor does
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypedDict
 
 from retention.core.model import SnapshotView, is_destructive
-from retention.core.planfile import (
-    FORMAT,
-    Change,
-    ClusterEntry,
-    ClusterFacts,
-    PlanHead,
-    clusters_by_key,
-)
-from retention.core.snapshot import SnapshotPatch, state_document, state_json
+from retention.core.planfile import AnyId, Change, ClusterEntry, HoldEntry, Id, PlanHead
+from retention.core.snapshot import Kind, SnapshotPatch, state_document, state_json
 from retention.core.timestamps import add_seconds, ceil_to_second, format_timestamp
 from retention.core.wording import printable
 
@@ -52,15 +46,48 @@ _BODY_MEMBERS: dict[str, frozenset[str]] = {
 }
 
 
-def plan_refusal(  # noqa: PLR0911 - one return per refusal, in the order they are judged
-    head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta
-) -> str | None:
-    """Why a plan must not be applied at all (None: its head is fine)."""
-    if head["format"] != FORMAT:
-        return (
-            f"this plan is of format {head['format']}, written by an older retention; this "
-            f"version applies {FORMAT} plans only. Run `retention plan` again and apply that"
-        )
+class ClusterFacts(TypedDict):
+    """What apply needs of a cluster entry: its name, kind, grace, release protection,
+    holds and how many changes they hold (a few hundred bytes; the whole entry is
+    kilobytes)."""
+
+    projectId: Id
+    clusterId: AnyId
+    name: str
+    kind: Kind
+    holds: list[HoldEntry]
+    errors: list[str]
+    graceSeconds: int
+    releaseProtection: bool
+    held: int
+
+
+def facts_of(entry: ClusterEntry) -> ClusterFacts:
+    """The facts apply needs of one cluster entry."""
+    return {
+        "projectId": entry["projectId"],
+        "clusterId": entry["clusterId"],
+        "name": entry["name"],
+        "kind": entry["kind"],
+        "holds": entry["holds"],
+        "errors": entry["errors"],
+        "graceSeconds": entry["graceSeconds"],
+        "releaseProtection": entry["releaseProtection"],
+        "held": entry["counts"].get("action:held", 0),
+    }
+
+
+ClusterIndex = dict[tuple[str, str], ClusterFacts]
+
+
+def index_of(entries: Iterable[ClusterEntry]) -> ClusterIndex:
+    """The facts of a plan's clusters, by (project, cluster id), in plan order."""
+    return {(c["projectId"], c["clusterId"]): facts_of(c) for c in entries}
+
+
+def plan_refusal(head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta) -> str | None:
+    """Why a plan must not be applied at all (None: its head is fine). A plan of another
+    format is refused as it is read (runfolder.planread)."""
     if head["whatIf"]:
         return (
             f"this is a what-if plan, made with --at {format_timestamp(head['evaluatedAt'])}: "
@@ -126,12 +153,13 @@ def _members(names: frozenset[str]) -> str:
 @dataclass
 class EntryCheck:
     """Checks the entries of a plan's ``changes`` one at a time, in file order, in memory
-    that grows with the number of clusters, not of changes."""
+    that grows with the number of clusters, not of changes, against the plan's head and
+    the facts of its ``clusters``."""
 
     head: PlanHead
+    clusters: ClusterIndex
 
     def __post_init__(self) -> None:
-        self.clusters = clusters_by_key(self.head)
         self._done: set[tuple[str, str]] = set()
         self._current: tuple[str, str] | None = None
         self._snapshots: set[str] = set()
@@ -303,8 +331,9 @@ class Approval:
     skipped: tuple[str, ...] = ()  # --approve-all: held clusters it could not approve, and why
 
 
-def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Approval:
-    """Resolve ``--approve CLUSTER`` (name or id) and ``--approve-all`` against a plan.
+def approve(clusters: ClusterIndex, wanted: Sequence[str], *, everything: bool) -> Approval:
+    """Resolve ``--approve CLUSTER`` (name or id) and ``--approve-all`` against the facts of
+    a plan's clusters.
 
     Raises ValueError (said to the user, exit 2, nothing sent) for a name the plan does not
     hold, one that names several clusters, a cluster that is not held, and a cluster held by
@@ -312,9 +341,7 @@ def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Appro
     """
     chosen: dict[tuple[str, str], str] = {}  # the clusters let through, and their names
     skipped: list[str] = []
-    # A pass over the clusters (streamed from the plan's file), keeping names, not entries:
-    # an alert on every project holds every cluster.
-    for c in head["clusters"] if everything else ():
+    for c in clusters.values() if everything else ():
         if not c["holds"]:
             continue
         if (why := _not_approvable(c)) is None:
@@ -322,7 +349,7 @@ def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Appro
         else:
             skipped.append(printable(f"{c['name']} ({c['clusterId']}): {why}"))
     for name in wanted:
-        found = [c for c in head["clusters"] if name in (c["clusterId"], c["name"])]
+        found = [c for c in clusters.values() if name in (c["clusterId"], c["name"])]
         if not found:
             raise ValueError(f"--approve {name}: the plan has no cluster of that name or id")
         if len(found) > 1:
@@ -338,7 +365,7 @@ def approve(head: PlanHead, wanted: Sequence[str], *, everything: bool) -> Appro
     return Approval(frozenset(chosen), tuple(sorted(chosen.values())), tuple(skipped))
 
 
-def _not_approvable(cluster: ClusterEntry) -> str | None:
+def _not_approvable(cluster: ClusterFacts) -> str | None:
     others = [h for h in cluster["holds"] if h["kind"] not in APPROVABLE]
     if not others:
         return None
@@ -346,3 +373,58 @@ def _not_approvable(cluster: ClusterEntry) -> str | None:
     kinds = dict.fromkeys(h["kind"] for h in others)
     until = "; ".join(_UNTIL.get(kind, "plan again") for kind in kinds)
     return f"held by {reasons}. Only a max_expire_fraction hold can be approved: {until}"
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What an apply is asked: the oldest plan it takes, and the held clusters to let
+    through (``approve``: names or ids; ``approve_all``: every one an approval can free)."""
+
+    max_age: timedelta
+    approve: tuple[str, ...] = ()
+    approve_all: bool = False
+
+
+class RefusalError(ValueError):
+    """A plan apply must not send (``whole``: its head; else an approval it cannot give)."""
+
+    def __init__(self, why: str, *, whole: bool) -> None:
+        super().__init__(why)
+        self.why, self.whole = why, whole
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """A plan whose head passed, the facts of its clusters, the approvals resolved against
+    them, and the check each of its changes must pass before the first is sent."""
+
+    clusters: ClusterIndex
+    approval: Approval
+    entries: EntryCheck
+
+    @classmethod
+    def made(cls, head: PlanHead, clusters: ClusterIndex) -> Trusted:
+        """A plan this very run made (its head is its own): nothing approved, every change
+        still checked."""
+        return cls(clusters, Approval(frozenset(), ()), EntryCheck(head, clusters))
+
+
+def trust(
+    head: PlanHead,
+    entries: Iterable[ClusterEntry],
+    asked: Asked,
+    *,
+    base_url: str,
+    now: datetime,
+) -> Trusted:
+    """Check a plan's head (plan_refusal), take the facts of its cluster ``entries`` and
+    resolve the approvals ``asked`` against them; RefusalError says why not."""
+    refusal = plan_refusal(head, base_url=base_url, now=now, max_age=asked.max_age)
+    if refusal is not None:
+        raise RefusalError(refusal, whole=True)
+    clusters = index_of(entries)
+    try:
+        approval = approve(clusters, asked.approve, everything=asked.approve_all)
+    except ValueError as exc:
+        raise RefusalError(str(exc), whole=False) from None
+    return Trusted(clusters, approval, EntryCheck(head, clusters))

@@ -3,21 +3,22 @@ model, and the JSON Schema generated from it (runfolder/planwrite.py writes the 
 runfolder/planread.py reads them back through this model).
 
 The model is a set of typed records (``PlanHead``, ``ClusterEntry``, ``Change``,
-``DecisionRecord``). Every reader (apply, the report, explain) gets them back validated by
-the same types, through pydantic's TypeAdapter, and the JSON Schema shipped with the run
-folder's modules (runfolder/plan.schema.json) is generated from the same types
-(``python -m retention.runfolder.schema`` writes it; a test fails when it is out of date).
+``DecisionRecord``) holding plain values. Every reader (apply, the report, explain) gets them
+back validated by the same types, through pydantic's TypeAdapter, and the JSON Schema
+shipped with the run folder's modules (runfolder/plan.schema.json) is generated from the
+same types (``python -m retention.runfolder.schema`` writes it; a test fails when it is out
+of date). A head is plan.json without its cluster entries, which a reader takes from the
+file as it needs them (runfolder.planread.PlanFile).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import (
     ConfigDict,
     Field,
-    GetPydanticSchema,
     StringConstraints,
     TypeAdapter,
     with_config,
@@ -31,12 +32,12 @@ from retention.core.restorepoints import Grain
 from retention.core.snapshot import Kind
 from retention.core.timestamps import AwareUtcDatetime
 
-# v2: plan.json is the head alone, on one line; the changes are the decisions that carry a
-# body, in decisions.jsonl.zst beside it. v1 (plan.json with its lists, plain
-# decisions.jsonl) is still read, for the folders it wrote: undo, explain and the reports
-# work on them, apply refuses them (plan again).
+# v2: plan.json is the head on one line, then its cluster entries; the changes are the
+# decisions that carry a body, in decisions.jsonl.zst beside it. v1 (plan.json with its
+# lists, plain decisions.jsonl) is refused by name; the schema still names it, as the
+# format of plans this version refuses.
 FORMAT: Literal["retention-plan/v2"] = "retention-plan/v2"
-OLD_FORMAT: Literal["retention-plan/v1"] = "retention-plan/v1"
+OLD_FORMAT = "retention-plan/v1"
 FormatName = Literal["retention-plan/v1", "retention-plan/v2"]
 LISTS = ("changes", "held", "advisory")
 ListName = Literal["changes", "held", "advisory"]
@@ -294,19 +295,10 @@ class DecisionsEntry(TypedDict):
     records: Annotated[int, Field(ge=0)]
 
 
-# A plan's cluster entries: a list in a head made in memory; read back from plan.json an
-# entry at a time when the plan is on disk (runfolder.planclusters.PlanClusters), so that the
-# head of a 20,000-cluster plan costs the memory of a 500-cluster one. Validated and
-# described in the schema as a list.
-ClusterEntries = Annotated[
-    Collection[ClusterEntry],
-    GetPydanticSchema(lambda _source, handler: handler(list[ClusterEntry])),
-]
-
-
 @with_config(_STRICT)
 class PlanHead(TypedDict):
-    """The plan without its three long lists: what summaries, reports and checks read."""
+    """The plan without its cluster entries and its decisions: what summaries, reports and
+    checks read first."""
 
     format: FormatName
     createdAt: Timestamp
@@ -322,8 +314,7 @@ class PlanHead(TypedDict):
     # sharded): a glob that matches nothing leaves clusters unmanaged without an error.
     unusedPolicies: list[str]
     summary: Summary
-    # Last in the file, an entry a line, so that a reader streams them (planwrite.py).
-    clusters: ClusterEntries
+    # Here in the schema (PlanDocument) come the clusters, which the file holds last.
     # Every hold record of the policies that matched, in force or ended. Written only when
     # there is one: plans without hold records (and those written before) lack it.
     holdRecords: NotRequired[list[HoldRecordEntry]]
@@ -340,6 +331,14 @@ class PlanHead(TypedDict):
     decisions: NotRequired[DecisionsEntry]
 
 
+@with_config(_STRICT)
+class PlanDocument(PlanHead):
+    """The whole of plan.json: the head and its cluster entries, which the file holds last,
+    an entry a line, so that a reader streams them (planwrite.py)."""
+
+    clusters: list[ClusterEntry]
+
+
 HEAD = TypeAdapter(PlanHead)
 CLUSTER = TypeAdapter(ClusterEntry)
 CHANGE = TypeAdapter(Change)
@@ -349,7 +348,7 @@ DECISION = TypeAdapter(DecisionRecord)
 def generated_schema() -> dict[str, Any]:
     """The JSON Schema of plan.json, generated from the model; ``$defs.DecisionRecord`` is
     a line of the decisions file beside it."""
-    schema = HEAD.json_schema()
+    schema = _clusters_after_summary(TypeAdapter(PlanDocument).json_schema())
     record = DECISION.json_schema()
     defs = {**schema.pop("$defs", {}), **record.pop("$defs", {}), "DecisionRecord": record}
     return {
@@ -364,6 +363,25 @@ def generated_schema() -> dict[str, Any]:
     }
 
 
+def _clusters_after_summary(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of PlanDocument with ``clusters`` where plan.json's members name it, after
+    ``summary`` (a sub-TypedDict's own member comes last)."""
+
+    def placed(names: Iterable[str]) -> list[str]:
+        order = []
+        for name in names:
+            if name != "clusters":
+                order.append(name)
+            if name == "summary":
+                order.append("clusters")
+        return order
+
+    properties = schema["properties"]
+    schema["properties"] = {name: properties[name] for name in placed(properties)}
+    schema["required"] = placed(schema["required"])
+    return schema
+
+
 def list_of(record: DecisionRecord) -> ListName | None:
     """Which kind of change a decision is: ``advisory`` (a config server's, never sent),
     ``held`` (a gate holds it) or ``changes`` (apply sends it); None without a change.
@@ -373,41 +391,12 @@ def list_of(record: DecisionRecord) -> ListName | None:
     return "advisory" if record["advisory"] else "held" if record["held"] else "changes"
 
 
-class ClusterFacts(TypedDict):
-    """What apply checks a change against: of a cluster entry, its kind, grace, release
-    protection and holds (a few hundred bytes; the whole entry is kilobytes)."""
-
-    projectId: Id
-    clusterId: AnyId
-    kind: Kind
-    holds: list[HoldEntry]
-    graceSeconds: int
-    releaseProtection: bool
-
-
-def clusters_by_key(head: PlanHead) -> dict[tuple[str, str], ClusterFacts]:
-    """The facts apply needs of a plan's clusters, by (project, cluster id)."""
-    return {
-        (c["projectId"], c["clusterId"]): {
-            "projectId": c["projectId"],
-            "clusterId": c["clusterId"],
-            "kind": c["kind"],
-            "holds": c["holds"],
-            "graceSeconds": c["graceSeconds"],
-            "releaseProtection": c["releaseProtection"],
-        }
-        for c in head["clusters"]
-    }
-
-
-def cluster_of(head: PlanHead, project_id: str, cluster_id: str) -> ClusterEntry | None:
+def cluster_of(
+    entries: Iterable[ClusterEntry], project_id: str, cluster_id: str
+) -> ClusterEntry | None:
     """The entry of one cluster (or config server) of a plan, or None."""
     return next(
-        (
-            c
-            for c in head["clusters"]
-            if (c["projectId"], c["clusterId"]) == (project_id, cluster_id)
-        ),
+        (c for c in entries if (c["projectId"], c["clusterId"]) == (project_id, cluster_id)),
         None,
     )
 

@@ -14,17 +14,17 @@ Nothing is sent, written or locked: the client only reads (a read-only key is en
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from retention.api.client import OpsManagerClient
+from retention.config.scope import Scope
 from retention.core.compare import ClusterDiff, compare
-from retention.core.horizon import LEASE_MINIMUM, lease
+from retention.core.horizon import lease
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
 from retention.plan.workers import Shared
-from retention.walk.inventory import ProjectTargets, survey_fleet, walk_all
+from retention.walk.inventory import survey_fleet, walk_all
 
 
 @dataclass
@@ -75,24 +75,16 @@ class Totals:
     holds_gone: int
 
 
-def review(
-    client: OpsManagerClient,
-    base: PolicySet,
-    current: PolicySet,
-    projects: Sequence[ProjectTargets],
-    *,
-    now: datetime,
-    schedule: str | None,
-    concurrency: int,
-    stop: Stop,
-    lease_minimum: timedelta = LEASE_MINIMUM,
-) -> Review:
-    """Walk every target of ``projects`` once, decide each with ``base`` and ``current`` as
-    of ``now``, and keep the difference. StopRequestedError when ``stop`` is asked for."""
-    found = survey_fleet(client, projects, concurrency=concurrency)
-    lease_for = lease(schedule, now, lease_minimum)
+def review(client: OpsManagerClient, base: PolicySet, scope: Scope, *, now: datetime) -> Review:
+    """Walk every target of ``scope`` once, decide each with the ``base`` policies and the
+    scope's as of ``now``, and keep the difference. StopRequestedError when the client's
+    stop is asked for."""
+    concurrency, stop = scope.concurrency, client.stop or Stop()
+    found = survey_fleet(client, scope.projects, concurrency=concurrency)
+    lease_for = lease(scope.schedule, now, scope.lease_minimum)
     sides = [
-        Shared(policies, found.alerts, found.unread, now, lease_for) for policies in (base, current)
+        Shared(policies, found.alerts, found.unread, now, lease_for)
+        for policies in (base, scope.policies)
     ]
     result = Review(now, errors=list(found.errors))
     for walk in walk_all(client, found.targets, concurrency=concurrency):

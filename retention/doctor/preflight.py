@@ -4,13 +4,14 @@ One check per line, each passed, warning or failed, with a remedy when it is not
 configuration and policies; where the notices go (redacted, nothing sent to them); the API
 reachable with TLS verified; the credentials accepted; the service version; the clock skew
 from the Date header (expiry decisions depend on the clock); backups that stopped, as the
-newest plan in the reports folder found them; and per target project the
-backup agents' link, discovery, one snapshot page and the alerts. Returns results; the CLI
-prints them and picks the exit code.
+newest plan in the reports folder found them; and per target project the backup agents'
+link, discovery, one snapshot page and the alerts. Returns the checks, with their exit code
+and their words; the CLI prints them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from itertools import islice
@@ -22,14 +23,19 @@ from retention.config.connect import open_client
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, project_targets
 from retention.config.writable import WRITE_FIX, unwritable
 from retention.core.freshness import age_words
 from retention.core.horizon import lease, schedule_lease
 from retention.core.model import Target
 from retention.core.outage import span_words, tolerance_text
+from retention.core.planfile import ClusterEntry
 from retention.core.policy.loader import PolicySet
 from retention.core.wording import counted, unmanaged_text
 from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
     ApiError,
     AuthenticationError,
     ConfigError,
@@ -38,11 +44,11 @@ from retention.errors import (
     TLSError,
     TransportError,
 )
-from retention.ops.clock import Clock, system_clock
-from retention.report.summary import stale_clusters, stale_text
+from retention.ops.clock import Clock
+from retention.report.summary import StaleCluster, stale_clusters, stale_text
 from retention.runfolder.lineage import newest_plans
-from retention.runfolder.planread import read_head
-from retention.walk.inventory import ProjectTargets, discover, project_targets
+from retention.runfolder.planread import PlanFile, open_plan
+from retention.walk.inventory import discover
 
 Status = Literal["pass", "warn", "fail"]
 SKEW_WARN = timedelta(seconds=60)
@@ -66,8 +72,8 @@ class Check:
 @dataclass
 class Report:
     """All checks, and why they stopped early, if they did: "configuration" (the
-    configuration, the policies or the reports folder failed) or "unreachable" (the API
-    cannot be reached or refuses the keys). The CLI turns this into an exit code."""
+    configuration, the policies or the reports folder failed: exit 2) or "unreachable" (the
+    API cannot be reached or refuses the keys: exit 5)."""
 
     checks: list[Check]
     stopped: Literal["configuration", "unreachable"] | None = None
@@ -77,9 +83,34 @@ class Report:
         """True when any check failed."""
         return any(c.status == "fail" for c in self.checks)
 
+    @property
+    def code(self) -> int:
+        """2 or 5 when the checks stopped early (see the class), 1 when any failed, else 0."""
+        stopped = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}
+        return stopped.get(self.stopped or "", EXIT_FAILURES if self.failed else 0)
+
+    def document(self) -> dict[str, Any]:
+        """doctor --format json."""
+        checks = [c.as_json() for c in self.checks]
+        return {"command": "doctor", "exitCode": self.code, "checks": checks}
+
+    def lines(self) -> list[str]:
+        """One line a check (and what to do, when it did not pass), then the totals."""
+        marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        lines = []
+        for check in self.checks:
+            lines.append(f"{marks[check.status]}  {check.name}: {check.detail}")
+            if check.remedy and check.status != "pass":
+                lines.append(f"      -> {check.remedy}")
+        failed = sum(c.status == "fail" for c in self.checks)
+        warned = sum(c.status == "warn" for c in self.checks)
+        checks, warnings = counted(len(self.checks), "check"), counted(warned, "warning")
+        lines.append(f"\n{checks}: {failed} failed, {warnings}.")
+        return lines
+
 
 def run_doctor(
-    config_path: str | Path | None, *, clock: Clock = system_clock, interactive: bool = False
+    config_path: str | Path | None, *, clock: Clock, interactive: bool = False
 ) -> Report:
     """Run every check that can run; stop early when a later check could not mean anything.
     The clock check compares the API's Date header with ``clock``; ``interactive`` (a
@@ -139,17 +170,20 @@ def _backups(reports: Path, clock: Clock) -> Check:
     does in full. A warning, as in the plan: backups are not retention's to fix."""
     for path in newest_plans(reports):
         try:
-            head = read_head(path)
+            plan = open_plan(path)
         except (OSError, PlanFileError):
             continue  # half written, or not a plan: an older one says as much
+        head = plan.head
         if head["whatIf"]:
             continue
         seconds = int((clock() - head["evaluatedAt"]).total_seconds())
         ago = f"{age_words(seconds)} ago" if seconds >= 60 else "just now"
         where = f"the newest plan ({path}, evaluated {ago})"
-        stale = stale_clusters(head)
+        try:
+            checked, stale = _freshness(plan)
+        except (OSError, PlanFileError):
+            continue
         if not stale:
-            checked = sum("newestRestorable" in c for c in head["clusters"])
             detail = f"{where}: {counted(checked, 'cluster')} checked, none stopped"
             return Check("backups", "pass", detail)
         return Check(
@@ -159,6 +193,21 @@ def _backups(reports: Path, clock: Clock) -> Check:
             "check these clusters' backup in the service; a plan or run checks again",
         )
     return Check("backups", "pass", f"not checked: no plan in {reports} yet")
+
+
+def _freshness(plan: PlanFile) -> tuple[int, tuple[StaleCluster, ...]]:
+    """How many of the plan's clusters it checked for backups that stopped, and those whose
+    backups had (one pass over the clusters)."""
+    checked = 0
+
+    def counting(entries: Iterable[ClusterEntry]) -> Iterator[ClusterEntry]:
+        nonlocal checked
+        for entry in entries:
+            checked += "newestRestorable" in entry
+            yield entry
+
+    stale = stale_clusters(plan.head, counting(plan.read_clusters()))
+    return checked, stale
 
 
 def _outage(loaded: LoadedConfig, clock: Clock) -> Check:

@@ -12,8 +12,9 @@ reason, ticket and end, and whether they were still in force at the plan's time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -32,6 +33,9 @@ from retention.core.planfile import (
 from retention.core.restore import State
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable
+from retention.errors import UsageError
+from retention.runfolder.folder import decisions_path
+from retention.runfolder.planread import cluster_decisions, find_decision, open_plan
 from retention.runfolder.planwrite import jsonable
 
 if TYPE_CHECKING:
@@ -81,16 +85,55 @@ class Analysis:
         return [r for r in self.record["reasons"] if describe(r) not in shown]
 
 
+@dataclass(frozen=True)
+class Explained:
+    """One snapshot of a plan explained: its record, the plan's head and its cluster's
+    entry (``listed``; None when the plan lists no such cluster), the records of its cluster as
+    decisions.jsonl.zst has them (None for a line that is not a valid record), and the
+    policies to trace with."""
+
+    record: DecisionRecord
+    head: PlanHead
+    listed: ClusterEntry | None
+    cluster: Sequence[DecisionRecord | None]
+    policies: Policies
+
+    def lines(self) -> list[str]:
+        """What explain prints."""
+        return explanation(self.record, self.head, self.listed, self.cluster, self.policies)
+
+    def document(self) -> dict[str, Any]:
+        """explain --format json."""
+        return explanation_document(
+            self.record, self.head, self.listed, self.cluster, self.policies
+        )
+
+
+def explain_snapshot(path: Path, snapshot_id: str, policies: Callable[[], Policies]) -> Explained:
+    """Find ``snapshot_id`` in the decisions of the plan at ``path``, with its cluster's
+    records and entry, and the ``policies`` to trace with; UsageError (exit 2) when the
+    decisions are not there or do not hold it."""
+    decisions = decisions_path(path)
+    if not decisions.is_file():
+        raise UsageError(f"{decisions} does not exist (it is written beside the plan)")
+    record = find_decision(decisions, snapshot_id)
+    if record is None:
+        raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
+    plan = open_plan(path)
+    cluster = list(cluster_decisions(decisions, record))
+    entry = cluster_of(plan.read_clusters(), record["projectId"], record["clusterId"])
+    return Explained(record, plan.head, entry, cluster, policies())
+
+
 def analyse(
     record: DecisionRecord,
     head: PlanHead,
+    entry: ClusterEntry | None,
     cluster: Sequence[DecisionRecord | None],
     policies: Policies,
 ) -> Analysis:
-    """Trace ``record`` through the cluster's policies whose files are the plan's;
-    ``cluster`` holds the records of its cluster as decisions.jsonl.zst has them (None for a
-    line that is not a valid record)."""
-    entry = cluster_of(head, record["projectId"], record["clusterId"])
+    """Trace ``record`` through the policies of its cluster's ``entry`` whose files are the
+    plan's (see Explained)."""
     names = entry["policies"] if entry is not None else []
     problem = policies.problem or _unusable(cluster, entry)
     if not names or problem is not None or policies.loaded is None:
@@ -114,11 +157,12 @@ def analyse(
 def explanation(
     record: DecisionRecord,
     head: PlanHead,
+    entry: ClusterEntry | None,
     cluster: Sequence[DecisionRecord | None],
     policies: Policies,
 ) -> list[str]:
     """The lines explain prints for ``record`` (see ``analyse``)."""
-    found = analyse(record, head, cluster, policies)
+    found = analyse(record, head, entry, cluster, policies)
     lines = [
         *_record_lines(record),
         *_restore_points_lines(found),
@@ -163,12 +207,13 @@ def _restore_points_lines(found: Analysis) -> list[str]:
 def explanation_document(
     record: DecisionRecord,
     head: PlanHead,
+    listed: ClusterEntry | None,
     cluster: Sequence[DecisionRecord | None],
     policies: Policies,
 ) -> dict[str, Any]:
     """explain --format json: the plan's record of the snapshot and, per policy, what each
     rule did (or why it was not traced)."""
-    found = analyse(record, head, cluster, policies)
+    found = analyse(record, head, listed, cluster, policies)
     uncounted = found.found.uncounted if found.found is not None else None
     document: dict[str, Any] = {
         "command": "explain",

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotSchedule
+from retention.config.scope import Scope
 from retention.core.cadence import Cadence, ScheduleTerms, observed_cadence, schedule_cadence
 from retention.core.forecast import (
     ClusterForecast,
@@ -27,7 +28,7 @@ from retention.core.forecast import (
     steady_index,
     trend,
 )
-from retention.core.horizon import LEASE_MINIMUM, lease
+from retention.core.horizon import lease
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import PolicySet
@@ -36,7 +37,7 @@ from retention.errors import HTTPStatusError, MalformedResponseError
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.plan.workers import Deciders
-from retention.walk.inventory import ProjectTargets, Walk, survey_fleet, walk
+from retention.walk.inventory import Walk, survey_fleet, walk
 
 log = logging.getLogger("retention.forecast")
 
@@ -187,27 +188,21 @@ def schedule_terms(schedule: SnapshotSchedule) -> ScheduleTerms:
 
 def forecast_fleet(
     client: OpsManagerClient,
-    current: PolicySet,
+    scope: Scope,
     base: PolicySet | None,
-    projects: Sequence[ProjectTargets],
     *,
     now: datetime,
     days: int,
     step: timedelta,
-    schedule: str | None,
-    concurrency: int,
-    workers: int,
-    stop: Stop,
-    lease_minimum: timedelta = LEASE_MINIMUM,
 ) -> Forecast:
-    """Walk every target of ``projects`` once and forecast each ``days`` days ahead in steps
-    of ``step`` from ``now``, under ``current`` (and ``base``), on ``workers`` processes
-    from POOL_FROM clusters. StopRequestedError when ``stop`` is asked for."""
-    found = survey_fleet(client, projects, concurrency=concurrency)
+    """Walk every target of ``scope`` once and forecast each ``days`` days ahead in steps
+    of ``step`` from ``now``, under the scope's policies (and ``base``), on its workers
+    from POOL_FROM clusters. StopRequestedError when the client's stop is asked for."""
+    concurrency, stop = scope.concurrency, client.stop or Stop()
+    found = survey_fleet(client, scope.projects, concurrency=concurrency)
     result = Forecast(now, days, step, errors=list(found.errors))
-    run = Forecaster(
-        current, base, now, steps_in(days, step), step, lease(schedule, now, lease_minimum)
-    )
+    lease_for = lease(scope.schedule, now, scope.lease_minimum)
+    run = Forecaster(scope.policies, base, now, steps_in(days, step), step, lease_for)
     walks = ordered(
         lambda target: walk_with_schedule(client, target),
         found.targets,
@@ -223,7 +218,7 @@ def forecast_fleet(
             else:
                 yield walked
 
-    pool = workers if len(found.targets) >= POOL_FROM else 1
+    pool = scope.workers if len(found.targets) >= POOL_FROM else 1
     with Deciders(run, pool, job="forecast") as forecasters:
         for outlook in forecasters.decide_all(whole()):
             stop.check("forecasting the next cluster")

@@ -1,8 +1,7 @@
-"""One lifecycle for every job: run, apply and undo (and the plan on its own).
-
-``run.run_lifecycle(job, setup)`` takes any ``job.Job`` (``kinds.RunJob``, ``ApplyJob``,
-``UndoJob``) from its configuration to its metrics and returns a typed ``job.Ended``;
-``plan.plan_fleet(setup, ...)`` writes a plan; ``jobs`` holds the work of a run and an
-apply (plan, gate, send, journal); ``ending`` the notices, the run-finished event and the
-metrics. Nothing here prints: the command line prints what comes back.
-"""
+"""retention as a library: ``Retention`` (retention.py), a method per job, each taking one
+request (requests.py) and returning one result; the lifecycle every job goes through
+(lifecycle.py: configuration, lock, client, stop, reports, notice, metrics), the jobs that
+change the fleet (changing.py: run, apply, undo) and those that only read it or prune old
+run folders (reading.py: plan, diff, forecast, prune), and how a job ends (ending.py: the
+notice, the run-finished event, the metrics). Nothing here prints: the command line
+(retention.cli) prints what comes back, and so can a script."""

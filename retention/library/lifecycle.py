@@ -1,42 +1,213 @@
-"""The lifecycle every job goes through, the same for run, apply and undo:
+"""The lifecycle every job goes through, the same for each command:
 
-load the configuration → check the reports folder can be written → take the lock → open
-the client → run the job (SIGINT and SIGTERM stop it: no new request starts, and the exit
-code says which signal) → write the reports → send the notice → log the job's closing lines
-and the run-finished event → write the metrics, however the job ended.
+load the configuration → check the reports folder can be written → take the lock (a job
+that changes something) → open the client (a job that asks the API) → run the job (SIGINT
+and SIGTERM stop it: no new request starts, and the exit code says which signal) → write
+the reports, send the notice, log the job's closing lines and the run-finished event (a
+job that leaves a record: run, apply, undo) → prune old run folders (run) → write the
+metrics, however the job ended.
 
-It prints nothing and picks no exit code of its own: the command line prints what comes
-back (``Ended``) and returns its code; a library caller gets the same reports, notices,
-logs and metrics as a command. Errors (``RetentionError``) leave it, after the metrics and
-the failure notice are written, for the caller to report.
+A job says which of these it needs (``Job``): a plan, a review or a forecast only reads; a
+prune takes the lock but asks no API. The lifecycle prints nothing and picks no exit code
+of its own: the job's result says what happened (``Job.code``, through errors.exit_code_for
+and its kin) and the command line prints what comes back (``Ended``). A library caller gets
+the same reports, notices, logs and metrics as a command. Errors (``RetentionError``) leave
+it, after the metrics and the failure notice are written, for the caller to report.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from retention import __version__
 from retention.config.connect import open_client
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import exit_code_for
 from retention.library.ending import Metrics, Notifier, log_run_finished
-from retention.library.job import Ended, Job, JobContext, R, Setup
-from retention.ops.clock import Clock, system_clock
+from retention.ops.clock import Clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
 from retention.prune.folders import Pruned
 from retention.prune.pruning import prune_reports
 from retention.report.model import RunInfo
+from retention.version import __version__
+
+if TYPE_CHECKING:
+    from retention.api.client import OpsManagerClient
+    from retention.apply.executor import Outcome
+    from retention.config.settings import RetentionConfig
+    from retention.notices.send import Delivery
+    from retention.ops.metrics import RunMetrics
+    from retention.ops.sharding import Shard
+    from retention.report.summary import RunSummary
+    from retention.walk.inventory import Walk
+
+# The facts of a run-finished event beyond those every job has (mode, run id, exit code).
+Facts = dict[str, object]
+R = TypeVar("R")
+
+
+class Progress(Protocol):
+    """Who hears how a job goes (the command line's progress on a terminal)."""
+
+    def walk(self, walk: Walk) -> None:
+        """One more cluster walked."""
+
+    def apply(self, total: int) -> None:
+        """Applying starts: ``total`` PATCHes to send."""
+
+    def outcome(self, outcome: Outcome) -> None:
+        """One change done."""
+
+    def close(self) -> None:
+        """The job ended, however it ended."""
+
+
+class Quiet:
+    """The progress nobody hears: for a job called as a library."""
+
+    def walk(self, walk: Walk) -> None:
+        """Nothing to say."""
+
+    def apply(self, total: int) -> None:
+        """Nothing to say."""
+
+    def outcome(self, outcome: Outcome) -> None:
+        """Nothing to say."""
+
+    def close(self) -> None:
+        """Nothing to end."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How the lifecycle runs a job: the configuration file (None: $RETENTION_CONFIG, then
+    ./retention.yaml), the clock, where the metrics go (nowhere unless asked), who hears
+    the progress, and whether a person waits at a terminal (``interactive``: a refused
+    first contact with the API fails after a short try instead of the full retries)."""
+
+    config_path: str | Path | None
+    clock: Clock
+    metrics_file: Path | None = None
+    pushgateway: str | None = None
+    progress: Progress = field(default_factory=Quiet)
+    interactive: bool = False
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a job runs with: the configuration, the stop of the signals, the clock, who
+    hears its progress, and the client (under the lock), for a job that asks the API."""
+
+    config: RetentionConfig
+    stop: Stop
+    clock: Clock
+    progress: Progress
+    api: OpsManagerClient | None = None
+
+    @property
+    def client(self) -> OpsManagerClient:
+        """The API client (a job that does not connect has none)."""
+        if self.api is None:
+            raise AssertionError("this job asks no API: it has no client")
+        return self.api
+
+
+class Job(Generic[R]):
+    """One kind of job the lifecycle runs; a subclass says what it needs.
+
+    ``check`` runs first (before the configuration is read: what the command line gave
+    that needs no configuration), ``prepare`` once the configuration is read and before
+    the lock (what needs no API: the policies), and what it returns runs under the lock,
+    with a client when the job ``connects``. A job that ``records`` ends with its reports,
+    notice and run-finished event (the methods below ``code``)."""
+
+    locks = False  # takes the reports folder's lock (it changes something)
+    connects = True  # opens the API client (it needs credentials)
+    records = False  # ends with reports, a notice and the run-finished event
+    notifies = False  # its ending is notified (``notify:`` in retention.yaml)
+    prunes = False  # reports.keep prunes the reports folder at its end
+
+    @property
+    def mode(self) -> str:
+        """Its name in the reports, notices, logs and metrics (run, plan, diff...)."""
+        raise NotImplementedError
+
+    @property
+    def shard(self) -> Shard | None:
+        """The shard it works on (its lock and metrics), or None for the whole fleet."""
+        return None
+
+    def check(self) -> None:
+        """Refuse what the command line gave, before the configuration is read."""
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], R]:
+        """Read what the job needs of the configuration; the step that runs it."""
+        raise NotImplementedError
+
+    def code(self, result: R) -> int:
+        """The exit code of the job's result."""
+        raise NotImplementedError
+
+    def failed(self, result: R) -> bool:
+        """Something failed: exit 1 (a job that records)."""
+        return False
+
+    def interrupted(self, result: R) -> str | None:
+        """The signal that stopped it before the end (a job that records)."""
+        return None
+
+    def held(self, result: R) -> bool:
+        """A safety gate held destructive changes that nothing let through (exit 3)."""
+        return False
+
+    def changed(self, result: R) -> bool:
+        """It changed something (or, a dry run, would have): a ``changes`` notice."""
+        return False
+
+    def folder(self, result: R) -> tuple[str, Path]:
+        """Its run id and run folder (a job that records)."""
+        raise NotImplementedError
+
+    def write_reports(
+        self, result: R, info: RunInfo, formats: Sequence[str]
+    ) -> tuple[list[Path], RunSummary | None]:
+        """Write its reports into its run folder; their paths, and the summary they were
+        rendered from when its notice says it (None: it sends no notice)."""
+        return [], None
+
+    def log_end(self, result: R) -> Facts:
+        """Log its own closing lines (failed changes...); the facts of its run-finished
+        event."""
+        return {}
+
+    def measure(self, result: R, metrics: RunMetrics) -> None:
+        """Fill in its metrics."""
+
+
+@dataclass(frozen=True)
+class Ended(Generic[R]):
+    """How a job ended: its exit code, its result, the reports written, the notices sent
+    and the summary they said, and what reports.keep removed (None: it did not prune)."""
+
+    mode: str
+    code: int
+    result: R
+    reports: list[Path] = field(default_factory=list)
+    notices: list[Delivery] = field(default_factory=list)
+    summary: RunSummary | None = None
+    pruned: Pruned | None = None
 
 
 def load(
-    config_path: str | Path | None, *, clock: Clock = system_clock, require_credentials: bool = True
+    config_path: str | Path | None, *, clock: Clock, require_credentials: bool = True
 ) -> LoadedConfig:
     """The configuration, its warnings logged ("warning: ..." on a terminal, one JSON
     object each in json mode)."""
@@ -48,31 +219,39 @@ def load(
     return loaded
 
 
-def run_lifecycle(job: Job[R], setup: Setup | None = None) -> Ended[R]:
+def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
     """Run ``job`` from its configuration to its metrics (see the module's docstring)."""
-    setup = setup or Setup()
     clock, progress = setup.clock, setup.progress
     started = clock()
     metrics = Metrics(started, job.shard, setup.metrics_file, setup.pushgateway, clock)
     with on_signals(Stop()) as stop, metrics:
         job.check()
-        loaded = load(setup.config_path, clock=clock)
+        loaded = load(setup.config_path, clock=clock, require_credentials=job.connects)
         config = loaded.config
         if job.notifies:
             metrics.notifier.configure(config.notify, job.mode)
         step = job.prepare(config)
-        require_writable(config.reports.dir, "reports.dir")
-        with run_lock(config.reports.dir, job.shard, clock=clock):
-            with open_client(
-                loaded, stop=stop, clock=clock, interactive=setup.interactive
-            ) as client:
-                metrics.client = client
+        if job.locks:
+            require_writable(config.reports.dir, "reports.dir")
+        locked = run_lock(config.reports.dir, job.shard, clock=clock) if job.locks else None
+        with locked or nullcontext():
+            connected = (
+                open_client(loaded, stop=stop, clock=clock, interactive=setup.interactive)
+                if job.connects
+                else None
+            )
+            with connected or nullcontext():
+                metrics.client = connected
                 try:
-                    result = step(JobContext(client, config, stop, clock, progress))
+                    result = step(JobContext(config, stop, clock, progress, connected))
                 finally:
                     progress.close()
             formats = config.reports.formats
-            ended = conclude(job, result, started, formats, clock, notifier=metrics.notifier)
+            ended = (
+                conclude(job, result, started, formats, clock, notifier=metrics.notifier)
+                if job.records
+                else Ended(job.mode, job.code(result), result)
+            )
             if job.prunes and config.reports.keep is not None:
                 ended = replace(
                     ended, pruned=_prune(config.reports.dir, config.reports.keep, clock)
@@ -100,7 +279,7 @@ def conclude(
     result: R,
     started: datetime,
     formats: Sequence[str],
-    clock: Clock = system_clock,
+    clock: Clock,
     *,
     notifier: Notifier | None = None,
 ) -> Ended[R]:
@@ -109,17 +288,17 @@ def conclude(
     ``reports.formats`` says: the notice is report.md's head, and its reader is promised the
     whole of it in the run folder (docs/configuration.md)."""
     held = job.held(result)
-    code = exit_code_for(failed=result.failed, held=held, stopped_by=result.interrupted)
-    info = RunInfo(result.run_id, job.mode, started, clock(), code, __version__)
+    interrupted = job.interrupted(result)
+    code = exit_code_for(failed=job.failed(result), held=held, stopped_by=interrupted)
+    run_id, run_dir = job.folder(result)
+    info = RunInfo(run_id, job.mode, started, clock(), code, __version__)
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:
         formats = [*formats, "markdown"]
-    result.reports, summary = job.write_reports(result, info, formats)
+    reports, summary = job.write_reports(result, info, formats)
     notices = []
     if notifier is not None and summary is not None:
         changed = job.changed(result)
-        notices = notifier.after_run(
-            result.run_id, result.run_dir, code, summary, changed=changed, held=held
-        )
+        notices = notifier.after_run(run_id, run_dir, code, summary, changed=changed, held=held)
     facts = job.log_end(result)
-    log_run_finished(job.mode, result.run_id, code, started, clock, **facts)
-    return Ended(job.mode, code, result, notices, summary)
+    log_run_finished(job.mode, run_id, code, started, clock, **facts)
+    return Ended(job.mode, code, result, reports, notices, summary)

@@ -1,5 +1,6 @@
-"""Planning as a job: discover targets, walk them, decide, and write plan.json with
-decisions.jsonl.zst beside it. The imperative shell around the pure retention.plan.
+"""The plan step: discover targets, walk them, decide, and write plan.json with
+decisions.jsonl.zst beside it. The imperative shell around the pure decision model
+(retention.core.decide).
 
 Clusters are decided as their walks finish, here or on worker processes
 (retention.plan.workers), and written in a fixed order: each cluster's decisions go straight
@@ -9,26 +10,25 @@ to decisions.jsonl.zst, so memory holds a few clusters at a time whatever the si
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
-from retention.core.horizon import LEASE_MINIMUM, lease, previous_run
+from retention.config.scope import Scope
+from retention.core.horizon import lease, previous_run
 from retention.core.model import Target
 from retention.core.outage import LastRun
-from retention.core.planfile import PlanHead
-from retention.core.policy.loader import LoadedPolicy, PolicySet
+from retention.core.policy.loader import LoadedPolicy
 from retention.errors import StopRequestedError
-from retention.ops.sharding import Shard
 from retention.ops.stopping import Stop
 from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.folder import decisions_path, partial_path
-from retention.runfolder.planread import read_head
+from retention.runfolder.planread import PlanFile, open_plan
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
-from retention.walk.inventory import FleetSurvey, ProjectTargets, Walk, survey_fleet, walk_all
+from retention.walk.inventory import FleetSurvey, Walk, survey_fleet, walk_all
 
 log = logging.getLogger("retention.planner")
 
@@ -42,38 +42,34 @@ CONFIG_SERVER_NOTICE = (
 
 @dataclass(frozen=True)
 class PlanResult:
-    """A written plan: its head (the plan without its long lists), files and errors."""
+    """A written plan, opened (its head; its files read the rest), and its errors."""
 
-    document: PlanHead
-    plan_path: Path
-    decisions_path: Path
+    plan: PlanFile
     errors: list[str]  # the plan's own and every cluster's walk error
 
     @property
     def held(self) -> bool:
         """True when a safety gate held destructive changes."""
-        return bool(self.document["summary"]["clustersHeld"])
+        return bool(self.plan.head["summary"]["clustersHeld"])
+
+    @property
+    def what_if(self) -> bool:
+        """Made with --at: a question about another time, never to apply."""
+        return self.plan.head["whatIf"]
 
 
 def make_plan(
     client: OpsManagerClient,
-    policies: PolicySet,
-    projects: Sequence[ProjectTargets],
+    scope: Scope,
     *,
-    now: datetime,
-    created_at: datetime,
-    schedule: str | None,
-    concurrency: int,
     plan_path: Path,
-    lease_minimum: timedelta = LEASE_MINIMUM,
+    now: datetime,
+    at: datetime | None = None,
     on_walk: Callable[[Walk], None] | None = None,
-    shard: Shard | None = None,
-    what_if: bool = False,
-    workers: int = 1,
 ) -> PlanResult:
-    """Walk every target of ``projects``, decide with ``policies`` as of ``now``, and write
-    the plan to ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path).
-    ``what_if``: ``now`` is a time asked about (--at); ``workers``: processes deciding.
+    """Walk every target of ``scope``, decide with its policies as of ``at`` (a what-if
+    plan: a time asked about, --at) or ``now``, and write the plan, made ``now``, to
+    ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path).
 
     Survey the projects, walk and decide each target into the builder (decisions stream
     out), then write plan.json. Both files are written under partial names and renamed
@@ -83,27 +79,12 @@ def make_plan(
     error it caused on the way (a planning worker killed by the same SIGTERM).
     """
     stop = client.stop or Stop()
-    decisions_to = decisions_path(plan_path, written=True)
+    decisions_to = decisions_path(plan_path)
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     decisions_partial = partial_path(decisions_to)
+    planning = _Planning(client, scope, now, at, on_walk, stop)
     try:
-        found, walk_errors = _plan_into(
-            client,
-            policies,
-            projects,
-            decisions_partial,
-            plan_path,
-            now=now,
-            created_at=created_at,
-            schedule=schedule,
-            lease_minimum=lease_minimum,
-            concurrency=concurrency,
-            on_walk=on_walk,
-            shard=shard,
-            what_if=what_if,
-            workers=workers,
-            stop=stop,
-        )
+        found, walk_errors = planning.write(plan_path, decisions_partial)
         stop.check("the plan was renamed into place")
     except BaseException as exc:
         decisions_partial.unlink(missing_ok=True)
@@ -113,63 +94,88 @@ def make_plan(
         raise
     decisions_partial.replace(decisions_to)
     partial_path(plan_path).replace(plan_path)
-    # Read back: its clusters are streamed from the file, not held (PlanClusters).
-    return PlanResult(read_head(plan_path), plan_path, decisions_to, found.errors + walk_errors)
+    return PlanResult(open_plan(plan_path), found.errors + walk_errors)
 
 
-def _plan_into(
-    client: OpsManagerClient,
-    policies: PolicySet,
-    projects: Sequence[ProjectTargets],
-    decisions_partial: Path,
-    plan_path: Path,
-    *,
-    now: datetime,
-    created_at: datetime,
-    schedule: str | None,
-    lease_minimum: timedelta,
-    concurrency: int,
-    on_walk: Callable[[Walk], None] | None,
-    shard: Shard | None,
-    what_if: bool,
-    workers: int,
-    stop: Stop,
-) -> tuple[_Found, list[str]]:
-    lease_for = lease(schedule, now, lease_minimum)
-    last_run = _last_run(schedule, now, lease_for, lease_minimum)
-    with (
-        decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out,
-        closing(
-            PlanBuilder(
-                evaluated_at=now,
-                created_at=created_at,
-                base_url=client.base_url,
-                policies=[_digest(p) for p in policies],
-                decisions_out=decisions_out,
-                lease_seconds=lease_for.total_seconds(),
-                what_if=what_if,
-                spool_dir=plan_path.parent,
+def planning_stopped(error: StopRequestedError, what_is_left: str) -> StopRequestedError:
+    """The error that says a stop came before the plan was whole, and what is left of it."""
+    return StopRequestedError(
+        error.signal_name,
+        "the plan was whole",
+        message=f"stopped by {error.signal_name} while planning: no plan was written and "
+        f"{what_is_left}",
+    )
+
+
+@dataclass(frozen=True)
+class _Planning:
+    """One plan being made: for ``scope``, made ``now``, evaluated at ``at`` or ``now``."""
+
+    client: OpsManagerClient
+    scope: Scope
+    now: datetime
+    at: datetime | None
+    on_walk: Callable[[Walk], None] | None
+    stop: Stop
+
+    def write(self, plan_path: Path, decisions_partial: Path) -> tuple[_Found, list[str]]:
+        """Survey, walk and decide into the decisions' partial file, then write plan.json's
+        partial file; what the survey found, and the walk errors."""
+        scope, evaluated = self.scope, self.at or self.now
+        lease_for = lease(scope.schedule, evaluated, scope.lease_minimum)
+        last_run = _last_run(scope.schedule, evaluated, lease_for, scope.lease_minimum)
+        with (
+            decisions_partial.open("wb", buffering=WRITE_BUFFER) as decisions_out,
+            closing(
+                PlanBuilder(
+                    evaluated_at=evaluated,
+                    created_at=self.now,
+                    base_url=self.client.base_url,
+                    policies=[_digest(p) for p in scope.policies],
+                    decisions_out=decisions_out,
+                    lease_seconds=lease_for.total_seconds(),
+                    what_if=self.at is not None,
+                    spool_dir=plan_path.parent,
+                )
+            ) as builder,
+        ):
+            found = _survey(self.client, scope)
+            builder.projects.update(found.survey.names)
+            shared = Shared(
+                scope.policies,
+                found.survey.alerts,
+                found.survey.unread,
+                evaluated,
+                lease_for,
+                last_run,
             )
-        ) as builder,
-    ):
-        found = _survey(client, projects, shard, concurrency)
-        builder.projects.update(found.survey.names)
-        walk_errors = _walk_and_decide(
-            client,
-            policies,
-            found,
-            builder,
-            now=now,
-            lease_for=lease_for,
-            last_run=last_run,
-            concurrency=concurrency,
-            workers=workers,
-            on_walk=on_walk,
-            stop=stop,
-        )
-        builder.service_version = client.service_version
-        _write_whole(plan_path, builder, found)
-    return found, walk_errors
+            walk_errors = self._walk_and_decide(found, builder, shared)
+            builder.service_version = self.client.service_version
+            _write_whole(plan_path, builder, found)
+        return found, walk_errors
+
+    def _walk_and_decide(self, found: _Found, builder: PlanBuilder, shared: Shared) -> list[str]:
+        """Decide every target as its walk comes in; the walk errors (each is also in its
+        cluster's entry). A stop ends it between two clusters: the walks stop at their next
+        request, and deciding what was walked would only delay the stop."""
+        walk_errors: list[str] = []
+        concurrency = self.scope.concurrency
+
+        def walks() -> Iterator[Walk]:
+            # One walk across every project, so no project's start waits for the last one's.
+            for walk in walk_all(
+                self.client, found.targets, concurrency=concurrency, on_done=self.on_walk
+            ):
+                if walk.error:
+                    walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
+                yield walk
+
+        pool = self.scope.workers if len(found.targets) >= POOL_FROM else 1
+        with Deciders(shared, pool) as deciders:
+            for cluster in deciders.decide_all(walks()):
+                self.stop.check("deciding the next cluster")
+                builder.add_encoded(cluster)
+        return walk_errors
 
 
 @dataclass
@@ -186,52 +192,13 @@ class _Found:
         return self.survey.errors
 
 
-def _survey(
-    client: OpsManagerClient,
-    projects: Sequence[ProjectTargets],
-    shard: Shard | None,
-    concurrency: int,
-) -> _Found:
-    survey = survey_fleet(client, projects, concurrency=concurrency)
+def _survey(client: OpsManagerClient, scope: Scope) -> _Found:
+    survey = survey_fleet(client, scope.projects, concurrency=scope.concurrency)
+    shard = scope.shard
     found = _Found(survey, [t for t in survey.targets if shard is None or shard.owns(t.cluster_id)])
     if any(t.kind == "config-server" for t in found.targets):
         found.notices.append(CONFIG_SERVER_NOTICE)
     return found
-
-
-def _walk_and_decide(
-    client: OpsManagerClient,
-    policies: PolicySet,
-    found: _Found,
-    builder: PlanBuilder,
-    *,
-    now: datetime,
-    lease_for: timedelta,
-    last_run: LastRun | None,
-    concurrency: int,
-    workers: int,
-    on_walk: Callable[[Walk], None] | None,
-    stop: Stop,
-) -> list[str]:
-    """Decide every target as its walk comes in; the walk errors (each is also in its
-    cluster's entry). A stop ends it between two clusters: the walks stop at their next
-    request, and deciding what was walked would only delay the stop."""
-    walk_errors: list[str] = []
-
-    def walks() -> Iterator[Walk]:
-        # One walk across every project, so no project's start waits for the last one's end.
-        for walk in walk_all(client, found.targets, concurrency=concurrency, on_done=on_walk):
-            if walk.error:
-                walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
-            yield walk
-
-    shared = Shared(policies, found.survey.alerts, found.survey.unread, now, lease_for, last_run)
-    pool = workers if len(found.targets) >= POOL_FROM else 1
-    with Deciders(shared, pool) as deciders:
-        for cluster in deciders.decide_all(walks()):
-            stop.check("deciding the next cluster")
-            builder.add_encoded(cluster)
-    return walk_errors
 
 
 def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> None:

@@ -31,8 +31,6 @@ pool is taken down without waiting for its thread (``_abandon``).
 from __future__ import annotations
 
 import logging
-import math
-import os
 import signal
 import threading
 import time
@@ -45,8 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from multiprocessing import connection, get_context
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -57,9 +54,6 @@ from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
 from retention.walk.inventory import Walk
-
-if TYPE_CHECKING:
-    from retention.config.settings import ApiSettings
 
 log = logging.getLogger("retention.planner")
 
@@ -354,41 +348,3 @@ def _start(shared: Decides[object]) -> None:
 def _decide(bare: Walk, blob: bytes) -> object:
     assert _shared is not None  # noqa: S101 - _start runs first in every worker
     return _shared.decide_walk(replace(bare, snapshots=_DECODER.decode(blob)))
-
-
-# The most planning workers a plan starts unless api.workers says more: eight keep up with
-# the walk's default eight connections, at about 40 MiB each.
-DEFAULT_WORKERS_MAX = 8
-
-
-def planning_workers(api: ApiSettings) -> int:
-    """The processes a plan decides on: ``api.workers``, else the CPUs this process may use
-    (its affinity and the container's CPU limit), at most DEFAULT_WORKERS_MAX: 1 on a
-    one-CPU pod, and not a hundred interpreters on an unlimited big host."""
-    if api.workers is not None:
-        return api.workers
-    return min(available_cpus(), DEFAULT_WORKERS_MAX)
-
-
-def available_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
-    """The CPUs this process may use: those it may run on, capped by the container's CPU
-    limit (cgroup v2 ``cpu.max``, or v1 ``cpu.cfs_quota_us``) rounded up; at least 1."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    limit = _cgroup_limit(cgroup)
-    return max(1, min(cpus or 1, limit or cpus or 1))
-
-
-def _cgroup_limit(cgroup: Path) -> int | None:
-    """The CPU limit of the cgroup in whole CPUs (rounded up); None when there is none."""
-    try:
-        if (v2 := cgroup / "cpu.max").is_file():
-            quota, _, period = v2.read_text().strip().partition(" ")
-            if quota == "max":
-                return None
-            return math.ceil(int(quota) / int(period or "100000"))
-        v1 = cgroup / "cpu"
-        quota_us = int((v1 / "cpu.cfs_quota_us").read_text())
-        period_us = int((v1 / "cpu.cfs_period_us").read_text())
-    except (OSError, ValueError):
-        return None
-    return math.ceil(quota_us / period_us) if quota_us > 0 and period_us > 0 else None

@@ -10,11 +10,14 @@ fails the run that pruned.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from retention.core.policy.duration import RetentionDuration
 from retention.core.pruning import prune_verdicts
+from retention.core.wording import counted
 from retention.ops.logs import RUN_LOGGER
 from retention.prune.folders import Pruned, remove, survey
 
@@ -35,3 +38,58 @@ def prune_reports(
         fields = {"event": "run-folder-removed", "folder": str(reports / name), "why": why[name]}
         log.info("removed run folder %s: %s", reports / name, why[name], extra={"fields": fields})
     return pruned
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """A prune by hand: what it found and did in ``reports``, with the keep duration it
+    judged by, and whether it only said (``dry_run``)."""
+
+    pruned: Pruned
+    reports: Path
+    keep: RetentionDuration
+    dry_run: bool
+
+    @property
+    def code(self) -> int:
+        """1 when a folder that should have gone could not be removed, else 0."""
+        return 1 if self.pruned.failed else 0
+
+    def document(self) -> dict[str, Any]:
+        """prune --format json."""
+        pruned = self.pruned
+        return {
+            "command": "prune",
+            "exitCode": self.code,
+            "dryRun": self.dry_run,
+            "reportsDir": str(self.reports),
+            "keep": str(self.keep),
+            "folders": [
+                {"name": v.name, "remove": v.remove, "why": v.why, "bytes": v.size}
+                for v in pruned.verdicts
+            ],
+            "removed": pruned.removed,
+            "failed": [{"name": name, "error": error} for name, error in pruned.failed],
+        }
+
+    def lines(self) -> list[str]:
+        """What a person reads: each folder and its verdict, then the totals."""
+        pruned, reports = self.pruned, self.reports
+        going = [v for v in pruned.verdicts if v.remove]
+        lines = [
+            f"  {'remove' if v.remove else 'keep  '}  {v.name}  {v.why}" for v in pruned.verdicts
+        ]
+        size = sum(v.size for v in going if self.dry_run or v.name in pruned.removed)
+        folders = counted(len(going) if self.dry_run else len(pruned.removed), "run folder")
+        verb = "Would remove" if self.dry_run else "Removed"
+        lines.append(
+            f"{verb} {folders} of {len(pruned.verdicts)} in {reports} "
+            f"({size / 1e6:,.1f} MB); keep: {self.keep}."
+        )
+        return lines
+
+    def failures(self) -> list[str]:
+        """The folders that could not be removed, a line each (for stderr)."""
+        return [
+            f"Could not remove {self.reports / name}: {error}" for name, error in self.pruned.failed
+        ]

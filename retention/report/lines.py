@@ -10,7 +10,8 @@ approved, not held, and the deletion line counts what the service applied.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from retention.core.guard import APPROVABLE
 from retention.core.outage import tolerance_sentence
@@ -22,6 +23,7 @@ from retention.report.summary import (
     ApprovedCluster,
     PlanSummary,
     RunSummary,
+    StaleCluster,
     approve_command,
     outcome_counts,
     stale_text,
@@ -32,12 +34,18 @@ LISTED = 10
 
 
 def summary_lines(
-    document: PlanHead, *, summary: RunSummary | None = None, max_clusters: int = 50
+    head: PlanHead,
+    clusters: Iterable[ClusterEntry],
+    *,
+    summary: RunSummary | None = None,
+    max_clusters: int = 50,
 ) -> list[str]:
-    """Readable lines for a plan document (retention-plan/v1), or its head; with the
-    ``summary`` of the run that applied it, what that run did."""
-    plan = PlanSummary.of(document)
+    """Readable lines for a plan: its head and its ``clusters``, taken in one pass (a plan
+    read back streams them from its file); with the ``summary`` of the run that applied it,
+    what that run did."""
     approved = {(c.project_id, c.cluster_id): c for c in summary.approved} if summary else {}
+    seen = _Seen.of(head, clusters, approved, max_clusters)
+    plan = PlanSummary.of(head, seen.stale)
     lines = [
         f"retention plan: evaluated at {format_timestamp(plan.evaluated_at)} "
         f"against {plan.base_url}",
@@ -46,35 +54,68 @@ def summary_lines(
         lines.append("  what-if: evaluated at a time given with --at; review only, not to apply")
     if plan.service_version:
         lines.append(f"  service: {plan.service_version}")
-    policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in document["policies"])
+    policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in head["policies"])
     lines.append(f"  policies: {policies or 'none'}")
     lines.append("")
     header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "NOTE")
-    rows: list[tuple[str, ...]] = []
-    # One pass over the clusters, which a plan read back streams from its file.
-    changed = total = 0
-    for cluster in document["clusters"]:
-        total += 1
-        if _changes(cluster) or cluster["holds"] or cluster["errors"]:
-            changed += 1
-            if len(rows) < max_clusters:
-                rows.append(
-                    _row(cluster, approved.get((cluster["projectId"], cluster["clusterId"])))
-                )
+    rows = seen.rows
     if rows:
         widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
         for row in (header, *rows):
             lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
-        hidden = changed - len(rows)
+        hidden = seen.changed - len(rows)
         if hidden > 0:
             more = counted(hidden, "more cluster")
             lines.append(f"  ... and {more} with changes (see plan.json)")
-    unchanged = total - changed
+    unchanged = seen.total - seen.changed
     lines.append(f"  {counted(unchanged, 'cluster')} without changes")
     lines.append("")
-    totals = _totals(plan, document) if summary is None else run_totals_lines(summary, document)
+    totals = _totals(plan, head, seen) if summary is None else run_totals_lines(summary, head, seen)
     # Names and ids come from the service: none of their characters may act on a terminal.
     return [printable(line) for line in lines + totals]
+
+
+@dataclass
+class _Seen:
+    """What the summary reads of a plan's clusters, in one pass: the table's rows (the first
+    clusters with changes, holds or errors), how many there are, the holds, errors and
+    unmanaged clusters, and those whose backups stopped."""
+
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    changed: int = 0
+    total: int = 0
+    held: list[tuple[str, Sequence[HoldEntry]]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    bare: list[str] = field(default_factory=list)
+    stale: tuple[StaleCluster, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        head: PlanHead,
+        clusters: Iterable[ClusterEntry],
+        approved: Mapping[tuple[str, str], ApprovedCluster],
+        max_rows: int,
+    ) -> _Seen:
+        seen = cls()
+        names = {p["projectId"]: p["name"] for p in head.get("projects", [])}
+        stale = []
+        for cluster in clusters:
+            seen.total += 1
+            key = (cluster["projectId"], cluster["clusterId"])
+            if _changes(cluster) or cluster["holds"] or cluster["errors"]:
+                seen.changed += 1
+                if len(seen.rows) < max_rows:
+                    seen.rows.append(_row(cluster, approved.get(key)))
+            if cluster["holds"]:
+                seen.held.append((cluster["name"], cluster["holds"]))
+            seen.errors.extend(f"{cluster['name']}: {e}" for e in cluster["errors"])
+            if not cluster["policies"]:
+                seen.bare.append(cluster["name"])
+            if (found := StaleCluster.of(cluster, names.get(cluster["projectId"]))) is not None:
+                stale.append(found)
+        seen.stale = tuple(stale)
+        return seen
 
 
 def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[str, ...]:
@@ -125,21 +166,20 @@ def plan_totals_lines(plan: PlanSummary) -> list[str]:
     return lines
 
 
-def _totals(plan: PlanSummary, document: PlanHead) -> list[str]:
+def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen) -> list[str]:
     """What the plan does in all, what holds it, its notes, errors and warnings."""
     lines = plan_totals_lines(plan)
     lines.append(tolerance_sentence(plan.lease_seconds, applied=False))
     lines.extend(stale_lines(plan))
-    lines.extend(hold_record_lines(document))
+    lines.extend(hold_record_lines(head))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
     lines.extend(f"  note {notice}" for notice in plan.notices)
-    held = [(c["name"], c["holds"]) for c in document["clusters"] if c["holds"]]
-    lines.extend(_hold_lines(held))
-    approvable = [name for name, holds in held if all(h["kind"] in APPROVABLE for h in holds)]
-    return lines + _approve_lines(approvable) + _problem_lines(plan, document)
+    lines.extend(_hold_lines(seen.held))
+    approvable = [name for name, holds in seen.held if all(h["kind"] in APPROVABLE for h in holds)]
+    return lines + _approve_lines(approvable) + _problem_lines(plan, head, seen)
 
 
-def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
+def run_totals_lines(summary: RunSummary, document: PlanHead, seen: _Seen) -> list[str]:
     """What a run or an apply did in all (``summary``, of its run folder): its changes by
     action, what the service may delete from when, what is still held and what an
     --approve let through, what expires soon; then the notes, the holds that still need
@@ -182,7 +222,7 @@ def run_totals_lines(summary: RunSummary, document: PlanHead) -> list[str]:
     lines.extend(f"  note {notice}" for notice in summary.plan.notices)
     lines.extend(_hold_lines((c.name, c.holds) for c in summary.held))
     lines.extend(_approve_lines([c.name for c in summary.approvable]))
-    return lines + _problem_lines(summary.plan, document)
+    return lines + _problem_lines(summary.plan, document, seen)
 
 
 def stale_lines(plan: PlanSummary) -> list[str]:
@@ -227,15 +267,12 @@ def _approve_lines(approvable: Sequence[str]) -> list[str]:
     ]
 
 
-def _problem_lines(plan: PlanSummary, document: PlanHead) -> list[str]:
+def _problem_lines(plan: PlanSummary, head: PlanHead, seen: _Seen) -> list[str]:
     """The plan's errors (once each), its warnings and what no policy manages."""
-    errors = [
-        *plan.errors,
-        *(f"{c['name']}: {e}" for c in document["clusters"] for e in c["errors"]),
-    ]
+    errors = [*plan.errors, *seen.errors]
     lines = [f"  error {error}" for error in dict.fromkeys(errors)]
     lines.extend(f"  warning {w}" for w in plan.warnings)
-    return lines + unmanaged_lines(document)
+    return lines + unmanaged_lines(head, seen.bare)
 
 
 def hold_record_lines(document: PlanHead, *, listed: int = 5) -> list[str]:
@@ -262,16 +299,15 @@ def hold_record_lines(document: PlanHead, *, listed: int = 5) -> list[str]:
     return lines
 
 
-def unmanaged_lines(document: PlanHead, *, listed: int = 10) -> list[str]:
-    """Warnings for what no policy manages: clusters no policy matches (never changed, so
-    never cleaned up) and policies that match nothing (a glob that misses, say)."""
+def unmanaged_lines(head: PlanHead, bare: Sequence[str], *, listed: int = 10) -> list[str]:
+    """Warnings for what no policy manages: the ``bare`` clusters no policy matches (never
+    changed, so never cleaned up) and policies that match nothing (a glob that misses)."""
     lines: list[str] = []
-    for name in document.get("unusedPolicies", []):
+    for name in head.get("unusedPolicies", []):
         lines.append(
             f"  warning policy {name!r} matches no cluster or config server: check its match "
             "(projects, cluster globs, kinds)"
         )
-    bare = [c["name"] for c in document["clusters"] if not c["policies"]]
     if bare:
         lines.append(f"  warning {unmanaged_text(bare, listed)}")
     return lines

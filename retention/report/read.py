@@ -38,10 +38,11 @@ from retention.report.model import (
     RunInfo,
 )
 from retention.report.summarize import summarize
+from retention.report.summary import PlanSummary, StaleCluster
 from retention.report.svg import Snap, build_calendar, build_timeline, category
 from retention.runfolder.folder import DECISIONS, RESULTS, RunFolder
 from retention.runfolder.journal import apply_lines
-from retention.runfolder.planread import read_decisions, read_head, read_list, to_send
+from retention.runfolder.planread import PlanFile, open_plan, read_decisions
 from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
@@ -237,15 +238,17 @@ MAX_CHANGE_ROWS = 5000
 
 
 def change_rows(
-    plan: Path, limit: int = MAX_CHANGE_ROWS, approved: frozenset[tuple[str, str]] = frozenset()
+    plan: PlanFile,
+    limit: int = MAX_CHANGE_ROWS,
+    approved: frozenset[tuple[str, str]] = frozenset(),
 ) -> Iterator[ChangeRow]:
     """The plan's changes as rows, cluster by cluster in plan order: the ones this run
     sends first (those of ``changes``, and the held ones of the clusters an --approve let
     through), then those still held, at most ``limit`` in all."""
     still_held = (
-        c for c in read_list(plan, "held") if (c["projectId"], c["clusterId"]) not in approved
+        c for c in plan.read_list("held") if (c["projectId"], c["clusterId"]) not in approved
     )
-    for change in islice(chain(to_send(plan, approved), still_held), limit):
+    for change in islice(chain(plan.read_changes(approved), still_held), limit):
         yield _row(change)
 
 
@@ -281,17 +284,24 @@ def _rank(cluster: ClusterRow) -> tuple[int, str, str, str]:
     return (-cluster.changes, cluster.name, cluster.project_id, cluster.cluster_id)
 
 
-def _cluster_rows(head: PlanHead, outcomes: Outcomes | None) -> list[ClusterRow]:
-    """The plan's clusters as report rows, with their project's name and their outcomes."""
-    clusters = [ClusterRow.of(c) for c in head["clusters"]]
-    names = project_names(head)
+def _cluster_rows(
+    plan: PlanFile, outcomes: Outcomes | None
+) -> tuple[list[ClusterRow], tuple[StaleCluster, ...]]:
+    """The plan's clusters as report rows, with their project's name and their outcomes;
+    and those whose backups stopped (one pass over the clusters)."""
+    names = project_names(plan.head)
+    clusters, stale = [], []
+    for entry in plan.read_clusters():
+        clusters.append(ClusterRow.of(entry))
+        if (found := StaleCluster.of(entry, names.get(entry["projectId"]))) is not None:
+            stale.append(found)
     for row in clusters:
         row.project_name = names.get(row.project_id)
         if outcomes is not None:
             row.failed = outcomes.failed_by_cluster.get(row.key, 0)
             if (tally := outcomes.approved.get(row.key)) is not None:
                 row.approve(tally)
-    return clusters
+    return clusters, tuple(stale)
 
 
 def project_names(head: PlanHead) -> dict[str, str | None]:
@@ -330,7 +340,7 @@ def _scan(path: Path, scan: _DecisionScan, names: dict[str, str | None]) -> list
     return problems
 
 
-def _advisory_rows(plan: Path, limit: int) -> list[AdvisoryRow]:
+def _advisory_rows(plan: PlanFile, limit: int) -> list[AdvisoryRow]:
     """The first ``limit`` advisory decisions of the plan."""
     return [
         AdvisoryRow(
@@ -342,7 +352,7 @@ def _advisory_rows(plan: Path, limit: int) -> list[AdvisoryRow]:
             do_not_delete=c["observed"]["doNotDelete"],
             reasons=deciding_first(c["reasons"], c["action"]),
         )
-        for c in islice(read_list(plan, "advisory"), limit)
+        for c in islice(plan.read_list("advisory"), limit)
     ]
 
 
@@ -351,10 +361,10 @@ def collect(
 ) -> ReportData:
     """Read the run folder's files into what the templates show."""
     folder = RunFolder(run_dir)
-    plan = folder.plan
-    head = read_head(plan)
+    plan = open_plan(folder.plan)
+    head = plan.head
     outcomes = read_results(folder.results, max_listed=max_listed)
-    clusters = _cluster_rows(head, outcomes)
+    clusters, stale = _cluster_rows(plan, outcomes)
     changed = sorted((c for c in clusters if c.changes), key=_rank)
     drawn = changed[:max_timelines]
     for number, cluster in enumerate(drawn, 1):
@@ -373,7 +383,7 @@ def collect(
         run=run,
         summary=summarize(
             run,
-            head,
+            PlanSummary.of(head, stale),
             outcomes=outcomes,
             clusters=clusters,
             calendar=scan.calendar,

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retention.core.guard import APPROVABLE
-from retention.core.planfile import PlanHead
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.model import Calendar, ClusterRow, Outcomes
 from retention.report.summary import (
@@ -32,7 +31,7 @@ from retention.report.summary import (
 
 def summarize(
     run: RunInfo,
-    head: PlanHead,
+    plan: PlanSummary,
     *,
     outcomes: Outcomes | None,
     clusters: Sequence[ClusterRow],
@@ -43,7 +42,6 @@ def summarize(
     """The run's summary. ``clusters`` are the plan's rows with this run's approvals taken
     in (ClusterRow.approve); ``bytes_applied`` is what the destructive changes the service
     applied take (None: unknown)."""
-    plan = PlanSummary.of(head)
     by_action = _by_action(plan.by_action, outcomes)
     held = tuple(_held(c) for c in clusters if c.held_now)
     return RunSummary(

@@ -15,7 +15,7 @@ so the two cannot drift apart), HTML in the Summary section of templates/report.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -140,11 +140,10 @@ class StaleCluster:
         }
 
 
-def stale_clusters(head: PlanHead) -> tuple[StaleCluster, ...]:
-    """The clusters of a plan whose backups stopped, in plan order (a head without its
-    clusters, as a summary of counts alone may be, has none)."""
+def stale_clusters(head: PlanHead, clusters: Iterable[ClusterEntry]) -> tuple[StaleCluster, ...]:
+    """The ``clusters`` of a plan whose backups stopped, in plan order."""
     names = {p["projectId"]: p["name"] for p in head.get("projects", [])}
-    found = (StaleCluster.of(c, names.get(c["projectId"])) for c in head.get("clusters", []))
+    found = (StaleCluster.of(c, names.get(c["projectId"])) for c in clusters)
     return tuple(c for c in found if c is not None)
 
 
@@ -185,8 +184,8 @@ class PlanSummary:
     stale: tuple[StaleCluster, ...] = ()
 
     @classmethod
-    def of(cls, head: PlanHead) -> PlanSummary:
-        """The summary of a plan's head (or of the whole plan document)."""
+    def of(cls, head: PlanHead, stale: tuple[StaleCluster, ...] = ()) -> PlanSummary:
+        """The summary of a plan's head, with its clusters whose backups stopped."""
         summary = head["summary"]
         return cls(
             evaluated_at=_required(head["evaluatedAt"]),
@@ -207,7 +206,7 @@ class PlanSummary:
             errors=tuple(head.get("errors", [])),
             warnings=tuple(head.get("warnings", [])),
             unused_policies=tuple(head.get("unusedPolicies", [])),
-            stale=stale_clusters(head),
+            stale=stale,
         )
 
     def count(self, action: str) -> int:

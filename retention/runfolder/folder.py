@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import secrets
+import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,17 +21,19 @@ import orjson
 
 from retention.core.runfiles import (
     INTERRUPTED_DOCUMENT,
+    INTERRUPTED_FORMAT,
     UNDO_DOCUMENT,
     InterruptedDocument,
+    Mode,
     UndoDocument,
 )
+from retention.core.timestamps import format_timestamp
+from retention.errors import SIGNAL_EXITS, PlanFileError
 from retention.runfolder.planwrite import encode_line
 
 PLAN = "plan.json"
-# A plan's decisions, one zstd frame of JSON lines per cluster (plan format v2); plans of
-# format v1 have them plain, as decisions.jsonl.
+# A plan's decisions, one zstd frame of JSON lines per cluster.
 DECISIONS = "decisions.jsonl.zst"
-OLD_DECISIONS = "decisions.jsonl"
 RESULTS = "results.jsonl"
 UNDO = "undo.json"
 INTERRUPTED = "interrupted.json"
@@ -58,17 +62,12 @@ def partial_path(path: Path) -> Path:
     return path.with_name(path.name + PARTIAL)
 
 
-def decisions_path(plan_path: Path, *, written: bool = False) -> Path:
+def decisions_path(plan_path: Path) -> Path:
     """Where a plan's decisions are: decisions.jsonl.zst beside plan.json, and
     NAME.decisions.jsonl.zst beside any other NAME.json, so two plans in one folder keep
-    their own. A plan of format v1 has them plain (decisions.jsonl): that file, when it is
-    there and the compressed one is not, unless ``written`` (where a new plan writes)."""
+    their own."""
     prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
-    compact = plan_path.with_name(prefix + DECISIONS)
-    plain = plan_path.with_name(prefix + OLD_DECISIONS)
-    if written or compact.exists() or not plain.exists():
-        return compact
-    return plain
+    return plan_path.with_name(prefix + DECISIONS)
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class RunFolder:
 
     @property
     def decisions(self) -> Path:
-        """decisions.jsonl.zst, the plan's decisions (decisions.jsonl in a v1 folder)."""
+        """decisions.jsonl.zst, the plan's decisions."""
         return decisions_path(self.plan)
 
     @property
@@ -127,6 +126,50 @@ class RunFolder:
     def read_undo(self) -> UndoDocument:
         """undo.json, validated (pydantic's ValidationError when it is not one)."""
         return UNDO_DOCUMENT.validate_json(self.undo.read_bytes())
+
+    def copy_plan(self, source: Path) -> Path:
+        """Make the folder, and copy into it the plan at ``source`` (any name) and its
+        decisions (when there are any) as plan.json and decisions.jsonl.zst; the copy's
+        path. What an apply checks and sends is this copy, never the source. PlanFileError
+        names ``source`` when there is none, or it cannot be read."""
+        if not source.is_file():
+            raise PlanFileError(str(source), "no such plan file")
+        try:
+            self.path.mkdir(parents=True)
+            shutil.copyfile(source, self.plan)
+            if (decisions := decisions_path(source)).is_file():
+                shutil.copyfile(decisions, self.decisions)
+        except OSError as exc:
+            raise PlanFileError(
+                str(source), f"cannot read the plan: {exc.strerror or exc}"
+            ) from None
+        return self.plan
+
+    def mark_interrupted(
+        self,
+        mode: Mode,
+        signal_name: str,
+        started: datetime,
+        stopped: datetime,
+        outcomes: Mapping[str, int] | None = None,
+        *,
+        sent: bool = False,
+    ) -> Path:
+        """Write interrupted.json: which signal stopped which command when, in which step
+        (apply once ``outcomes`` are journalled, the outcomes so far; plan before), and
+        whether a PATCH went out."""
+        document: InterruptedDocument = {
+            "format": INTERRUPTED_FORMAT,
+            "mode": mode,
+            "signal": signal_name,
+            "exitCode": SIGNAL_EXITS[signal_name],
+            "startedAt": format_timestamp(started),
+            "stoppedAt": format_timestamp(stopped),
+            "step": "apply" if outcomes is not None else "plan",
+            "sent": sent,
+            "outcomes": dict(sorted(outcomes.items())) if outcomes is not None else None,
+        }
+        return self.write_interrupted(document)
 
     def write_interrupted(self, document: InterruptedDocument) -> Path:
         """Write interrupted.json (one line), making the folder if planning made none yet."""

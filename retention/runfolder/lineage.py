@@ -5,7 +5,7 @@ A folder with plan.json and no results.jsonl sent nothing: it is a plan (`retent
 which writes plan.json and decisions.jsonl only) or a dry run (`retention run --dry-run`,
 which also writes the reports). A command stopped while planning leaves interrupted.json
 and no plan. An apply of such a plan sent from a folder of its own, into which it copied
-the plan byte for byte (library.jobs.apply_saved): the applies of a plan are the folders
+the plan byte for byte (apply.applying.apply_saved): the applies of a plan are the folders
 whose plan.json has the same bytes and that have a journal.
 """
 
@@ -85,7 +85,7 @@ def _made(plan: Path) -> tuple[str, float]:
     try:
         written = plan.stat().st_mtime
     except OSError:
-        written = 0.0  # gone since it was listed: read_head says so
+        written = 0.0  # gone since it was listed: opening it says so
     return plan.parent.name.partition("-")[0], written
 
 

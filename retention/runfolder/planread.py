@@ -1,41 +1,44 @@
-"""Reading plan.json and its decisions back, validated by the model of core/planfile.py.
+"""Reading a plan back: plan.json and the decisions beside it, validated by the model of
+core/planfile.py (planwrite.py writes them).
 
-The shell's side of the plan file: the core (retention.core.planfile) defines the model,
-planwrite.py writes the files, this module opens them.
-
-A plan of format v2 is its head (plan.json, small) and decisions.jsonl.zst, streamed a
-block at a time: its changes are the decisions that carry a body, and they are checked
-against the digest and count plan.json gives, so a plan is never applied with another
-plan's decisions. A plan of format v1 (its lists in plan.json, plain decisions.jsonl) is
-still read, streamed entry by entry in the layout v1 wrote; apply refuses it
-(core.guard.plan_refusal). The decisions are searched with a cheap text test before a line
-is parsed. Every problem is a PlanFileError that names the file, the entry and the field.
+plan.json has one layout: its head on the first line (every member but the clusters), then
+its cluster entries, one a line, then a closing line. ``open_plan`` reads the head; the
+``PlanFile`` it returns holds the head as plain values and reads the rest only when asked,
+from the file it was opened from (a plan written over it since is refused), so a plan of
+20,000 clusters costs the memory of one entry. Its decisions (decisions.jsonl.zst, zstd
+frames of JSON lines) are checked against the digest and count the head gives: a plan is
+never read with another plan's decisions. A plan of format v1, or in another layout (saved
+again by an editor), is refused whole. Every problem is a PlanFileError that names the
+file, the entry and the field. The decisions are searched with a cheap text test before a
+line is parsed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import itertools
 import operator
+import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Generic, TypeVar, cast
 
 import orjson
 import zstandard
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
+from retention.core.ids import id_problem
 from retention.core.planfile import (
     CHANGE,
+    CLUSTER,
     DECISION,
     FORMAT,
     HEAD,
-    LISTS,
     OLD_FORMAT,
     Change,
+    ClusterEntry,
     DecisionRecord,
-    DecisionsEntry,
     ListName,
     PlanHead,
     list_of,
@@ -43,191 +46,279 @@ from retention.core.planfile import (
 from retention.core.wording import printable
 from retention.errors import PlanFileError
 from retention.runfolder.folder import decisions_path
-from retention.runfolder.planclusters import head_of, head_value, problem, written_head
 from retention.runfolder.planrecords import change_record
+from retention.runfolder.planwrite import CLUSTERS_CLOSE, CLUSTERS_OPEN
 
 # Blocks read from a decisions file: large, as the writer's.
 READ_BLOCK = 1 << 20
 _NO_BODY = b'"body":null'
-DECISIONS_ENTRY = TypeAdapter(DecisionsEntry)
+_END = b"\n" + CLUSTERS_CLOSE + b"\n"
+# Which file, and which version of it: the clusters are read after the head, and must be
+# that head's (not those of a plan written over it since).
+_Stamp = tuple[int, int, int, int]
 
-# ---- reading ---------------------------------------------------------------------------
+
+def problem(where: str, exc: ValidationError) -> PlanFileError:
+    """A validation error as a PlanFileError naming ``where`` and the first field wrong."""
+    first = exc.errors()[0]
+    place = ".".join(str(part) for part in first["loc"]) or "(the entry)"
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    message = first["msg"]
+    value = first.get("input")
+    if place.endswith("Id") and isinstance(value, str) and (why := id_problem(value)):
+        # The rule in words, not its regular expression.
+        message = f"{value!r} is not an id a plan can carry: {why}"
+    return PlanFileError(where, f"{place}: {message}{more}")
 
 
-def _head_lines(path: Path) -> bytes | None:
-    """The file without its three lists, when it is in the written layout; else None."""
-    kept: list[bytes] = []
-    skipping = False
-    openings = {b'  "' + n.encode() + b'": [' for n in LISTS}
-    empty = {o + b"]" for o in openings}  # an empty list, written on one line
+def open_plan(path: Path, *, copy_of: Path | None = None) -> PlanFile:
+    """The plan at ``path``: its head read and validated, the rest left in the files.
+    ``copy_of``: ``path`` is a copy of that plan, which its problems name.
+
+    Raises PlanFileError naming the file and the first field that is wrong (a plan of
+    another format or layout, or one cut short, is refused whole), or OSError."""
+    shown = copy_of or path
     with path.open("rb") as lines:
-        if lines.read(2) != b"{\n":
-            return None
-        kept.append(b"{\n")
-        for line in lines:
-            stripped = line.rstrip(b"\n")
-            if skipping:
-                skipping = stripped not in (b"  ],", b"  ]")
-                continue
-            if stripped in openings:
-                skipping = True
-                continue
-            if stripped.rstrip(b",") in empty:
-                continue
-            kept.append(line)
-    return b"".join(kept)
-
-
-def read_head(path: Path) -> PlanHead:
-    """A plan file's head, validated; its clusters are read from the file as they are
-    iterated (PlanClusters), and a v1 plan's lists are skipped line by line (flat memory).
-
-    Raises PlanFileError naming the file and the first field that is wrong, or OSError.
-    """
-    if (written := written_head(path)) is not None:
-        return head_of(path, *written)
-    text = _head_lines(path)
+        first = lines.readline().rstrip(b"\n")
+        lines.seek(0, os.SEEK_END)
+        size = lines.tell()
+        lines.seek(max(0, size - len(_END)))
+        whole = size >= len(first) + len(_END) and lines.read() == _END
+        stamp = _stamp(lines)
+    if not first.endswith(b"," + CLUSTERS_OPEN) or not whole:
+        raise PlanFileError(str(shown), _not_written_here(path, first, whole=whole))
+    value = _head_value(shown, first)
+    if value.get("format") != FORMAT:
+        raise PlanFileError(str(shown), f"not a {FORMAT} plan (format: {value.get('format')!r})")
+    del value["clusters"]
     try:
-        value: Any = orjson.loads(text) if text is not None else None
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        value = _whole(path)  # another layout (re-saved, one line), or not a plan at all
-    # In another layout the lists were not recognised above, and came along.
-    value = {k: v for k, v in value.items() if k not in LISTS}
-    if value.get("format") not in (FORMAT, OLD_FORMAT):
-        raise PlanFileError(str(path), f"not a {FORMAT} plan (format: {value.get('format')!r})")
-    try:
-        return HEAD.validate_python(value)
+        head = HEAD.validate_python(value)
     except ValidationError as exc:
-        raise problem(str(path), exc) from None
+        raise problem(str(shown), exc) from None
+    return PlanFile(path, head, stamp, shown)
 
 
-def read_list(path: Path, name: ListName) -> Iterator[Change]:
-    """The entries of list ``name`` (changes, held, advisory), each validated, streamed, in
-    plan order (project, kind, cluster; snapshot id within a cluster). Raises
-    PlanFileError naming the entry that is wrong."""
-    if _format(path) == FORMAT:
-        for cluster in _cluster_changes(path):
+def _not_written_here(path: Path, first: bytes, *, whole: bool) -> str:
+    """Why a file is not a plan this version reads: another format (v1), a plan saved again
+    in another layout, a plan cut short, or not a plan at all."""
+    try:
+        value: Any = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        if first.endswith(b"," + CLUSTERS_OPEN) and not whole:
+            return "clusters: cut short (the file has no end)"
+        return f"not a plan file (not JSON: {exc})"
+    if not isinstance(value, dict):
+        return f"it holds a JSON {type(value).__name__}, not a plan object"
+    if (found := value.get("format")) == OLD_FORMAT:
+        return (
+            f"this plan is of format {found}, written by an older retention; this version "
+            f"reads {FORMAT} plans only. Run `retention plan` again"
+        )
+    if found != FORMAT:
+        return f"not a {FORMAT} plan (format: {found!r})"
+    return (
+        "not in the layout retention writes (its head on the first line, then its clusters "
+        "an entry a line): saved again by an editor? Run `retention plan` again"
+    )
+
+
+def _stamp(file: IO[bytes]) -> _Stamp:
+    status = os.fstat(file.fileno())
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _head_value(path: Path, first: bytes) -> dict[str, Any]:
+    """The first line of a plan as a JSON object, its clusters empty; PlanFileError when it
+    is not one."""
+    try:
+        value: Any = orjson.loads(first + CLUSTERS_CLOSE)
+    except orjson.JSONDecodeError as exc:
+        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
+    if not isinstance(value, dict):
+        raise PlanFileError(str(path), f"it holds a JSON {type(value).__name__}, not a plan")
+    return value
+
+
+T = TypeVar("T")
+
+
+class Once(Generic[T]):
+    """A stream read from a file as it is consumed, once: a second pass would read the file
+    again, which the apply path promises not to (a bug, so an error)."""
+
+    def __init__(self, items: Iterator[T], what: str) -> None:
+        self._items, self._what, self._read = items, what, False
+
+    def __iter__(self) -> Iterator[T]:
+        if self._read:
+            raise RuntimeError(f"{self._what} is read once")
+        self._read = True
+        return self._items
+
+
+@dataclass(frozen=True)
+class OpenedPlan:
+    """A plan opened to be applied: its file, and its cluster entries and changes (those of
+    ``changes`` and ``held``, each with its list), streams that read the files once as
+    they are consumed."""
+
+    file: PlanFile
+    clusters: Once[ClusterEntry]
+    changes: Once[tuple[ListName, Change]]
+
+    @property
+    def head(self) -> PlanHead:
+        """The plan's head."""
+        return self.file.head
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan opened by ``open_plan``: its head, and the files it reads the rest from, each
+    time it is asked (a read each: nothing here is cached)."""
+
+    path: Path
+    head: PlanHead
+    stamp: _Stamp
+    # The file its problems name: ``path``, or the plan it is a copy of.
+    shown: Path
+
+    @property
+    def decisions(self) -> Path:
+        """Its decisions file, beside it."""
+        return decisions_path(self.path)
+
+    def read_clusters(self) -> Iterator[ClusterEntry]:
+        """Its cluster entries, in plan order, each validated as it is read (PlanFileError
+        naming the entry, or saying the file changed since it was opened)."""
+        for n, text in enumerate(self._cluster_lines()):
+            try:
+                yield CLUSTER.validate_json(text)
+            except ValidationError as exc:
+                where = f"{self.shown}: clusters[{n}]"
+                if exc.errors()[0]["type"] != "json_invalid":
+                    raise problem(where, exc) from None
+                # Valid JSON, maybe, laid out by hand: say which layout is read.
+                why = "after its first line, plan.json holds its clusters an entry a line"
+                raise PlanFileError(where, f"not one whole entry on its line ({why})") from None
+
+    def _cluster_lines(self) -> Iterator[bytes]:
+        where = str(self.shown)
+        with self.path.open("rb") as lines:
+            if _stamp(lines) != self.stamp:
+                raise PlanFileError(where, "changed since its head was read: read it again")
+            lines.readline()  # the head
+            for line in lines:
+                text = line.rstrip(b"\n")
+                if text == CLUSTERS_CLOSE:
+                    if lines.read(1):
+                        raise PlanFileError(where, "clusters: lines after the end of the list")
+                    return
+                yield text.removesuffix(b",")
+        raise PlanFileError(where, "clusters: cut short (the file has no end)")
+
+    def document(self) -> dict[str, Any]:
+        """The whole plan as one JSON object in the file's order of members, its clusters
+        an iterator that reads them (planwrite.pretty_json writes it an entry at a time)."""
+        document: dict[str, Any] = {}
+        for key, value in self.head.items():
+            document[key] = value
+            if key == "summary":
+                document["clusters"] = self.read_clusters()
+        return document
+
+    def opened(self) -> OpenedPlan:
+        """This plan opened to be applied: its clusters and changes as streams, read once."""
+        candidates = (
+            (listed, change)
+            for cluster in self._cluster_changes()
+            for listed, change in cluster
+            if listed in ("changes", "held")
+        )
+        return OpenedPlan(
+            self,
+            Once(self.read_clusters(), f"{self.shown}: the clusters"),
+            Once(candidates, f"{self.shown}: the changes"),
+        )
+
+    def read_list(self, name: ListName) -> Iterator[Change]:
+        """The entries of list ``name`` (changes, held, advisory), each validated, in plan
+        order (project, kind, cluster; snapshot id within a cluster). Raises
+        PlanFileError naming the entry that is wrong."""
+        for cluster in self._cluster_changes():
             yield from (change for listed, change in cluster if listed == name)
-        return
-    for n, raw in enumerate(_raw_entries(path, name)):
-        try:
-            yield CHANGE.validate_python(raw)
-        except ValidationError as exc:
-            snapshot = raw.get("snapshotId") if isinstance(raw, dict) else None
-            # An id that failed validation may hold control characters: escaped for people.
-            named = f" (snapshot {printable(str(snapshot))})" if snapshot else ""
-            raise problem(f"{path}: {name}[{n}]{named}", exc) from None
 
-
-def to_send(path: Path, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
-    """The changes to send, in plan order: ``changes``, merged with the held changes of the
-    approved clusters (no longer held)."""
-    if _format(path) == FORMAT:
-        for cluster in _cluster_changes(path):
+    def read_changes(self, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
+        """The changes apply sends, in plan order: ``changes``, merged with the held
+        changes of the ``approved`` clusters (no longer held)."""
+        for cluster in self._cluster_changes():
             yield from (
                 _unheld(c) if listed == "held" else c
                 for listed, c in cluster
                 if listed == "changes"
                 or (listed == "held" and (c["projectId"], c["clusterId"]) in approved)
             )
-        return
-    if not approved:
-        yield from read_list(path, "changes")
-        return
-    released = (
-        _unheld(c) for c in read_list(path, "held") if (c["projectId"], c["clusterId"]) in approved
-    )
-    order = operator.itemgetter("projectId", "clusterId", "snapshotId")
-    yield from heapq.merge(read_list(path, "changes"), released, key=order)
 
+    def _cluster_changes(self) -> Iterator[list[tuple[ListName, Change]]]:
+        """Each cluster's changes, in plan order, sorted by snapshot id, each with the list
+        it belongs to; the decisions file checked against the head's digest and count
+        (PlanFileError when it is not this plan's)."""
+        records = (self._numbered_change(n, line) for n, line in enumerate(self._checked()))
+        changes = (found for found in records if found is not None)
+        for _cluster, group in itertools.groupby(changes, key=operator.itemgetter(2)):
+            yield sorted(((listed, c) for listed, c, _ in group), key=lambda f: f[1]["snapshotId"])
 
-# How planwrite starts a v2 plan.json: the format is its first member.
-_V2_START = orjson.dumps({"format": FORMAT})[:-1]
+    def _numbered_change(
+        self, n: int, line: bytes
+    ) -> tuple[ListName, Change, tuple[str, str, str]] | None:
+        """The change of the decision on line ``n`` (with its list, and its cluster's
+        project, kind and id), or None when it has none; PlanFileError naming the line when
+        it is not valid. A line without a body is passed over unparsed: most are, and the
+        file's digest already says it is the plan's (encode_line writes ``"body":null``,
+        which no JSON string holds)."""
+        if _NO_BODY in line:
+            return None
+        where = f"{decisions_path(self.shown)}: line {n + 1}"
+        try:
+            record = DECISION.validate_json(line)
+        except ValidationError as exc:
+            raise problem(where, exc) from None
+        if (listed := list_of(record)) is None:
+            return None
+        if "grace" not in record:
+            raise PlanFileError(where, "grace: missing (a change needs its cluster's grace)")
+        raw = change_record(record, record["grace"])
+        try:
+            change = CHANGE.validate_python(raw)
+        except ValidationError as exc:
+            named = f" (snapshot {printable(str(record['snapshotId']))})"
+            raise problem(where + named, exc) from None
+        return listed, change, (record["projectId"], record["kind"], record["clusterId"])
 
-
-def _format(path: Path) -> str:
-    """The plan's format: from the first bytes of a plan.json written by this version,
-    else from its head, validated."""
-    with path.open("rb") as start:
-        if start.read(len(_V2_START)) == _V2_START:
-            return FORMAT
-    return read_head(path)["format"]
-
-
-def _decisions_entry(path: Path) -> DecisionsEntry:
-    """The plan's ``decisions`` member, validated (the rest of the head is not: its readers
-    validate it; this spares a second validation of a large head)."""
-    written = written_head(path)
-    whole = head_value(path, written[0]) if written is not None else _whole(path)
-    value = whole.get("decisions")
-    if value is None:
-        raise PlanFileError(str(path), "decisions: missing (a v2 plan names its decisions file)")
-    try:
-        return DECISIONS_ENTRY.validate_python(value)
-    except ValidationError as exc:
-        raise problem(f"{path}: decisions", exc) from None
-
-
-def _cluster_changes(path: Path) -> Iterator[list[tuple[ListName, Change]]]:
-    """Each cluster's changes of a v2 plan, in plan order, sorted by snapshot id, each with
-    the list it belongs to; the decisions file checked against the head's digest and
-    count (PlanFileError when it is not this plan's)."""
-    records = (_numbered_change(path, n, line) for n, line in enumerate(_checked_lines(path)))
-    changes = (found for found in records if found is not None)
-    for _cluster, group in itertools.groupby(changes, key=operator.itemgetter(2)):
-        yield sorted(((listed, c) for listed, c, _ in group), key=lambda f: f[1]["snapshotId"])
-
-
-def _numbered_change(
-    path: Path, n: int, line: bytes
-) -> tuple[ListName, Change, tuple[str, str, str]] | None:
-    """The change of the decision on line ``n`` (with its list, and its cluster's project,
-    kind and id), or None when it has none; PlanFileError naming the line when it is not
-    valid.
-    A line without a body is passed over unparsed: most are, and the file's digest already
-    says it is the plan's (encode_line writes ``"body":null``, which no JSON string holds)."""
-    if _NO_BODY in line:
-        return None
-    where = f"{decisions_path(path)}: line {n + 1}"
-    try:
-        record = DECISION.validate_json(line)
-    except ValidationError as exc:
-        raise problem(where, exc) from None
-    if (listed := list_of(record)) is None:
-        return None
-    if "grace" not in record:
-        raise PlanFileError(where, "grace: missing (a change needs its cluster's grace)")
-    raw = change_record(record, record["grace"])
-    try:
-        change = CHANGE.validate_python(raw)
-    except ValidationError as exc:
-        named = f" (snapshot {printable(str(record['snapshotId']))})"
-        raise problem(where + named, exc) from None
-    return listed, change, (record["projectId"], record["kind"], record["clusterId"])
-
-
-def _checked_lines(path: Path) -> Iterator[bytes]:
-    """The lines of a v2 plan's decisions, checked at the end against the digest and count
-    its head gives (PlanFileError: another plan's decisions, or a file cut short)."""
-    expected = _decisions_entry(path)
-    decisions = decisions_path(path)
-    digest, count = hashlib.sha256(), 0
-    try:
-        with decisions.open("rb") as raw:
-            for line in _decompressed_lines(raw, digest.update):
-                count += 1
-                yield line
-    except OSError as exc:
-        raise PlanFileError(str(decisions), f"cannot read the plan's decisions: {exc}") from None
-    if (digest.hexdigest(), count) != (expected["sha256"], expected["records"]):
-        raise PlanFileError(
-            str(decisions),
-            f"not the decisions of {path.name} ({count} records with sha256 "
-            f"{digest.hexdigest()[:12]}..., the plan names {expected['records']} with "
-            f"{expected['sha256'][:12]}...): plan again",
-        )
+    def _checked(self) -> Iterator[bytes]:
+        """The lines of the decisions, checked at the end against the digest and count the
+        head gives (PlanFileError: another plan's decisions, or a file cut short)."""
+        expected = self.head.get("decisions")
+        shown = decisions_path(self.shown)
+        if expected is None:
+            raise PlanFileError(
+                str(self.shown), "decisions: missing (a v2 plan names its decisions file)"
+            )
+        digest, count = hashlib.sha256(), 0
+        try:
+            with self.decisions.open("rb") as raw:
+                for line in _decompressed_lines(raw, digest.update):
+                    count += 1
+                    yield line
+        except OSError as exc:
+            raise PlanFileError(str(shown), f"cannot read the plan's decisions: {exc}") from None
+        if (digest.hexdigest(), count) != (expected["sha256"], expected["records"]):
+            raise PlanFileError(
+                str(shown),
+                f"not the decisions of {self.shown.name} ({count} records with sha256 "
+                f"{digest.hexdigest()[:12]}..., the plan names {expected['records']} with "
+                f"{expected['sha256'][:12]}...): plan again",
+            )
 
 
 class _Seen:
@@ -267,55 +358,14 @@ def _unheld(change: Change) -> Change:
     return released  # type: ignore[return-value] # the same record less its optional "held"
 
 
-def _raw_entries(path: Path, name: str) -> Iterator[Any]:
-    """The list's entries as parsed JSON: line by line in the written layout, else whole."""
-    opening = b'  "' + name.encode() + b'": ['
-    yielded = 0
-    with path.open("rb") as lines:
-        for line in lines:
-            stripped = line.rstrip(b"\n")
-            if stripped in (opening + b"],", opening + b"]"):
-                return
-            if stripped != opening:
-                continue
-            for entry in lines:
-                text = entry.rstrip(b"\n")
-                if text in (b"  ],", b"  ]"):
-                    return
-                try:
-                    value = orjson.loads(text.removesuffix(b","))
-                except orjson.JSONDecodeError:
-                    break  # not one entry a line (or cut short): read the file whole
-                yielded += 1
-                yield value
-            break
-    items = _whole(path).get(name, [])
-    if not isinstance(items, list):
-        raise PlanFileError(str(path), f"{name}: not a list")
-    yield from items[yielded:]
-
-
-def _whole(path: Path) -> dict[str, Any]:
-    """The whole file as a JSON object, or PlanFileError saying what it holds instead."""
-    try:
-        value = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise PlanFileError(str(path), f"not a plan file (not JSON: {exc})") from None
-    if not isinstance(value, dict):
-        kind = type(value).__name__
-        raise PlanFileError(str(path), f"it holds a JSON {kind}, not a plan object")
-    return value
+# ---- a decisions file alone (explain, the report, undo's checks) ------------------------
 
 
 def decision_lines(path: Path) -> Iterator[bytes]:
-    """The non-empty lines of a decisions file, without their newline: zstd frames
-    (decisions.jsonl.zst) or plain (a v1 plan's decisions.jsonl); OSError when it cannot
-    be read."""
+    """The non-empty lines of a decisions file (zstd frames of JSON lines), without their
+    newline; OSError when it cannot be read."""
     with path.open("rb") as raw:
-        if path.suffix == ".zst":
-            yield from _decompressed_lines(raw)
-        else:
-            yield from (line.rstrip(b"\n") for line in raw if line.strip())
+        yield from _decompressed_lines(raw)
 
 
 def read_decisions(path: Path) -> Iterator[DecisionRecord | None]:
@@ -329,7 +379,7 @@ def read_decisions(path: Path) -> Iterator[DecisionRecord | None]:
 
 
 def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
-    """The decision for one snapshot in a decisions.jsonl, or None (streamed: a cheap text
+    """The decision for one snapshot in a decisions file, or None (streamed: a cheap text
     test before a line is parsed)."""
     for line in _lines_naming(path, snapshot_id):
         try:
@@ -342,7 +392,7 @@ def find_decision(path: Path, snapshot_id: str) -> DecisionRecord | None:
 
 
 def cluster_decisions(path: Path, record: DecisionRecord) -> Iterator[DecisionRecord | None]:
-    """The records of the cluster (or config server) of ``record`` in a decisions.jsonl,
+    """The records of the cluster (or config server) of ``record`` in a decisions file,
     ``record`` included; None for a line that names the cluster but is not a valid record.
     Streamed, with a cheap text test before a line is parsed."""
     key = (record["projectId"], record["kind"], record["clusterId"])

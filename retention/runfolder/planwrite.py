@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -53,7 +53,7 @@ ZSTD_LEVEL = 1
 # The file's order of members: the head's, the optional ones where they fit, but
 # ``clusters``, which ends the file an entry a line: the first line ends with CLUSTERS_OPEN
 # and the last is CLUSTERS_CLOSE.
-_ORDER = [name for name in PlanHead.__annotations__ if name != "clusters"]
+_ORDER = list(PlanHead.__annotations__)
 CLUSTERS_OPEN = b'"clusters":['
 CLUSTERS_CLOSE = b"]}"
 # Cluster entries the builder keeps in memory before its spool goes to a file.
@@ -79,20 +79,20 @@ def compress(lines: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(lines) if lines else b""
 
 
-def write_plan(out: IO[bytes], head: PlanHead) -> None:
-    """Write plan.json: the head, its members in the model's order but ``clusters`` last, an
-    entry a line (see _write_members). An optional member a head read from an older plan
-    lacks is written empty (notices), or not at all (holdRecords, decisions)."""
-    entries = (orjson.dumps(entry, option=_OPTIONS) for entry in head["clusters"])
+def write_plan(out: IO[bytes], head: PlanHead, clusters: Iterable[ClusterEntry]) -> None:
+    """Write plan.json: the head, its members in the model's order, then its ``clusters``,
+    an entry a line (see _write_members). An optional member a head lacks is written empty
+    (notices), or not at all (holdRecords, decisions)."""
+    entries = (orjson.dumps(entry, option=_OPTIONS) for entry in clusters)
     _write_members(out, head, entries)
 
 
 def _write_members(out: IO[bytes], head: PlanHead, clusters: Iterable[bytes]) -> None:
     """plan.json from a head and its cluster entries, encoded: the first line holds every
     member but ``clusters``, which comes last, each entry on a line of its own, so that
-    readers take the head from the first line and stream the entries (planclusters.py); the
+    readers take the head from the first line and stream the entries (planread.py); the
     whole is still one JSON object, which ``jq .`` prints."""
-    members: dict[str, Any] = {k: v for k, v in head.items() if k != "clusters"}
+    members: dict[str, Any] = dict(head)
     members.setdefault("notices", [])
     members["format"] = FORMAT
     out.write(b"{")
@@ -263,8 +263,8 @@ class PlanBuilder:
         warnings: list[str] | None = None,
         notices: list[str] | None = None,
     ) -> PlanHead:
-        """plan.json's content but its clusters (empty here: they are in the spool until
-        write): everything but the decisions, which it names by digest."""
+        """plan.json's head (its clusters are in the spool until write): everything but the
+        decisions, which it names by digest."""
         head: PlanHead = {
             "format": FORMAT,
             "createdAt": self.created_at,
@@ -282,7 +282,6 @@ class PlanBuilder:
             ],
             "unusedPolicies": sorted({p.name for p in self.policies} - self._tally.policies),
             "summary": self.summary(),
-            "clusters": [],
             "notices": notices or [],
             "warnings": [*(warnings or []), *self._warnings],
             "errors": errors or [],
@@ -324,19 +323,20 @@ class PlanBuilder:
         }
 
 
-# Stands for a streamed collection (a head's PlanClusters) in pretty_json's first encoding.
+# Stands for a streamed list (a plan's clusters, read from its file) in pretty_json's first
+# encoding.
 _STREAMED = "\u0000retention:streamed:{}\u0000"
 _PRETTY = _OPTIONS | orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 
 
 def pretty_json(document: Mapping[str, Any]) -> Iterator[bytes]:
     """``document`` as indented JSON (timestamps as the plan files write them), in pieces:
-    a collection that is not a list (the clusters of a head read from disk) is encoded an
-    entry at a time, in the bytes the same entries as a list would give."""
-    streamed: list[Collection[Any]] = []
+    an iterable that is not a list (a plan's clusters, read from its file as they come) is
+    encoded an entry at a time, in the bytes the same entries as a list would give."""
+    streamed: list[Iterable[Any]] = []
 
     def later(value: Any) -> str:
-        if isinstance(value, Collection) and not isinstance(value, str | bytes | Mapping):
+        if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
             streamed.append(value)
             return _STREAMED.format(len(streamed) - 1)
         raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")

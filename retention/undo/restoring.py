@@ -47,12 +47,13 @@ from retention.core.snapshot import json_text
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
+from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.runfolder.folder import PLAN, RunFolder
 from retention.runfolder.journal import JournalFile, read_apply_journal
 from retention.runfolder.lineage import applies_of, interrupted, unapplied
-from retention.runfolder.planread import read_head
+from retention.runfolder.planread import open_plan
 
 log = logging.getLogger("retention.undo")
 
@@ -147,7 +148,7 @@ def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) 
         if reports is not None and reports.resolve() != run_dir.parent.resolve():
             places.append(reports)
         raise UsageError(_not_an_apply(run_dir, what, applies_of(folder, places), places))
-    head = read_head(folder.plan)
+    head = open_plan(folder.plan).head
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
         raise UsageError(
             f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
@@ -176,17 +177,16 @@ def undo_run(
     reports: Path,
     dry_run: bool,
     concurrency: int,
-    now: Callable[[], datetime],
-    stop: Stop | None = None,
+    clock: Clock,
 ) -> UndoResult:
     """Put back what the run in ``run_dir`` shortened, in a new run folder under ``reports``.
 
     Raises UsageError before any request for a folder that is no run to undo; an API that
     cannot be reached (ApiError.stops_everything) is raised; any other API error is the
-    item's ``failed`` outcome. After ``stop`` is requested no restore starts: the items
-    left are ``not-sent`` and the result's ``interrupted`` names the signal.
+    item's ``failed`` outcome. After the client's stop is requested no restore starts: the
+    items left are ``not-sent`` and the result's ``interrupted`` names the signal.
     """
-    stop = stop or Stop()
+    stop, now = client.stop or Stop(), clock
     check_run_dir(run_dir, client.base_url, reports=reports)
     undone = RunFolder(run_dir).results
     lines, bad = read_apply_journal(undone)
@@ -231,7 +231,7 @@ def _undo_one(
     r: Restoration,
     *,
     dry_run: bool,
-    now: Callable[[], datetime],
+    now: Clock,
     stop: Stop,
     intent: Callable[[Restoration, list[PatchText]], None],
 ) -> Item:

@@ -15,33 +15,15 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import AlertStatus, Cluster, SnapshotSchedule
+from retention.config.scope import ProjectTargets
 from retention.core.model import AlertView, Member, SnapshotView, Target
 from retention.errors import ApiError, InconsistentListError
 from retention.ops.window import ordered
 
-if TYPE_CHECKING:
-    from retention.config.settings import RetentionConfig
-
 log = logging.getLogger("retention.inventory")
-
-
-@dataclass(frozen=True)
-class ProjectTargets:
-    """What to walk in a project: listed ids, or None to discover them."""
-
-    project_id: str
-    clusters: Sequence[str] | None = None
-    config_servers: Sequence[str] | None = None
-
-
-def project_targets(config: RetentionConfig) -> list[ProjectTargets]:
-    """What the walk covers in each target project of ``config`` (listed ids, or None to
-    discover them)."""
-    return [ProjectTargets(t.project, t.clusters, t.config_servers) for t in config.targets]
 
 
 @dataclass

@@ -30,10 +30,10 @@ from retention.api.client import OpsManagerClient
 from retention.api.transport import RetryPolicy
 from retention.api.values import Credentials, Timeouts
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.core.timestamps import parse_timestamp
-from retention.library.jobs import run_job
+from retention.library.changing import run_job
 from retention.simulator.server import Simulator, SimulatorConfig
-from retention.walk.inventory import ProjectTargets
 
 FAULTS = "503=0.1,429=0.05,reset=0.02,slow=0.01,stale=0.05,retry_after=0,slow_ms=300"
 # Drift creates and reaps snapshots, so a drifting fleet cannot equal the clean run's end
@@ -108,10 +108,11 @@ def _job(
         injected: Counter[str] = Counter()
         for attempt in range(1, runs + 1):
             done = attempt
+            scope = Scope(
+                load_policies(folder / "policies"), [ProjectTargets(fleet["id"])], concurrency=3
+            )
             result = run_job(
-                client, load_policies(folder / "policies"), [ProjectTargets(fleet["id"])],
-                reports=folder / "reports", schedule=None, concurrency=3, dry_run=False,
-                now=lambda: NOW,
+                client, scope, reports=folder / "reports", dry_run=False, clock=lambda: NOW
             )  # fmt: skip
             if settle is not None and attempt == 1:
                 injected.update(sim.admin("counters")["faultsInjected"])
@@ -121,16 +122,13 @@ def _job(
                 break
         injected.update(sim.admin("counters")["faultsInjected"])
         sim.admin("faults", {"spec": ""})  # judge the end state without faults
-        check = run_job(
-            client, load_policies(folder / "policies"), [ProjectTargets(fleet["id"])],
-            reports=folder / "reports", schedule=None, concurrency=3, dry_run=True,
-            now=lambda: NOW,
-        )  # fmt: skip
-        left = sum(
-            n
-            for a, n in check.document["summary"]["byAction"].items()
-            if a not in ("held", "advisory")
+        scope = Scope(
+            load_policies(folder / "policies"), [ProjectTargets(fleet["id"])], concurrency=3
         )
+        check = run_job(
+            client, scope, reports=folder / "reports", dry_run=True, clock=lambda: NOW
+        )  # fmt: skip
+        left = check.change_count
         injected["left_to_send"] = left
         return _state(client, fleet["id"], clusters), done, dict(injected)
 

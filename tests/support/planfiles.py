@@ -33,10 +33,11 @@ def write_plan_files(
         lines = b"".join(encode_line(r) for r in group)
         count += lines.count(b"\n")
         frames += compress(lines)
-    decisions_path(plan_path, written=True).write_bytes(bytes(frames))
+    decisions_path(plan_path).write_bytes(bytes(frames))
     whole = {**head, "decisions": {"sha256": hashlib.sha256(frames).hexdigest(), "records": count}}
+    clusters = whole.pop("clusters", [])
     out = io.BytesIO()
-    write_plan(out, whole)  # type: ignore[arg-type] # a head, maybe edited on purpose
+    write_plan(out, whole, clusters)  # type: ignore[arg-type] # a head, maybe edited on purpose
     plan_path.write_bytes(out.getvalue())
     return plan_path
 

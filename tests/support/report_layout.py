@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from retention.config.policyfiles import load_policies
+from retention.config.scope import ProjectTargets, Scope
 from retention.plan.planner import make_plan
 from retention.report import RunInfo, render_reports
 from retention.simulator.fleet import FleetShape, generate
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.simulator.store import Fleet
-from retention.walk.inventory import ProjectTargets
 from tests.support.browser import Page
 from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.planfiles import write_plan_files
@@ -82,19 +82,16 @@ def long_names_run(folder: Path) -> Path:
         make_client(sim.base_url, private_key=KEY) as client,
     ):
         projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
-        make_plan(
-            client,
+        scope = Scope(
             load_policies(POLICIES),
             projects,
-            now=NOW,
-            created_at=NOW,
             schedule="0 3 * * *",
             # The scenarios predate lease_minimum: the schedule's lease alone keeps their
             # decisions what they were written to show (test_outage_tolerance.py covers it).
             lease_minimum=timedelta(0),
             concurrency=4,
-            plan_path=folder / "plan.json",
         )
+        make_plan(client, scope, plan_path=folder / "plan.json", now=NOW)
     return _render(folder)
 
 

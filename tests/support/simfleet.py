@@ -1,7 +1,7 @@
 """A small, exact fleet for simulator tests, built from the store classes (no generator),
 and the one clock the simulator and the product share in a test: running() serves the
 fleet with the simulator's clock frozen at NOW, and a test hands that clock to the product
-(``cli.main(argv, clock=sim.clock.now)``, ``run_job(..., now=sim.clock.now)``); and a
+(``cli.main(argv, clock=sim.clock.now)``, ``run_job(..., clock=sim.clock.now)``); and a
 working folder set up against it with one policy that always changes prod-small."""
 
 from __future__ import annotations

@@ -1,0 +1,252 @@
+"""The jobs that change nothing on the service: a plan, a review of a policy change, a
+forecast (each reads the API, none takes the lock), and a prune of old run folders (which
+takes the lock, when it removes, and asks no API).
+
+None of them leaves a record of its own (reports, notice, run-finished event): what they
+find goes to their result. A plan still writes its files, into a run folder of its own
+unless told where; stopped by a signal, that folder says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from retention.config.baseline import Baseline, both_sides, current_policies
+from retention.config.policyfiles import load_policies
+from retention.config.scope import Scope
+from retention.config.writable import require_writable
+from retention.core.policy.loader import PolicySet
+from retention.diff.review import Review, review
+from retention.errors import (
+    EXIT_FAILURES,
+    EXIT_HELD,
+    EXIT_OK,
+    StopRequestedError,
+    UsageError,
+    exit_code_for,
+)
+from retention.forecast.forecaster import Forecast, forecast_fleet
+from retention.library.lifecycle import Job, JobContext
+from retention.library.requests import DiffRequest, ForecastRequest, PlanRequest, PruneRequest
+from retention.plan.planner import PlanResult, make_plan, planning_stopped
+from retention.prune.pruning import PruneResult, prune_reports
+from retention.runfolder.folder import RunFolder
+
+if TYPE_CHECKING:
+    from retention.config.settings import RetentionConfig
+    from retention.ops.sharding import Shard
+
+
+@dataclass(frozen=True)
+class PlanJob(Job[PlanResult]):
+    """A plan on its own: written where the request says, nothing sent."""
+
+    request: PlanRequest
+
+    @property
+    def mode(self) -> str:
+        """plan."""
+        return "plan"
+
+    @property
+    def shard(self) -> Shard | None:
+        """The request's shard."""
+        return self.request.shard
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], PlanResult]:
+        """Load the policies, and choose where the plan goes (checked writable)."""
+        scope = Scope.of(config, load_policies(config.policies), self.request.shard)
+        out = self.request.out
+
+        def step(run: JobContext) -> PlanResult:
+            created = run.clock()
+            plan_path = self._plan_path(config, created)
+            try:
+                return make_plan(
+                    run.client, scope, plan_path=plan_path, now=created, at=self.request.at
+                )
+            except StopRequestedError as exc:
+                # A plan's own folder says it was stopped; a file named by --out is left as
+                # it was (make_plan writes nothing in its place).
+                if out is not None:
+                    raise planning_stopped(exc, f"{plan_path} is as it was") from None
+                where = RunFolder(plan_path.parent).mark_interrupted(
+                    "plan", exc.signal_name, created, run.clock()
+                )
+                raise planning_stopped(exc, f"the run folder says so ({where})") from None
+
+        return step
+
+    def _plan_path(self, config: RetentionConfig, created: datetime) -> Path:
+        """--out, or plan.json in a new run folder; ConfigError when it cannot be written."""
+        out, report_dir = self.request.out, self.request.report_dir
+        if out is not None:
+            require_writable(out.parent, "--out")
+            return out
+        base = report_dir or config.reports.dir
+        require_writable(base, "--report-dir" if report_dir else "reports.dir")
+        return RunFolder.new(base, created).plan
+
+    def code(self, result: PlanResult) -> int:
+        """1 when a cluster could not be walked, 3 when a gate held changes, else 0."""
+        return exit_code_for(failed=bool(result.errors), held=result.held)
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """A finished review, what it compared and when."""
+
+    review: Review
+    base: Baseline
+    current: PolicySet
+    what_if: bool
+
+    @property
+    def code(self) -> int:
+        """3 when the current policies stop keeping a snapshot the base keeps (what a
+        reviewer must see wins over a cluster that could not be walked), else 1 for walk
+        errors, else 0."""
+        if self.review.keeps_less:
+            return EXIT_HELD
+        return EXIT_FAILURES if self.review.errors else EXIT_OK
+
+
+@dataclass(frozen=True)
+class DiffJob(Job[Reviewed]):
+    """A review of a policy change: one read-only walk, two decisions per cluster."""
+
+    request: DiffRequest
+
+    @property
+    def mode(self) -> str:
+        """diff."""
+        return "diff"
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], Reviewed]:
+        """Load both sides' policies (a problem on either named with its side)."""
+        current, baseline = both_sides(config.policies, self.request.base)
+        scope = Scope.of(config, current)
+        at = self.request.at
+
+        def step(run: JobContext) -> Reviewed:
+            now = at or run.clock()
+            with _read_only("reviewing", "the review was whole"):
+                found = review(run.client, baseline.policies, scope, now=now)
+            return Reviewed(found, baseline, current, what_if=at is not None)
+
+        return step
+
+    def code(self, result: Reviewed) -> int:
+        """See Reviewed.code."""
+        return result.code
+
+
+@dataclass(frozen=True)
+class Forecasted:
+    """A finished forecast, the policies it ran (and the base's), and whether --at."""
+
+    forecast: Forecast
+    current: PolicySet
+    base: Baseline | None
+    what_if: bool
+
+    @property
+    def code(self) -> int:
+        """1 when a cluster could not be walked, else 0."""
+        return EXIT_FAILURES if self.forecast.errors else EXIT_OK
+
+
+@dataclass(frozen=True)
+class ForecastJob(Job[Forecasted]):
+    """A forecast of what the policies keep: one read-only walk, each cluster run forward
+    under each side's policies."""
+
+    request: ForecastRequest
+
+    @property
+    def mode(self) -> str:
+        """forecast."""
+        return "forecast"
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], Forecasted]:
+        """Load the policies (and the base's, exactly as a review reads them)."""
+        request = self.request
+        if request.base is None:
+            current, baseline = current_policies(config.policies), None
+        else:
+            current, baseline = both_sides(config.policies, request.base)
+        scope = Scope.of(config, current)
+
+        def step(run: JobContext) -> Forecasted:
+            now = request.at or run.clock()
+            base = None if baseline is None else baseline.policies
+            with _read_only("forecasting", "the forecast was whole"):
+                found = forecast_fleet(
+                    run.client, scope, base, now=now, days=request.days, step=request.step
+                )
+            return Forecasted(found, current, baseline, what_if=request.at is not None)
+
+        return step
+
+    def code(self, result: Forecasted) -> int:
+        """See Forecasted.code."""
+        return result.code
+
+
+@contextmanager
+def _read_only(doing: str, whole: str) -> Iterator[None]:
+    """A stop of a command that writes and sends nothing, said in its words: "stopped by
+    SIGTERM while reviewing: nothing was written and nothing was sent"."""
+    try:
+        yield
+    except StopRequestedError as exc:
+        raise StopRequestedError(
+            exc.signal_name,
+            whole,
+            message=f"stopped by {exc.signal_name} while {doing}: nothing was written and "
+            "nothing was sent",
+        ) from None
+
+
+@dataclass(frozen=True)
+class PruneJob(Job[PruneResult]):
+    """Remove the run folders reports.keep (or the request's keep) lets go, under the lock
+    (a dry run only says which, without it)."""
+
+    request: PruneRequest
+    connects = False
+
+    @property
+    def mode(self) -> str:
+        """prune."""
+        return "prune"
+
+    @property
+    def locks(self) -> bool:  # type: ignore[override] # a dry run removes nothing
+        """Only when it removes."""
+        return not self.request.dry_run
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], PruneResult]:
+        """The keep duration: the request's, else reports.keep (UsageError when neither)."""
+        keep = self.request.keep or config.reports.keep
+        if keep is None:
+            raise UsageError(
+                "prune needs a keep duration: set reports.keep in retention.yaml "
+                "(e.g. keep: 30d) or give --keep 30d"
+            )
+        reports, dry_run = config.reports.dir, self.request.dry_run
+
+        def step(run: JobContext) -> PruneResult:
+            pruned = prune_reports(reports, keep, now=run.clock(), dry_run=dry_run)
+            return PruneResult(pruned, reports, keep, dry_run)
+
+        return step
+
+    def code(self, result: PruneResult) -> int:
+        """See PruneResult.code."""
+        return result.code
