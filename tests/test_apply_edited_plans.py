@@ -265,7 +265,7 @@ def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanDocument, jour
     changes: list[Any] = [_typed(c) for c in raw]
     out = Journal(journal, lambda: NOW)
     try:
-        apply_plan(api, changes, index_of(head["clusters"]), out, now=lambda: NOW, concurrency=2)
+        apply_plan(api, changes, index_of(head["clusters"]), out, clock=lambda: NOW, concurrency=2)
     finally:
         out.close()
 

@@ -236,7 +236,7 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
             changes,
             index_of(planned.plan.read_clusters()),
             journal,
-            now=lambda: NOW,
+            clock=lambda: NOW,
             concurrency=2,
         )
         journal.close()

@@ -24,6 +24,7 @@ from retention.config.settings import (
 )
 from retention.config.showing import render_config
 from retention.errors import EXIT_USAGE, ConfigError
+from tests.support.client import fixed_clock
 
 PUBLIC = "pub-cfg-4711"
 # Distinctive, so a leak into any message, log line or rendering is found by a substring search.
@@ -51,7 +52,7 @@ def write(folder: Path, text: str = MINIMAL, name: str = "retention.yaml") -> Pa
 def problems_of(path: Path | None, env: dict[str, str] | None = None) -> list[str]:
     """The problems of the ConfigError that loading path raises."""
     with pytest.raises(ConfigError) as caught:
-        load_config(path, env=ENV if env is None else env)
+        load_config(path, env=ENV if env is None else env, clock=fixed_clock)
     assert caught.value.exit_code == EXIT_USAGE
     return caught.value.problems
 
@@ -70,7 +71,7 @@ def test_explicit_path_wins_over_env_and_current_directory(
     write(tmp_path / "cwd", MINIMAL.replace(PROJECT, "cwd-project"))
     monkeypatch.chdir(tmp_path / "cwd")
 
-    loaded = load_config(explicit, env={**ENV, "RETENTION_CONFIG": str(named)})
+    loaded = load_config(explicit, env={**ENV, "RETENTION_CONFIG": str(named)}, clock=fixed_clock)
 
     assert loaded.path == explicit
     assert loaded.config.targets[0].project == PROJECT
@@ -85,7 +86,7 @@ def test_retention_config_env_wins_over_current_directory(
     write(tmp_path / "cwd", MINIMAL.replace(PROJECT, "cwd-project"))
     monkeypatch.chdir(tmp_path / "cwd")
 
-    loaded = load_config(env={**ENV, "RETENTION_CONFIG": str(named)})
+    loaded = load_config(env={**ENV, "RETENTION_CONFIG": str(named)}, clock=fixed_clock)
 
     assert loaded.path == named
     assert loaded.config.targets[0].project == "named-project"
@@ -99,7 +100,7 @@ def test_current_directory_retention_yaml_is_the_default(
     expected = write(tmp_path / "cwd", MINIMAL.replace(PROJECT, "cwd-project"))
     monkeypatch.chdir(tmp_path / "cwd")
 
-    loaded = load_config(env=ENV)
+    loaded = load_config(env=ENV, clock=fixed_clock)
 
     assert loaded.path == expected
     assert loaded.config.targets[0].project == "cwd-project"
@@ -121,7 +122,7 @@ def test_relative_paths_resolve_against_the_config_folder(
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
 
-    config = load_config(os.path.relpath(path), env=ENV).config
+    config = load_config(os.path.relpath(path), env=ENV, clock=fixed_clock).config
 
     assert config.api.ca_bundle == folder / "certs" / "ca.pem"
     assert config.policies == tmp_path / "etc" / "shared" / "policies"
@@ -133,9 +134,11 @@ def test_default_and_listed_paths_resolve_against_the_config_folder(
 ) -> None:
     """The default policies/ and reports/ and a list of policy files are absolute too."""
     monkeypatch.chdir(tmp_path)
-    defaulted = load_config(write(tmp_path / "a"), env=ENV)
+    defaulted = load_config(write(tmp_path / "a"), env=ENV, clock=fixed_clock)
     listed = load_config(
-        write(tmp_path / "b", MINIMAL + "policies: [p/gold.yaml, /abs/silver.yaml]\n"), env=ENV
+        write(tmp_path / "b", MINIMAL + "policies: [p/gold.yaml, /abs/silver.yaml]\n"),
+        env=ENV,
+        clock=fixed_clock,
     )
 
     assert defaulted.config.policies == tmp_path / "a" / "policies"
@@ -149,7 +152,9 @@ def test_base_url_env_overrides_the_file_and_is_noted(tmp_path: Path) -> None:
     """RETENTION_BASE_URL replaces api.base_url (trailing slash stripped) and is the source."""
     other = "http://127.0.0.1:8080/api/public/v1.0/"
 
-    loaded = load_config(write(tmp_path), env={**ENV, "RETENTION_BASE_URL": other})
+    loaded = load_config(
+        write(tmp_path), env={**ENV, "RETENTION_BASE_URL": other}, clock=fixed_clock
+    )
 
     assert loaded.config.api.base_url == "http://127.0.0.1:8080/api/public/v1.0"
     assert loaded.sources["api.base_url"] == "env RETENTION_BASE_URL"
@@ -160,7 +165,7 @@ def test_base_url_may_be_absent_from_the_file_when_the_env_gives_it(tmp_path: Pa
     """With RETENTION_BASE_URL set, a file without api: at all is complete."""
     path = write(tmp_path, f'targets:\n  - project: "{PROJECT}"\n')
 
-    loaded = load_config(path, env={**ENV, "RETENTION_BASE_URL": BASE_URL})
+    loaded = load_config(path, env={**ENV, "RETENTION_BASE_URL": BASE_URL}, clock=fixed_clock)
     missing = problems_of(path)
 
     assert loaded.config.api.base_url == BASE_URL
@@ -216,7 +221,9 @@ def test_api_numbers_and_switches_are_checked(tmp_path: Path, setting: str, mess
 
 def test_keys_come_from_the_environment(tmp_path: Path) -> None:
     """RETENTION_PUBLIC_KEY and RETENTION_PRIVATE_KEY make the credentials, sources noted."""
-    loaded = load_config(write(tmp_path), env={**ENV, "RETENTION_PRIVATE_KEY": PRIVATE + "\n"})
+    loaded = load_config(
+        write(tmp_path), env={**ENV, "RETENTION_PRIVATE_KEY": PRIVATE + "\n"}, clock=fixed_clock
+    )
 
     assert loaded.credentials is not None
     assert loaded.credentials.public_key == PUBLIC
@@ -232,7 +239,7 @@ def test_private_key_file_is_read_with_its_trailing_newline_stripped(tmp_path: P
     key_file.chmod(0o600)
     env = {"RETENTION_PUBLIC_KEY": PUBLIC, "RETENTION_PRIVATE_KEY_FILE": str(key_file)}
 
-    loaded = load_config(write(tmp_path), env=env)
+    loaded = load_config(write(tmp_path), env=env, clock=fixed_clock)
 
     assert loaded.credentials is not None
     assert loaded.credentials.private_key.get_secret_value() == PRIVATE
@@ -262,7 +269,7 @@ def test_a_key_file_open_to_group_or_others_warns(tmp_path: Path) -> None:
     key_file.chmod(0o644)
     env = {"RETENTION_PUBLIC_KEY": PUBLIC, "RETENTION_PRIVATE_KEY_FILE": str(key_file)}
 
-    loaded = load_config(write(tmp_path), env=env)
+    loaded = load_config(write(tmp_path), env=env, clock=fixed_clock)
 
     assert loaded.credentials is not None
     assert len(loaded.warnings) == 1
@@ -279,7 +286,7 @@ def test_kubernetes_fsgroup_key_file_is_not_a_leak(tmp_path: Path, mode: int, wa
     key_file.chmod(mode)
     env = {"RETENTION_PUBLIC_KEY": PUBLIC, "RETENTION_PRIVATE_KEY_FILE": str(key_file)}
 
-    loaded = load_config(write(tmp_path), env=env)
+    loaded = load_config(write(tmp_path), env=env, clock=fixed_clock)
 
     assert loaded.credentials is not None
     assert bool(loaded.warnings) is warns
@@ -304,7 +311,7 @@ def test_missing_keys_are_problems_only_when_required(tmp_path: Path) -> None:
     path = write(tmp_path)
 
     problems = problems_of(path, {})
-    loaded = load_config(path, env={}, require_credentials=False)
+    loaded = load_config(path, env={}, require_credentials=False, clock=fixed_clock)
 
     assert problems == [
         "environment: RETENTION_PUBLIC_KEY: not set (the public key of the programmatic API key)",
@@ -314,7 +321,7 @@ def test_missing_keys_are_problems_only_when_required(tmp_path: Path) -> None:
     assert loaded.credentials is None
     assert loaded.sources["credentials.private_key"] == "not set"
     with pytest.raises(ConfigError, match="no API credentials"):
-        open_client(loaded)
+        open_client(loaded, clock=fixed_clock)
 
 
 @pytest.mark.parametrize(
@@ -337,7 +344,7 @@ def test_a_secret_in_the_file_is_refused_without_echoing_it(
     path = write(tmp_path, snippet + f'targets:\n  - project: "{PROJECT}"\n')
 
     with pytest.raises(ConfigError) as caught:
-        load_config(path, env=ENV)
+        load_config(path, env=ENV, clock=fixed_clock)
 
     assert caught.value.problems == [f"retention.yaml:{where}: {SECRET_HINT}"]
     assert "RETENTION_PRIVATE_KEY_FILE (for Kubernetes: a Secret mounted as a file)" in SECRET_HINT
@@ -349,7 +356,7 @@ def test_a_password_in_the_base_url_is_refused_without_echoing_it(tmp_path: Path
     url = f"https://{PUBLIC}:{PRIVATE}@om.test:8443/api/public/v1.0"
 
     with pytest.raises(ConfigError) as caught:
-        load_config(write(tmp_path, MINIMAL.replace(BASE_URL, url)), env=ENV)
+        load_config(write(tmp_path, MINIMAL.replace(BASE_URL, url)), env=ENV, clock=fixed_clock)
 
     assert caught.value.problems == [
         f"retention.yaml:2: api.base_url: must not carry a user or password: {SECRET_HINT}"
@@ -380,7 +387,7 @@ reports:
     caplog.set_level(logging.DEBUG)
 
     with pytest.raises(ConfigError) as caught:
-        load_config(path, env={"RETENTION_PUBLIC_KEY": PUBLIC})
+        load_config(path, env={"RETENTION_PUBLIC_KEY": PUBLIC}, clock=fixed_clock)
 
     assert str(caught.value) == f"9 problems in {path}"
     assert caught.value.problems == [
@@ -416,7 +423,9 @@ def test_unknown_fields_are_refused_at_any_level(tmp_path: Path) -> None:
 
 def test_a_valid_cron_schedule_is_kept_and_a_bad_one_refused(tmp_path: Path) -> None:
     """schedule must be a cron expression croniter accepts."""
-    good = load_config(write(tmp_path / "a", MINIMAL + 'schedule: "30 2 * * 1-5"\n'), env=ENV)
+    good = load_config(
+        write(tmp_path / "a", MINIMAL + 'schedule: "30 2 * * 1-5"\n'), env=ENV, clock=fixed_clock
+    )
 
     assert good.config.schedule == "30 2 * * 1-5"
     assert problems_of(write(tmp_path / "b", MINIMAL + 'schedule: "61 3 * * *"\n')) == [
@@ -458,7 +467,7 @@ targets:
     good = (
         text.replace('"5e22/../admin"', '"p1"').replace('"..", ', "").replace('"cfg\\u0007", ', "")
     )
-    loaded = load_config(write(tmp_path / "good", good), env=ENV)
+    loaded = load_config(write(tmp_path / "good", good), env=ENV, clock=fixed_clock)
     assert loaded.config.targets[1].clusters == ["a b", "x:y@z"]
     assert loaded.config.targets[1].config_servers == ["ü50%"]
 
@@ -497,7 +506,7 @@ def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
     text = MINIMAL + f"reports:\n  dir: [unclosed\n  formats: {PRIVATE}\n"
 
     with pytest.raises(ConfigError) as caught:
-        load_config(write(tmp_path, text), env=ENV)
+        load_config(write(tmp_path, text), env=ENV, clock=fixed_clock)
 
     assert len(caught.value.problems) == 1
     assert caught.value.problems[0].startswith("retention.yaml:7: YAML syntax error: ")
@@ -538,7 +547,9 @@ def test_render_config_redacts_the_private_key_and_notes_sources(
         "RETENTION_PRIVATE_KEY_FILE": str(key_file),
         "RETENTION_BASE_URL": "http://127.0.0.1:8080/api/public/v1.0",
     }
-    loaded = load_config(write(tmp_path, MINIMAL + "schedule: '0 3 * * *'\n"), env=env)
+    loaded = load_config(
+        write(tmp_path, MINIMAL + "schedule: '0 3 * * *'\n"), env=env, clock=fixed_clock
+    )
 
     text = render_config(loaded)
     lines = [" ".join(line.split()) for line in text.splitlines()]
@@ -557,7 +568,7 @@ def test_render_config_redacts_the_private_key_and_notes_sources(
 
 def test_render_config_without_credentials_says_not_set(tmp_path: Path) -> None:
     """With no keys, config show says so instead of failing."""
-    loaded = load_config(write(tmp_path), env={}, require_credentials=False)
+    loaded = load_config(write(tmp_path), env={}, require_credentials=False, clock=fixed_clock)
 
     lines = [" ".join(line.split()) for line in render_config(loaded).splitlines()]
 
@@ -567,15 +578,15 @@ def test_render_config_without_credentials_says_not_set(tmp_path: Path) -> None:
 
 def test_render_config_output_loads_back_to_the_same_configuration(tmp_path: Path) -> None:
     """The rendered text is itself a valid retention.yaml with the same settings."""
-    loaded = load_config(EXAMPLE, env=ENV)
+    loaded = load_config(EXAMPLE, env=ENV, clock=fixed_clock)
     again = write(tmp_path, render_config(loaded))
 
-    assert load_config(again, env=ENV).config == loaded.config
+    assert load_config(again, env=ENV, clock=fixed_clock).config == loaded.config
 
 
 def test_repr_and_str_never_show_the_private_key(tmp_path: Path) -> None:
     """repr and str of the loaded configuration and the credentials hide the private key."""
-    loaded = load_config(write(tmp_path), env=ENV)
+    loaded = load_config(write(tmp_path), env=ENV, clock=fixed_clock)
 
     assert loaded.credentials is not None
     for text in (repr(loaded), str(loaded), repr(loaded.credentials), str(loaded.credentials)):
@@ -607,7 +618,7 @@ def test_config_json_schema_describes_every_top_level_setting() -> None:
 
 def test_the_example_file_loads_with_keys_in_the_environment() -> None:
     """retention.example.yaml loads, sets every setting, and no real name looks like a secret."""
-    loaded = load_config(EXAMPLE, env=ENV)
+    loaded = load_config(EXAMPLE, env=ENV, clock=fixed_clock)
     raw = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
 
     assert loaded.config.api.base_url == "https://opsmanager.example.com:8443/api/public/v1.0"
@@ -628,13 +639,15 @@ def test_the_example_file_loads_with_keys_in_the_environment() -> None:
 def test_open_client_uses_the_settings_and_credentials(tmp_path: Path) -> None:
     """open_client passes base URL, timeouts, TLS, envelope and pool size to the client."""
     text = MINIMAL.replace("api:\n", "api:\n  timeout_seconds: 12.5\n  envelope: true\n")
-    loaded = load_config(write(tmp_path, text), env=ENV)
+    loaded = load_config(write(tmp_path, text), env=ENV, clock=fixed_clock)
 
-    with open_client(loaded) as client:
+    with open_client(loaded, clock=fixed_clock) as client:
         assert isinstance(client, OpsManagerClient)
         assert client.base_url == BASE_URL
         assert client.timeouts.read == 12.5
         assert client.tls.verify is True
         assert client.envelope is True
-    with open_client(loaded, base_url="http://127.0.0.1:1/api/public/v1.0") as other:
+    with open_client(
+        loaded, base_url="http://127.0.0.1:1/api/public/v1.0", clock=fixed_clock
+    ) as other:
         assert other.base_url == "http://127.0.0.1:1/api/public/v1.0"

@@ -30,6 +30,7 @@ from retention.plan.planner import PlanResult, make_plan
 from retention.runfolder.planread import open_plan
 from retention.runfolder.planwrite import CLUSTERS_CLOSE, CLUSTERS_OPEN
 from retention.simulator.server import Simulator
+from tests.support.client import fixed_clock
 from tests.support.journal import outcome_lines
 from tests.support.planfiles import decision_lines, write_plan_files
 from tests.support.simfleet import BIG, NOW, SHARDED, SMALL, P, client_for, running
@@ -158,7 +159,7 @@ def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_pa
         changes,
         index_of(planned.plan.read_clusters()),
         journal,
-        now=lambda: NOW,
+        clock=lambda: NOW,
         concurrency=2,
     )
     journal.close()
@@ -201,7 +202,7 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
         doctored,
         index_of(planned.plan.read_clusters()),
         journal,
-        now=lambda: NOW,
+        clock=lambda: NOW,
         concurrency=2,
     )
     journal.close()
@@ -361,14 +362,14 @@ def refused_before_any_request(
 def test_a_second_run_is_refused_while_the_lock_is_held(tmp_path: Path) -> None:
     """While one run holds the reports folder's lock, another gets LockHeldError (exit 4)."""
     with (
-        run_lock(tmp_path),
+        run_lock(tmp_path, clock=fixed_clock),
         pytest.raises(LockHeldError, match="another retention run") as info,
-        run_lock(tmp_path),
+        run_lock(tmp_path, clock=fixed_clock),
     ):
         pass
 
     assert info.value.exit_code == 4
-    with run_lock(tmp_path):  # released when the first holder let go
+    with run_lock(tmp_path, clock=fixed_clock):  # released when the first holder let go
         pass
 
 
@@ -406,7 +407,7 @@ def test_compare_and_swap_reads_one_by_one_when_the_list_moves(tmp_path: Path) -
             changes,
             index_of(planned.plan.read_clusters()),
             journal,
-            now=lambda: NOW,
+            clock=lambda: NOW,
             concurrency=1,
         )
         journal.close()

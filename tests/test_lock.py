@@ -23,6 +23,7 @@ from retention.errors import EXIT_LOCKED, LockHeldError
 from retention.ops import lock
 from retention.ops.lock import LOCK_NAME, SETUP_NAME, run_lock, shard_lock_name
 from retention.ops.sharding import Shard
+from tests.support.client import fixed_clock
 from tests.support.wire_server import closed_port
 
 ONE, TWO = Shard(1, 4), Shard(2, 4)
@@ -35,11 +36,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from retention.ops.lock import run_lock
 from retention.ops.sharding import Shard
+from tests.support.client import fixed_clock
 
 with ExitStack() as stack:
     for spec in sys.argv[2:]:
         shard = None if spec == "fleet" else Shard.parse(spec)
-        stack.enter_context(run_lock(Path(sys.argv[1]), shard))
+        stack.enter_context(run_lock(Path(sys.argv[1]), shard, clock=fixed_clock))
     print("held", flush=True)
     sys.stdin.read()
 """
@@ -71,15 +73,18 @@ def holder(folder: Path, *specs: str) -> Iterator[subprocess.Popen[str]]:
 
 def test_shards_of_one_fleet_hold_their_locks_side_by_side(tmp_path: Path) -> None:
     """Two different shards run at once, each signing its own lock file."""
-    with run_lock(tmp_path, ONE) as first, run_lock(tmp_path, TWO) as second:
+    with (
+        run_lock(tmp_path, ONE, clock=fixed_clock) as first,
+        run_lock(tmp_path, TWO, clock=fixed_clock) as second,
+    ):
         assert (first.name, second.name) == (shard_lock_name(1, 4), shard_lock_name(2, 4))
         assert first.read_text().startswith(f"pid {os.getpid()} since ")
 
 
 def test_the_same_shard_twice_is_refused(tmp_path: Path) -> None:
     """A second run of one shard gets LockHeldError naming the shard's file and holder."""
-    with run_lock(tmp_path, ONE), pytest.raises(LockHeldError) as caught:
-        run_lock(tmp_path, ONE).__enter__()
+    with run_lock(tmp_path, ONE, clock=fixed_clock), pytest.raises(LockHeldError) as caught:
+        run_lock(tmp_path, ONE, clock=fixed_clock).__enter__()
 
     assert f"holds {tmp_path / shard_lock_name(1, 4)} (pid {os.getpid()} since " in str(
         caught.value
@@ -90,10 +95,10 @@ def test_the_same_shard_twice_is_refused(tmp_path: Path) -> None:
 def test_a_whole_fleet_run_is_refused_while_a_shard_runs(tmp_path: Path) -> None:
     """An unsharded run or an apply cannot start beside a shard, and is told which shards
     hold the fleet (not the stale text a past whole-fleet run left in the file)."""
-    with run_lock(tmp_path):
+    with run_lock(tmp_path, clock=fixed_clock):
         pass  # leaves its signature in the fleet's file
-    with run_lock(tmp_path, TWO), pytest.raises(LockHeldError) as caught:
-        run_lock(tmp_path).__enter__()
+    with run_lock(tmp_path, TWO, clock=fixed_clock), pytest.raises(LockHeldError) as caught:
+        run_lock(tmp_path, clock=fixed_clock).__enter__()
 
     message = str(caught.value)
     assert f"holds {tmp_path / LOCK_NAME} (shard 2/4, pid {os.getpid()} since " in message
@@ -102,20 +107,23 @@ def test_a_whole_fleet_run_is_refused_while_a_shard_runs(tmp_path: Path) -> None
 
 def test_a_shard_is_refused_while_a_whole_fleet_run_holds_the_lock(tmp_path: Path) -> None:
     """A shard cannot start beside an unsharded run or an apply, and takes no shard lock."""
-    with run_lock(tmp_path), pytest.raises(LockHeldError, match="another retention run"):
-        run_lock(tmp_path, ONE).__enter__()
+    with (
+        run_lock(tmp_path, clock=fixed_clock),
+        pytest.raises(LockHeldError, match="another retention run"),
+    ):
+        run_lock(tmp_path, ONE, clock=fixed_clock).__enter__()
 
-    with run_lock(tmp_path, ONE):  # the refused shard left nothing held
+    with run_lock(tmp_path, ONE, clock=fixed_clock):  # the refused shard left nothing held
         pass
 
 
 def test_every_lock_is_released_when_its_holder_lets_go(tmp_path: Path) -> None:
     """After the shards finish, a whole-fleet run takes the lock, and after it, a shard."""
-    with run_lock(tmp_path, ONE), run_lock(tmp_path, TWO):
+    with run_lock(tmp_path, ONE, clock=fixed_clock), run_lock(tmp_path, TWO, clock=fixed_clock):
         pass
-    with run_lock(tmp_path) as held:
+    with run_lock(tmp_path, clock=fixed_clock) as held:
         assert held == tmp_path / LOCK_NAME
-    with run_lock(tmp_path, ONE):
+    with run_lock(tmp_path, ONE, clock=fixed_clock):
         pass
 
 
@@ -124,7 +132,7 @@ def test_a_shard_of_another_count_is_refused_naming_the_running_shards(tmp_path:
     naming each running shard (its index and count, pid and start) and what to do; it holds
     nothing afterwards, and shards of the running count can still join."""
     with holder(tmp_path, "0/4", "3/4") as other, pytest.raises(LockHeldError) as caught:
-        run_lock(tmp_path, Shard(1, 8)).__enter__()
+        run_lock(tmp_path, Shard(1, 8), clock=fixed_clock).__enter__()
 
     message = str(caught.value)
     assert caught.value.exit_code == EXIT_LOCKED
@@ -137,16 +145,18 @@ def test_a_shard_of_another_count_is_refused_naming_the_running_shards(tmp_path:
         r"--shard-count \(running now: 4\)",
         message,
     ), message
-    with run_lock(tmp_path, Shard(1, 8)) as mine:  # the other process has ended: free again
+    with run_lock(
+        tmp_path, Shard(1, 8), clock=fixed_clock
+    ) as mine:  # the other process has ended: free again
         assert mine.read_text().startswith(f"pid {os.getpid()} since ")
 
 
 def test_shards_of_the_running_count_start_beside_it(tmp_path: Path) -> None:
     """Another process's shard 0/4 lets this one's shard 2/4 start; only other counts are
     refused, and a shard file of another count that nobody holds (a past run's) is no bar."""
-    with run_lock(tmp_path, Shard(0, 8)):
+    with run_lock(tmp_path, Shard(0, 8), clock=fixed_clock):
         pass  # leaves .retention-shard-0-of-8.lock behind, unheld
-    with holder(tmp_path, "0/4"), run_lock(tmp_path, TWO) as mine:
+    with holder(tmp_path, "0/4"), run_lock(tmp_path, TWO, clock=fixed_clock) as mine:
         assert mine.name == shard_lock_name(2, 4)
 
 
@@ -157,7 +167,7 @@ def test_a_whole_fleet_run_in_another_process_keeps_out_shards_of_any_count(
     with holder(tmp_path, "fleet") as other:
         for shard in (Shard(0, 4), Shard(0, 8)):
             with pytest.raises(LockHeldError, match=f"pid {other.pid} since"):
-                run_lock(tmp_path, shard).__enter__()
+                run_lock(tmp_path, shard, clock=fixed_clock).__enter__()
 
 
 def test_two_counts_starting_at_the_same_instant_do_not_both_run(
@@ -182,7 +192,7 @@ def test_two_counts_starting_at_the_same_instant_do_not_both_run(
 
     def start(shard: Shard) -> None:
         try:
-            with run_lock(tmp_path, shard):
+            with run_lock(tmp_path, shard, clock=fixed_clock):
                 outcomes[shard.count] = "running"
                 done.wait(timeout=30)
         except LockHeldError as exc:
@@ -216,7 +226,7 @@ def test_a_run_waits_for_the_set_up_lock_then_gives_up_naming_its_holder(
         fcntl.flock(setup.fileno(), fcntl.LOCK_EX)
         started = time.monotonic()
         with pytest.raises(LockHeldError) as caught:
-            run_lock(tmp_path, ONE, setup_wait=0.3).__enter__()
+            run_lock(tmp_path, ONE, setup_wait=0.3, clock=fixed_clock).__enter__()
         waited = time.monotonic() - started
 
     assert waited >= 0.3
@@ -224,7 +234,7 @@ def test_a_run_waits_for_the_set_up_lock_then_gives_up_naming_its_holder(
         f"another retention run has held {tmp_path / SETUP_NAME} for more than 0.3 s while "
         f"taking its locks (pid {other.pid} since "
     )
-    with run_lock(tmp_path, ONE):  # released: the next run gets on at once
+    with run_lock(tmp_path, ONE, clock=fixed_clock):  # released: the next run gets on at once
         pass
 
 

@@ -33,7 +33,7 @@ from retention.errors import (
 from retention.ops import logs
 from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator
-from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, fixed_clock, make_client
 from tests.support.digest import DigestChecker
 from tests.support.fakeapi import list_page, snapshot
 from tests.support.journal import outcome_lines
@@ -416,7 +416,7 @@ def test_the_first_retry_is_one_warning_line_naming_endpoint_status_and_attempt(
     attempt of attempts and the wait, saying the next retries are counted; the second
     retry is counted, not logged; nothing else on stderr."""
     state.faults = [Fault("status", 503), Fault("status", 503)]
-    logs.configure(debug=False, log_format="text")
+    logs.configure(debug=False, log_format="text", clock=fixed_clock)
 
     with make_client(base_url, retry=NO_WAIT) as api:
         assert api.get_snapshot("p1", "c1", "s1").id == "s1"
@@ -437,7 +437,7 @@ def test_connection_refused_retries_are_ours_and_urllib3s_are_dropped(
     tries it took and which setting to check."""
     port = closed_port()
     url = f"http://127.0.0.1:{port}/api/public/v1.0"
-    logs.configure(debug=False, log_format="text")
+    logs.configure(debug=False, log_format="text", clock=fixed_clock)
     policy = RetryPolicy(retries=2, backoff_factor=0.0, jitter=0.0)
 
     with make_client(url, retry=policy) as api, pytest.raises(ConnectError) as info:
@@ -461,7 +461,7 @@ def test_retry_events_in_json_carry_fields_and_no_secret(
     and no line holds the private key or the digest header."""
     state.body = list_page([snapshot("s1")], 1)
     state.faults = [Fault("status", 503, headers={"Retry-After": "0"})]
-    logs.configure(debug=False, log_format="json")
+    logs.configure(debug=False, log_format="json", clock=fixed_clock)
 
     with make_client(base_url, retry=NO_WAIT) as api:
         api.list_snapshots("p1", "c1").collect()
@@ -497,7 +497,7 @@ def test_a_retry_outside_a_client_call_names_the_path_without_its_query(
 
 def test_urllib3_retry_warnings_are_filtered_and_its_other_records_pass() -> None:
     """logs.configure drops urllib3's retry warning (and only it) on its pool logger."""
-    logs.configure(debug=False, log_format="text")
+    logs.configure(debug=False, log_format="text", clock=fixed_clock)
     pool = logging.getLogger(logs.URLLIB3_POOL_LOGGER)
 
     def record(msg: str, **extra: Any) -> logging.LogRecord:
@@ -514,7 +514,7 @@ def test_urllib3_retry_warnings_are_filtered_and_its_other_records_pass() -> Non
 def test_python_warnings_are_json_objects_in_json_mode(capsys: pytest.CaptureFixture[str]) -> None:
     """A library's Python warning, raw text on stderr by default, is a JSON object in json
     mode (logged on py.warnings)."""
-    logs.configure(debug=False, log_format="json")
+    logs.configure(debug=False, log_format="json", clock=fixed_clock)
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -543,7 +543,7 @@ def test_json_formatter_puts_fields_at_the_top_level_without_overriding_its_own(
         extra={"fields": {"event": "run-finished", "runId": "r1", "level": "x", "message": "y"}},
     )
 
-    entry = json.loads(logs.JsonFormatter().format(record))
+    entry = json.loads(logs.JsonFormatter(fixed_clock).format(record))
 
     assert list(entry)[:5] == ["time", "level", "logger", "event", "message"]
     assert (entry["level"], entry["message"], entry["runId"]) == ("info", "run r1 done", "r1")
@@ -565,7 +565,7 @@ def test_on_a_terminal_a_text_log_line_starts_on_a_clean_line(
     """A text log line on a terminal first erases a progress line left without its newline;
     in a file, and for JSON, the line is written as it is."""
     handler = logs.StderrHandler(stream, clear_line=clear)
-    handler.setFormatter(logs.TextFormatter() if clear else logs.JsonFormatter())
+    handler.setFormatter(logs.TextFormatter() if clear else logs.JsonFormatter(fixed_clock))
     logger = logging.getLogger("retention.test")
     record = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "late", (), None)
 

@@ -23,6 +23,7 @@ from retention.errors import ConfigError
 from retention.notices import send as notify
 from retention.ops.clock import Clock, system_clock
 from retention.simulator.server import Simulator
+from tests.support.client import fixed_clock
 from tests.support.notices import TOKEN, Receiver
 from tests.support.simfleet import P
 from tests.support.wire_server import closed_port
@@ -283,7 +284,9 @@ def test_a_bad_notification_url_is_a_config_error_that_does_not_echo_it(
     path = write_config(tmp_path, "https://om.test/api/public/v1.0", urls, on="[holds, daily]")
 
     with pytest.raises(ConfigError) as caught:
-        load_config(path, env={"RETENTION_PUBLIC_KEY": "p", "RETENTION_PRIVATE_KEY": "k"})
+        load_config(
+            path, env={"RETENTION_PUBLIC_KEY": "p", "RETENTION_PRIVATE_KEY": "k"}, clock=fixed_clock
+        )
 
     said = "\n".join([str(caught.value), repr(caught.value), *caught.value.problems])
     assert caught.value.problems == [
@@ -329,7 +332,9 @@ def test_notify_on_defaults_to_every_kind_and_a_url_shows_only_its_scheme(
     only its scheme; and `on` read by PyYAML (as the key true) is still `on`."""
     secret = TOKEN.replace("-", "")  # a Slack token has letters and digits only
     path = write_config(tmp_path, "https://om.test/api/public/v1.0", [f"slack://T0/B0/{secret}"])
-    loaded = load_config(path, env={"RETENTION_PUBLIC_KEY": "p", "RETENTION_PRIVATE_KEY": "k"})
+    loaded = load_config(
+        path, env={"RETENTION_PUBLIC_KEY": "p", "RETENTION_PRIVATE_KEY": "k"}, clock=fixed_clock
+    )
 
     settings = loaded.config.notify
     shown = [" ".join(line.split()) for line in render_config(loaded).splitlines()]

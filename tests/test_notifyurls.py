@@ -16,6 +16,7 @@ from retention.config.notifyurls import Entry, split_urls
 from retention.config.showing import render_config
 from retention.errors import EXIT_USAGE, ConfigError
 from retention.simulator.server import Simulator
+from tests.support.client import fixed_clock
 from tests.support.notices import TOKEN, Receiver
 from tests.support.simfleet import P
 from tests.support.wire_server import closed_port
@@ -44,7 +45,7 @@ def secret_file(path: Path, text: str) -> Path:
 def problems(path: Path, env: dict[str, str]) -> list[str]:
     """The problems loading ``path`` with ``env`` raises (exit 2)."""
     with pytest.raises(ConfigError) as caught:
-        load_config(path, env={**KEYS, **env})
+        load_config(path, env={**KEYS, **env}, clock=fixed_clock)
     assert caught.value.exit_code == EXIT_USAGE
     said = "\n".join([str(caught.value), repr(caught.value), *caught.value.problems])
     assert TOKEN not in said
@@ -79,7 +80,9 @@ def test_the_environment_alone_turns_notices_on(tmp_path: Path) -> None:
     on every kind of ending; config show names the variable and shows the URLs redacted."""
     urls = f"json://127.0.0.1/{TOKEN}, slack://T0/B0/{TOKEN.replace('-', '')}\njsons://h/x"
 
-    loaded = load_config(config(tmp_path), env={**KEYS, "RETENTION_NOTIFY_URLS": urls})
+    loaded = load_config(
+        config(tmp_path), env={**KEYS, "RETENTION_NOTIFY_URLS": urls}, clock=fixed_clock
+    )
 
     notify = loaded.config.notify
     assert notify is not None
@@ -103,7 +106,9 @@ def test_the_environment_alone_turns_notices_on(tmp_path: Path) -> None:
 
 def test_a_blank_variable_counts_as_not_set(tmp_path: Path) -> None:
     """RETENTION_NOTIFY_URLS set to spaces (a Secret key left empty) is not set: no notices."""
-    loaded = load_config(config(tmp_path), env={**KEYS, "RETENTION_NOTIFY_URLS": " \n "})
+    loaded = load_config(
+        config(tmp_path), env={**KEYS, "RETENTION_NOTIFY_URLS": " \n "}, clock=fixed_clock
+    )
 
     assert loaded.config.notify is None
 
@@ -122,7 +127,7 @@ def test_urls_file_is_read_relative_to_retention_yaml(
     )
     monkeypatch.chdir(tmp_path)
 
-    loaded = load_config(path, env=KEYS)
+    loaded = load_config(path, env=KEYS, clock=fixed_clock)
 
     notify = loaded.config.notify
     assert notify is not None
@@ -157,7 +162,7 @@ def test_the_first_source_given_replaces_the_others_with_a_warning(
     urls = secret_file(tmp_path / "urls", "json://file.example/f\n")
     path = config(tmp_path, 'notify:\n  urls: ["json://yaml.example/y"]\n  urls_file: urls\n')
 
-    loaded = load_config(path, env={**KEYS, **env})
+    loaded = load_config(path, env={**KEYS, **env}, clock=fixed_clock)
 
     assert loaded.config.notify is not None
     [(place, url)] = loaded.config.notify.destinations()
@@ -178,7 +183,9 @@ def test_the_file_is_not_read_when_the_environment_wins(tmp_path: Path) -> None:
     problem), and config show says so beside it."""
     path = config(tmp_path, "notify:\n  urls_file: missing\n")
 
-    loaded = load_config(path, env={**KEYS, "RETENTION_NOTIFY_URLS": "json://h/x"})
+    loaded = load_config(
+        path, env={**KEYS, "RETENTION_NOTIFY_URLS": "json://h/x"}, clock=fixed_clock
+    )
 
     assert loaded.sources["notify.urls_file"] == "file (not read: RETENTION_NOTIFY_URLS is set)"
     assert len(loaded.warnings) == 1
@@ -260,7 +267,9 @@ def test_a_urls_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
     urls.write_text("json://h/x\n")
     urls.chmod(0o644)
 
-    loaded = load_config(config(tmp_path, "notify:\n  urls_file: urls\n"), env=KEYS)
+    loaded = load_config(
+        config(tmp_path, "notify:\n  urls_file: urls\n"), env=KEYS, clock=fixed_clock
+    )
 
     assert loaded.warnings == [
         f"notify.urls_file: {urls} is open to group or others (-rw-r--r--): chmod 600 "
@@ -375,7 +384,7 @@ def test_the_scaffolds_urls_file_line_works_once_uncommented(
     (tmp_path / "retention.yaml").write_text("\n".join([*lines, *block]) + "\n")
     urls = secret_file(tmp_path / "notify-urls", f"json://127.0.0.1/{TOKEN}\n")
 
-    loaded = load_config(tmp_path / "retention.yaml", env=KEYS)
+    loaded = load_config(tmp_path / "retention.yaml", env=KEYS, clock=fixed_clock)
 
     assert loaded.config.notify is not None
     assert [(p, str(u)) for p, u in loaded.config.notify.destinations()] == [

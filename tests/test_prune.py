@@ -16,6 +16,7 @@ from retention.core.pruning import FolderFacts, prune_verdicts
 from retention.ops.lock import run_lock
 from retention.prune.folders import REMOVING, survey
 from retention.runfolder.folder import made_at
+from tests.support.client import fixed_clock
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 WEEK = RetentionDuration(days=7)
@@ -228,7 +229,7 @@ def test_prune_waits_for_no_run_and_exits_4_while_one_holds_the_lock(
     reports: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A run in progress holds the lock: prune removes nothing and exits 4."""
-    with run_lock(reports, setup_wait=0):
+    with run_lock(reports, setup_wait=0, clock=fixed_clock):
         assert cli.main(["prune"], clock=lambda: NOW) == 4
     assert len(list(reports.iterdir())) >= 4
     assert name(10, "0000000a") in {p.name for p in reports.iterdir()}

@@ -349,7 +349,10 @@ def test_literal_op_mode_sends_the_spec_form_and_our_client_answers_it() -> None
 def test_wrong_credentials_always_401(sim: Simulator) -> None:
     """A wrong private key never gets in, through our client or raw digest."""
     wrong = Credentials(PUBLIC_KEY, SecretStr("nope"))
-    with OpsManagerClient(sim.base_url, wrong) as bad, pytest.raises(AuthenticationError):
+    with (
+        OpsManagerClient(sim.base_url, wrong, clock=sim.clock.now) as bad,
+        pytest.raises(AuthenticationError),
+    ):
         bad.get_agent_links(P)
     answer = requests.get(
         sim.base_url + f"/groups/{P}/agents", auth=HTTPDigestAuth(PUBLIC_KEY, "nope"), timeout=10

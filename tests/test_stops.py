@@ -224,7 +224,7 @@ def test_a_stopped_apply_journals_every_change_it_did_not_send(
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
     with client_for(sim, stop=stop) as api:
         result = apply_plan(
-            api, changes, index_of(plan.read_clusters()), journal, now=lambda: NOW,
+            api, changes, index_of(plan.read_clusters()), journal, clock=lambda: NOW,
             concurrency=2, on_outcome=count, stop=stop,
         )  # fmt: skip
     journal.close()

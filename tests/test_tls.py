@@ -20,7 +20,7 @@ import pytest
 from retention.api.values import TLSConfig
 from retention.errors import EXIT_UNREACHABLE, TLSError
 from retention.ops import logs
-from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, make_client
+from tests.support.client import PRIVATE_KEY, PUBLIC_KEY, fixed_clock, make_client
 from tests.support.digest import DigestChecker
 from tests.support.fakeapi import snapshot
 from tests.support.wire_server import WireState, serve, serve_tls
@@ -208,7 +208,7 @@ def test_verify_tls_off_is_said_once_and_not_by_urllib3_for_every_request(
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        logs.configure(debug=False, log_format="json")
+        logs.configure(debug=False, log_format="json", clock=fixed_clock)
         with (
             server(state, certs, "good") as url,
             make_client(url, tls=TLSConfig(verify=False)) as api,

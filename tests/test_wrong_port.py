@@ -16,7 +16,7 @@ from retention import cli
 from retention.api.retrying import RetryNotes, RetryPolicy
 from retention.errors import EXIT_UNREACHABLE, ConnectError
 from retention.ops import logs
-from tests.support.client import make_client
+from tests.support.client import fixed_clock, make_client
 from tests.support.simfleet import P
 from tests.support.wire_server import closed_port
 
@@ -67,7 +67,7 @@ def test_a_refused_first_contact_at_a_terminal_fails_after_a_short_try(
 ) -> None:
     """Interactive, nothing has answered yet: two quick retries (not the policy's five),
     one warning line, and a ConnectError naming host:port and api.base_url."""
-    logs.configure(debug=False, log_format="text")  # on the stderr capsys reads
+    logs.configure(debug=False, log_format="text", clock=fixed_clock)  # on the stderr capsys reads
     port = closed_port()
     url = f"http://127.0.0.1:{port}/api/public/v1.0"
 
@@ -88,7 +88,7 @@ def test_an_unattended_client_retries_the_full_policy_with_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Not interactive (cron, a pod): the policy's five retries, still one warning line."""
-    logs.configure(debug=False, log_format="text")  # on the stderr capsys reads
+    logs.configure(debug=False, log_format="text", clock=fixed_clock)  # on the stderr capsys reads
     port = closed_port()
 
     with make_client(f"http://127.0.0.1:{port}/api/public/v1.0", retry=NO_WAIT) as api:

@@ -13,6 +13,7 @@ from retention.config.loading import load_config
 from retention.config.policyfiles import load_policies
 from retention.core import validation, yamldoc
 from retention.errors import ConfigError, PolicyError
+from tests.support.client import fixed_clock
 
 ENV = {"RETENTION_PUBLIC_KEY": "pub", "RETENTION_PRIVATE_KEY": "priv"}
 SECRETISH = "hunter2-Zq81-NEVER-SHOWN"
@@ -22,7 +23,7 @@ def _config_problems(tmp_path: Path, text: str) -> list[str]:
     path = tmp_path / "retention.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
-        load_config(path, env=ENV)
+        load_config(path, env=ENV, clock=fixed_clock)
     return caught.value.problems
 
 

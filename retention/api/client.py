@@ -79,7 +79,7 @@ from retention.errors import (
     RequestTimeoutError,
     TLSError,
 )
-from retention.ops.clock import Clock, system_clock
+from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 
 log = logging.getLogger("retention.api")
@@ -107,8 +107,8 @@ class OpsManagerClient:
         pool_size: int = 8,
         items_per_page: int = MAX_ITEMS_PER_PAGE,
         max_requests_per_second: float = 0.0,
+        clock: Clock,
         stop: Stop | None = None,
-        clock: Clock = system_clock,
         interactive: bool = False,
     ) -> None:
         if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:

@@ -61,6 +61,7 @@ from retention.errors import (
     PlanFileError,
     StopRequestedError,
 )
+from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.runfolder.journal import JournalFile
@@ -159,9 +160,9 @@ class Journal:
     alone, and ``undo`` treats that snapshot as possibly changed.
     """
 
-    def __init__(self, path: Path, now: Callable[[], datetime]) -> None:
+    def __init__(self, path: Path, clock: Clock) -> None:
         self.path = path
-        self._now = now
+        self._clock = clock
         self._file = JournalFile(path)
         self._lock = threading.Lock()
         self.intents = 0  # intent lines written: PATCHes that may have gone out
@@ -189,7 +190,7 @@ class Journal:
 
     def _entry(self, c: Change) -> JournalEntry:
         return {
-            "at": self._now(),
+            "at": self._clock(),
             "projectId": c["projectId"],
             "clusterId": c["clusterId"],
             "clusterName": c["clusterName"],
@@ -234,7 +235,7 @@ def apply_plan(
     clusters: Mapping[tuple[str, str], ClusterFacts],
     journal: Journal,
     *,
-    now: Callable[[], datetime],
+    clock: Clock,
     concurrency: int,
     on_outcome: Callable[[Outcome], None] | None = None,
     approved: frozenset[tuple[str, str]] = frozenset(),
@@ -249,7 +250,7 @@ def apply_plan(
     ``not-sent``, and the result's ``interrupted`` names the signal.
     """
     stop = stop or Stop()
-    applier = _Applier(client, clusters, journal, now, on_outcome, approved, stop)
+    applier = _Applier(client, clusters, journal, clock, on_outcome, approved, stop)
     clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
     work = ((key, list(items)) for key, items in clusters_of)
     for _ in ordered(lambda pair: applier.cluster(*pair), work, workers=concurrency, name="apply"):
@@ -268,7 +269,7 @@ class _Applier:
     client: OpsManagerClient
     clusters: Mapping[tuple[str, str], ClusterFacts]
     journal: Journal
-    now: Callable[[], datetime]
+    clock: Clock
     on_outcome: Callable[[Outcome], None] | None
     approved: frozenset[tuple[str, str]]
     stop: Stop
@@ -303,7 +304,7 @@ class _Applier:
                 self.client,
                 items,
                 self.clusters.get(key),
-                now=self.now,
+                clock=self.clock,
                 report=once,
                 intent=intent,
                 stop=self.stop,
@@ -330,7 +331,7 @@ def _apply_cluster(
     changes: list[Change],
     cluster: ClusterFacts | None,
     *,
-    now: Callable[[], datetime],
+    clock: Clock,
     report: Callable[[Outcome], None],
     intent: Callable[[Change, Body], None],
     stop: Stop,
@@ -359,7 +360,7 @@ def _apply_cluster(
             continue
         found = current.get(sid)
         view = SnapshotView.of(found) if found is not None else None
-        outcome = _apply_one(client, change, view, cluster, now(), intent=intent, stop=stop)
+        outcome = _apply_one(client, change, view, cluster, clock(), intent=intent, stop=stop)
         if outcome.sent is not None:
             changed.add(sid)
         report(outcome)

@@ -8,7 +8,7 @@ from retention.api.values import Timeouts, TLSConfig
 from retention.config.credentials import MISSING_KEYS
 from retention.config.loading import LoadedConfig
 from retention.errors import ConfigError
-from retention.ops.clock import Clock, system_clock
+from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 
 
@@ -16,7 +16,7 @@ def open_client(
     loaded: LoadedConfig,
     *,
     stop: Stop | None = None,
-    clock: Clock = system_clock,
+    clock: Clock,
     base_url: str | None = None,
     interactive: bool = False,
 ) -> OpsManagerClient:

@@ -39,7 +39,7 @@ from retention.core import validation, yamldoc
 from retention.core.validation import Loc, Problem
 from retention.core.wording import counted
 from retention.errors import ConfigError
-from retention.ops.clock import Clock, system_clock
+from retention.ops.clock import Clock
 
 log = logging.getLogger("retention.config")
 
@@ -68,7 +68,7 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     require_credentials: bool = True,
-    clock: Clock = system_clock,
+    clock: Clock,
 ) -> LoadedConfig:
     """Load, validate and resolve the configuration; raise ConfigError listing every problem.
     The schedule's warnings are as of ``clock``'s now."""

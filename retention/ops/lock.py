@@ -33,7 +33,7 @@ from typing import IO
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import LockHeldError
-from retention.ops.clock import Clock, system_clock
+from retention.ops.clock import Clock
 from retention.ops.sharding import Shard
 
 LOCK_NAME = ".retention.lock"
@@ -56,8 +56,8 @@ def run_lock(
     folder: Path,
     shard: Shard | None = None,
     *,
+    clock: Clock,
     setup_wait: float = SETUP_WAIT,
-    clock: Clock = system_clock,
 ) -> Iterator[Path]:
     """Hold the fleet's lock of ``folder`` for the block, or raise LockHeldError.
 

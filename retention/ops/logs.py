@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import EXIT_MEANINGS
-from retention.ops.clock import Clock, system_clock
+from retention.ops.clock import Clock
 
 LOG_FORMAT_ENV = "RETENTION_LOG_FORMAT"
 # The run-finished event goes to this logger (INFO): a collector's record of every run.
@@ -45,7 +45,7 @@ class JsonFormatter(logging.Formatter):
     (retention.ops.clock), read as the record is written, so that a command run at a given
     time logs that time."""
 
-    def __init__(self, clock: Clock = system_clock) -> None:
+    def __init__(self, clock: Clock) -> None:
         super().__init__()
         self.clock = clock
 
@@ -105,7 +105,7 @@ class DropUrllib3RetryWarnings(logging.Filter):
         return not str(record.msg).startswith("Retrying (")
 
 
-def configure(*, debug: bool, log_format: str, clock: Clock = system_clock) -> None:
+def configure(*, debug: bool, log_format: str, clock: Clock) -> None:
     """Send retention's logs to stderr in the chosen format (replacing earlier handlers).
 
     The level is WARNING (DEBUG with ``debug``). In json mode the run-finished event (INFO
@@ -152,8 +152,8 @@ def fatal(
     message: str,
     *,
     exit_code: int,
+    clock: Clock,
     stream: IO[str] | None = None,
-    clock: Clock = system_clock,
     **fields: Any,
 ) -> None:
     """Write the error that ends a command as one JSON object line (json log format):

@@ -186,11 +186,11 @@ def undo_run(
     item's ``failed`` outcome. After the client's stop is requested no restore starts: the
     items left are ``not-sent`` and the result's ``interrupted`` names the signal.
     """
-    stop, now = client.stop or Stop(), clock
+    stop = client.stop or Stop()
     check_run_dir(run_dir, client.base_url, reports=reports)
     undone = RunFolder(run_dir).results
     lines, bad = read_apply_journal(undone)
-    started = now()
+    started = clock()
     folder = RunFolder.new(reports, started)
     folder.path.mkdir(parents=True)
     if bad:
@@ -198,12 +198,12 @@ def undo_run(
     journal = JournalFile(folder.results)
 
     def intent(r: Restoration, bodies: list[PatchText]) -> None:
-        journal.append(_intent(format_timestamp(now()), r, bodies))
+        journal.append(_intent(format_timestamp(clock()), r, bodies))
 
     def work(r: Restoration) -> Item:
-        item = _undo_one(client, r, dry_run=dry_run, now=now, stop=stop, intent=intent)
+        item = _undo_one(client, r, dry_run=dry_run, clock=clock, stop=stop, intent=intent)
         # Journalled as it ends, by the worker: not after the items before it in order.
-        journal.append({"at": format_timestamp(now()), **item.document()})
+        journal.append({"at": format_timestamp(clock()), **item.document()})
         return item
 
     items: list[Item] = []
@@ -231,7 +231,7 @@ def _undo_one(
     r: Restoration,
     *,
     dry_run: bool,
-    now: Clock,
+    clock: Clock,
     stop: Stop,
     intent: Callable[[Restoration, list[PatchText]], None],
 ) -> Item:
@@ -244,7 +244,7 @@ def _undo_one(
         if exc.stops_everything:
             raise
         return Item(r, "failed", f"cannot read the snapshot: {exc}", status=exc.status)
-    found = verdict(r, current, now())
+    found = verdict(r, current, clock())
     if found != "restore":
         return Item(r, found, LEFT_ALONE[found], current)
     if dry_run:

@@ -101,7 +101,9 @@ def _job(
     ``settle`` faults (the fleet holding still)."""
     credentials = Credentials("chaos", SecretStr(KEY))
     timeouts = Timeouts(connect=2, read=0.25)  # slow answers time out and are retried
-    with OpsManagerClient(sim.base_url, credentials, retry=PATIENT, timeouts=timeouts) as client:
+    with OpsManagerClient(
+        sim.base_url, credentials, retry=PATIENT, timeouts=timeouts, clock=sim.clock.now
+    ) as client:
         fleet = sim.admin("fleet")["projects"][0]
         clusters = [c["id"] for c in fleet["clusters"] if c["snapshots"]]
         done = 0

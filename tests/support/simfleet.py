@@ -150,6 +150,7 @@ def running(
 def client_for(sim: Simulator, **options: object) -> OpsManagerClient:
     """Our client, pointed at the simulator with its credentials."""
     options.setdefault("retry", FAST_RETRY)
+    options.setdefault("clock", sim.clock.now)
     return OpsManagerClient(sim.base_url, credentials(KEY), **options)  # type: ignore[arg-type]
 
 
