@@ -33,9 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "tests" / "scenarios"
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PUBLIC, PRIVATE = "outputs-public", "outputs-private-key"
-# Fixed, and short: see fleet().
+# Fixed, and short (see fleet()): one capture at a time on a machine.
 WORK = Path(tempfile.gettempdir()) / "retention-outputs"
-PORTS = 47310
 RUN_ID = re.compile(r"(\d{8}T\d{6}Z)-([0-9a-f]{8})")
 PORT = re.compile(
     r"127\.(?:<wbr>)?0\.(?:<wbr>)?0\.(?:<wbr>)?1:(?:<wbr>)?\d+"
@@ -134,10 +133,11 @@ class Capture:
 
 
 @contextmanager
-def fleet(out: Path, fleet_name: str, policies: Path, port: int) -> Iterator[Capture]:
-    """A working folder (retention.yaml, policies/) against a simulator of ``fleet_name``
-    on ``port``. The folder's path and the port are fixed, so that the sizes of run
-    folders (which hold both) are the same from one capture to the next."""
+def fleet(out: Path, fleet_name: str, policies: Path) -> Iterator[Capture]:
+    """A working folder (retention.yaml, policies/) against a simulator of ``fleet_name``.
+    The folder's path is fixed, and the simulator's port (which varies) has five digits, as
+    Linux's ephemeral ports have: the sizes of run folders, which hold both, are the same
+    from one capture to the next."""
     config = SimulatorConfig(
         fleet=fleet_name,
         seed=1,
@@ -145,7 +145,6 @@ def fleet(out: Path, fleet_name: str, policies: Path, port: int) -> Iterator[Cap
         frozen=True,
         public_key=PUBLIC,
         private_key=PRIVATE,
-        port=port,
     )
     work = WORK / out.name
     shutil.rmtree(work, ignore_errors=True)
@@ -234,12 +233,10 @@ def capture(out: Path) -> None:
     """The demo fleet with the example policies, then every golden scenario."""
     if out.exists():
         shutil.rmtree(out)
-    with fleet(out / "demo", "demo", ROOT / "policies", PORTS) as c:
+    with fleet(out / "demo", "demo", ROOT / "policies") as c:
         commands(c, with_demo=True)
-    scenarios = sorted(p for p in SCENARIOS.iterdir() if p.is_dir())
-    for n, scenario in enumerate(scenarios, start=1):
-        fleet_file, policies = str(scenario / "fleet.yaml"), scenario / "policies"
-        with fleet(out / scenario.name, fleet_file, policies, PORTS + n) as c:
+    for scenario in sorted(p for p in SCENARIOS.iterdir() if p.is_dir()):
+        with fleet(out / scenario.name, str(scenario / "fleet.yaml"), scenario / "policies") as c:
             commands(c, with_demo=False)
 
 
