@@ -26,7 +26,7 @@ from retention.apply.applying import SavedPlan, apply_saved
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
 from retention.config.scope import ProjectTargets, Scope
-from retention.core.guard import Asked, index_of
+from retention.core.guard import Asked, Trusted, index_of
 from retention.core.planfile import CHANGE, DecisionRecord, PlanDocument
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import parse_timestamp
@@ -265,7 +265,8 @@ def _apply_unchecked(api: OpsManagerClient, plan: Path, head: PlanDocument, jour
     changes: list[Any] = [_typed(c) for c in raw]
     out = Journal(journal, lambda: NOW)
     try:
-        apply_plan(api, changes, index_of(head["clusters"]), out, clock=lambda: NOW, concurrency=2)
+        trusted = Trusted.made(head, index_of(head["clusters"]))
+        apply_plan(api, changes, trusted, out, concurrency=2)
     finally:
         out.close()
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from retention import cli
 from retention.api.client import OpsManagerClient
 from retention.apply.executor import Journal, apply_plan
-from retention.core.guard import index_of
+from retention.core.guard import Trusted, index_of
 from retention.ops.clock import Clock
 from retention.runfolder.planread import open_plan
 from retention.simulator.server import Simulator
@@ -234,9 +234,8 @@ def test_an_error_in_one_worker_neither_stops_the_others_nor_loses_a_journal_lin
         result = apply_plan(
             api,
             changes,
-            index_of(planned.plan.read_clusters()),
+            Trusted.made(planned.plan.head, index_of(planned.plan.read_clusters())),
             journal,
-            clock=lambda: NOW,
             concurrency=2,
         )
         journal.close()

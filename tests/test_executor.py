@@ -17,7 +17,7 @@ from retention.apply.applying import RunResult, apply_saved
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
 from retention.config.scope import ProjectTargets, Scope
-from retention.core.guard import index_of
+from retention.core.guard import Trusted, index_of
 from retention.core.planfile import Change, ListName
 from retention.core.policy.loader import PolicySet
 from retention.core.snapshot import SnapshotPatch
@@ -157,9 +157,8 @@ def test_stale_changes_are_skipped(sim: Simulator, api: OpsManagerClient, tmp_pa
     result = apply_plan(
         api,
         changes,
-        index_of(planned.plan.read_clusters()),
+        Trusted.made(planned.plan.head, index_of(planned.plan.read_clusters())),
         journal,
-        clock=lambda: NOW,
         concurrency=2,
     )
     journal.close()
@@ -200,9 +199,8 @@ def test_executor_refuses_destructive_changes_of_a_held_cluster_whatever_the_pla
     result = apply_plan(
         api,
         doctored,
-        index_of(planned.plan.read_clusters()),
+        Trusted.made(planned.plan.head, index_of(planned.plan.read_clusters())),
         journal,
-        clock=lambda: NOW,
         concurrency=2,
     )
     journal.close()
@@ -405,9 +403,8 @@ def test_compare_and_swap_reads_one_by_one_when_the_list_moves(tmp_path: Path) -
         result = apply_plan(
             api,
             changes,
-            index_of(planned.plan.read_clusters()),
+            Trusted.made(planned.plan.head, index_of(planned.plan.read_clusters())),
             journal,
-            clock=lambda: NOW,
             concurrency=1,
         )
         journal.close()

@@ -20,7 +20,7 @@ from retention.api.transport import RetryPolicy
 from retention.apply.executor import Journal, apply_plan
 from retention.config.policyfiles import load_policies
 from retention.config.scope import ProjectTargets, Scope
-from retention.core.guard import index_of
+from retention.core.guard import Trusted, index_of
 from retention.core.policy.loader import PolicySet
 from retention.core.restore import restorations
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
@@ -216,16 +216,23 @@ def test_a_stopped_apply_journals_every_change_it_did_not_send(
     stop = Stop()
     seen: list[str] = []
 
-    def count(outcome: Any) -> None:
-        seen.append(outcome.outcome)
-        if len(seen) == 5:
-            stop.request(signal.SIGINT)
+    class Counting:
+        """Hears each outcome; asks to stop at the fifth."""
+
+        def apply(self, total: int) -> None:
+            """Nothing to count yet."""
+
+        def outcome(self, outcome: Any) -> None:
+            """One more outcome."""
+            seen.append(outcome.outcome)
+            if len(seen) == 5:
+                stop.request(signal.SIGINT)
 
     journal = Journal(tmp_path / "run" / "results.jsonl", lambda: NOW)
     with client_for(sim, stop=stop) as api:
+        trusted = Trusted.made(plan.head, index_of(plan.read_clusters()))
         result = apply_plan(
-            api, changes, index_of(plan.read_clusters()), journal, clock=lambda: NOW,
-            concurrency=2, on_outcome=count, stop=stop,
+            api, changes, trusted, journal, concurrency=2, listener=Counting()
         )  # fmt: skip
     journal.close()
 

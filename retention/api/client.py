@@ -95,7 +95,7 @@ class OpsManagerClient:
     service's first answer fails after a short try (retention.api.retrying.RetryNotes).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the client's settings, each a value object or flag with its default, as httpx.Client takes them
         self,
         base_url: str,
         credentials: Credentials,

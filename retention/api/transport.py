@@ -87,7 +87,7 @@ def rate_limiter(rate: float, stop: Stop | None) -> RateLimiter:
     return RateLimiter(rate, sleep=stop.sleep) if stop is not None else RateLimiter(rate)
 
 
-def build_session(
+def build_session(  # noqa: PLR0913 - the session is made of the client's settings, as they come
     credentials: Credentials,
     *,
     retry: RetryPolicy,

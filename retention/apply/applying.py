@@ -137,15 +137,7 @@ def apply_saved(
             raise
         listener.apply(changes.count)
         applied = apply_plan(
-            client,
-            changes,
-            trusted.clusters,
-            journal,
-            clock=clock,
-            concurrency=concurrency,
-            on_outcome=listener.outcome,
-            approved=trusted.approval.clusters,
-            stop=client.stop,
+            client, changes, trusted, journal, concurrency=concurrency, listener=listener
         )
     if applied.interrupted:
         _mark(folder, "apply", started, clock, applied)
@@ -175,14 +167,7 @@ def apply_planned(
         journal = Journal(RunFolder(run_dir).results, clock)
         with closing(journal):
             applied = apply_plan(
-                client,
-                changes,
-                result.clusters,
-                journal,
-                clock=clock,
-                concurrency=concurrency,
-                on_outcome=listener.outcome,
-                stop=client.stop,
+                client, changes, trusted, journal, concurrency=concurrency, listener=listener
             )
     result.applied = applied
     if acknowledge_audit_alerts and applied.changed_clusters:

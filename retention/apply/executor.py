@@ -37,10 +37,9 @@ import logging
 import struct
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from itertools import groupby
 from pathlib import Path
 from typing import IO, Protocol, cast
@@ -162,7 +161,7 @@ class Journal:
 
     def __init__(self, path: Path, clock: Clock) -> None:
         self.path = path
-        self._clock = clock
+        self.clock = clock
         self._file = JournalFile(path)
         self._lock = threading.Lock()
         self.intents = 0  # intent lines written: PATCHes that may have gone out
@@ -190,7 +189,7 @@ class Journal:
 
     def _entry(self, c: Change) -> JournalEntry:
         return {
-            "at": self._clock(),
+            "at": self.clock(),
             "projectId": c["projectId"],
             "clusterId": c["clusterId"],
             "clusterName": c["clusterName"],
@@ -232,25 +231,23 @@ class ApplyResult:
 def apply_plan(
     client: OpsManagerClient,
     changes: Iterable[Change],
-    clusters: Mapping[tuple[str, str], ClusterFacts],
+    trusted: Trusted,
     journal: Journal,
     *,
-    clock: Clock,
     concurrency: int,
-    on_outcome: Callable[[Outcome], None] | None = None,
-    approved: frozenset[tuple[str, str]] = frozenset(),
-    stop: Stop | None = None,
+    listener: Listener | None = None,
 ) -> ApplyResult:
     """Apply a plan's changes (in plan order, grouped by cluster); see the module docstring.
 
-    ``clusters`` are the plan's clusters by (project, cluster id): their holds, kind and
-    release_protection. ``changes`` may be a stream: clusters are taken one after another
-    with at most a few in flight, so memory holds a few clusters' changes, never the plan's.
-    After ``stop`` is requested no PATCH starts: every change left is journalled
+    ``trusted`` holds the plan's clusters by (project, cluster id) (their holds, kind and
+    release_protection) and the clusters approved. ``changes`` may be a stream: clusters
+    are taken one after another with at most a few in flight, so memory holds a few
+    clusters' changes, never the plan's. The time of each check is the journal's clock.
+    After the client's stop is requested no PATCH starts: every change left is journalled
     ``not-sent``, and the result's ``interrupted`` names the signal.
     """
-    stop = stop or Stop()
-    applier = _Applier(client, clusters, journal, clock, on_outcome, approved, stop)
+    stop = client.stop or Stop()
+    applier = _Applier(client, trusted, journal, listener, stop)
     clusters_of = groupby(changes, key=lambda c: (c["projectId"], c["clusterId"]))
     work = ((key, list(items)) for key, items in clusters_of)
     for _ in ordered(lambda pair: applier.cluster(*pair), work, workers=concurrency, name="apply"):
@@ -264,14 +261,13 @@ def apply_plan(
 
 @dataclass
 class _Applier:
-    """What the workers of one apply share: the journal, the result, and what they are told."""
+    """What the workers of one apply share: the client, the plan's facts, the journal, the
+    result, who hears the outcomes, and the stop."""
 
     client: OpsManagerClient
-    clusters: Mapping[tuple[str, str], ClusterFacts]
+    trusted: Trusted
     journal: Journal
-    clock: Clock
-    on_outcome: Callable[[Outcome], None] | None
-    approved: frozenset[tuple[str, str]]
+    listener: Listener | None
     stop: Stop
     result: ApplyResult = field(default_factory=ApplyResult)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -281,14 +277,14 @@ class _Applier:
         self.journal.record(outcome)
         with self._lock:
             self.result.add(outcome)
-        if self.on_outcome is not None:
-            self.on_outcome(outcome)
+        if self.listener is not None:
+            self.listener.outcome(outcome)
 
     def cluster(self, key: tuple[str, str], items: list[Change]) -> None:
         """Apply one cluster's changes; an error or a stop is journalled for each change
         left, and ends this cluster only."""
         reported: set[str] = set()
-        let_through = key in self.approved
+        let_through = key in self.trusted.approval.clusters
 
         def once(outcome: Outcome) -> None:
             reported.add(outcome.change["snapshotId"])
@@ -296,20 +292,9 @@ class _Applier:
                 outcome = replace(outcome, approved=True)
             self.report(outcome)
 
-        def intent(change: Change, body: Body) -> None:
-            self.journal.intent(change, body, approved=let_through and change["destructive"])
-
+        sending = _Sending(self, self.trusted.clusters.get(key), let_through, once)
         try:
-            _apply_cluster(
-                self.client,
-                items,
-                self.clusters.get(key),
-                clock=self.clock,
-                report=once,
-                intent=intent,
-                stop=self.stop,
-                approved=let_through,
-            )
+            sending.all(items)
         except StopRequestedError as exc:
             for change in items:
                 if change["snapshotId"] not in reported:
@@ -326,44 +311,73 @@ def _not_sent(change: Change, signal_name: str) -> Outcome:
     return Outcome(change, "not-sent", error=f"not sent: the apply was stopped ({signal_name})")
 
 
-def _apply_cluster(
-    client: OpsManagerClient,
-    changes: list[Change],
-    cluster: ClusterFacts | None,
-    *,
-    clock: Clock,
-    report: Callable[[Outcome], None],
-    intent: Callable[[Change, Body], None],
-    stop: Stop,
-    approved: bool = False,
-) -> None:
-    todo = sorted(changes, key=lambda c: (SEND_ORDER[c["action"]], c["snapshotId"]))
-    if cluster is not None and cluster["holds"] and not approved:
-        for change in [c for c in todo if c["destructive"]]:
-            report(Outcome(change, "held", error="the plan holds this cluster"))
-        todo = [c for c in todo if not c["destructive"]]
-    if not todo:
-        return
-    stop.check("re-reading the cluster")
-    try:
-        current = _current_state(client, todo)
-    except ApiError as exc:
+@dataclass(frozen=True)
+class _Sending:
+    """One cluster's changes being sent: its facts (None: not in the plan), whether an
+    --approve let its held changes through, and where each outcome goes."""
+
+    applier: _Applier
+    cluster: ClusterFacts | None
+    approved: bool
+    report: Callable[[Outcome], None]
+
+    def all(self, changes: list[Change]) -> None:
+        """Send the cluster's changes in send order, each against the state re-read."""
+        cluster, report = self.cluster, self.report
+        todo = sorted(changes, key=lambda c: (SEND_ORDER[c["action"]], c["snapshotId"]))
+        if cluster is not None and cluster["holds"] and not self.approved:
+            for change in [c for c in todo if c["destructive"]]:
+                report(Outcome(change, "held", error="the plan holds this cluster"))
+            todo = [c for c in todo if not c["destructive"]]
+        if not todo:
+            return
+        self.applier.stop.check("re-reading the cluster")
+        try:
+            current = _current_state(self.applier.client, todo)
+        except ApiError as exc:
+            for change in todo:
+                report(Outcome(change, "failed", exc.status, f"cannot re-read the cluster: {exc}"))
+            return
+        changed: set[str] = set()
         for change in todo:
-            report(Outcome(change, "failed", exc.status, f"cannot re-read the cluster: {exc}"))
-        return
-    changed: set[str] = set()
-    for change in todo:
-        sid = change["snapshotId"]
-        if sid in changed:
-            # The state re-read above is no longer the snapshot's: compare-and-swap fails.
-            report(Outcome(change, "stale", error="changed by this apply already"))
-            continue
-        found = current.get(sid)
-        view = SnapshotView.of(found) if found is not None else None
-        outcome = _apply_one(client, change, view, cluster, clock(), intent=intent, stop=stop)
-        if outcome.sent is not None:
-            changed.add(sid)
-        report(outcome)
+            sid = change["snapshotId"]
+            if sid in changed:
+                # The state re-read above is no longer the snapshot's: compare-and-swap fails.
+                report(Outcome(change, "stale", error="changed by this apply already"))
+                continue
+            found = current.get(sid)
+            outcome = self.one(change, SnapshotView.of(found) if found is not None else None)
+            if outcome.sent is not None:
+                changed.add(sid)
+            report(outcome)
+
+    def one(self, change: Change, current: SnapshotView | None) -> Outcome:
+        """Check one change against the snapshot's state (``current``, None: gone) and the
+        clock, then send it, its intent journalled first."""
+        applier = self.applier
+        verdict = check_send(change, current, cluster=self.cluster, now=applier.journal.clock())
+        if verdict.outcome != "send" or verdict.body is None:
+            # Only a send carries a body; a send without one is a bug in the guard: refused.
+            outcome: OutcomeName = "refused" if verdict.outcome == "send" else verdict.outcome
+            return Outcome(change, outcome, error=verdict.reason)
+        if applier.stop.requested:
+            return _not_sent(change, applier.stop.name)
+        sent = patch_body(verdict.body)
+        destructive = self.approved and change["destructive"]
+        applier.journal.intent(change, sent, approved=destructive)
+        try:
+            applier.client.patch_snapshot(
+                change["projectId"], change["clusterId"], change["snapshotId"], verdict.body
+            )
+        except StopRequestedError as exc:
+            if not exc.in_doubt:
+                return _not_sent(change, exc.signal_name)
+            # A try reached the service before the stop ended the wait for the next one.
+            error = f"stopped ({exc.signal_name}) while retrying: {exc}; the service may have it"
+            return Outcome(change, "failed", None, error, sent)
+        except ApiError as exc:
+            return Outcome(change, "failed", exc.status, str(exc), sent)
+        return Outcome(change, "applied", 200, sent=sent)
 
 
 def _current_state(
@@ -385,37 +399,3 @@ def _current_state(
         except NotFoundError:
             continue
     return found
-
-
-def _apply_one(
-    client: OpsManagerClient,
-    change: Change,
-    current: SnapshotView | None,
-    cluster: ClusterFacts | None,
-    now: datetime,
-    *,
-    intent: Callable[[Change, Body], None],
-    stop: Stop,
-) -> Outcome:
-    verdict = check_send(change, current, cluster=cluster, now=now)
-    if verdict.outcome != "send" or verdict.body is None:
-        # Only a send carries a body; a send without one is a bug in the guard: refused.
-        outcome: OutcomeName = "refused" if verdict.outcome == "send" else verdict.outcome
-        return Outcome(change, outcome, error=verdict.reason)
-    if stop.requested:
-        return _not_sent(change, stop.name)
-    sent = patch_body(verdict.body)
-    intent(change, sent)
-    try:
-        client.patch_snapshot(
-            change["projectId"], change["clusterId"], change["snapshotId"], verdict.body
-        )
-    except StopRequestedError as exc:
-        if not exc.in_doubt:
-            return _not_sent(change, exc.signal_name)
-        # A try reached the service before the stop ended the wait for the next one.
-        error = f"stopped ({exc.signal_name}) while retrying: {exc}; the service may have it"
-        return Outcome(change, "failed", None, error, sent)
-    except ApiError as exc:
-        return Outcome(change, "failed", exc.status, str(exc), sent)
-    return Outcome(change, "applied", 200, sent=sent)

@@ -63,7 +63,7 @@ def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta
 )
 @format_option
 @click.pass_context
-def forecast(
+def forecast(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
     *,
     days: int,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 @shard_options
 @format_option
 @click.pass_context
-def plan(
+def plan(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
     *,
     out: str | None,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 @metrics_options
 @format_option
 @click.pass_context
-def run_command(
+def run_command(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
     *,
     dry_run: bool,
@@ -96,7 +96,7 @@ def run_command(
 @metrics_options
 @format_option
 @click.pass_context
-def apply_command(
+def apply_command(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
     *,
     plan_path: str,

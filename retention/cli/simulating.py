@@ -68,7 +68,7 @@ def simulator() -> None:
 )
 @format_option
 @click.pass_context
-def simulator_serve(
+def simulator_serve(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
     *,
     output: str,
@@ -148,15 +148,7 @@ def _announce(sim: Simulator, output: str, faults: str) -> None:
             )
         )
         return
-    _print_started(
-        sim,
-        fleet=config.fleet,
-        seed=config.seed,
-        faults=faults,
-        latency_ms=config.latency_ms,
-        summary=summary,
-        snapshots=snapshots,
-    )
+    _print_started(sim, faults=faults, summary=summary, snapshots=snapshots)
 
 
 def _serve_until(stop: threading.Event, sim: Simulator) -> None:
@@ -196,17 +188,9 @@ def _started_document(
     }
 
 
-def _print_started(
-    sim: Simulator,
-    *,
-    fleet: str,
-    seed: int,
-    faults: str,
-    latency_ms: float,
-    summary: dict[str, Any],
-    snapshots: int,
-) -> None:
+def _print_started(sim: Simulator, *, faults: str, summary: dict[str, Any], snapshots: int) -> None:
     """What a person needs to point retention or curl at the simulator."""
+    fleet, seed, latency_ms = sim.config.fleet, sim.config.seed, sim.config.latency_ms
     from retention.simulator.faults import FaultSpec
 
     click.echo(f"retention simulator: serving the {fleet!r} fleet (seed {seed})")

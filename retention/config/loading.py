@@ -25,6 +25,7 @@ from typing import Any
 
 from retention.api.values import Credentials
 from retention.config.credentials import read_credentials
+from retention.config.findings import Findings
 from retention.config.notifyurls import ENV_NOTIFY_URLS, GivenUrls, env_urls, resolve_notify
 from retention.config.schedule import schedule_warnings
 from retention.config.settings import (
@@ -74,16 +75,13 @@ def load_config(
     The schedule's warnings are as of ``clock``'s now."""
     env = os.environ if env is None else env
     config_path, how = _choose_path(path, env)
-    problems: list[str] = []
-    warnings: list[str] = []
-    sources = {"config": how}
+    found = Findings(sources={"config": how})
+    problems, warnings, sources = found.problems, found.warnings, found.sources
     log.debug("reading configuration %s (%s)", config_path, how)
     # Checked whatever the file holds, so that every problem is told at once.
     env_problems: list[str] = []
     from_env = env_urls(env, env_problems)
-    config = _read_config(
-        config_path, how, env, problems, sources, warnings=warnings, from_env=from_env
-    )
+    config = _read_config(config_path, how, env, found, from_env=from_env)
     problems += env_problems
     credentials = read_credentials(env, require_credentials, problems, warnings, sources)
     if problems or config is None:
@@ -108,30 +106,27 @@ def _read_config(
     path: Path,
     how: str,
     env: Mapping[str, str],
-    problems: list[str],
-    sources: dict[str, str],
+    found: Findings,
     *,
-    warnings: list[str],
     from_env: GivenUrls | None,
 ) -> RetentionConfig | None:
     """The file's settings validated, the environment's base URL and notification URLs
-    taken in, and where each setting came from in ``sources``; None after a problem."""
-    document, found = _read_document(path, how, problems)
+    taken in, and where each setting came from in ``found``; None after a problem."""
+    problems, sources = found.problems, found.sources
+    document, in_file = _read_document(path, how, problems)
     if document is None:
         return None
     env_url = env.get(ENV_BASE_URL, "").strip()
-    config = _validate(path, document, found, env_url, problems)
+    config = _validate(path, document, in_file, env_url, problems)
     if config is None:
         return None
-    notify_sources: dict[str, str] = {}
+    notify_found = Findings(problems, found.warnings)
     notify = resolve_notify(
         config.notify,
         from_env=from_env,
         env_set=bool(env.get(ENV_NOTIFY_URLS, "").strip()),
         at=lambda loc, message: document.lines.problem(loc, message).at(path.name),
-        problems=problems,
-        warnings=warnings,
-        sources=notify_sources,
+        found=notify_found,
     )
     if notify is None and (config.notify is not None or from_env is not None):
         return None  # a problem was found
@@ -140,7 +135,7 @@ def _read_config(
     sources.update(
         (key, "file" if given else "default") for _, key, given in yaml_lines(config) if key
     )
-    sources.update(notify_sources)
+    sources.update(notify_found.sources)
     if env_url:
         sources["api.base_url"] = f"env {ENV_BASE_URL}"
     return config

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retention.config.credentials import open_to_others
+from retention.config.findings import Findings
 from retention.config.notify import NotifySettings, NotifyUrl, url_problem
 
 ENV_NOTIFY_URLS = "RETENTION_NOTIFY_URLS"
@@ -175,15 +176,14 @@ def resolve_notify(
     from_env: GivenUrls | None,
     env_set: bool,
     at: Where,
-    problems: list[str],
-    warnings: list[str],
-    sources: dict[str, str],
+    found: Findings,
 ) -> NotifySettings | None:
     """The notify: settings in force: ``settings`` (retention.yaml's, None without
     ``notify:``) with the URLs of the first source given, RETENTION_NOTIFY_URLS
     (``from_env``; ``env_set`` when it is set at all), notify.urls_file or notify.urls.
     RETENTION_NOTIFY_URLS alone turns notices on, with ``on`` at its default. None when
-    there are no notices, or when a problem was found (added to ``problems``)."""
+    there are no notices, or when a problem was found (added to ``found``)."""
+    problems, warnings, sources = found.problems, found.warnings, found.sources
     urls_file = settings.urls_file if settings is not None else None
     given = [
         name

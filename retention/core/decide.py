@@ -109,7 +109,7 @@ class _Verdicts:
     ended: dict[str, list[Reason]]
 
 
-def decide(
+def decide(  # noqa: PLR0913 - until decide takes a ClusterView (the branch decide-value)
     target: Target,
     snapshots: Sequence[SnapshotView],
     policies: Sequence[LoadedPolicy],

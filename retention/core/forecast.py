@@ -108,7 +108,7 @@ def trend(counts: Sequence[int]) -> Trend:
     return "growing" if counts[-1] > earlier else "falling"
 
 
-def forecast_cluster(
+def forecast_cluster(  # noqa: PLR0913 - a cluster, its policies and cadence, and the times it is run forward over
     target: Target,
     snapshots: Sequence[SnapshotView],
     policies: Sequence[LoadedPolicy],

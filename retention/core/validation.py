@@ -85,7 +85,7 @@ class Lines:
         return None
 
 
-def validate(
+def validate(  # noqa: PLR0913 - the one validator of every document: its model, data and lines, and how its problems are worded
     model: type[M],
     data: Any,
     lines: Lines | None = None,

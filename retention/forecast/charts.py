@@ -72,7 +72,7 @@ def nice_bytes(value: float) -> float:
     return (1024.0 if nice > 750 else nice) * unit
 
 
-def chart(
+def chart(  # noqa: PLR0913 - a chart's series, its time axis and how its values are written
     title: str,
     series: Sequence[tuple[str, str, array[int]]],
     *,

@@ -29,7 +29,7 @@ from retention.report.summary import (
 )
 
 
-def summarize(
+def summarize(  # noqa: PLR0913 - one part of the summary from each file and pass the report read
     run: RunInfo,
     plan: PlanSummary,
     *,

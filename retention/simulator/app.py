@@ -86,7 +86,7 @@ VENDOR_VERSION_HEADER = "X-MongoDB-Service-Version"
 class SimulatorApp:
     """The API over a fleet: auth, faults, latency, routing, and the admin surface."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the simulator's parts, each made by the server from its SimulatorConfig
         self,
         fleet_factory: Callable[[], Fleet],
         *,

@@ -29,7 +29,7 @@ DAY_GRACE = RetentionDuration(hours=24)
 Rules = TypeVar("Rules", bound=KeepRules)
 
 
-def loaded_policy(
+def loaded_policy(  # noqa: PLR0913 - a policy's every setting, each with its default
     name: str = "test",
     keep: KeepSpec | None = None,
     protect: KeepSpec | None = None,
