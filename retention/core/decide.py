@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Literal
 
+import msgspec
+
 from retention.core.freshness import freshness
-from retention.core.gates import hold_destructive, hold_uncarried
+from retention.core.gates import gate_holds, held, hold_uncarried
 from retention.core.horizon import Lease, horizon
 from retention.core.merged import Merged
 from retention.core.model import (
@@ -155,16 +157,19 @@ def decide(
         {},
         SnapshotPatch.expire_at(merged.grace_until),
     )
-    for snapshot in ordered:
-        plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
-    _min_keep(plan, ctx)
-    _say_ended(plan, verdicts)
-    plan.hold_records = hold_records(policies, plan.decisions, now)
-    hold_uncarried(plan)
-    hold_destructive(plan, merged, alerts, problem)
+    decisions = _min_keep([_decide_one(s, verdicts, ctx) for s in ordered], ctx)
+    decisions = _say_ended(decisions, verdicts)
+    plan.hold_records = hold_records(policies, decisions, now)
+    decisions, uncarried = hold_uncarried(decisions)
+    plan.holds = [] if uncarried is None else [uncarried]
+    plan.holds += gate_holds(decisions, target, merged, alerts, problem)
+    decisions = held(decisions, plan.holds)
     if target.kind == "config-server":
-        for decision in plan.decisions:
-            decision.advisory = decision.action != "none"
+        decisions = [
+            msgspec.structs.replace(d, advisory=True) if d.action != "none" else d
+            for d in decisions
+        ]
+    plan.decisions = decisions
     if describe and walked:
         describe_restore_points(plan, now, within=merged.newest_within)
     return plan
@@ -418,28 +423,34 @@ def _manual_hold(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[st
     )  # fmt: skip
 
 
-def _say_ended(plan: ClusterPlan, v: _Verdicts) -> None:
-    """Put the ended hold records of a snapshot first among its reasons, unless another
-    rule protects it (then the hold's end changes nothing) or the rules did not count it."""
+def _say_ended(decisions: list[Decision], v: _Verdicts) -> list[Decision]:
+    """``decisions`` with the ended hold records of a snapshot first among its reasons,
+    unless another rule protects it (then the hold's end changes nothing) or the rules did
+    not count it."""
     if not v.ended:
-        return
-    for d in plan.decisions:
-        notes = v.ended.get(d.snapshot.id)
-        if notes and d.state in ("kept", "unkept", "manual-hold"):
-            d.reasons = [*notes, *d.reasons]
+        return decisions
+    return [
+        msgspec.structs.replace(d, reasons=[*notes, *d.reasons])
+        if (notes := v.ended.get(d.snapshot.id)) and d.state in ("kept", "unkept", "manual-hold")
+        else d
+        for d in decisions
+    ]
 
 
-def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
-    """Keep the newest unkept, counted snapshots until min_keep survive (or all there are).
+def _min_keep(decisions: list[Decision], ctx: _Context) -> list[Decision]:
+    """``decisions`` with the newest unkept, counted snapshots kept until min_keep survive
+    (or all there are).
 
     A survivor is complete and consistent: a possibly inconsistent snapshot under a hold
     survives, but no one can restore the cluster from it, so it does not count."""
     survivors = sum(
-        d.state in ("kept", "protected", "manual-hold") and d.snapshot.consistent
-        for d in plan.decisions
+        d.state in ("kept", "protected", "manual-hold") and d.snapshot.consistent for d in decisions
     )
     missing = ctx.merged.min_keep - survivors
-    for i, d in enumerate(plan.decisions):
+    if missing <= 0:
+        return decisions
+    kept = list(decisions)
+    for i, d in enumerate(decisions):
         if missing <= 0:
             break
         if d.state != "unkept" or not d.snapshot.consistent:
@@ -447,8 +458,9 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
         if d.snapshot.do_not_delete:
             # A manual hold release_protection would lift: the safest way to keep it is to leave it.
             reasons = [*d.reasons, note("min_keep", "safety: min_keep: hold left in place")]
-            plan.decisions[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
+            kept[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
         else:
             keeps = note("min_keep", f"safety: min_keep {ctx.merged.min_keep}")
-            plan.decisions[i] = _kept(d.snapshot, [keeps], None, ctx, [])
+            kept[i] = _kept(d.snapshot, [keeps], None, ctx, [])
         missing -= 1
+    return kept

@@ -223,9 +223,11 @@ class Hold:
     setting: str | None = None  # where the setting that holds is written (None: walk, id)
 
 
-class Decision(msgspec.Struct):
+class Decision(msgspec.Struct, frozen=True):
     """What the plan decided for one snapshot, and why (a struct, as SnapshotView is, for
-    the same reason)."""
+    the same reason). Frozen: a gate that changes a decision makes a new one, so what decide
+    returned stays as it was. Its reasons and policies are lists, as the plan file's records
+    take them, and are never changed either."""
 
     snapshot: SnapshotView
     state: State
