@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 from retention.core.decide import decide
 from retention.core.merged import Merged
-from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
+from retention.core.model import AlertView, ClusterDecisions, ClusterView, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import KeepSpec
+from retention.core.restorable import describe_restore_points
 from retention.core.timestamps import LATEST
 from tests.support import strategies
 from tests.support.examples import examples
@@ -122,10 +123,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 def run(
     scenario: tuple[Target, list[SnapshotView], list[LoadedPolicy], list[AlertView], timedelta],
-) -> ClusterPlan:
-    """Plan a scenario as of NOW."""
+) -> ClusterDecisions:
+    """Decide a scenario as of NOW."""
     target, snapshots, chosen, alerts, lease_for = scenario
-    return decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for)
+    return decide(ClusterView(target, snapshots, alerts), chosen, now=NOW, lease_for=lease_for)
 
 
 def _outlives(snapshot: SnapshotView, grace_until: datetime) -> bool:
@@ -235,15 +236,14 @@ def test_invariant_7_same_inputs_same_plan(scenario: Scenario) -> None:
     target, snapshots, chosen, alerts, lease_for = scenario
     first = run(scenario)
     second = decide(
-        target,
-        list(reversed(snapshots)),
+        ClusterView(target, list(reversed(snapshots)), alerts),
         list(reversed(chosen)),
-        alerts,
         now=NOW,
         lease_for=lease_for,
     )
 
     assert first == second
+    assert describe_restore_points(first, NOW) == describe_restore_points(second, NOW)
 
 
 @EXAMPLES
@@ -253,9 +253,10 @@ def test_a_plan_without_reasons_decides_the_same(scenario: Scenario) -> None:
     PATCH, expiry and hold a full plan gives it: it leaves out only the rules' reasons."""
     target, snapshots, chosen, alerts, lease_for = scenario
     full = run(scenario)
-    lean = decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for, reasons=False)
+    cluster = ClusterView(target, snapshots, alerts)
+    lean = decide(cluster, chosen, now=NOW, lease_for=lease_for, reasons=False)
 
-    def outcome(plan: ClusterPlan) -> list[tuple[object, ...]]:
+    def outcome(plan: ClusterDecisions) -> list[tuple[object, ...]]:
         return [
             (d.snapshot.id, d.state, d.action, d.patch, d.expires_after, d.held, d.advisory)
             for d in plan.decisions
@@ -294,9 +295,8 @@ def test_min_keep_leaves_a_hold_in_place_rather_than_release_it() -> None:
         min_keep=2,
     )
 
-    plan = decide(
-        Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=timedelta(hours=1)
-    )
+    cluster = ClusterView(Target("p1", "c1", "prod"), snapshots)
+    plan = decide(cluster, [policy], now=NOW, lease_for=timedelta(hours=1))
 
     by_id = {d.snapshot.id: d for d in plan.decisions}
     assert (by_id["s001"].state, by_id["s001"].action) == ("protected", "protect")
@@ -318,9 +318,8 @@ def test_inconsistent_expire_does_not_touch_a_held_snapshot() -> None:
         keep=KeepSpec(yearly=1), grace=RetentionDuration(), inconsistent="expire", min_keep=0
     )
 
-    plan = decide(
-        Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=timedelta(hours=1)
-    )
+    cluster = ClusterView(Target("p1", "c1", "prod"), snapshots)
+    plan = decide(cluster, [policy], now=NOW, lease_for=timedelta(hours=1))
 
     [decision] = plan.decisions
     assert (decision.state, decision.action, decision.patch) == ("manual-hold", "none", None)
@@ -378,7 +377,7 @@ def test_rules_at_their_extremes_clamp_to_the_latest_time_and_keep(
     ]
     policy = loaded_policy(keep=keep, protect=protect, grace=grace, timezone=zone)
 
-    plan = decide(Target("p1", "c1", "prod"), views, [policy], [], now=NOW, lease_for=DAY)
+    plan = decide(ClusterView(Target("p1", "c1", "prod"), views), [policy], now=NOW, lease_for=DAY)
 
     for d in plan.decisions:
         if d.patch is not None and d.patch.expires is not None:

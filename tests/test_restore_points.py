@@ -13,9 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retention.core.decide import decide
-from retention.core.model import Member, SnapshotView, Target
+from retention.core.model import ClusterView, Member, SnapshotView, Target
 from retention.core.planvalues import restore_points_entry
 from retention.core.policy.spec import KeepSpec
+from retention.core.restorable import describe_restore_points
 from retention.core.restorepoints import grain_of, ladder_of
 from tests.support.planning import loaded_policy
 
@@ -57,16 +58,10 @@ def planned(
         for n, t in enumerate(times)
     ]
     policy = loaded_policy(keep=GFS, max_expire_fraction=1.0)
-    plan = decide(
-        target or Target("p" * 24, "c" * 24, "orders"),
-        snapshots,
-        [policy],
-        [],
-        now=NOW,
-        lease_for=H,
-    )
-    assert plan.ladder is not None
-    return dict(restore_points_entry(plan.ladder))
+    cluster = ClusterView(target or Target("p" * 24, "c" * 24, "orders"), snapshots)
+    restorable = describe_restore_points(decide(cluster, [policy], now=NOW, lease_for=H), NOW)
+    assert restorable is not None
+    return dict(restore_points_entry(restorable.ladder))
 
 
 def tiers(entry: dict[str, Any]) -> list[tuple[str, int, datetime, str]]:
@@ -176,11 +171,12 @@ def test_an_unmatched_clusters_expired_snapshot_is_not_a_restore_point() -> None
     fresh = SnapshotView("a", at(2026, 11, 19), True, False, NOW + D)
     gone = SnapshotView("b", at(2026, 11, 18), True, False, NOW - timedelta(hours=1))
 
-    plan = decide(target, [fresh, gone], [], [], now=NOW, lease_for=D)
+    decided = decide(ClusterView(target, [fresh, gone]), [], now=NOW, lease_for=D)
+    restorable = describe_restore_points(decided, NOW)
 
-    assert [d.state for d in plan.decisions] == ["unmatched", "unmatched"]
-    assert plan.ladder is not None
-    assert (plan.ladder.points, plan.ladder.oldest) == (1, at(2026, 11, 19))
+    assert [d.state for d in decided.decisions] == ["unmatched", "unmatched"]
+    assert restorable is not None
+    assert (restorable.ladder.points, restorable.ladder.oldest) == (1, at(2026, 11, 19))
 
 
 # ---- the ladder of a set of points -------------------------------------------------------------

@@ -37,19 +37,17 @@ from typing import Literal
 
 import msgspec
 
-from retention.core.freshness import freshness
 from retention.core.gates import gate_holds, held, hold_uncarried
 from retention.core.horizon import Lease, horizon
 from retention.core.merged import Merged
 from retention.core.model import (
-    AlertView,
-    ClusterPlan,
+    ClusterDecisions,
+    ClusterView,
     Decision,
     Hold,
     HoldRecordView,
     Reason,
     SnapshotView,
-    Target,
     ended_reason,
     hold_record_note,
     note,
@@ -58,12 +56,7 @@ from retention.core.policy.engine import evaluate
 from retention.core.policy.holdrecords import ended
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import Item, Match
-from retention.core.restorepoints import ladder_of
 from retention.core.snapshot import SnapshotPatch
-
-# The states of a snapshot the plan leaves in place: the cluster's restore points, when
-# complete and consistent.
-RESTORE_STATES = frozenset({"kept", "protected", "manual-hold", "unmatched"})
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).
 Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
@@ -112,100 +105,66 @@ class _Verdicts:
 
 
 def decide(
-    target: Target,
-    snapshots: Sequence[SnapshotView],
+    cluster: ClusterView,
     policies: Sequence[LoadedPolicy],
-    alerts: Sequence[AlertView],
     *,
     now: datetime,
     lease_for: timedelta,
-    walk_error: str | None = None,
-    alerts_unread: str | None = None,
-    describe: bool = True,
     reasons: bool = True,
-) -> ClusterPlan:
+) -> ClusterDecisions:
     """Decide every snapshot of one cluster (or config server). See the module docstring.
-    ``describe`` False leaves out the restore points and the freshness, ``reasons`` False
-    the rules' reasons (a forecast's steps read only the states and the changes: the same
-    with or without them). ``alerts_unread``: why the project's alerts could not be read; it
-    holds the cluster as a failed walk does, but its snapshots are all there to describe."""
-    ordered = newest_first_by_id(snapshots)
-    plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
-    problem = walk_error or alerts_unread
-    if problem:
-        plan.errors.append(problem)
-    walked = walk_error is None
+    ``reasons`` False leaves out the rules' reasons (a forecast's steps read only the states
+    and the changes: the same with or without them). A failed walk or unread alerts
+    (``cluster.walk_error``, ``cluster.alerts_unread``) hold its destructive changes.
+    Describing its restore points is retention.core.restorable's."""
+    target = cluster.target
+    ordered = newest_first_by_id(cluster.snapshots)
+    names = tuple(sorted(p.name for p in policies))
+    problem = cluster.walk_error or cluster.alerts_unread
+    errors = (problem,) if problem else ()
+    walked = cluster.walk_error is None
     if (unfit := target.id_problem()) is not None:
         # Held even when no policy matches it: an id like this is worth a person's look.
-        plan.holds.append(Hold("id", unfit))
-        return plan
+        hold = Hold("id", unfit)
+        return ClusterDecisions(target, (), (hold,), errors, names, walked=False)
     if not policies:
         unmatched = note("unmatched", "no policy matches this cluster")
-        plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
-        if describe and walked:
-            describe_restore_points(plan, now, within=None)
-        return plan
+        each = tuple(Decision(s, "unmatched", reasons=[unmatched]) for s in ordered)
+        return ClusterDecisions(target, each, (), errors, names, walked=walked)
     merged = Merged.of(policies, now)
-    plan.grace_seconds = int((merged.grace_until - now).total_seconds())
-    plan.release_protection = merged.release_protection
     verdicts = _evaluate(counted_items(ordered, now), policies, now, reasons=reasons)
     ctx = _Context(
         merged,
         now,
         Lease.at(now, lease_for),
-        plan.policies,
+        list(names),
         {},
         SnapshotPatch.expire_at(merged.grace_until),
     )
     decisions = _min_keep([_decide_one(s, verdicts, ctx) for s in ordered], ctx)
     decisions = _say_ended(decisions, verdicts)
-    plan.hold_records = hold_records(policies, decisions, now)
+    records = hold_records(policies, decisions, now)
     decisions, uncarried = hold_uncarried(decisions)
-    plan.holds = [] if uncarried is None else [uncarried]
-    plan.holds += gate_holds(decisions, target, merged, alerts, problem)
-    decisions = held(decisions, plan.holds)
+    holds = [] if uncarried is None else [uncarried]
+    holds += gate_holds(decisions, target, merged, cluster.alerts, problem)
+    decisions = held(decisions, holds)
     if target.kind == "config-server":
         decisions = [
             msgspec.structs.replace(d, advisory=True) if d.action != "none" else d
             for d in decisions
         ]
-    plan.decisions = decisions
-    if describe and walked:
-        describe_restore_points(plan, now, within=merged.newest_within)
-    return plan
-
-
-def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta | None) -> None:
-    """Put the cluster's ladder of restore points and the freshness of its backups on
-    ``plan`` (decide leaves both out when its walk failed: part of its snapshots may be
-    missing).
-
-    Restorable, for the freshness, is any complete, consistent snapshot not awaiting
-    deletion; the ladder's restore points are those of them the plan leaves in place."""
-    usable = _restorable(plan, now)
-    plan.ladder = ladder_of(_leaves_in_place(plan, usable))
-    restorable = [d.snapshot.created for d in usable]
-    plan.freshness = freshness(restorable, now, within=within, any_snapshot=bool(plan.decisions))
-
-
-def restore_points(plan: ClusterPlan, now: datetime) -> list[datetime]:
-    """When the cluster's restore points were taken: its complete, consistent snapshots not
-    awaiting deletion that the plan leaves in place (kept, protected, held by hand, or of a
-    cluster no policy matches: whose decisions say "unmatched" even for one whose expiry
-    has passed). A config server's decisions are advisory, never sent: every one of its
-    restorable snapshots stays as the service keeps it, whatever they say."""
-    return _leaves_in_place(plan, _restorable(plan, now))
-
-
-def _restorable(plan: ClusterPlan, now: datetime) -> list[Decision]:
-    """The decisions of the complete, consistent snapshots not awaiting deletion: those
-    the rules count (``uncounted`` says None)."""
-    return [d for d in plan.decisions if uncounted(d.snapshot, now) is None]
-
-
-def _leaves_in_place(plan: ClusterPlan, restorable: list[Decision]) -> list[datetime]:
-    advisory = plan.target.kind == "config-server"
-    return [d.snapshot.created for d in restorable if advisory or d.state in RESTORE_STATES]
+    return ClusterDecisions(
+        target,
+        tuple(decisions),
+        tuple(holds),
+        errors,
+        names,
+        grace_seconds=int((merged.grace_until - now).total_seconds()),
+        release_protection=merged.release_protection,
+        hold_records=tuple(records),
+        newest_within=merged.newest_within,
+        walked=walked,
+    )
 
 
 def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
