@@ -1,6 +1,7 @@
 """The pure core's throughput: decide() over 2,000 clusters x 500 snapshots (1,000,000) under
 3 policies (GFS in Europe/Berlin, a short dev policy, a compliance policy with a quarterly
-cron), each cluster matched by one of them in turn. One process, one core, no I/O.
+cron), each cluster matched by one of them in turn, and its restore points described, as a
+plan does. One process, one core, no I/O.
 
     make bench      # or: .venv/bin/python benchmarks/core.py [--clusters 2000] [--per 500]
 
@@ -19,7 +20,8 @@ from machine import describe
 
 from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
-from retention.core.model import SnapshotView, Target
+from retention.core.model import ClusterView, SnapshotView, Target
+from retention.core.restorable import describe_restore_points
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -57,7 +59,7 @@ def cluster(index: int, per: int) -> list[SnapshotView]:
 
 
 def main() -> None:
-    """Time decide() over the synthetic fleet and print the figures."""
+    """Time decide() (and the description) over the synthetic fleet and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clusters", type=int, default=2000)
     parser.add_argument("--per", type=int, default=500)
@@ -69,8 +71,10 @@ def main() -> None:
     cpu = time.process_time()
     for i, snapshots in enumerate(fleet):
         target = Target("p", f"c{i:04d}", f"cluster-{i}")
-        plan = decide(target, snapshots, [POLICIES[i % 3]], [], now=NOW, lease_for=lease_for)
-        changes += sum(1 for d in plan.decisions if d.patch is not None)
+        view = ClusterView(target, snapshots)
+        decided = decide(view, [POLICIES[i % 3]], now=NOW, lease_for=lease_for)
+        describe_restore_points(decided, NOW)
+        changes += sum(1 for d in decided.decisions if d.patch is not None)
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu
     total = args.clusters * args.per

@@ -8,7 +8,15 @@ from datetime import UTC, datetime
 import pytest
 
 from retention.core.compare import SHIFTS, compare, fate
-from retention.core.model import Action, ClusterPlan, Decision, Hold, SnapshotView, Target
+from retention.core.model import (
+    Action,
+    ClusterDecisions,
+    ClusterPlan,
+    Decision,
+    Hold,
+    SnapshotView,
+    Target,
+)
 from retention.core.model import State as DecisionState
 
 NOW = datetime(2026, 11, 21, 12, tzinfo=UTC)
@@ -23,7 +31,7 @@ def decision(state: DecisionState, action: Action = "none") -> Decision:
 
 def plan(*decisions: Decision, holds: list[Hold] | None = None) -> ClusterPlan:
     """A plan of the cluster with these decisions and holds."""
-    return ClusterPlan(TARGET, list(decisions), holds or [], [], ["prod"])
+    return ClusterPlan(ClusterDecisions(TARGET, decisions, tuple(holds or ()), (), ("prod",)))
 
 
 KEPT = decision("kept")
@@ -121,7 +129,8 @@ def test_a_config_servers_advisory_changes_are_no_shift() -> None:
     server = Target("p" * 24, "h" * 24, "cfg0.example.net:27019", kind="config-server")
     advised = Decision(SNAPSHOT, "unkept", "shorten", advisory=True)
 
-    diff = compare(ClusterPlan(server, [KEPT]), ClusterPlan(server, [advised]))
+    before, after = (ClusterPlan(ClusterDecisions(server, (d,))) for d in (KEPT, advised))
+    diff = compare(before, after)
 
     assert diff.shifts == []
     assert not diff.keeps_less

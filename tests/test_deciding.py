@@ -415,9 +415,9 @@ def test_unread_alerts_hold_a_cluster_but_leave_its_restore_points_described() -
     plan = unread.plan(walk.target, walk.snapshots, None)
     failed = shared().plan(walk.target, walk.snapshots, "page 2: 503")
 
-    assert plan.errors == ["alerts unreadable: 403"]
-    assert [h.kind for h in plan.holds] == ["walk"]
-    assert plan.ladder is not None
-    assert plan.freshness is not None
-    assert plan.ladder == shared().plan(walk.target, walk.snapshots, None).ladder
-    assert (failed.ladder, failed.freshness) == (None, None)
+    assert plan.decided.errors == ("alerts unreadable: 403",)
+    assert [h.kind for h in plan.decided.holds] == ["walk"]
+    assert plan.restorable is not None
+    assert plan.restorable.freshness is not None
+    assert plan.restorable == shared().plan(walk.target, walk.snapshots, None).restorable
+    assert failed.restorable is None

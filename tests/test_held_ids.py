@@ -11,7 +11,7 @@ from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import load_policies
 from retention.config.scope import ProjectTargets, Scope
 from retention.core.decide import decide
-from retention.core.model import SnapshotView, Target
+from retention.core.model import ClusterView, SnapshotView, Target
 from retention.core.planfile import DECISION
 from retention.core.policy.spec import KeepSpec
 from retention.forecast.forecaster import forecast_fleet
@@ -22,7 +22,7 @@ from retention.runfolder.planread import open_plan
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import EncodedCluster, PlanBuilder, encode_cluster
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
-from tests.support.planning import loaded_policy
+from tests.support.planning import described, loaded_policy
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -51,23 +51,24 @@ def written_plan(folder: Path, cluster: EncodedCluster) -> Path:
 def test_a_cluster_whose_id_cannot_be_carried_is_held_and_decides_nothing() -> None:
     """decide gives such a cluster one id hold naming the id and why, and no decision,
     whatever snapshots it is handed."""
-    plan = decide(
-        Target("p1", ODD, "alerts-prod"), [view("s1", 1)], [POLICY], [], now=NOW, lease_for=DAY
-    )
+    cluster = ClusterView(Target("p1", ODD, "alerts-prod"), [view("s1", 1)])
+    plan = decide(cluster, [POLICY], now=NOW, lease_for=DAY)
 
     [hold] = plan.holds
     assert hold.kind == "id"
     assert hold.reason.startswith(f"cluster id {ODD!r} cannot be carried by a plan (it holds '/'")
     assert hold.reason.endswith("not walked, nothing of it is changed")
-    assert plan.decisions == []
-    assert plan.policies == ["prod"]
+    assert plan.decisions == ()
+    assert plan.policies == ("prod",)
 
 
 def test_an_unmanaged_config_server_with_such_an_id_is_held_with_its_id_escaped() -> None:
     """A config server no policy matches is held too, and a control character of its id is
     written as an escape in the reason."""
     host = "cfg\x1b[2J0"
-    plan = decide(Target("p1", host, host, "config-server"), [], [], [], now=NOW, lease_for=DAY)
+    plan = decide(
+        ClusterView(Target("p1", host, host, "config-server")), [], now=NOW, lease_for=DAY
+    )
 
     [hold] = plan.holds
     assert hold.reason.startswith("config server id 'cfg\\x1b[2J0' cannot be carried")
@@ -86,9 +87,10 @@ def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_clus
         view("older", 9),  # unkept: shortened, held
     ]
 
-    plan = decide(Target("p1", "c1", "prod-rs"), snapshots, [POLICY], [], now=NOW, lease_for=DAY)
+    cluster = ClusterView(Target("p1", "c1", "prod-rs"), snapshots)
+    plan = decide(cluster, [POLICY], now=NOW, lease_for=DAY)
     by_id = {d.snapshot.id: d for d in plan.decisions}
-    plan_path = written_plan(tmp_path, encode_cluster(plan))
+    plan_path = written_plan(tmp_path, encode_cluster(described(plan, NOW)))
 
     [hold] = plan.holds
     assert hold.kind == "id"
@@ -105,9 +107,11 @@ def test_a_snapshot_whose_id_cannot_be_carried_gets_no_change_and_holds_the_clus
 
 def test_an_unmatched_cluster_with_an_odd_snapshot_is_not_held() -> None:
     """Where no policy matches, nothing would change anyway: no hold for a snapshot id."""
-    plan = decide(Target("p1", "c1", "rs"), [view("..", 1)], [], [], now=NOW, lease_for=DAY)
+    plan = decide(
+        ClusterView(Target("p1", "c1", "rs"), [view("..", 1)]), [], now=NOW, lease_for=DAY
+    )
 
-    assert plan.holds == []
+    assert plan.holds == ()
     assert [d.state for d in plan.decisions] == ["unmatched"]
 
 
@@ -189,7 +193,8 @@ def test_the_terminal_summary_names_the_held_id_with_its_control_characters_esca
     the summary's table and hold line, written with \\x1b, never the raw character."""
     odd = "c\x1b]0;pwned\x07"
     builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [])
-    builder.add(decide(Target("p1", odd, odd), [], [POLICY], [], now=NOW, lease_for=DAY))
+    decided = decide(ClusterView(Target("p1", odd, odd)), [POLICY], now=NOW, lease_for=DAY)
+    builder.add(described(decided, NOW))
     with (tmp_path / "plan.json").open("wb") as out:
         builder.write(out)
     plan = open_plan(tmp_path / "plan.json")

@@ -15,7 +15,7 @@ import pytest
 from retention import cli
 from retention.config.policyfiles import parse_policies
 from retention.core.decide import decide
-from retention.core.model import ClusterPlan, SnapshotView, Target, describe
+from retention.core.model import ClusterDecisions, ClusterView, SnapshotView, Target, describe
 from retention.core.planfile import DECISION, DecisionRecord
 from retention.core.policy.engine import evaluate
 from retention.core.policy.holdrecords import HoldRecordTerms
@@ -31,6 +31,7 @@ from retention.runfolder.planread import open_plan
 from retention.runfolder.planrecords import decision_record
 from retention.runfolder.planwrite import PlanBuilder, PolicyDigest
 from retention.simulator.server import Simulator
+from tests.support.planning import described
 from tests.support.simfleet import P
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -88,13 +89,13 @@ SNAPSHOTS = [
 
 def plan_at(
     now: datetime, snapshots: list[SnapshotView] = SNAPSHOTS, *, release: bool = False
-) -> ClusterPlan:
+) -> ClusterDecisions:
     """prod-small decided at ``now`` with the hold records' policy."""
     loaded = policies(release=release)
-    return decide(TARGET, snapshots, loaded, [], now=now, lease_for=7 * DAY)
+    return decide(ClusterView(TARGET, snapshots), loaded, now=now, lease_for=7 * DAY)
 
 
-def decision(plan: ClusterPlan, sid: str) -> DecisionRecord:
+def decision(plan: ClusterDecisions, sid: str) -> DecisionRecord:
     """The decisions.jsonl record of one snapshot of ``plan``, as written and read back."""
     found = next(d for d in plan.decisions if d.snapshot.id == sid)
     return DECISION.validate_python(decision_record(plan, found))
@@ -319,7 +320,7 @@ def test_the_trace_says_a_record_keeps_or_that_it_ended() -> None:
 # ---- the plan file, the summary and the report ---------------------------------------------
 
 
-def write_plan(folder: Path, plan: ClusterPlan) -> Path:
+def write_plan(folder: Path, plan: ClusterDecisions) -> Path:
     """plan.json and its decisions (decisions.jsonl.zst) for one cluster, as the planner
     writes them."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -327,7 +328,7 @@ def write_plan(folder: Path, plan: ClusterPlan) -> Path:
     with decisions_path(plan_path).open("wb") as out, plan_path.open("wb") as f:
         builder = PlanBuilder(NOW, NOW, "https://om.test/api/public/v1.0", [], out)
         builder.policies.append(PolicyDigest("production", "ab" * 32))
-        builder.add(plan)
+        builder.add(described(plan, NOW))
         builder.write(f)
     return plan_path
 
@@ -364,7 +365,7 @@ def test_the_plan_lists_every_hold_record_with_its_cluster_and_whether_it_is_in_
 def test_a_plan_without_hold_records_has_no_hold_records_key(tmp_path: Path) -> None:
     """Plain ids make no hold records, and plan.json then has no holdRecords at all."""
     (loaded,) = policies("name: production\nprotect:\n  ids: [plain0]\n")
-    plan = decide(TARGET, SNAPSHOTS, [loaded], [], now=NOW, lease_for=7 * DAY)
+    plan = decide(ClusterView(TARGET, SNAPSHOTS), [loaded], now=NOW, lease_for=7 * DAY)
 
     path = write_plan(tmp_path, plan)
 

@@ -9,7 +9,7 @@ import pytest
 
 from retention.core.decide import decide
 from retention.core.horizon import previous_run
-from retention.core.model import ClusterPlan, SnapshotView, Target
+from retention.core.model import ClusterDecisions, ClusterView, SnapshotView, Target
 from retention.core.outage import LastRun, exposed, span_words
 from retention.core.policy.spec import KeepSpec
 from tests.support.planning import loaded_policy
@@ -40,10 +40,10 @@ def kept_at(expires_in: list[timedelta], *, do_not_delete: bool = False) -> list
     ]
 
 
-def plan_of(snapshots: list[SnapshotView], kind: str = "cluster") -> ClusterPlan:
-    """The plan of a cluster (or config server) keeping its three newest snapshots."""
+def plan_of(snapshots: list[SnapshotView], kind: str = "cluster") -> ClusterDecisions:
+    """The decisions of a cluster (or config server) keeping its three newest snapshots."""
     target = Target("p1", "h1" if kind != "cluster" else "c1", "prod", kind=kind)  # type: ignore[arg-type]
-    return decide(target, snapshots, [POLICY], [], now=NOW, lease_for=LEASE)
+    return decide(ClusterView(target, snapshots), [POLICY], now=NOW, lease_for=LEASE)
 
 
 def test_kept_snapshots_the_last_run_extended_are_not_named() -> None:
@@ -117,6 +117,8 @@ def test_a_steady_daily_run_a_minute_after_its_tick_names_no_cluster() -> None:
     last_at = previous_run("0 3 * * *", now)
     assert last_at is not None
     last = LastRun(last_at, last_at + LEASE, LEASE.total_seconds())
-    plan = decide(Target("p1", "c1", "prod"), snapshots, [POLICY], [], now=now, lease_for=LEASE)
+    plan = decide(
+        ClusterView(Target("p1", "c1", "prod"), snapshots), [POLICY], now=now, lease_for=LEASE
+    )
 
     assert exposed(plan, last) is None

@@ -5,19 +5,34 @@ Invariant 3 (dry runs send nothing) needs the executor and is tested there."""
 
 from __future__ import annotations
 
+import copy
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
+import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from retention.core.decide import decide
+from retention.core.gates import held
+from retention.core.gates import hold_uncarried as held_ids
 from retention.core.merged import Merged
-from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
+from retention.core.model import (
+    AlertView,
+    ClusterDecisions,
+    ClusterView,
+    Decision,
+    SnapshotView,
+    Target,
+    note,
+)
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import KeepSpec
+from retention.core.restorable import describe_restore_points
+from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import LATEST
 from tests.support import strategies
 from tests.support.examples import examples
@@ -122,10 +137,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 def run(
     scenario: tuple[Target, list[SnapshotView], list[LoadedPolicy], list[AlertView], timedelta],
-) -> ClusterPlan:
-    """Plan a scenario as of NOW."""
+) -> ClusterDecisions:
+    """Decide a scenario as of NOW."""
     target, snapshots, chosen, alerts, lease_for = scenario
-    return decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for)
+    return decide(ClusterView(target, snapshots, alerts), chosen, now=NOW, lease_for=lease_for)
 
 
 def _outlives(snapshot: SnapshotView, grace_until: datetime) -> bool:
@@ -235,15 +250,14 @@ def test_invariant_7_same_inputs_same_plan(scenario: Scenario) -> None:
     target, snapshots, chosen, alerts, lease_for = scenario
     first = run(scenario)
     second = decide(
-        target,
-        list(reversed(snapshots)),
+        ClusterView(target, list(reversed(snapshots)), alerts),
         list(reversed(chosen)),
-        alerts,
         now=NOW,
         lease_for=lease_for,
     )
 
     assert first == second
+    assert describe_restore_points(first, NOW) == describe_restore_points(second, NOW)
 
 
 @EXAMPLES
@@ -253,9 +267,10 @@ def test_a_plan_without_reasons_decides_the_same(scenario: Scenario) -> None:
     PATCH, expiry and hold a full plan gives it: it leaves out only the rules' reasons."""
     target, snapshots, chosen, alerts, lease_for = scenario
     full = run(scenario)
-    lean = decide(target, snapshots, chosen, alerts, now=NOW, lease_for=lease_for, reasons=False)
+    cluster = ClusterView(target, snapshots, alerts)
+    lean = decide(cluster, chosen, now=NOW, lease_for=lease_for, reasons=False)
 
-    def outcome(plan: ClusterPlan) -> list[tuple[object, ...]]:
+    def outcome(plan: ClusterDecisions) -> list[tuple[object, ...]]:
         return [
             (d.snapshot.id, d.state, d.action, d.patch, d.expires_after, d.held, d.advisory)
             for d in plan.decisions
@@ -294,9 +309,8 @@ def test_min_keep_leaves_a_hold_in_place_rather_than_release_it() -> None:
         min_keep=2,
     )
 
-    plan = decide(
-        Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=timedelta(hours=1)
-    )
+    cluster = ClusterView(Target("p1", "c1", "prod"), snapshots)
+    plan = decide(cluster, [policy], now=NOW, lease_for=timedelta(hours=1))
 
     by_id = {d.snapshot.id: d for d in plan.decisions}
     assert (by_id["s001"].state, by_id["s001"].action) == ("protected", "protect")
@@ -318,9 +332,8 @@ def test_inconsistent_expire_does_not_touch_a_held_snapshot() -> None:
         keep=KeepSpec(yearly=1), grace=RetentionDuration(), inconsistent="expire", min_keep=0
     )
 
-    plan = decide(
-        Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=timedelta(hours=1)
-    )
+    cluster = ClusterView(Target("p1", "c1", "prod"), snapshots)
+    plan = decide(cluster, [policy], now=NOW, lease_for=timedelta(hours=1))
 
     [decision] = plan.decisions
     assert (decision.state, decision.action, decision.patch) == ("manual-hold", "none", None)
@@ -378,7 +391,7 @@ def test_rules_at_their_extremes_clamp_to_the_latest_time_and_keep(
     ]
     policy = loaded_policy(keep=keep, protect=protect, grace=grace, timezone=zone)
 
-    plan = decide(Target("p1", "c1", "prod"), views, [policy], [], now=NOW, lease_for=DAY)
+    plan = decide(ClusterView(Target("p1", "c1", "prod"), views), [policy], now=NOW, lease_for=DAY)
 
     for d in plan.decisions:
         if d.patch is not None and d.patch.expires is not None:
@@ -391,3 +404,65 @@ def test_rules_at_their_extremes_clamp_to_the_latest_time_and_keep(
     if keep.within_yearly == EXTREME and views and protect is None:
         assert yearly, "the newest snapshot of each year is within 9999y"
         assert all((d.action, d.expires_after) == ("extend", LATEST) for d in yearly)
+
+
+@EXAMPLES
+@given(scenarios())
+def test_decide_leaves_what_it_is_given_as_it_was(scenario: Scenario) -> None:
+    """decide changes none of its inputs: the snapshots, the policies and the alerts keep
+    their order and their values (it sorts a copy of the snapshots)."""
+    target, snapshots, chosen, alerts, lease_for = scenario
+    inputs = (snapshots, chosen, alerts)
+    before = [list(each) for each in inputs]
+
+    decide(ClusterView(target, snapshots, alerts), chosen, now=NOW, lease_for=lease_for)
+
+    assert [list(each) for each in inputs] == before
+
+
+def test_decides_result_cannot_be_changed() -> None:
+    """decide's result is a value: assigning to it, to one of its decisions or to their
+    description raises, and its decisions and holds are tuples."""
+    snapshots = [
+        SnapshotView(f"s{i}", NOW - i * DAY, True, False, NOW + 30 * DAY) for i in range(3)
+    ]
+    policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
+    decided = decide(
+        ClusterView(Target("p1", "c1", "prod"), snapshots), [policy], now=NOW, lease_for=DAY
+    )
+    restorable = describe_restore_points(decided, NOW)
+
+    assert isinstance(decided.decisions, tuple)
+    assert isinstance(decided.holds, tuple)
+    assert decided.holds, "the fraction gate holds the two shortened snapshots"
+    with pytest.raises(FrozenInstanceError):
+        decided.holds = ()  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        decided.decisions[1].held = None  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        restorable.ladder = None  # type: ignore[misc,union-attr]
+
+
+def test_the_gates_give_new_decisions_and_leave_those_they_are_given() -> None:
+    """hold_uncarried and held return new decisions in a new list; the list and the
+    decisions they were given are as they were, reasons included (a gate that changed them
+    in place would change a result decide had already returned)."""
+    odd = SnapshotView("a/b", NOW - DAY, True, False, NOW + DAY)
+    doomed = SnapshotView("s1", NOW - 2 * DAY, True, False, NOW + 30 * DAY)
+    extend = SnapshotPatch.expire_at(NOW + 7 * DAY)
+    given = [
+        Decision(odd, "kept", "extend", [note("last", "kept")], ["p"], NOW + 7 * DAY, extend),
+        Decision(doomed, "unkept", "shorten", [note("no-rule", "no")], ["p"], NOW + DAY, extend),
+    ]
+    before = copy.deepcopy(given)
+    items = list(given)
+
+    uncarried, hold = held_ids(given)
+    assert hold is not None
+    out = held(uncarried, [hold])
+
+    assert given == before
+    assert all(a is b for a, b in zip(given, items, strict=True))
+    assert (out[0].action, out[0].patch, out[0].reasons[-1]["rule"]) == ("none", None, "id")
+    assert (out[1].action, out[1].held) == ("shorten", hold.reason)
+    assert held(given, []) is given  # no hold: nothing to copy

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from retention.core.decide import decide
 from retention.core.explain import SnapshotTrace, trace_snapshot
-from retention.core.model import Reason, SnapshotView, Target
+from retention.core.model import ClusterView, Reason, SnapshotView, Target
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import KeepSpec
@@ -113,7 +113,7 @@ def test_the_rules_traced_as_keeping_are_the_reasons_decide_records(
 ) -> None:
     """For any cluster and policies, the traced keeping and protecting rules of a counted
     snapshot are decide's rule reasons for it, and an uncounted one is traced as such."""
-    plan = decide(TARGET, snapshots, chosen, [], now=NOW, lease_for=LEASE)
+    plan = decide(ClusterView(TARGET, snapshots), chosen, now=NOW, lease_for=LEASE)
 
     for decision in plan.decisions:
         found = trace_snapshot(snapshots, chosen, decision.snapshot.id, now=NOW)
@@ -193,7 +193,7 @@ def test_snapshots_taken_at_the_same_time_are_ordered_as_decide_orders_them() ->
     snapshots = [view("a", same), view("b", same), view("older", NOW - timedelta(days=2))]
     daily = loaded_policy("d", keep=KeepSpec(daily=5))
 
-    plan = decide(TARGET, snapshots, [daily], [], now=NOW, lease_for=LEASE)
+    plan = decide(ClusterView(TARGET, snapshots), [daily], now=NOW, lease_for=LEASE)
     found = trace_snapshot(snapshots, [daily], "a", now=NOW)
 
     assert {d.snapshot.id: d.state for d in plan.decisions}["a"] == "unkept"

@@ -20,7 +20,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retention.core.decide import decide
-from retention.core.model import ClusterPlan, Decision, SnapshotView, Target, note
+from retention.core.model import (
+    ClusterDecisions,
+    ClusterPlan,
+    ClusterView,
+    Decision,
+    SnapshotView,
+    Target,
+    note,
+)
 from retention.core.planfile import (
     HEAD,
     LISTS,
@@ -45,7 +53,7 @@ from retention.runfolder.planwrite import (
 )
 from retention.runfolder.schema import plan_json_schema
 from tests.support.planfiles import decision_lines, write_plan_files
-from tests.support.planning import loaded_policy, renamed
+from tests.support.planning import described, loaded_policy, renamed
 
 # A plan of format v1 (plan.json with its lists, plain decisions.jsonl), as the version
 # before wrote the first_run_held_by_safety_gates scenario: this version refuses it by name.
@@ -224,8 +232,8 @@ def hostile_plan(name: str, cluster_id: str) -> ClusterPlan:
         loaded_policy(keep=KeepSpec(last=1), protect=KeepSpec(last=1), max_expire_fraction=1.0),
         name,
     )
-    target = Target("p1", cluster_id, name)
-    return decide(target, snapshots, [policy], [], now=NOW, lease_for=timedelta(days=1))
+    cluster = ClusterView(Target("p1", cluster_id, name), snapshots)
+    return described(decide(cluster, [policy], now=NOW, lease_for=timedelta(days=1)), NOW)
 
 
 def held_plan() -> ClusterPlan:
@@ -235,7 +243,8 @@ def held_plan() -> ClusterPlan:
         for i in range(10)
     ]
     policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
-    return decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
+    cluster = ClusterView(Target("p1", "c1", "prod"), snapshots)
+    return described(decide(cluster, [policy], now=NOW, lease_for=DAY), NOW)
 
 
 def test_hostile_names_round_trip_byte_for_byte(tmp_path: Path) -> None:
@@ -277,7 +286,7 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
     created = datetime(2026, 11, 20, 13, 0, tzinfo=timezone(timedelta(hours=1)))
     snapshot = SnapshotView("s1", created, True, False, None)
     patch = SnapshotPatch.expire_at(berlin)
-    plan = ClusterPlan(Target("p1", "c1", "prod"))
+    plan = ClusterDecisions(Target("p1", "c1", "prod"))
     decision = Decision(snapshot, "kept", "extend", [note("x", "x")], ["prod"], berlin, patch)
 
     line = json.loads(encode_line(decision_record(plan, decision)))
@@ -295,7 +304,8 @@ def test_decisions_read_back_typed_and_a_cut_line_is_none(tmp_path: Path) -> Non
     compact = decisions_path(written(tmp_path, [plan]))
     assert [r["snapshotId"] for r in read_decisions(compact) if r] == ["s1", "s2", "s3"]
     path = tmp_path / "cut.decisions.jsonl.zst"
-    lines = b"".join(encode_line(decision_record(plan, d)) for d in plan.decisions)
+    decided = plan.decided
+    lines = b"".join(encode_line(decision_record(decided, d)) for d in decided.decisions)
     path.write_bytes(compress(lines + b'{"projectId": "p1", "clu\n'))
 
     records = list(read_decisions(path))
@@ -326,12 +336,12 @@ def test_a_held_config_server_change_is_advisory_in_counts_lists_and_summary(
         for i in range(10)
     ]
     policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=0.5)
-    target = Target("p1", "h1", "cfg0", "config-server")
-    plan = decide(target, snapshots, [policy], [], now=now, lease_for=timedelta(days=1))
-    path = written(tmp_path, [plan])
+    cluster = ClusterView(Target("p1", "h1", "cfg0", "config-server"), snapshots)
+    decided = decide(cluster, [policy], now=now, lease_for=timedelta(days=1))
+    path = written(tmp_path, [described(decided, now)])
     document = json.loads(path.read_bytes())
 
-    assert plan.holds, "the fraction gate holds the config server's destructive changes"
+    assert decided.holds, "the fraction gate holds the config server's destructive changes"
     assert document["clusters"][0]["counts"]["action:advisory"] == 9
     assert "action:held" not in document["clusters"][0]["counts"]
     assert document["summary"]["byAction"] == {"advisory": 9}
@@ -351,7 +361,8 @@ def test_the_plan_says_what_it_gives_back_and_from_when(tmp_path: Path) -> None:
         for i in range(1, 5)
     ]
     policy = loaded_policy(keep=KeepSpec(last=1), max_expire_fraction=1.0)
-    plan = decide(Target("p1", "c1", "prod"), snapshots, [policy], [], now=NOW, lease_for=DAY)
+    cluster = ClusterView(Target("p1", "c1", "prod"), snapshots)
+    plan = described(decide(cluster, [policy], now=NOW, lease_for=DAY), NOW)
     path = written(tmp_path, [plan])
     document = json.loads(path.read_bytes())
     read = open_plan(path)

@@ -27,7 +27,7 @@ from retention.api.models import (
 from retention.config.scope import ProjectTargets
 from retention.core.decide import decide
 from retention.core.model import AlertView as HoldingAlert
-from retention.core.model import Member, SnapshotView, Target
+from retention.core.model import ClusterView, Member, SnapshotView, Target
 from retention.core.policy.spec import KeepSpec
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import LATEST
@@ -335,7 +335,9 @@ def test_an_alert_on_a_shard_holds_its_sharded_cluster() -> None:
     by_id = HoldingAlert("a2", "BAD_CLUSTERSHOTS", cluster_id=shard.cluster_id)
 
     for alert in (by_rs, by_id):
-        held = decide(sharded, snapshots, [policy], [alert], now=now, lease_for=timedelta(1))
-        free = decide(other, snapshots, [policy], [alert], now=now, lease_for=timedelta(1))
+        held, free = (
+            decide(ClusterView(t, snapshots, [alert]), [policy], now=now, lease_for=timedelta(1))
+            for t in (sharded, other)
+        )
         assert [h.alert_id for h in held.holds] == [alert.id]
-        assert free.holds == []
+        assert free.holds == ()

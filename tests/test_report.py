@@ -19,6 +19,7 @@ import pytest
 from markupsafe import Markup
 
 from retention.core.model import (
+    ClusterDecisions,
     ClusterPlan,
     Decision,
     Hold,
@@ -124,17 +125,17 @@ def cluster(
     holds: Sequence[Hold] = (),
     errors: Sequence[str] = (),
     policies: Sequence[str] = ("prod",),
-) -> ClusterPlan:
-    """One cluster's plan; its id is derived from its name, so names may be anything."""
+) -> ClusterDecisions:
+    """One cluster's decisions; its id is derived from its name, so names may be anything."""
     cid = hashlib.sha256(name.encode()).hexdigest()[:24]
-    return ClusterPlan(
-        Target(PROJECT, cid, name), list(decisions), list(holds), list(errors), list(policies)
+    return ClusterDecisions(
+        Target(PROJECT, cid, name), tuple(decisions), tuple(holds), tuple(errors), tuple(policies)
     )
 
 
 def write_run(
     folder: Path,
-    plans: Sequence[ClusterPlan],
+    plans: Sequence[ClusterDecisions],
     *,
     results: Sequence[dict[str, Any]] | None = None,
     errors: Sequence[str] = (),
@@ -159,7 +160,7 @@ def write_run(
         for each in sorted(
             plans, key=lambda p: (p.target.project_id, p.target.kind, p.target.cluster_id)
         ):
-            builder.add(each)
+            builder.add(ClusterPlan(each))  # no restore points: none is described
         builder.write(plan, list(errors))
     if results is not None:
         lines = [json.dumps(r) + "\n" for r in results]
@@ -168,7 +169,11 @@ def write_run(
 
 
 def result(
-    plan: ClusterPlan, d: Decision, outcome: str, status: int | None = 200, error: str | None = None
+    plan: ClusterDecisions,
+    d: Decision,
+    outcome: str,
+    status: int | None = 200,
+    error: str | None = None,
 ) -> dict[str, Any]:
     """One results.jsonl line, as the executor journals it."""
     assert d.patch is not None
@@ -259,7 +264,7 @@ def scenario_run(tmp_path: Path) -> Path:
     return folder
 
 
-def three_tomorrow() -> ClusterPlan:
+def three_tomorrow() -> ClusterDecisions:
     """Three snapshots shortened to tomorrow 10:00, one kept expiring in 10 days, one
     protected and one extended (both expiring tomorrow before), one without expiry, one
     held with 60 days left."""
@@ -337,10 +342,10 @@ def test_control_characters_of_a_held_id_are_escaped_in_both_reports(tmp_path: P
     """A cluster held for an id with an escape sequence shows in report.html and report.md
     with the character written as \\x1b: no raw control character reaches either file."""
     odd = "5e4e\x1b[2J/.."
-    plan = ClusterPlan(
+    plan = ClusterDecisions(
         Target(PROJECT, odd, odd),
-        holds=[Hold("id", f"cluster id {odd!r} cannot be carried by a plan")],
-        policies=["prod"],
+        holds=(Hold("id", f"cluster id {odd!r} cannot be carried by a plan"),),
+        policies=("prod",),
     )
     folder = write_run(tmp_path / "run", [plan, three_tomorrow()])
     page, markdown = render(folder)

@@ -5,18 +5,26 @@ inconsistent snapshots)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from retention.config.policyfiles import load_policies
 from retention.core.decide import decide
-from retention.core.model import Member, SnapshotView, Target
-from retention.core.planvalues import restore_points_entry
+from retention.core.horizon import lease
+from retention.core.model import ClusterView, Member, SnapshotView, Target
+from retention.core.planvalues import freshness_entry, restore_points_entry
 from retention.core.policy.spec import KeepSpec
+from retention.core.restorable import describe_restore_points
 from retention.core.restorepoints import grain_of, ladder_of
+from retention.core.timestamps import parse_timestamp
+from retention.runfolder.planwrite import encode_line
 from tests.support.planning import loaded_policy
 
 H = timedelta(hours=1)
@@ -57,16 +65,10 @@ def planned(
         for n, t in enumerate(times)
     ]
     policy = loaded_policy(keep=GFS, max_expire_fraction=1.0)
-    plan = decide(
-        target or Target("p" * 24, "c" * 24, "orders"),
-        snapshots,
-        [policy],
-        [],
-        now=NOW,
-        lease_for=H,
-    )
-    assert plan.ladder is not None
-    return dict(restore_points_entry(plan.ladder))
+    cluster = ClusterView(target or Target("p" * 24, "c" * 24, "orders"), snapshots)
+    restorable = describe_restore_points(decide(cluster, [policy], now=NOW, lease_for=H), NOW)
+    assert restorable is not None
+    return dict(restore_points_entry(restorable.ladder))
 
 
 def tiers(entry: dict[str, Any]) -> list[tuple[str, int, datetime, str]]:
@@ -176,11 +178,86 @@ def test_an_unmatched_clusters_expired_snapshot_is_not_a_restore_point() -> None
     fresh = SnapshotView("a", at(2026, 11, 19), True, False, NOW + D)
     gone = SnapshotView("b", at(2026, 11, 18), True, False, NOW - timedelta(hours=1))
 
-    plan = decide(target, [fresh, gone], [], [], now=NOW, lease_for=D)
+    decided = decide(ClusterView(target, [fresh, gone]), [], now=NOW, lease_for=D)
+    restorable = describe_restore_points(decided, NOW)
 
-    assert [d.state for d in plan.decisions] == ["unmatched", "unmatched"]
-    assert plan.ladder is not None
-    assert (plan.ladder.points, plan.ladder.oldest) == (1, at(2026, 11, 19))
+    assert [d.state for d in decided.decisions] == ["unmatched", "unmatched"]
+    assert restorable is not None
+    assert (restorable.ladder.points, restorable.ladder.oldest) == (1, at(2026, 11, 19))
+
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+SCENARIO_NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)  # test_plan_golden.py's
+
+
+def golden_clusters(name: str) -> list[tuple[ClusterView, dict[str, Any], list[str]]]:
+    """Each cluster of a golden scenario as its plan saw it (its snapshots rebuilt from what
+    its decisions record of them), its entry in expected.plan.json, and the states decided."""
+    folder = SCENARIOS / name
+    head = json.loads((folder / "expected.plan.json").read_text())
+    lines = (folder / "expected.decisions.jsonl").read_text().splitlines()
+    records: dict[str, list[dict[str, Any]]] = {}
+    for record in map(json.loads, lines):
+        records.setdefault(record["clusterId"], []).append(record)
+    out = []
+    for entry in head["clusters"]:
+        target = Target(
+            entry["projectId"],
+            entry["clusterId"],
+            entry["name"],
+            entry["kind"],
+            type_name=entry["typeName"],
+            members=tuple(
+                Member(m["clusterId"], m["typeName"], m["shardName"], m["replicaSetName"])
+                for m in entry["members"]
+            ),
+        )
+        mine = records.get(entry["clusterId"], [])
+        snapshots = [
+            SnapshotView(
+                r["snapshotId"],
+                parse_timestamp(r["created"]),
+                r["complete"],
+                r["observed"]["doNotDelete"],
+                None
+                if r["observed"]["expires"] is None
+                else parse_timestamp(r["observed"]["expires"]),
+                r["consistent"],
+                r["storageBytes"],
+            )
+            for r in mine
+        ]
+        out.append((ClusterView(target, snapshots), entry, [r["state"] for r in mine]))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir()))
+def test_restore_points_described_apart_from_deciding_are_the_golden_plans(name: str) -> None:
+    """Each cluster of a golden scenario, decided with or without the rules' reasons and then
+    described on its own, has the restore points and freshness its golden plan.json (made
+    when decide described them itself) records."""
+    policies = load_policies(SCENARIOS / name / "policies")
+    lease_for = lease("0 3 * * *", SCENARIO_NOW, timedelta(0))
+
+    for cluster, entry, states in golden_clusters(name):
+        t = cluster.target
+        matching = policies.matching(t.project_id, t.name, t.kind)
+        for reasons in (True, False):
+            decided = decide(
+                cluster, matching, now=SCENARIO_NOW, lease_for=lease_for, reasons=reasons
+            )
+            restorable = describe_restore_points(decided, SCENARIO_NOW)
+
+            assert [d.state for d in decided.decisions] == states
+            assert restorable is not None
+            assert restorable.freshness is not None
+            described = {
+                "restorePoints": restore_points_entry(restorable.ladder),
+                "newestRestorable": freshness_entry(restorable.freshness),
+            }
+            assert json.loads(encode_line(described)) == {
+                key: entry[key] for key in ("restorePoints", "newestRestorable")
+            }
 
 
 # ---- the ladder of a set of points -------------------------------------------------------------

@@ -34,6 +34,7 @@ MODULES = (
     "retention/core/horizon.py",
     "retention/core/merged.py",
     "retention/core/gates.py",
+    "retention/core/restorable.py",
     "retention/core/ids.py",
     "retention/core/timestamps.py",
 )

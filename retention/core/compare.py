@@ -9,8 +9,8 @@ A snapshot's fate under a plan is one of three:
   whether or not a safety gate holds the change today;
 - ``untouched``: the plan does not count it and changes nothing (incomplete, awaiting
   deletion, possibly inconsistent, or no policy matches its cluster), or it is a config
-  server's, whose decisions are advisory and never sent (as ``decide.restore_points`` reads
-  them): the service keeps it as it would without the job, under either side.
+  server's, whose decisions are advisory and never sent (as ``restorable.restore_points``
+  reads them): the service keeps it as it would without the job, under either side.
 
 The new policies keep less when a snapshot the base keeps is not kept under them, or when
 they let go of a snapshot the base does not: either is a snapshot the review must see, and
@@ -21,6 +21,7 @@ apart: it changes how a snapshot is kept, not whether.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -116,9 +117,10 @@ class ClusterDiff:
         return (len(self.of("stops keeping")), self.bytes_given_back, len(self.shifts))
 
 
-def compare(before: ClusterPlan, after: ClusterPlan) -> ClusterDiff:
-    """The difference the new policies (``after``) make to one cluster planned under the
-    base policies (``before``), both from one walk and one ``now``."""
+def compare(before_plan: ClusterPlan, after_plan: ClusterPlan) -> ClusterDiff:
+    """The difference the new policies (``after_plan``) make to one cluster planned under
+    the base policies (``before_plan``), both from one walk and one ``now``."""
+    before, after = before_plan.decided, after_plan.decided
     by_id = {d.snapshot.id: d for d in before.decisions}
     advisory = after.target.kind == "config-server"
     shifts = [
@@ -131,14 +133,14 @@ def compare(before: ClusterPlan, after: ClusterPlan) -> ClusterDiff:
     shifts.sort(key=lambda s: SHIFTS.index(s.shift))  # stable: newest first within a shift
     return ClusterDiff(
         after.target,
-        before.policies,
-        after.policies,
+        list(before.policies),
+        list(after.policies),
         shifts,
         holds_added=[h for h in after.holds if not _has(before.holds, h)],
         holds_gone=[h for h in before.holds if not _has(after.holds, h)],
         errors=sorted(set(before.errors) | set(after.errors)),
-        ladder_before=before.ladder,
-        ladder_after=after.ladder,
+        ladder_before=_ladder(before_plan),
+        ladder_after=_ladder(after_plan),
     )
 
 
@@ -173,7 +175,11 @@ def _why(decision: Decision) -> str:
     return describe(decision.reasons[0]) if decision.reasons else decision.state
 
 
-def _has(holds: list[Hold], hold: Hold) -> bool:
+def _ladder(plan: ClusterPlan) -> Ladder | None:
+    return None if plan.restorable is None else plan.restorable.ladder
+
+
+def _has(holds: Sequence[Hold], hold: Hold) -> bool:
     # By kind and alert, not by words: a fraction hold's reason says the fraction, which
     # differs between the sides while the hold is the same.
     return any((h.kind, h.alert_id) == (hold.kind, hold.alert_id) for h in holds)

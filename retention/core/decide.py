@@ -35,19 +35,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Literal
 
-from retention.core.freshness import freshness
-from retention.core.gates import hold_destructive, hold_uncarried
+import msgspec
+
+from retention.core.gates import gate_holds, held, hold_uncarried
 from retention.core.horizon import Lease, horizon
 from retention.core.merged import Merged
 from retention.core.model import (
-    AlertView,
-    ClusterPlan,
+    ClusterDecisions,
+    ClusterView,
     Decision,
     Hold,
     HoldRecordView,
     Reason,
     SnapshotView,
-    Target,
     ended_reason,
     hold_record_note,
     note,
@@ -56,12 +56,7 @@ from retention.core.policy.engine import evaluate
 from retention.core.policy.holdrecords import ended
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import Item, Match
-from retention.core.restorepoints import ladder_of
 from retention.core.snapshot import SnapshotPatch
-
-# The states of a snapshot the plan leaves in place: the cluster's restore points, when
-# complete and consistent.
-RESTORE_STATES = frozenset({"kept", "protected", "manual-hold", "unmatched"})
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).
 Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
@@ -109,98 +104,67 @@ class _Verdicts:
     ended: dict[str, list[Reason]]
 
 
-def decide(  # noqa: PLR0913 - until decide takes a ClusterView (the branch decide-value)
-    target: Target,
-    snapshots: Sequence[SnapshotView],
+def decide(
+    cluster: ClusterView,
     policies: Sequence[LoadedPolicy],
-    alerts: Sequence[AlertView],
     *,
     now: datetime,
     lease_for: timedelta,
-    walk_error: str | None = None,
-    alerts_unread: str | None = None,
-    describe: bool = True,
     reasons: bool = True,
-) -> ClusterPlan:
+) -> ClusterDecisions:
     """Decide every snapshot of one cluster (or config server). See the module docstring.
-    ``describe`` False leaves out the restore points and the freshness, ``reasons`` False
-    the rules' reasons (a forecast's steps read only the states and the changes: the same
-    with or without them). ``alerts_unread``: why the project's alerts could not be read; it
-    holds the cluster as a failed walk does, but its snapshots are all there to describe."""
-    ordered = newest_first_by_id(snapshots)
-    plan = ClusterPlan(target, policies=sorted(p.name for p in policies))
-    problem = walk_error or alerts_unread
-    if problem:
-        plan.errors.append(problem)
-    walked = walk_error is None
+    ``reasons`` False leaves out the rules' reasons (a forecast's steps read only the states
+    and the changes: the same with or without them). A failed walk or unread alerts
+    (``cluster.walk_error``, ``cluster.alerts_unread``) hold its destructive changes.
+    Describing its restore points is retention.core.restorable's."""
+    target = cluster.target
+    ordered = newest_first_by_id(cluster.snapshots)
+    names = tuple(sorted(p.name for p in policies))
+    problem = cluster.walk_error or cluster.alerts_unread
+    errors = (problem,) if problem else ()
+    walked = cluster.walk_error is None
     if (unfit := target.id_problem()) is not None:
         # Held even when no policy matches it: an id like this is worth a person's look.
-        plan.holds.append(Hold("id", unfit))
-        return plan
+        hold = Hold("id", unfit)
+        return ClusterDecisions(target, (), (hold,), errors, names, walked=False)
     if not policies:
         unmatched = note("unmatched", "no policy matches this cluster")
-        plan.decisions = [Decision(s, "unmatched", reasons=[unmatched]) for s in ordered]
-        if describe and walked:
-            describe_restore_points(plan, now, within=None)
-        return plan
+        each = tuple(Decision(s, "unmatched", reasons=[unmatched]) for s in ordered)
+        return ClusterDecisions(target, each, (), errors, names, walked=walked)
     merged = Merged.of(policies, now)
-    plan.grace_seconds = int((merged.grace_until - now).total_seconds())
-    plan.release_protection = merged.release_protection
     verdicts = _evaluate(counted_items(ordered, now), policies, now, reasons=reasons)
     ctx = _Context(
         merged,
         now,
         Lease.at(now, lease_for),
-        plan.policies,
+        list(names),
         {},
         SnapshotPatch.expire_at(merged.grace_until),
     )
-    for snapshot in ordered:
-        plan.decisions.append(_decide_one(snapshot, verdicts, ctx))
-    _min_keep(plan, ctx)
-    _say_ended(plan, verdicts)
-    plan.hold_records = hold_records(policies, plan.decisions, now)
-    hold_uncarried(plan)
-    hold_destructive(plan, merged, alerts, problem)
+    decisions = _min_keep([_decide_one(s, verdicts, ctx) for s in ordered], ctx)
+    decisions = _say_ended(decisions, verdicts)
+    records = hold_records(policies, decisions, now)
+    decisions, uncarried = hold_uncarried(decisions)
+    holds = [] if uncarried is None else [uncarried]
+    holds += gate_holds(decisions, target, merged, cluster.alerts, problem)
+    decisions = held(decisions, holds)
     if target.kind == "config-server":
-        for decision in plan.decisions:
-            decision.advisory = decision.action != "none"
-    if describe and walked:
-        describe_restore_points(plan, now, within=merged.newest_within)
-    return plan
-
-
-def describe_restore_points(plan: ClusterPlan, now: datetime, within: timedelta | None) -> None:
-    """Put the cluster's ladder of restore points and the freshness of its backups on
-    ``plan`` (decide leaves both out when its walk failed: part of its snapshots may be
-    missing).
-
-    Restorable, for the freshness, is any complete, consistent snapshot not awaiting
-    deletion; the ladder's restore points are those of them the plan leaves in place."""
-    usable = _restorable(plan, now)
-    plan.ladder = ladder_of(_leaves_in_place(plan, usable))
-    restorable = [d.snapshot.created for d in usable]
-    plan.freshness = freshness(restorable, now, within=within, any_snapshot=bool(plan.decisions))
-
-
-def restore_points(plan: ClusterPlan, now: datetime) -> list[datetime]:
-    """When the cluster's restore points were taken: its complete, consistent snapshots not
-    awaiting deletion that the plan leaves in place (kept, protected, held by hand, or of a
-    cluster no policy matches: whose decisions say "unmatched" even for one whose expiry
-    has passed). A config server's decisions are advisory, never sent: every one of its
-    restorable snapshots stays as the service keeps it, whatever they say."""
-    return _leaves_in_place(plan, _restorable(plan, now))
-
-
-def _restorable(plan: ClusterPlan, now: datetime) -> list[Decision]:
-    """The decisions of the complete, consistent snapshots not awaiting deletion: those
-    the rules count (``uncounted`` says None)."""
-    return [d for d in plan.decisions if uncounted(d.snapshot, now) is None]
-
-
-def _leaves_in_place(plan: ClusterPlan, restorable: list[Decision]) -> list[datetime]:
-    advisory = plan.target.kind == "config-server"
-    return [d.snapshot.created for d in restorable if advisory or d.state in RESTORE_STATES]
+        decisions = [
+            msgspec.structs.replace(d, advisory=True) if d.action != "none" else d
+            for d in decisions
+        ]
+    return ClusterDecisions(
+        target,
+        tuple(decisions),
+        tuple(holds),
+        errors,
+        names,
+        grace_seconds=int((merged.grace_until - now).total_seconds()),
+        release_protection=merged.release_protection,
+        hold_records=tuple(records),
+        newest_within=merged.newest_within,
+        walked=walked,
+    )
 
 
 def newest_first_by_id(snapshots: Sequence[SnapshotView]) -> list[SnapshotView]:
@@ -418,28 +382,34 @@ def _manual_hold(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[st
     )  # fmt: skip
 
 
-def _say_ended(plan: ClusterPlan, v: _Verdicts) -> None:
-    """Put the ended hold records of a snapshot first among its reasons, unless another
-    rule protects it (then the hold's end changes nothing) or the rules did not count it."""
+def _say_ended(decisions: list[Decision], v: _Verdicts) -> list[Decision]:
+    """``decisions`` with the ended hold records of a snapshot first among its reasons,
+    unless another rule protects it (then the hold's end changes nothing) or the rules did
+    not count it."""
     if not v.ended:
-        return
-    for d in plan.decisions:
-        notes = v.ended.get(d.snapshot.id)
-        if notes and d.state in ("kept", "unkept", "manual-hold"):
-            d.reasons = [*notes, *d.reasons]
+        return decisions
+    return [
+        msgspec.structs.replace(d, reasons=[*notes, *d.reasons])
+        if (notes := v.ended.get(d.snapshot.id)) and d.state in ("kept", "unkept", "manual-hold")
+        else d
+        for d in decisions
+    ]
 
 
-def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
-    """Keep the newest unkept, counted snapshots until min_keep survive (or all there are).
+def _min_keep(decisions: list[Decision], ctx: _Context) -> list[Decision]:
+    """``decisions`` with the newest unkept, counted snapshots kept until min_keep survive
+    (or all there are).
 
     A survivor is complete and consistent: a possibly inconsistent snapshot under a hold
     survives, but no one can restore the cluster from it, so it does not count."""
     survivors = sum(
-        d.state in ("kept", "protected", "manual-hold") and d.snapshot.consistent
-        for d in plan.decisions
+        d.state in ("kept", "protected", "manual-hold") and d.snapshot.consistent for d in decisions
     )
     missing = ctx.merged.min_keep - survivors
-    for i, d in enumerate(plan.decisions):
+    if missing <= 0:
+        return decisions
+    kept = list(decisions)
+    for i, d in enumerate(decisions):
         if missing <= 0:
             break
         if d.state != "unkept" or not d.snapshot.consistent:
@@ -447,8 +417,9 @@ def _min_keep(plan: ClusterPlan, ctx: _Context) -> None:
         if d.snapshot.do_not_delete:
             # A manual hold release_protection would lift: the safest way to keep it is to leave it.
             reasons = [*d.reasons, note("min_keep", "safety: min_keep: hold left in place")]
-            plan.decisions[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
+            kept[i] = Decision(d.snapshot, "manual-hold", reasons=reasons)
         else:
             keeps = note("min_keep", f"safety: min_keep {ctx.merged.min_keep}")
-            plan.decisions[i] = _kept(d.snapshot, [keeps], None, ctx, [])
+            kept[i] = _kept(d.snapshot, [keeps], None, ctx, [])
         missing -= 1
+    return kept

@@ -22,8 +22,8 @@ advisory, so only the service's own expiries change them.
 Counts after each step are the snapshots on the service then, but those whose expiry has
 passed (awaiting the service's reaper: no longer restorable, and gone within hours); the
 oldest restore point is the oldest complete, consistent snapshot the run leaves in place
-(core.decide.restore_points). The steady state is the count the last step ends with, reached on the
-first step from which the count never again differs from it by more than
+(core.restorable.restore_points). The steady state is the count the last step ends with,
+reached on the first step from which the count never again differs from it by more than
 ``steady_tolerance`` (5%, and at least one snapshot); a count that has not stayed there for a
 tenth of the forecast (``trend``) is still growing or falling at the end, not steady.
 """
@@ -39,9 +39,10 @@ from typing import Literal
 import msgspec
 
 from retention.core.cadence import Cadence
-from retention.core.decide import decide, restore_points
-from retention.core.model import ClusterPlan, SnapshotView, Target
+from retention.core.decide import decide
+from retention.core.model import ClusterDecisions, ClusterView, SnapshotView, Target
 from retention.core.policy.loader import LoadedPolicy
+from retention.core.restorable import describe_restore_points, restore_points
 from retention.core.restorepoints import Ladder
 
 
@@ -124,25 +125,19 @@ def forecast_cluster(  # noqa: PLR0913 - a cluster, its policies and cadence, an
     at ``start`` on today's snapshots). See the module docstring."""
     result = ClusterForecast(target, cadence, sorted(p.name for p in policies))
     live = {s.id: s for s in snapshots}
-    plan: ClusterPlan | None = None
+    decided: ClusterDecisions | None = None
     for k in range(steps + 1):
         now = start + k * step
         if k:
             _take(live, cadence, start + (k - 1) * step, now)
         _reap(live, now)  # today's too: a snapshot past its expiry is as good as gone
-        plan = decide(
-            target,
-            list(live.values()),
-            policies,
-            (),
-            now=now,
-            lease_for=lease_for,
-            describe=k == steps,  # the ladder of the last step only
-            reasons=False,
-        )
-        _apply(live, plan, approve_held=approve_held)
-        result.steps.append(_measure(now, live, plan))
-    result.ladder = plan.ladder if plan is not None else None
+        cluster = ClusterView(target, list(live.values()))
+        decided = decide(cluster, policies, now=now, lease_for=lease_for, reasons=False)
+        _apply(live, decided, approve_held=approve_held)
+        result.steps.append(_measure(now, live, decided))
+    # The ladder of the last step only: the others need only their oldest restore point.
+    restorable = None if decided is None else describe_restore_points(decided, now)
+    result.ladder = None if restorable is None else restorable.ladder
     return result
 
 
@@ -166,10 +161,10 @@ def _reap(live: dict[str, SnapshotView], now: datetime) -> None:
         del live[snapshot_id]
 
 
-def _apply(live: dict[str, SnapshotView], plan: ClusterPlan, *, approve_held: bool) -> None:
+def _apply(live: dict[str, SnapshotView], decided: ClusterDecisions, *, approve_held: bool) -> None:
     """The service applies what the run sends (and what an approval lets through)."""
-    approvable = all(h.kind == "max_expire_fraction" for h in plan.holds)
-    for d in plan.decisions:
+    approvable = all(h.kind == "max_expire_fraction" for h in decided.holds)
+    for d in decided.decisions:
         if d.patch is None or d.advisory:
             continue
         if d.held is not None and not (approve_held and approvable):
@@ -183,10 +178,10 @@ def _apply(live: dict[str, SnapshotView], plan: ClusterPlan, *, approve_held: bo
             live[s.id] = msgspec.structs.replace(s, expires=patch.expires)
 
 
-def _measure(now: datetime, live: dict[str, SnapshotView], plan: ClusterPlan) -> Step:
+def _measure(now: datetime, live: dict[str, SnapshotView], decided: ClusterDecisions) -> Step:
     return Step(
         now,
         len(live),
         sum(s.storage_bytes or 0 for s in live.values()),
-        min(restore_points(plan, now), default=None),
+        min(restore_points(decided, now), default=None),
     )

@@ -7,8 +7,9 @@ for the PATCHes a plan will send. ``state`` says what the snapshot is to the pol
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal, NotRequired
 
 import msgspec
@@ -223,9 +224,11 @@ class Hold:
     setting: str | None = None  # where the setting that holds is written (None: walk, id)
 
 
-class Decision(msgspec.Struct):
+class Decision(msgspec.Struct, frozen=True):
     """What the plan decided for one snapshot, and why (a struct, as SnapshotView is, for
-    the same reason)."""
+    the same reason). Frozen: a gate that changes a decision makes a new one, so what decide
+    returned stays as it was. Its reasons and policies are lists, as the plan file's records
+    take them, and are never changed either."""
 
     snapshot: SnapshotView
     state: State
@@ -271,22 +274,56 @@ class HoldRecordView:
     state: State | None = None
 
 
-@dataclass
-class ClusterPlan:
-    """The decisions for one cluster or config server, its holds and errors."""
+@dataclass(frozen=True)
+class ClusterView:
+    """What the planner reads of one cluster (or config server): its snapshots, its
+    project's OPEN alerts, and why part of that could not be read: its walk failed
+    (``walk_error``: some snapshots may be missing) or its project's alerts could not be
+    read (``alerts_unread``: every snapshot is there). Either holds its destructive changes."""
 
     target: Target
-    decisions: list[Decision] = field(default_factory=list)
-    holds: list[Hold] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    policies: list[str] = field(default_factory=list)
+    snapshots: Sequence[SnapshotView] = ()
+    alerts: Sequence[AlertView] = ()
+    walk_error: str | None = None
+    alerts_unread: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDecisions:
+    """What ``decide`` made of one cluster or config server: a decision per snapshot (newest
+    first), its holds and errors, and what its merged policies say."""
+
+    target: Target
+    decisions: tuple[Decision, ...] = ()
+    holds: tuple[Hold, ...] = ()
+    errors: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
     # The merged policies' grace in seconds (every destructive change of the cluster gets at
     # least this much at send time) and whether they all allow lifting doNotDelete.
     grace_seconds: int = 0
     release_protection: bool = False
     # The hold records of the cluster's policies (every one, found here or not).
-    hold_records: list[HoldRecordView] = field(default_factory=list)
-    # What it can be restored to once the plan is applied, and how fresh its newest
-    # restorable snapshot is (None when its walk failed; freshness also when not checked).
-    ladder: Ladder | None = None
-    freshness: Freshness | None = None
+    hold_records: tuple[HoldRecordView, ...] = ()
+    # What the policies expect of its newest restorable snapshot (None: its own cadence).
+    newest_within: timedelta | None = None
+    # Every snapshot was read: neither a failed walk nor an id a plan cannot carry left
+    # some out. Only then are its restore points described.
+    walked: bool = True
+
+
+@dataclass(frozen=True)
+class Restorable:
+    """What a cluster can be restored to once its plan is applied: the ladder of its restore
+    points, and how fresh its newest restorable snapshot is (None when not checked)."""
+
+    ladder: Ladder
+    freshness: Freshness | None
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """One cluster's plan as the plan file holds it: its decisions and what it can be
+    restored to (None when its snapshots were not all read)."""
+
+    decided: ClusterDecisions
+    restorable: Restorable | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from retention.core.model import ClusterPlan
+from retention.core.model import ClusterDecisions
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable
 
@@ -49,7 +49,7 @@ class LastRun:
     lease_seconds: float  # the plan's lease: the outage tolerance
 
 
-def exposed(plan: ClusterPlan, last: LastRun) -> str | None:
+def exposed(decided: ClusterDecisions, last: LastRun) -> str | None:
     """Why the cluster's newest kept snapshot was found exposed to an outage, or None.
 
     A snapshot taken before the job's last scheduled run was seen by it, and left at least
@@ -58,9 +58,9 @@ def exposed(plan: ClusterPlan, last: LastRun) -> str | None:
     carry the service's expiry until this run extends them, which is no news. Config
     servers are passed over: their changes are never sent, as the plan's notice says.
     """
-    if plan.target.kind != "cluster":
+    if decided.target.kind != "cluster":
         return None
-    older = [d for d in plan.decisions if d.state in KEPT and d.snapshot.created < last.at]
+    older = [d for d in decided.decisions if d.state in KEPT and d.snapshot.created < last.at]
     if not older:
         return None
     newest = max(older, key=lambda d: d.snapshot.created)
@@ -68,7 +68,7 @@ def exposed(plan: ClusterPlan, last: LastRun) -> str | None:
     if expires is None or expires >= last.left_until:
         return None
     return printable(
-        f"{plan.target.name}: its newest kept snapshot from before the last scheduled run, "
+        f"{decided.target.name}: its newest kept snapshot from before the last scheduled run, "
         f"{newest.snapshot.id}, expires at {format_timestamp(expires)}, sooner than that run "
         f"left it: an outage of {span_words(last.lease_seconds)} would cost it (shortened by "
         "hand, or that run did not happen or apply); this plan extends it"

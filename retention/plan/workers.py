@@ -48,9 +48,10 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import msgspec
 
 from retention.core.decide import decide
-from retention.core.model import AlertView, ClusterPlan, SnapshotView, Target
+from retention.core.model import AlertView, ClusterPlan, ClusterView, SnapshotView, Target
 from retention.core.outage import LastRun, exposed
 from retention.core.policy.loader import PolicySet
+from retention.core.restorable import describe_restore_points
 from retention.errors import RetentionError
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
 from retention.walk.inventory import Walk
@@ -109,18 +110,22 @@ class Shared:
     def plan(
         self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
     ) -> ClusterPlan:
-        """Decide one cluster with the policies that match it; a project whose alerts could
-        not be read holds it as a failed walk would."""
-        return decide(
+        """Decide one cluster with the policies that match it, and describe its restore
+        points; a project whose alerts could not be read holds it as a failed walk would."""
+        cluster = ClusterView(
             target,
             snapshots,
-            self.policies.matching(target.project_id, target.name, target.kind),
             self.alerts.get(target.project_id, ()),
+            walk_error,
+            self.unread.get(target.project_id),
+        )
+        decided = decide(
+            cluster,
+            self.policies.matching(target.project_id, target.name, target.kind),
             now=self.now,
             lease_for=self.lease_for,
-            walk_error=walk_error,
-            alerts_unread=self.unread.get(target.project_id),
         )
+        return ClusterPlan(decided, describe_restore_points(decided, self.now))
 
     def decide(
         self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
@@ -129,7 +134,7 @@ class Shared:
         newest kept snapshot would not outlast the lease (core.outage)."""
         plan = self.plan(target, snapshots, walk_error)
         last = self.last_run
-        warning = None if last is None else exposed(plan, last)
+        warning = None if last is None else exposed(plan.decided, last)
         return replace(encode_cluster(plan), warning=warning)
 
     def decide_walk(self, walk: Walk) -> EncodedCluster:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from retention.core.model import ClusterPlan, Decision, HoldRecordView
+from retention.core.model import ClusterDecisions, ClusterPlan, Decision, HoldRecordView
 from retention.core.planfile import (
     Body,
     Change,
@@ -38,9 +38,9 @@ def patch_body(patch: SnapshotPatch) -> Body:
     return body
 
 
-def decision_record(plan: ClusterPlan, d: Decision) -> DecisionRecord:
+def decision_record(decided: ClusterDecisions, d: Decision) -> DecisionRecord:
     """One line of decisions.jsonl: everything needed to explain this snapshot."""
-    t, s = plan.target, d.snapshot
+    t, s = decided.target, d.snapshot
     return {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
@@ -97,7 +97,8 @@ def cluster_entry(
 ) -> ClusterEntry:
     """The cluster's entry in plan.json's ``clusters``: what it is, its holds and errors,
     ``counts`` of its snapshots, and what the ``entries`` of its lists give back or hold."""
-    t = plan.target
+    decided, restorable = plan.decided, plan.restorable
+    t = decided.target
     entry: ClusterEntry = {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
@@ -113,12 +114,12 @@ def cluster_entry(
             }
             for m in t.members
         ],
-        "policies": plan.policies,
-        "holds": [hold_entry(h) for h in plan.holds],
-        "errors": plan.errors,
+        "policies": list(decided.policies),
+        "holds": [hold_entry(h) for h in decided.holds],
+        "errors": list(decided.errors),
         "counts": dict(sorted(counts.items())),
-        "graceSeconds": plan.grace_seconds,
-        "releaseProtection": plan.release_protection,
+        "graceSeconds": decided.grace_seconds,
+        "releaseProtection": decided.release_protection,
         "bytesGivenBack": _bytes(entries["changes"]),
         "bytesHeld": _bytes(entries["held"]),
         "expiresFrom": min(
@@ -130,17 +131,17 @@ def cluster_entry(
             default=None,
         ),
     }
-    if plan.ladder is not None:
-        entry["restorePoints"] = restore_points_entry(plan.ladder)
-    if plan.freshness is not None:
-        entry["newestRestorable"] = freshness_entry(plan.freshness)
+    if restorable is not None:
+        entry["restorePoints"] = restore_points_entry(restorable.ladder)
+        if restorable.freshness is not None:
+            entry["newestRestorable"] = freshness_entry(restorable.freshness)
     return entry
 
 
-def hold_record_entry(plan: ClusterPlan, view: HoldRecordView) -> HoldRecordEntry:
-    """A hold record as plan.json lists it; the cluster is ``plan``'s when its snapshot is
-    among the cluster's (``view.state`` is not None)."""
-    record, t, found = view.record, plan.target, view.state is not None
+def hold_record_entry(decided: ClusterDecisions, view: HoldRecordView) -> HoldRecordEntry:
+    """A hold record as plan.json lists it; the cluster is ``decided``'s when its snapshot
+    is among the cluster's (``view.state`` is not None)."""
+    record, t, found = view.record, decided.target, view.state is not None
     return {
         "policy": view.policy,
         "snapshotId": record.id,

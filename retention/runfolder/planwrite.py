@@ -130,7 +130,8 @@ class EncodedCluster:
 
 def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     """Encode one cluster's plan: its decision lines (compressed) and its summary."""
-    t = plan.target
+    decided = plan.decided
+    t = decided.target
     # Lines go into a bytearray as they come: keeping 300 encoded lines alive to join them
     # later cost 2.4 us a line (allocation of blocks above pymalloc's 512 bytes), against
     # 0.1 us to copy each into a buffer and let it go.
@@ -139,10 +140,10 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     entries: dict[str, list[DecisionRecord]] = {name: [] for name in LISTS}
     # Snapshots by state and by action (held and advisory ones counted apart), in the pass
     # that encodes them.
-    counts: dict[str, int] = {"snapshots": len(plan.decisions)}
-    grace = plan.grace_seconds
-    for d in plan.decisions:
-        record = decision_record(plan, d)
+    counts: dict[str, int] = {"snapshots": len(decided.decisions)}
+    grace = decided.grace_seconds
+    for d in decided.decisions:
+        record = decision_record(decided, d)
         record["grace"] = grace
         decisions += encode_line(record)
         state = "state:" + d.state
@@ -153,9 +154,9 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
             counts[action] = counts.get(action, 0) + 1
     key = (t.project_id, t.kind, t.cluster_id)
     summary = cluster_entry(plan, counts, entries)
-    records = [((r.policy, r.index), hold_record_entry(plan, r)) for r in plan.hold_records]
+    records = [((r.policy, r.index), hold_record_entry(decided, r)) for r in decided.hold_records]
     frame = compress(bytes(decisions))
-    return EncodedCluster(key, frame, len(plan.decisions), summary, records)
+    return EncodedCluster(key, frame, len(decided.decisions), summary, records)
 
 
 @dataclass

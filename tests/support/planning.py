@@ -15,12 +15,13 @@ import pytest
 from hypothesis import strategies as st
 
 from retention import cli
-from retention.core.model import ClusterPlan, SnapshotView
+from retention.core.model import ClusterDecisions, ClusterPlan, SnapshotView
 from retention.core.policy import rules
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.model import KeepRules, Policy, ProtectRules, Safety
 from retention.core.policy.spec import KeepSpec
+from retention.core.restorable import describe_restore_points
 
 HOLD_TYPES = frozenset(
     {"BAD_CLUSTERSHOTS", "RESYNC_REQUIRED", "OPLOG_BEHIND", "INCONSISTENT_BACKUP_CONFIGURATION"}
@@ -102,10 +103,17 @@ def policies(
     )
 
 
-def apply(snapshots: list[SnapshotView], plan: ClusterPlan, now: datetime) -> list[SnapshotView]:
-    """The snapshot states after the API received every PATCH the plan sends."""
+def described(decided: ClusterDecisions, now: datetime) -> ClusterPlan:
+    """The cluster's plan as the planner writes it: its decisions and its restore points."""
+    return ClusterPlan(decided, describe_restore_points(decided, now))
+
+
+def apply(
+    snapshots: list[SnapshotView], decided: ClusterDecisions, now: datetime
+) -> list[SnapshotView]:
+    """The snapshot states after the API received every PATCH the decisions send."""
     bodies: dict[str, dict[str, Any]] = {
-        d.snapshot.id: d.patch.to_api() for d in plan.decisions if d.sends and d.patch
+        d.snapshot.id: d.patch.to_api() for d in decided.decisions if d.sends and d.patch
     }
     out = []
     for s in snapshots:
