@@ -18,28 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from retention.version import __version__, core_form
 
-# The library's public names, and the module each comes from.
-_EXPORTS = {
-    "Retention": "retention.library.retention",
-    "Ended": "retention.library.lifecycle",
-    "Progress": "retention.library.lifecycle",
-    **dict.fromkeys(
-        (
-            "ApplyRequest",
-            "DiffRequest",
-            "ExplainRequest",
-            "ForecastRequest",
-            "MetricsTarget",
-            "PlanRequest",
-            "PruneRequest",
-            "RunRequest",
-            "UndoRequest",
-            "ValidateRequest",
-        ),
-        "retention.library.requests",
-    ),
-}
-
 if TYPE_CHECKING:
     from retention.library.lifecycle import Ended, Progress
     from retention.library.requests import (
@@ -76,8 +54,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """A public name of the library, loaded on first use (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
+    """A public name of the library, loaded on first use (PEP 562) from the module of its
+    entry, which imports them all."""
+    if name not in __all__:
         raise AttributeError(f"module 'retention' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module("retention.library.retention"), name)

@@ -123,11 +123,11 @@ def test_a_request_the_library_refuses_says_why_and_sends_nothing(demo: Simulato
 
 def test_importing_retention_loads_no_library_until_a_name_is_used() -> None:
     """``import retention`` (as a worker that needs only the core does) loads none of the
-    library; its public names load it when first used."""
+    library; its public names, every one of __all__, load it when first used."""
     code = (
         "import sys, retention\n"
         "before = 'retention.library.retention' in sys.modules\n"
-        "retention.Retention\n"
+        "names = [getattr(retention, name) for name in retention.__all__]\n"
         "print(before, 'retention.library.retention' in sys.modules)\n"
     )
     done = subprocess.run(

@@ -95,8 +95,8 @@ def forecast(  # noqa: PLR0913 - click passes each option of the command as a ke
     from retention.library.requests import ForecastRequest
 
     request = ForecastRequest(days, step, base, parse_at(at))
-    forecasted = library(ctx).forecast(request).result
-    code = forecasted.code
+    ended = library(ctx).forecast(request)
+    forecasted, code = ended.result, ended.code
     if html is not None:
         from retention.forecast.page import write_forecast_html
 

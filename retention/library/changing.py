@@ -12,17 +12,16 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from retention.api.client import OpsManagerClient
 from retention.apply.applying import RunResult, apply_planned, apply_saved
-from retention.apply.executor import Listener
 from retention.config.policyfiles import load_policies
 from retention.config.scope import Scope
 from retention.core.guard import index_of
 from retention.core.runfiles import Mode
 from retention.errors import StopRequestedError, UsageError
-from retention.library.lifecycle import Facts, Job, JobContext, Quiet
+from retention.library.lifecycle import Facts, Job, JobContext, Progress, Quiet
 from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
 from retention.ops.clock import Clock
 from retention.ops.logs import RUN_LOGGER
@@ -39,14 +38,6 @@ if TYPE_CHECKING:
     from retention.ops.sharding import Shard
     from retention.report.model import RunInfo
     from retention.report.summary import RunSummary
-    from retention.walk.inventory import Walk
-
-
-class WalkListener(Listener, Protocol):
-    """Who hears how a run goes: each cluster walked, then the changes applied."""
-
-    def walk(self, walk: Walk) -> None:
-        """One more cluster walked."""
 
 
 def run_job(
@@ -56,7 +47,7 @@ def run_job(
     reports: Path,
     dry_run: bool,
     clock: Clock,
-    listener: WalkListener | None = None,
+    listener: Progress | None = None,
 ) -> RunResult:
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``; the
     listener hears of each walked cluster and of each change applied. A stop while
@@ -90,10 +81,6 @@ class _PlanEnding(Job[RunResult]):
     ``RunResult``."""
 
     locks = records = notifies = True
-
-    def code(self, result: RunResult) -> int:
-        """Not asked: a job that records has its code from conclude."""
-        raise NotImplementedError
 
     def failed(self, result: RunResult) -> bool:
         """Walk errors or failed PATCHes."""
@@ -291,10 +278,6 @@ class UndoJob(Job[UndoResult]):
             )
 
         return step
-
-    def code(self, result: UndoResult) -> int:
-        """Not asked: a job that records has its code from conclude."""
-        raise NotImplementedError
 
     def failed(self, result: UndoResult) -> bool:
         """Something could not be put back."""

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from retention.apply.executor import Listener
 from retention.config.connect import open_client
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
@@ -54,17 +55,12 @@ Facts = dict[str, object]
 R = TypeVar("R")
 
 
-class Progress(Protocol):
-    """Who hears how a job goes (the command line's progress on a terminal)."""
+class Progress(Listener, Protocol):
+    """Who hears how a job goes (the command line's progress on a terminal): each cluster
+    walked, then the changes applied (Listener), and the end."""
 
     def walk(self, walk: Walk) -> None:
         """One more cluster walked."""
-
-    def apply(self, total: int) -> None:
-        """Applying starts: ``total`` PATCHes to send."""
-
-    def outcome(self, outcome: Outcome) -> None:
-        """One change done."""
 
     def close(self) -> None:
         """The job ended, however it ended."""
@@ -153,15 +149,17 @@ class Job(Generic[R]):
         raise NotImplementedError
 
     def code(self, result: R) -> int:
-        """The exit code of the job's result."""
-        raise NotImplementedError
+        """The exit code of the job's result (errors.exit_code_for of what follows)."""
+        return exit_code_for(
+            failed=self.failed(result), held=self.held(result), stopped_by=self.interrupted(result)
+        )
 
     def failed(self, result: R) -> bool:
-        """Something failed: exit 1 (a job that records)."""
+        """Something failed: exit 1."""
         return False
 
     def interrupted(self, result: R) -> str | None:
-        """The signal that stopped it before the end (a job that records)."""
+        """The signal that stopped it before the end."""
         return None
 
     def held(self, result: R) -> bool:
@@ -287,9 +285,7 @@ def conclude(
     and the run-finished event. With a notice to send, report.md is written whatever
     ``reports.formats`` says: the notice is report.md's head, and its reader is promised the
     whole of it in the run folder (docs/configuration.md)."""
-    held = job.held(result)
-    interrupted = job.interrupted(result)
-    code = exit_code_for(failed=job.failed(result), held=held, stopped_by=interrupted)
+    held, code = job.held(result), job.code(result)
     run_id, run_dir = job.folder(result)
     info = RunInfo(run_id, job.mode, started, clock(), code, __version__)
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:

@@ -28,7 +28,6 @@ from retention.errors import (
     EXIT_OK,
     StopRequestedError,
     UsageError,
-    exit_code_for,
 )
 from retention.forecast.forecaster import Forecast, forecast_fleet
 from retention.library.lifecycle import Job, JobContext
@@ -92,9 +91,13 @@ class PlanJob(Job[PlanResult]):
         require_writable(base, "--report-dir" if report_dir else "reports.dir")
         return RunFolder.new(base, created).plan
 
-    def code(self, result: PlanResult) -> int:
-        """1 when a cluster could not be walked, 3 when a gate held changes, else 0."""
-        return exit_code_for(failed=bool(result.errors), held=result.held)
+    def failed(self, result: PlanResult) -> bool:
+        """A cluster could not be walked."""
+        return bool(result.errors)
+
+    def held(self, result: PlanResult) -> bool:
+        """A gate held destructive changes."""
+        return result.held
 
 
 @dataclass(frozen=True)
@@ -155,11 +158,6 @@ class Forecasted:
     base: Baseline | None
     what_if: bool
 
-    @property
-    def code(self) -> int:
-        """1 when a cluster could not be walked, else 0."""
-        return EXIT_FAILURES if self.forecast.errors else EXIT_OK
-
 
 @dataclass(frozen=True)
 class ForecastJob(Job[Forecasted]):
@@ -193,9 +191,9 @@ class ForecastJob(Job[Forecasted]):
 
         return step
 
-    def code(self, result: Forecasted) -> int:
-        """See Forecasted.code."""
-        return result.code
+    def failed(self, result: Forecasted) -> bool:
+        """A cluster could not be walked."""
+        return bool(result.forecast.errors)
 
 
 @contextmanager
@@ -247,6 +245,6 @@ class PruneJob(Job[PruneResult]):
 
         return step
 
-    def code(self, result: PruneResult) -> int:
-        """See PruneResult.code."""
-        return result.code
+    def failed(self, result: PruneResult) -> bool:
+        """A folder could not be removed."""
+        return bool(result.pruned.failed)
