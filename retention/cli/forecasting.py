@@ -10,7 +10,6 @@ import click
 from retention.cli.common import library, parse_at
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option
-from retention.errors import UsageError
 
 
 def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
@@ -94,18 +93,9 @@ def forecast(  # noqa: PLR0913 - click passes each option of the command as a ke
     """
     from retention.library.requests import ForecastRequest
 
-    request = ForecastRequest(days, step, base, parse_at(at))
+    request = ForecastRequest(days, step, base, parse_at(at), html)
     ended = library(ctx).forecast(request)
     forecasted, code = ended.result, ended.code
-    if html is not None:
-        from retention.forecast.page import write_forecast_html
-
-        try:
-            write_forecast_html(
-                html, forecasted.forecast, forecasted.base, what_if=forecasted.what_if
-            )
-        except OSError as exc:
-            raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
     if output == "json":
         from retention.forecast.document import forecast_document
 

@@ -30,6 +30,7 @@ from retention.errors import (
     UsageError,
 )
 from retention.forecast.forecaster import Forecast, forecast_fleet
+from retention.forecast.page import write_forecast_html
 from retention.library.lifecycle import Job, JobContext
 from retention.library.requests import DiffRequest, ForecastRequest, PlanRequest, PruneRequest
 from retention.plan.planner import PlanResult, make_plan, planning_stopped
@@ -187,13 +188,24 @@ class ForecastJob(Job[Forecasted]):
                 found = forecast_fleet(
                     run.client, scope, base, now=now, days=request.days, step=request.step
                 )
-            return Forecasted(found, current, baseline, what_if=request.at is not None)
+            forecasted = Forecasted(found, current, baseline, what_if=request.at is not None)
+            if request.html is not None:
+                _write_page(request.html, forecasted)
+            return forecasted
 
         return step
 
     def failed(self, result: Forecasted) -> bool:
         """A cluster could not be walked."""
         return bool(result.forecast.errors)
+
+
+def _write_page(path: Path, forecasted: Forecasted) -> None:
+    """The forecast's HTML page at ``path`` (UsageError when it cannot be written)."""
+    try:
+        write_forecast_html(path, forecasted.forecast, forecasted.base, what_if=forecasted.what_if)
+    except OSError as exc:
+        raise UsageError(f"--html {path}: cannot write: {exc.strerror or exc}") from None
 
 
 @contextmanager

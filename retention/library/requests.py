@@ -89,12 +89,14 @@ class DiffRequest:
 @dataclass(frozen=True)
 class ForecastRequest:
     """Forecast the configuration's policies (and ``base``'s) ``days`` days ahead in steps
-    of ``step``, from ``at`` or now (read-only)."""
+    of ``step``, from ``at`` or now (read-only); ``html``: also write the page with its
+    charts there."""
 
     days: int = 365
     step: timedelta = timedelta(days=1)
     base: str | None = None
     at: datetime | None = None
+    html: Path | None = None
 
 
 @dataclass(frozen=True)
