@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
-test: $(STAMP) lint typecheck unit unit-compiled
+# Two rounds, each on both cores: the checks beside the compiled core's build, then the
+# suite beside the compiled core's tests (the build copies tests/, so it ends before any
+# pytest starts). make's own -j, not a shell's &: a background job ignores SIGINT, and the
+# stop tests send it.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck compiled
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit unit-compiled
 
 lint: $(STAMP)
 	$(BIN)/ruff check retention tests benchmarks tools

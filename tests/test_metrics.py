@@ -141,7 +141,9 @@ def test_pushgateway_receives_the_metrics() -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         now = datetime(2026, 11, 21, tzinfo=UTC)

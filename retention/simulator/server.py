@@ -199,7 +199,7 @@ class Simulator:
         """Stop serving and close every open connection."""
         if self._server is None:
             return
-        self._server.shutdown()
+        _shut_down(self._server)
         self._server.close_open_sockets()
         self._server.server_close()
         if self._thread is not None:
@@ -239,3 +239,17 @@ class Simulator:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def _shut_down(server: _Server) -> None:
+    """Stop ``server``'s loop now: it looks at its stop flag only when its poll ends or a
+    connection comes in, so connections come in until it has stopped (a test suite stops
+    hundreds of simulators, each of which would otherwise wait out its poll)."""
+    stopping = threading.Thread(target=server.shutdown, daemon=True)
+    stopping.start()
+    host, port = server.server_address[:2]
+    while stopping.is_alive():
+        # A connection refused or slow: the loop ends at its next poll all the same.
+        with contextlib.suppress(OSError):
+            socket.create_connection((str(host), int(port)), timeout=1).close()
+        stopping.join(0.01)

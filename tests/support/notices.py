@@ -40,7 +40,10 @@ class Receiver:
 def receiving() -> Iterator[Receiver]:
     """A running receiver, stopped when the block ends."""
     got = Receiver()
-    thread = threading.Thread(target=got.server.serve_forever, daemon=True)
+    # A short poll: the server stops at the next one, and a suite starts dozens.
+    thread = threading.Thread(
+        target=got.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield got
