@@ -8,11 +8,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test lint typecheck unit unit-compiled compiled demo screenshots bench bench-sim bench-fleet bench-apply bench-forecast chaos clean
 
+# uv installs what pip would, from the same index, in a third of the time (pip re-downloads
+# every wheel: this index sends no caching headers). --compile-bytecode: pip compiles the
+# modules it installs, uv only when asked. The venv keeps pip and setuptools, which the
+# compiled core's build and test_deploy use.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("retention needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test]'
 	touch $(STAMP)
 
 # Two rounds, each on both cores: the checks beside the compiled core's build, then the
