@@ -49,7 +49,7 @@ import msgspec
 from retention.api.client import OpsManagerClient
 from retention.api.models import SnapshotState
 from retention.api.walked import WalkedSnapshot
-from retention.core.guard import ClusterFacts, Trusted, check_send
+from retention.core.guard import ClusterFacts, Trusted, check_send, to_send
 from retention.core.model import SEND_ORDER, SnapshotView
 from retention.core.planfile import Body, Change, ListName
 from retention.core.runfiles import JournalEntry, OutcomeName
@@ -88,15 +88,10 @@ def checked_changes(
     held changes of the clusters ``trusted`` approves, no longer held), each checked against
     the plan; PlanFileError names the first that fails (``shown``: the plan's file), before
     anything is sent. The spool in ``spool_dir`` is let go on leaving."""
-    approved = trusted.approval.clusters
     encoder = msgspec.msgpack.Encoder()
     with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, dir=str(spool_dir)) as spool:
         count = 0
-        for listed, change in candidates:
-            if listed == "held":
-                if (change["projectId"], change["clusterId"]) not in approved:
-                    continue
-                change = _unheld(change)  # noqa: PLW2901 - the change as it is sent
+        for change in to_send(candidates, trusted.approval.clusters):
             if (problem := trusted.entries.problem(change)) is not None:
                 where = f"{shown}: entry {count} to send (snapshot {change['snapshotId']})"
                 raise PlanFileError(where, problem)
@@ -119,12 +114,6 @@ class CheckedChanges:
         while header := spool.read(_LENGTH.size):
             (size,) = _LENGTH.unpack(header)
             yield cast("Change", decoder.decode(spool.read(size)))
-
-
-def _unheld(change: Change) -> Change:
-    released = dict(change)
-    released.pop("held", None)
-    return released  # type: ignore[return-value] # the same record less its optional "held"
 
 
 class Listener(Protocol):

@@ -20,13 +20,13 @@ the first two made at once by ``trust``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, TypedDict
 
 from retention.core.model import SnapshotView, is_destructive
-from retention.core.planfile import AnyId, Change, ClusterEntry, HoldEntry, Id, PlanHead
+from retention.core.planfile import AnyId, Change, ClusterEntry, HoldEntry, Id, ListName, PlanHead
 from retention.core.snapshot import Kind, SnapshotPatch, state_document, state_json
 from retention.core.timestamps import add_seconds, ceil_to_second, format_timestamp
 from retention.core.wording import printable
@@ -428,3 +428,17 @@ def trust(
     except ValueError as exc:
         raise RefusalError(str(exc), whole=False) from None
     return Trusted(clusters, approval, EntryCheck(head, clusters))
+
+
+def to_send(
+    candidates: Iterable[tuple[ListName, Change]], approved: frozenset[tuple[str, str]]
+) -> Iterator[Change]:
+    """The changes apply sends, in plan order: those of ``changes``, and the held changes
+    of the ``approved`` clusters, no longer held."""
+    for listed, change in candidates:
+        if listed == "changes":
+            yield change
+        elif (change["projectId"], change["clusterId"]) in approved:
+            released = dict(change)
+            released.pop("held", None)
+            yield released  # type: ignore[misc] # the same record less its optional "held"

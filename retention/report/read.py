@@ -16,6 +16,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Literal
 
+from retention.core.guard import to_send
 from retention.core.planfile import Change, DecisionRecord, PlanHead
 from retention.core.restore import in_doubt, paired
 from retention.core.runfiles import ApplyIntent, ApplyOutcome
@@ -248,7 +249,7 @@ def change_rows(
     still_held = (
         c for c in plan.read_list("held") if (c["projectId"], c["clusterId"]) not in approved
     )
-    for change in islice(chain(plan.read_changes(approved), still_held), limit):
+    for change in islice(chain(to_send(plan.read_candidates(), approved), still_held), limit):
         yield _row(change)
 
 

@@ -229,16 +229,10 @@ class PlanFile:
 
     def opened(self) -> OpenedPlan:
         """This plan opened to be applied: its clusters and changes as streams, read once."""
-        candidates = (
-            (listed, change)
-            for cluster in self._cluster_changes()
-            for listed, change in cluster
-            if listed in ("changes", "held")
-        )
         return OpenedPlan(
             self,
             Once(self.read_clusters(), f"{self.shown}: the clusters"),
-            Once(candidates, f"{self.shown}: the changes"),
+            Once(self.read_candidates(), f"{self.shown}: the changes"),
         )
 
     def read_list(self, name: ListName) -> Iterator[Change]:
@@ -248,16 +242,11 @@ class PlanFile:
         for cluster in self._cluster_changes():
             yield from (change for listed, change in cluster if listed == name)
 
-    def read_changes(self, approved: frozenset[tuple[str, str]]) -> Iterator[Change]:
-        """The changes apply sends, in plan order: ``changes``, merged with the held
-        changes of the ``approved`` clusters (no longer held)."""
+    def read_candidates(self) -> Iterator[tuple[ListName, Change]]:
+        """The entries of ``changes`` and ``held``, each with its list, in plan order:
+        what apply may send (core.guard.to_send chooses)."""
         for cluster in self._cluster_changes():
-            yield from (
-                _unheld(c) if listed == "held" else c
-                for listed, c in cluster
-                if listed == "changes"
-                or (listed == "held" and (c["projectId"], c["clusterId"]) in approved)
-            )
+            yield from ((listed, c) for listed, c in cluster if listed in ("changes", "held"))
 
     def _cluster_changes(self) -> Iterator[list[tuple[ListName, Change]]]:
         """Each cluster's changes, in plan order, sorted by snapshot id, each with the list
@@ -350,12 +339,6 @@ def _decompressed_lines(
         raise OSError(f"not zstd-compressed JSON lines ({exc})") from None
     if rest.strip():
         yield rest
-
-
-def _unheld(change: Change) -> Change:
-    released = dict(change)
-    released.pop("held", None)
-    return released  # type: ignore[return-value] # the same record less its optional "held"
 
 
 # ---- a decisions file alone (explain, the report, undo's checks) ------------------------
