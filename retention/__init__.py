@@ -5,7 +5,7 @@ As a library (the command line is a thin layer over it)::
     from retention import PlanRequest, Retention
 
     ended = Retention.from_config("retention.yaml").plan(PlanRequest())
-    print(ended.code, ended.result.plan.path)
+    ended.code, ended.result.plan.path  # 3: a gate holds changes; where the plan is
 
 The names below are loaded when first used, so that importing a part of the package (the
 pure core on a planning worker, say) does not load the whole library.

@@ -7,7 +7,7 @@ and returns one result; the command line is a thin layer over it.
     retention = Retention.from_config("retention.yaml")
     planned = retention.plan(PlanRequest())
     applied = retention.apply(ApplyRequest(planned.result.plan.path, approve=("prod-orders",)))
-    print(applied.code, applied.result.applied.counts if applied.result.applied else None)
+    applied.code, applied.reports  # the exit code the command would give, its reports
 
 A job goes through the one lifecycle (retention.library.lifecycle): the configuration
 loaded, the client opened, the lock, the stop of SIGINT and SIGTERM, the reports, the
