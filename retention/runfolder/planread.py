@@ -95,7 +95,7 @@ def open_plan(path: Path, *, copy_of: Path | None = None) -> PlanFile:
         head = HEAD.validate_python(value)
     except ValidationError as exc:
         raise problem(str(shown), exc) from None
-    return PlanFile(path, head, stamp, shown)
+    return PlanFile(path, head, stamp, shown, clusters_at=len(first) + 1)
 
 
 def _not_written_here(path: Path, first: bytes, *, whole: bool) -> str:
@@ -182,6 +182,8 @@ class PlanFile:
     stamp: _Stamp
     # The file its problems name: ``path``, or the plan it is a copy of.
     shown: Path
+    # Where its cluster entries start: after the head's line.
+    clusters_at: int
 
     @property
     def decisions(self) -> Path:
@@ -207,7 +209,7 @@ class PlanFile:
         with self.path.open("rb") as lines:
             if _stamp(lines) != self.stamp:
                 raise PlanFileError(where, "changed since its head was read: read it again")
-            lines.readline()  # the head
+            lines.seek(self.clusters_at)  # past the head, read once already
             for line in lines:
                 text = line.rstrip(b"\n")
                 if text == CLUSTERS_CLOSE:
