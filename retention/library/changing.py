@@ -221,11 +221,7 @@ class ApplyJob(_PlanEnding):
     """Apply exactly the saved plan of the request."""
 
     request: ApplyRequest
-
-    @property
-    def mode(self) -> str:
-        """apply."""
-        return "apply"
+    mode = "apply"
 
     def check(self) -> None:
         """UsageError (exit 2) when there is no plan file at the request's plan."""
@@ -257,11 +253,7 @@ class UndoJob(Job[UndoResult]):
 
     request: UndoRequest
     locks = records = True
-
-    @property
-    def mode(self) -> str:
-        """undo."""
-        return "undo"
+    mode = "undo"
 
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], UndoResult]:
         """Nothing to read before the lock; the run folder is checked once the client

@@ -47,11 +47,7 @@ class PlanJob(Job[PlanResult]):
     """A plan on its own: written where the request says, nothing sent."""
 
     request: PlanRequest
-
-    @property
-    def mode(self) -> str:
-        """plan."""
-        return "plan"
+    mode = "plan"
 
     @property
     def shard(self) -> Shard | None:
@@ -125,11 +121,7 @@ class DiffJob(Job[Reviewed]):
     """A review of a policy change: one read-only walk, two decisions per cluster."""
 
     request: DiffRequest
-
-    @property
-    def mode(self) -> str:
-        """diff."""
-        return "diff"
+    mode = "diff"
 
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], Reviewed]:
         """Load both sides' policies (a problem on either named with its side)."""
@@ -166,11 +158,7 @@ class ForecastJob(Job[Forecasted]):
     under each side's policies."""
 
     request: ForecastRequest
-
-    @property
-    def mode(self) -> str:
-        """forecast."""
-        return "forecast"
+    mode = "forecast"
 
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], Forecasted]:
         """Load the policies (and the base's, exactly as a review reads them)."""
@@ -230,11 +218,7 @@ class PruneJob(Job[PruneResult]):
 
     request: PruneRequest
     connects = False
-
-    @property
-    def mode(self) -> str:
-        """prune."""
-        return "prune"
+    mode = "prune"
 
     @property
     def locks(self) -> bool:  # type: ignore[override] # a dry run removes nothing
