@@ -5,12 +5,11 @@ Exit codes: 0 done; 1 finished with failures; 2 bad usage, configuration or poli
 sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5 cannot reach
 or authenticate to the API (nothing sent).
 
-Commands live by subject in starting.py (init), plan.py (plan, validate, explain,
-schema, config, doctor), reviewing.py (diff), forecast.py (forecast), running.py (run,
+Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
+schema, config, doctor), reviewing.py (diff), forecasting.py (forecast), running.py (run,
 apply, demo), undoing.py (undo), pruning.py (prune) and simulating.py; each adds its
-commands to the ``cli`` group defined here when it is imported below. ending.py is what a
-run shows (progress, summary, JSON), explaining.py what explain prints, output.py --format
-json.
+commands to the ``cli`` group (group.py) when it is imported below. ending.py is what a run
+shows (progress, summary, JSON), output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``

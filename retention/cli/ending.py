@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from retention.cli.output import emit
+from retention.cli.output import emit, show
 from retention.core.wording import counted
 from retention.errors import exit_meaning
 
@@ -28,11 +28,8 @@ def show_run(ended: Ended[RunResult], output: str) -> int:
     code."""
     from retention.library.documents import run_document, run_lines
 
-    if output == "json":
-        emit(run_document(ended))
-    else:
-        for line in run_lines(ended):
-            click.echo(line)
+    show(output, lambda: run_document(ended), lambda: run_lines(ended))
+    if output != "json":
         click.echo(f"Exit {ended.code}: {exit_meaning(ended.code)}")
     return ended.code
 

@@ -6,7 +6,7 @@ shapes are described in docs/commands.md and checked by tests/test_cli_json.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -48,3 +48,15 @@ def emit(document: Mapping[str, Any]) -> None:
     for piece in pretty_json(document):
         click.echo(piece.decode(), nl=False)
     click.echo()
+
+
+def show(
+    output: str, document: Callable[[], Mapping[str, Any]], lines: Callable[[], Iterable[str]]
+) -> None:
+    """The ``document`` for --format json, else the ``lines`` for a person (each made only
+    when it is shown: a run's document reads its plan again)."""
+    if output == "json":
+        emit(document())
+        return
+    for line in lines():
+        click.echo(line)

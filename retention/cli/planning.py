@@ -10,7 +10,7 @@ import click
 
 from retention.cli.common import library, parse_at, shard_from, shard_options
 from retention.cli.group import cli
-from retention.cli.output import emit, format_option
+from retention.cli.output import emit, format_option, show
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -134,11 +134,7 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
 
     request = ValidateRequest(Path(policies_path) if policies_path is not None else None)
     validated = library(ctx).validate(request)
-    if output == "json":
-        emit(validated.document())
-        return
-    for line in validated.lines():
-        click.echo(line)
+    show(output, validated.document, validated.lines)
 
 
 @cli.command()
@@ -185,11 +181,7 @@ def explain(
         policies=Path(policies_path) if policies_path is not None else None,
     )
     explained = library(ctx).explain(request)
-    if output == "json":
-        emit(explained.document())
-        return
-    for text in explained.lines():
-        click.echo(text)
+    show(output, explained.document, explained.lines)
 
 
 @cli.command()
@@ -265,9 +257,5 @@ def doctor(ctx: click.Context, output: str) -> int:
       retention doctor --format json
     """
     report = library(ctx).doctor()
-    if output == "json":
-        emit(report.document())
-    else:
-        for line in report.lines():
-            click.echo(line)
+    show(output, report.document, report.lines)
     return report.code

@@ -8,7 +8,7 @@ import click
 
 from retention.cli.common import library
 from retention.cli.group import cli
-from retention.cli.output import emit, format_option
+from retention.cli.output import format_option, show
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -47,11 +47,8 @@ def prune(ctx: click.Context, *, dry_run: bool, keep_text: str | None, output: s
 
     request = PruneRequest(_keep(keep_text), dry_run)
     result = library(ctx).prune(request).result
-    if output == "json":
-        emit(result.document())
-    else:
-        for line in result.lines():
-            click.echo(line)
+    show(output, result.document, result.lines)
+    if output != "json":
         for line in result.failures():
             click.echo(line, err=True)
     return result.code

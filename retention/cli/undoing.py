@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from retention.cli.common import library
 from retention.cli.ending import metrics_options, metrics_target
 from retention.cli.group import cli
-from retention.cli.output import emit, format_option
-
-if TYPE_CHECKING:
-    pass
-
-# Items listed in the text summary; the report and undo.json have them all.
-LISTED = 10
+from retention.cli.output import format_option, show
 
 
 @cli.command()
@@ -62,9 +55,5 @@ def undo(
 
     request = UndoRequest(Path(run_dir), dry_run, metrics_target(metrics_file, pushgateway))
     ended = library(ctx).undo(request)
-    if output == "json":
-        emit(undo_document(ended))
-    else:
-        for line in undo_lines(ended):
-            click.echo(line)
+    show(output, lambda: undo_document(ended), lambda: undo_lines(ended))
     return ended.code
