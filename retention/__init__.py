@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from retention.version import __version__, core_form
 
 if TYPE_CHECKING:
+    from retention.library.ending import MetricsTarget
     from retention.library.lifecycle import Ended, Progress
     from retention.library.requests import (
         ApplyRequest,
         DiffRequest,
         ExplainRequest,
         ForecastRequest,
-        MetricsTarget,
         PlanRequest,
         PruneRequest,
         RunRequest,

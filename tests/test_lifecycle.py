@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from retention.library.changing import RunJob, UndoJob
+from retention.library.ending import MetricsTarget
 from retention.library.lifecycle import Setup, run_lifecycle
 from retention.library.requests import RunRequest, UndoRequest
 from retention.ops.logs import RUN_LOGGER
@@ -37,7 +38,7 @@ def test_a_run_called_as_a_library_writes_its_reports_sends_its_notice_and_print
     empty."""
     config = write_config(folder, sim.base_url, [receiver.url])
     metrics = folder / "m.prom"
-    setup = Setup(config_path=config, clock=sim.clock.now, metrics_file=metrics)
+    setup = Setup(config_path=config, clock=sim.clock.now, metrics=MetricsTarget(metrics))
 
     with caplog.at_level(logging.INFO, logger=RUN_LOGGER):
         ended = run_lifecycle(RunJob(RunRequest()), setup)

@@ -18,8 +18,8 @@ from retention.errors import exit_meaning
 if TYPE_CHECKING:
     from retention.apply.applying import RunResult
     from retention.apply.executor import Outcome
+    from retention.library.ending import MetricsTarget
     from retention.library.lifecycle import Ended
-    from retention.library.requests import MetricsTarget
     from retention.walk.inventory import Walk
 
 
@@ -110,6 +110,6 @@ def metrics_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def metrics_target(metrics_file: str | None, pushgateway: str | None) -> MetricsTarget:
     """Where --metrics-file and --pushgateway send the metrics."""
-    from retention.library.requests import MetricsTarget
+    from retention.library.ending import MetricsTarget
 
     return MetricsTarget(Path(metrics_file) if metrics_file else None, pushgateway)

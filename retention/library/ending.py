@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -119,6 +120,14 @@ class Notifier:
         self.deliveries = send(self.settings.destinations(), notice)
 
 
+@dataclass(frozen=True)
+class MetricsTarget:
+    """Where a job's metrics go: a node exporter's textfile, a Pushgateway, or both."""
+
+    file: Path | None = None
+    pushgateway: str | None = None
+
+
 class Metrics:
     """Writes the job's metrics, however it ends (when asked to): the block calls write()
     when it finishes, and leaving it with a RetentionError writes its exit code. Its
@@ -129,12 +138,10 @@ class Metrics:
         self,
         started: datetime,
         shard: Shard | None,
-        metrics_file: Path | None,
-        pushgateway: str | None,
+        target: MetricsTarget,
         clock: Clock,
     ) -> None:
-        self.started, self.shard, self.clock = started, shard, clock
-        self.metrics_file, self.pushgateway = metrics_file, pushgateway
+        self.started, self.shard, self.target, self.clock = started, shard, target, clock
         self.client: OpsManagerClient | None = None
         self.notifier = Notifier()
 
@@ -160,7 +167,8 @@ class Metrics:
     def write(self, code: int, measure: Callable[[RunMetrics], None] | None = None) -> None:
         """Write the metrics of a job that ended with ``code``, ``measure`` filling in
         what it did, when a metrics file or a Pushgateway was asked for."""
-        if not (self.metrics_file or self.pushgateway):
+        target = self.target
+        if not (target.file or target.pushgateway):
             return
         label = self.shard.label if self.shard else None
         m = RunMetrics(self.started, self.clock(), code, shard=label)
@@ -171,10 +179,10 @@ class Metrics:
         m.notices_sent = sum(1 for n in self.notifier.deliveries if n.sent)
         m.notices_failed = sum(1 for n in self.notifier.deliveries if not n.sent)
         try:
-            if self.metrics_file:
-                write_textfile(self.metrics_file, m)
-            if self.pushgateway:
-                push(self.pushgateway, m)
+            if target.file:
+                write_textfile(target.file, m)
+            if target.pushgateway:
+                push(target.pushgateway, m)
         except OSError as exc:  # metrics must not turn a finished run into a crash
             # Through logging, so it is a JSON object in json mode; the same line in text.
             text = f"warning: could not write metrics: {exc}"

@@ -31,7 +31,7 @@ from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import exit_code_for
-from retention.library.ending import Metrics, Notifier, log_run_finished
+from retention.library.ending import Metrics, MetricsTarget, Notifier, log_run_finished
 from retention.ops.clock import Clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
@@ -91,8 +91,7 @@ class Setup:
 
     config_path: str | Path | None
     clock: Clock
-    metrics_file: Path | None = None
-    pushgateway: str | None = None
+    metrics: MetricsTarget = field(default_factory=MetricsTarget)
     progress: Progress = field(default_factory=Quiet)
     interactive: bool = False
 
@@ -221,7 +220,7 @@ def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
     """Run ``job`` from its configuration to its metrics (see the module's docstring)."""
     clock, progress = setup.clock, setup.progress
     started = clock()
-    metrics = Metrics(started, job.shard, setup.metrics_file, setup.pushgateway, clock)
+    metrics = Metrics(started, job.shard, setup.metrics, clock)
     with on_signals(Stop()) as stop, metrics:
         job.check()
         loaded = load(setup.config_path, clock=clock, require_credentials=job.connects)

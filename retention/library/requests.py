@@ -14,15 +14,8 @@ from pathlib import Path
 from retention.apply.applying import SavedPlan
 from retention.core.guard import Asked
 from retention.core.policy.duration import RetentionDuration
+from retention.library.ending import MetricsTarget
 from retention.ops.sharding import Shard
-
-
-@dataclass(frozen=True)
-class MetricsTarget:
-    """Where a job's metrics go: a node exporter's textfile, a Pushgateway, or both."""
-
-    file: Path | None = None
-    pushgateway: str | None = None
 
 
 @dataclass(frozen=True)

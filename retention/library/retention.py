@@ -28,6 +28,7 @@ from retention.doctor.preflight import Report, run_doctor
 from retention.errors import ConfigError, UsageError
 from retention.explain.explanation import Explained, Policies, explain_snapshot
 from retention.library.changing import ApplyJob, RunJob, UndoJob
+from retention.library.ending import MetricsTarget
 from retention.library.lifecycle import Ended, Job, Progress, Quiet, R, Setup, load, run_lifecycle
 from retention.library.reading import DiffJob, Forecasted, ForecastJob, PlanJob, PruneJob, Reviewed
 from retention.library.requests import (
@@ -35,7 +36,6 @@ from retention.library.requests import (
     DiffRequest,
     ExplainRequest,
     ForecastRequest,
-    MetricsTarget,
     PlanRequest,
     PruneRequest,
     RunRequest,
@@ -76,14 +76,7 @@ class Retention:
 
     def _run(self, job: Job[R], metrics: MetricsTarget | None = None) -> Ended[R]:
         target = metrics or MetricsTarget()
-        setup = Setup(
-            self.config,
-            self.clock,
-            target.file,
-            target.pushgateway,
-            self.progress,
-            self.interactive,
-        )
+        setup = Setup(self.config, self.clock, target, self.progress, self.interactive)
         return run_lifecycle(job, setup)
 
     def plan(self, request: PlanRequest | None = None) -> Ended[PlanResult]:
