@@ -119,15 +119,6 @@ def _body_value(value: object) -> str:
     return format_timestamp(value) if isinstance(value, datetime) else str(value)
 
 
-def _globals() -> dict[str, Any]:
-    return {
-        "ACTIONS": ACTIONS,
-        "NOT_SENT": NOT_SENT,
-        "OUTCOMES": OUTCOMES,
-        "GLOSSARY": GLOSSARY,
-    }
-
-
 def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["utc"] = _utc
     env.filters["timestamp"] = format_timestamp
@@ -147,7 +138,7 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["holds_text"] = holds_text
     env.filters["age"] = age_words
     env.filters["expected_from"] = EXPECTED_FROM.__getitem__
-    env.globals.update(_globals())
+    env.globals.update(ACTIONS=ACTIONS, NOT_SENT=NOT_SENT, OUTCOMES=OUTCOMES, GLOSSARY=GLOSSARY)
     return env
 
 
