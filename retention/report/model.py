@@ -15,12 +15,9 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
-from retention.errors import exit_meaning
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.ladder import LadderLine
-from retention.report.summary import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, RunSummary
-
-__all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "RunInfo", "exit_meaning"]
+from retention.report.summary import ACTIONS, NOT_SENT, RunInfo, RunSummary
 
 
 def _member(member: MemberEntry) -> str:

@@ -36,10 +36,9 @@ from retention.report.model import (
     Outcomes,
     PolicyRow,
     ReportData,
-    RunInfo,
 )
 from retention.report.summarize import summarize
-from retention.report.summary import PlanSummary, StaleCluster
+from retention.report.summary import PlanSummary, RunInfo, StaleCluster
 from retention.report.svg import Snap, build_calendar, build_timeline, category
 from retention.runfolder.folder import DECISIONS, RESULTS, RunFolder
 from retention.runfolder.journal import apply_lines

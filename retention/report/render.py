@@ -26,10 +26,14 @@ from retention.core.outage import tolerance_sentence, tolerance_text
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import plural, printable, size
+from retention.errors import exit_meaning
 from retention.report.cells import ident
-from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.report.summary import (
+    ACTIONS,
+    NOT_SENT,
+    OUTCOMES,
+    RunInfo,
     RunSummary,
     action_counts,
     approve_command,
