@@ -250,11 +250,6 @@ class Outcomes:
     # with no outcome after it (the run was killed while it was on the wire), or failed.
     in_doubt: int = 0
 
-    @property
-    def total(self) -> int:
-        """Outcome lines read."""
-        return sum(self.counts.values())
-
 
 @dataclass(frozen=True)
 class Segment:
