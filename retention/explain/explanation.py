@@ -40,7 +40,7 @@ from retention.runfolder.planwrite import jsonable
 
 if TYPE_CHECKING:
     from retention.core.explain import PolicyTrace, SnapshotTrace, TracedRule
-    from retention.core.policy.loader import LoadedPolicy, PolicySet
+    from retention.core.policy.loader import PolicySet
 
 # Why a snapshot's rules were not traced, when the plan says it was not counted.
 _UNCOUNTED = {
@@ -101,16 +101,19 @@ class Explained:
     def analyse(self) -> Analysis:
         """Trace the record through the policies of its cluster's entry whose files are the
         plan's."""
-        record, entry, policies = self.record, self.listed, self.policies
+        record, head, entry, policies = self.record, self.head, self.listed, self.policies
         names = entry["policies"] if entry is not None else []
         problem = policies.problem or _unusable(self.cluster, entry)
         if not names or problem is not None or policies.loaded is None:
             return Analysis(record, names, problem if names else None, entry)
-        sha256 = {p["name"]: p["sha256"] for p in self.head["policies"]}
+        sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
         loaded = policies.loaded.by_name
         traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
-        chosen = [loaded[n] for n in traceable]
-        found = _trace(record, self.head, self.cluster, chosen) if chosen else None
+        found = None
+        if traceable:  # the cluster's snapshots rebuilt from its records, as decide saw them
+            views = [snapshot_view(r) for r in self.cluster if r is not None]
+            chosen = [loaded[n] for n in traceable]
+            found = trace_snapshot(views, chosen, record["snapshotId"], now=head["evaluatedAt"])
         return Analysis(
             record,
             names,
@@ -287,17 +290,6 @@ def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | No
             "(cut short or edited)"
         )
     return None
-
-
-def _trace(
-    record: DecisionRecord,
-    head: PlanHead,
-    cluster: Sequence[DecisionRecord | None],
-    policies: list[LoadedPolicy],
-) -> SnapshotTrace:
-    """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
-    views = [snapshot_view(r) for r in cluster if r is not None]
-    return trace_snapshot(views, policies, record["snapshotId"], now=head["evaluatedAt"])
 
 
 def _reasons_of(policy: PolicyTrace) -> list[Reason]:
