@@ -43,11 +43,6 @@ from retention.report.summary import (
 from retention.report.svg import CALENDAR_MARGINS, TIMELINE_MARGINS, percent
 from retention.runfolder.folder import REPORTS, RunFolder, partial_path
 
-# Timelines drawn in full; the other changed clusters are only in the clusters table.
-MAX_TIMELINES = 50
-# Rows of long lists (failed PATCHes, advisory decisions) in the HTML; the rest are counted.
-MAX_LISTED = 200
-
 # Where a cluster's expected age of its newest restorable snapshot comes from, in words.
 EXPECTED_FROM = {
     "policy": "expect.newest_within",
@@ -216,7 +211,7 @@ def render_run(
     format (before reading anything).
     """
     _check_formats(formats)  # before reading anything
-    data = collect(run_dir, run, max_timelines=MAX_TIMELINES, max_listed=MAX_LISTED)
+    data = collect(run_dir, run)
     summary = data.summary
     paths = write_reports(
         run_dir, formats, REPORT_TEMPLATES, data=data, run=run, summary=summary, plan=summary.plan
