@@ -23,7 +23,7 @@ from retention.core.policy.model import Policy, policy_json_schema
 from retention.core.runfiles import OutcomeName
 from retention.ops.metrics import RunMetrics, write_textfile
 from retention.report import RunInfo, render_reports
-from retention.report.model import NOT_SENT
+from retention.report.summary import NOT_SENT
 from retention.runfolder.schema import plan_json_schema
 from tests.support.planfiles import write_plan_files
 

@@ -40,7 +40,7 @@ from retention.runfolder.planwrite import jsonable
 
 if TYPE_CHECKING:
     from retention.core.explain import PolicyTrace, SnapshotTrace, TracedRule
-    from retention.core.policy.loader import LoadedPolicy, PolicySet
+    from retention.core.policy.loader import PolicySet
 
 # Why a snapshot's rules were not traced, when the plan says it was not counted.
 _UNCOUNTED = {
@@ -98,15 +98,100 @@ class Explained:
     cluster: Sequence[DecisionRecord | None]
     policies: Policies
 
+    def analyse(self) -> Analysis:
+        """Trace the record through the policies of its cluster's entry whose files are the
+        plan's."""
+        record, head, entry, policies = self.record, self.head, self.listed, self.policies
+        names = entry["policies"] if entry is not None else []
+        problem = policies.problem or _unusable(self.cluster, entry)
+        if not names or problem is not None or policies.loaded is None:
+            return Analysis(record, names, problem if names else None, entry)
+        sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
+        loaded = policies.loaded.by_name
+        traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
+        found = None
+        if traceable:  # the cluster's snapshots rebuilt from its records, as decide saw them
+            views = [snapshot_view(r) for r in self.cluster if r is not None]
+            chosen = [loaded[n] for n in traceable]
+            found = trace_snapshot(views, chosen, record["snapshotId"], now=head["evaluatedAt"])
+        return Analysis(
+            record,
+            names,
+            entry=entry,
+            found=found,
+            traced={p.policy: p for p in found.policies} if found is not None else {},
+            untraced=[n for n in names if n not in traceable],
+            paths={n: str(loaded[n].path) for n in names if n in loaded},
+            policies=policies,
+        )
+
     def lines(self) -> list[str]:
         """What explain prints."""
-        return explanation(self.record, self.head, self.listed, self.cluster, self.policies)
+        record, head, found = self.record, self.head, self.analyse()
+        lines = [
+            *_record_lines(record),
+            *_restore_points_lines(found),
+            *_hold_record_lines(hold_records(record, head)),
+        ]
+        if found.policies is None:
+            # Nothing to trace with: what the plan recorded, and why there is no more.
+            lines += _reasons(record["reasons"]) or _NO_REASONS
+            problem = found.problem
+            return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
+        lines += _reasons(found.reasons)
+        if found.found is not None and found.found.uncounted is not None:
+            lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
+        elif found.found is not None:
+            at = format_timestamp(head["evaluatedAt"])
+            what_if = ", a what-if plan (--at)" if head["whatIf"] else ""
+            lines.append(f"  rules as of {at} (the plan's evaluatedAt{what_if}):")
+        for name in found.names:
+            if name in found.traced:
+                lines += _policy_lines(found.traced[name], found.paths[name])
+            elif name in found.untraced and found.policies.loaded is not None:
+                loaded, source = found.policies.loaded, found.policies.source
+                lines += _recorded_lines(name, record, loaded, source)
+        return lines
 
     def document(self) -> dict[str, Any]:
-        """explain --format json."""
-        return explanation_document(
-            self.record, self.head, self.listed, self.cluster, self.policies
-        )
+        """explain --format json: the plan's record of the snapshot and, per policy, what
+        each rule did (or why it was not traced)."""
+        record, head, found = self.record, self.head, self.analyse()
+        uncounted = found.found.uncounted if found.found is not None else None
+        document: dict[str, Any] = {
+            "command": "explain",
+            "exitCode": 0,  # explain either reports, or fails before it can (stdout empty)
+            "evaluatedAt": head["evaluatedAt"],
+            "whatIf": head["whatIf"],
+            "decision": record,
+            "uncounted": uncounted,
+            "notTraced": found.problem,
+            "holdRecords": hold_records(record, head),
+            "restorePoints": _restore_points(found),
+            "policies": [],
+        }
+        for name in found.names:
+            entry: dict[str, Any] = {"name": name, "file": found.paths.get(name)}
+            if name in found.traced:
+                policy = found.traced[name]
+                entry["traced"] = True
+                entry["rules"] = [
+                    _rule_document(side, rule)
+                    for side, rules in (("keep", policy.keep), ("protect", policy.protect))
+                    for rule in rules
+                ]
+            else:
+                entry["traced"] = False
+                entry["why"] = (
+                    found.problem
+                    if found.policies is None
+                    else "changed since the plan"
+                    if name in found.paths
+                    else "not among the policies given"
+                )
+                entry["recorded"] = [r for r in record["reasons"] if r["policy"] == name]
+            document["policies"].append(entry)
+        return document
 
 
 def explain_snapshot(path: Path, snapshot_id: str, policies: Callable[[], Policies]) -> Explained:
@@ -125,69 +210,6 @@ def explain_snapshot(path: Path, snapshot_id: str, policies: Callable[[], Polici
     return Explained(record, plan.head, entry, cluster, policies())
 
 
-def analyse(
-    record: DecisionRecord,
-    head: PlanHead,
-    entry: ClusterEntry | None,
-    cluster: Sequence[DecisionRecord | None],
-    policies: Policies,
-) -> Analysis:
-    """Trace ``record`` through the policies of its cluster's ``entry`` whose files are the
-    plan's (see Explained)."""
-    names = entry["policies"] if entry is not None else []
-    problem = policies.problem or _unusable(cluster, entry)
-    if not names or problem is not None or policies.loaded is None:
-        return Analysis(record, names, problem if names else None, entry)
-    sha256 = {p["name"]: p["sha256"] for p in head["policies"]}
-    loaded = policies.loaded.by_name
-    traceable = [n for n in names if n in loaded and loaded[n].sha256 == sha256.get(n)]
-    found = _trace(record, head, cluster, [loaded[n] for n in traceable]) if traceable else None
-    return Analysis(
-        record,
-        names,
-        entry=entry,
-        found=found,
-        traced={p.policy: p for p in found.policies} if found is not None else {},
-        untraced=[n for n in names if n not in traceable],
-        paths={n: str(loaded[n].path) for n in names if n in loaded},
-        policies=policies,
-    )
-
-
-def explanation(
-    record: DecisionRecord,
-    head: PlanHead,
-    entry: ClusterEntry | None,
-    cluster: Sequence[DecisionRecord | None],
-    policies: Policies,
-) -> list[str]:
-    """The lines explain prints for ``record`` (see ``analyse``)."""
-    found = analyse(record, head, entry, cluster, policies)
-    lines = [
-        *_record_lines(record),
-        *_restore_points_lines(found),
-        *_hold_record_lines(hold_records(record, head)),
-    ]
-    if found.policies is None:
-        # Nothing to trace with: what the plan recorded, and why there is no more.
-        lines += _reasons(record["reasons"]) or _NO_REASONS
-        problem = found.problem
-        return lines + ([f"  rules:     not traced: {problem}"] if problem else [])
-    lines += _reasons(found.reasons)
-    if found.found is not None and found.found.uncounted is not None:
-        lines.append(f"  rules:     {_UNCOUNTED[found.found.uncounted]}")
-    elif found.found is not None:
-        at = format_timestamp(head["evaluatedAt"])
-        what_if = ", a what-if plan (--at)" if head["whatIf"] else ""
-        lines.append(f"  rules as of {at} (the plan's evaluatedAt{what_if}):")
-    for name in found.names:
-        if name in found.traced:
-            lines += _policy_lines(found.traced[name], found.paths[name])
-        elif name in found.untraced and found.policies.loaded is not None:
-            lines += _recorded_lines(name, record, found.policies.loaded, found.policies.source)
-    return lines
-
-
 def _restore_points(found: Analysis) -> RestorePointsEntry | None:
     """The restore points of the snapshot's cluster, as plan.json has them (None when it
     has none: a failed walk, or a plan from before they were recorded)."""
@@ -202,53 +224,6 @@ def _restore_points_lines(found: Analysis) -> list[str]:
         return []
     name = printable(found.record["clusterName"])
     return [f"  restore points of {name}: {points['text']}"]
-
-
-def explanation_document(
-    record: DecisionRecord,
-    head: PlanHead,
-    listed: ClusterEntry | None,
-    cluster: Sequence[DecisionRecord | None],
-    policies: Policies,
-) -> dict[str, Any]:
-    """explain --format json: the plan's record of the snapshot and, per policy, what each
-    rule did (or why it was not traced)."""
-    found = analyse(record, head, listed, cluster, policies)
-    uncounted = found.found.uncounted if found.found is not None else None
-    document: dict[str, Any] = {
-        "command": "explain",
-        "exitCode": 0,  # explain either reports, or fails before it can (stdout empty)
-        "evaluatedAt": head["evaluatedAt"],
-        "whatIf": head["whatIf"],
-        "decision": record,
-        "uncounted": uncounted,
-        "notTraced": found.problem,
-        "holdRecords": hold_records(record, head),
-        "restorePoints": _restore_points(found),
-        "policies": [],
-    }
-    for name in found.names:
-        entry: dict[str, Any] = {"name": name, "file": found.paths.get(name)}
-        if name in found.traced:
-            policy = found.traced[name]
-            entry["traced"] = True
-            entry["rules"] = [
-                _rule_document(side, rule)
-                for side, rules in (("keep", policy.keep), ("protect", policy.protect))
-                for rule in rules
-            ]
-        else:
-            entry["traced"] = False
-            entry["why"] = (
-                found.problem
-                if found.policies is None
-                else "changed since the plan"
-                if name in found.paths
-                else "not among the policies given"
-            )
-            entry["recorded"] = [r for r in record["reasons"] if r["policy"] == name]
-        document["policies"].append(entry)
-    return document
 
 
 def _rule_document(side: str, rule: TracedRule) -> dict[str, Any]:
@@ -315,17 +290,6 @@ def _unusable(cluster: Sequence[DecisionRecord | None], entry: ClusterEntry | No
             "(cut short or edited)"
         )
     return None
-
-
-def _trace(
-    record: DecisionRecord,
-    head: PlanHead,
-    cluster: Sequence[DecisionRecord | None],
-    policies: list[LoadedPolicy],
-) -> SnapshotTrace:
-    """The cluster's snapshots rebuilt from its records, traced as decide saw them."""
-    views = [snapshot_view(r) for r in cluster if r is not None]
-    return trace_snapshot(views, policies, record["snapshotId"], now=head["evaluatedAt"])
 
 
 def _reasons_of(policy: PolicyTrace) -> list[Reason]:

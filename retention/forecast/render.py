@@ -8,7 +8,7 @@ Names from the service go through ``printable``: a cluster name cannot act on th
 from __future__ import annotations
 
 from array import array
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from retention.config.baseline import Baseline
 from retention.core.cadence import Cadence
@@ -61,7 +61,7 @@ def settles(forecast: Forecast, counts: array[int]) -> str:
     """ "from 2027-01-05" (the day the count settles), or "still growing" (or falling)."""
     going = trend(counts)
     if going == "steady":
-        return f"from {_day(forecast.at(steady_index(counts) or 0))}"
+        return f"from {forecast.at(steady_index(counts) or 0):%Y-%m-%d}"
     return "still " + going
 
 
@@ -145,7 +145,3 @@ def every(interval: timedelta) -> str:
     if seconds % 3600 == 0:
         return f"{seconds // 3600} h"
     return f"{round(seconds / 60)} min"
-
-
-def _day(moment: datetime) -> str:
-    return f"{moment:%Y-%m-%d}"

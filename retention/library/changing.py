@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from retention.config.settings import RetentionConfig
     from retention.ops.metrics import RunMetrics
     from retention.ops.sharding import Shard
-    from retention.report.model import RunInfo
-    from retention.report.summary import RunSummary
+    from retention.report.summary import RunInfo, RunSummary
 
 
 def run_job(

@@ -37,7 +37,7 @@ from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
 from retention.prune.folders import Pruned
 from retention.prune.pruning import prune_reports
-from retention.report.model import RunInfo
+from retention.report.summary import RunInfo
 from retention.version import __version__
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ ship inside the package (retention/report/templates).
 
 from __future__ import annotations
 
-from retention.report.model import RunInfo
 from retention.report.render import RenderedRun, render_reports, render_run
-from retention.report.summary import RunSummary
+from retention.report.summary import RunInfo, RunSummary
 
 __all__ = ["RenderedRun", "RunInfo", "RunSummary", "render_reports", "render_run"]

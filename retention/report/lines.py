@@ -139,9 +139,10 @@ def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[st
     )
 
 
-def plan_totals_lines(plan: PlanSummary) -> list[str]:
-    """What the plan does in all: per action, what it lets the service delete from when,
-    what the safety gates hold, what is advisory."""
+def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen) -> list[str]:
+    """What the plan does in all (per action, what it lets the service delete from when,
+    what the safety gates hold, what is advisory), what holds it, its notes, errors and
+    warnings."""
     plan_line = ", ".join(f"{plan.count(a)} to {a}" for a in ACTIONS)
     lines = [f"Plan: {plan_line}."]
     expiring = plan.expiring
@@ -163,12 +164,6 @@ def plan_totals_lines(plan: PlanSummary) -> list[str]:
             f"Advisory: {counted(plan.count('advisory'), 'change')} on legacy config servers "
             "(no API to apply them)."
         )
-    return lines
-
-
-def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen) -> list[str]:
-    """What the plan does in all, what holds it, its notes, errors and warnings."""
-    lines = plan_totals_lines(plan)
     lines.append(tolerance_sentence(plan.lease_seconds, applied=False))
     lines.extend(stale_lines(plan))
     lines.extend(hold_record_lines(head))

@@ -15,12 +15,9 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
-from retention.errors import exit_meaning
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.ladder import LadderLine
-from retention.report.summary import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, RunSummary
-
-__all__ = ["ACTIONS", "NOT_SENT", "OUTCOMES", "RunInfo", "exit_meaning"]
+from retention.report.summary import ACTIONS, NOT_SENT, RunInfo, RunSummary
 
 
 def _member(member: MemberEntry) -> str:
@@ -252,11 +249,6 @@ class Outcomes:
     # PATCHes sent that no answer says were applied (plan.restore.in_doubt): an intent
     # with no outcome after it (the run was killed while it was on the wire), or failed.
     in_doubt: int = 0
-
-    @property
-    def total(self) -> int:
-        """Outcome lines read."""
-        return sum(self.counts.values())
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,9 @@ from retention.report.model import (
     Outcomes,
     PolicyRow,
     ReportData,
-    RunInfo,
 )
 from retention.report.summarize import summarize
-from retention.report.summary import PlanSummary, StaleCluster
+from retention.report.summary import PlanSummary, RunInfo, StaleCluster
 from retention.report.svg import Snap, build_calendar, build_timeline, category
 from retention.runfolder.folder import DECISIONS, RESULTS, RunFolder
 from retention.runfolder.journal import apply_lines
@@ -48,6 +47,10 @@ from retention.runfolder.planwrite import jsonable
 
 _CHANGING = frozenset({"extend", "shorten", "delete", "release"})
 _DAY = 86400.0
+# Timelines drawn in full; the other changed clusters are only in the clusters table.
+MAX_TIMELINES = 50
+# Rows of long lists (failed PATCHes, advisory decisions) in the HTML; the rest are counted.
+MAX_LISTED = 200
 
 
 def read_results(path: Path, *, max_listed: int) -> Outcomes | None:
@@ -357,17 +360,15 @@ def _advisory_rows(plan: PlanFile, limit: int) -> list[AdvisoryRow]:
     ]
 
 
-def collect(
-    run_dir: Path, run: RunInfo, *, max_timelines: int = 50, max_listed: int = 200
-) -> ReportData:
+def collect(run_dir: Path, run: RunInfo) -> ReportData:
     """Read the run folder's files into what the templates show."""
     folder = RunFolder(run_dir)
     plan = open_plan(folder.plan)
     head = plan.head
-    outcomes = read_results(folder.results, max_listed=max_listed)
+    outcomes = read_results(folder.results, max_listed=MAX_LISTED)
     clusters, stale = _cluster_rows(plan, outcomes)
     changed = sorted((c for c in clusters if c.changes), key=_rank)
-    drawn = changed[:max_timelines]
+    drawn = changed[:MAX_TIMELINES]
     for number, cluster in enumerate(drawn, 1):
         cluster.anchor = f"timeline-{number}"  # ids from a counter: data never becomes an id
     problems: list[str] = []
@@ -399,7 +400,7 @@ def collect(
         timelines=[build_timeline(c, scan.snaps[c.key], now) for c in drawn],
         outcomes=outcomes,
         problems=problems,
-        advisory=_advisory_rows(plan, max_listed),
+        advisory=_advisory_rows(plan, MAX_LISTED),
         changes=list(change_rows(plan, approved=scan.approved)),
         hold_records=records,
     )

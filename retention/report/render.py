@@ -26,10 +26,14 @@ from retention.core.outage import tolerance_sentence, tolerance_text
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import plural, printable, size
+from retention.errors import exit_meaning
 from retention.report.cells import ident
-from retention.report.model import ACTIONS, NOT_SENT, OUTCOMES, RunInfo, exit_meaning
 from retention.report.read import collect
 from retention.report.summary import (
+    ACTIONS,
+    NOT_SENT,
+    OUTCOMES,
+    RunInfo,
     RunSummary,
     action_counts,
     approve_command,
@@ -38,11 +42,6 @@ from retention.report.summary import (
 )
 from retention.report.svg import CALENDAR_MARGINS, TIMELINE_MARGINS, percent
 from retention.runfolder.folder import REPORTS, RunFolder, partial_path
-
-# Timelines drawn in full; the other changed clusters are only in the clusters table.
-MAX_TIMELINES = 50
-# Rows of long lists (failed PATCHes, advisory decisions) in the HTML; the rest are counted.
-MAX_LISTED = 200
 
 # Where a cluster's expected age of its newest restorable snapshot comes from, in words.
 EXPECTED_FROM = {
@@ -119,15 +118,6 @@ def _body_value(value: object) -> str:
     return format_timestamp(value) if isinstance(value, datetime) else str(value)
 
 
-def _globals() -> dict[str, Any]:
-    return {
-        "ACTIONS": ACTIONS,
-        "NOT_SENT": NOT_SENT,
-        "OUTCOMES": OUTCOMES,
-        "GLOSSARY": GLOSSARY,
-    }
-
-
 def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["utc"] = _utc
     env.filters["timestamp"] = format_timestamp
@@ -147,7 +137,7 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["holds_text"] = holds_text
     env.filters["age"] = age_words
     env.filters["expected_from"] = EXPECTED_FROM.__getitem__
-    env.globals.update(_globals())
+    env.globals.update(ACTIONS=ACTIONS, NOT_SENT=NOT_SENT, OUTCOMES=OUTCOMES, GLOSSARY=GLOSSARY)
     return env
 
 
@@ -221,7 +211,7 @@ def render_run(
     format (before reading anything).
     """
     _check_formats(formats)  # before reading anything
-    data = collect(run_dir, run, max_timelines=MAX_TIMELINES, max_listed=MAX_LISTED)
+    data = collect(run_dir, run)
     summary = data.summary
     paths = write_reports(
         run_dir, formats, REPORT_TEMPLATES, data=data, run=run, summary=summary, plan=summary.plan

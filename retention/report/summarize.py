@@ -44,6 +44,7 @@ def summarize(  # noqa: PLR0913 - one part of the summary from each file and pas
     applied take (None: unknown)."""
     by_action = _by_action(plan.by_action, outcomes)
     held = tuple(_held(c) for c in clusters if c.held_now)
+    notes = (ClusterNote(*_named(c)) for c in clusters)
     return RunSummary(
         run=run,
         plan=plan,
@@ -53,8 +54,10 @@ def summarize(  # noqa: PLR0913 - one part of the summary from each file and pas
         clusters_with_problems=sum(1 for c in clusters if c.problems),
         held=held,
         held_bytes=sum(c.bytes_held for c in clusters if c.held_now),
-        approved=tuple(_approved(c) for c in clusters if c.approval),
-        busiest=tuple(sorted((_note(c) for c in clusters if _sends(c)), key=_rank)),
+        approved=tuple(
+            ApprovedCluster(*_named(c), outcomes=dict(c.approval)) for c in clusters if c.approval
+        ),
+        busiest=tuple(sorted((n for n in notes if n.sent), key=_rank)),
         failed=tuple(_failed(c, outcomes) for c in clusters if c.problems),
         unmanaged=tuple(c.name for c in clusters if not c.policies),
         deletion=_deletion(plan, outcomes, bytes_applied),
@@ -96,12 +99,9 @@ def _deletion(plan: PlanSummary, outcomes: Outcomes | None, bytes_applied: int |
     return Deletion(outcomes.expired, outcomes.expires_from, bytes_applied, as_planned=False)
 
 
-def _note(c: ClusterRow) -> ClusterNote:
-    return ClusterNote(c.name, c.project_id, c.cluster_id, dict(c.by_action))
-
-
-def _sends(c: ClusterRow) -> bool:
-    return _note(c).sent > 0
+def _named(c: ClusterRow) -> tuple[str, str, str, dict[str, int]]:
+    """What every note of a cluster starts with: its name, ids and changes by action."""
+    return c.name, c.project_id, c.cluster_id, dict(c.by_action)
 
 
 def _rank(c: ClusterNote) -> tuple[int, str, str, str]:
@@ -109,34 +109,14 @@ def _rank(c: ClusterNote) -> tuple[int, str, str, str]:
 
 
 def _held(c: ClusterRow) -> HeldCluster:
-    return HeldCluster(
-        c.name,
-        c.project_id,
-        c.cluster_id,
-        dict(c.by_action),
-        holds=tuple(c.holds),
-        approvable=all(h["kind"] in APPROVABLE for h in c.holds),
-    )
-
-
-def _approved(c: ClusterRow) -> ApprovedCluster:
-    return ApprovedCluster(
-        c.name, c.project_id, c.cluster_id, dict(c.by_action), outcomes=dict(c.approval)
-    )
+    approvable = all(h["kind"] in APPROVABLE for h in c.holds)
+    return HeldCluster(*_named(c), holds=tuple(c.holds), approvable=approvable)
 
 
 def _failed(c: ClusterRow, outcomes: Outcomes | None) -> FailedCluster:
     """The cluster's first error: its walk's or checks', else its first failed PATCH."""
     first = c.errors[0] if c.errors else _first_failure(c, outcomes)
-    return FailedCluster(
-        c.name,
-        c.project_id,
-        c.cluster_id,
-        dict(c.by_action),
-        errors=len(c.errors),
-        failed=c.failed,
-        first=first,
-    )
+    return FailedCluster(*_named(c), errors=len(c.errors), failed=c.failed, first=first)
 
 
 def _first_failure(c: ClusterRow, outcomes: Outcomes | None) -> str:

@@ -61,20 +61,14 @@ class RunInfo:
     def duration(self) -> str:
         """The run's duration: "0.8 s" and "12.4 s" under a minute, then "3 min 05 s" and
         "1 h 02 min 05 s"."""
-        return duration_text((self.finished_at - self.started_at).total_seconds())
-
-
-def duration_text(seconds: float) -> str:
-    """A duration in words, to the tenth of a second under a minute ("0.8 s"), then to the
-    second ("3 min 05 s", "1 h 02 min 05 s")."""
-    seconds = max(0.0, seconds)
-    if round(seconds, 1) < 60:
-        return f"{seconds:.1f} s"
-    hours, rest = divmod(round(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min {secs:02d} s"
-    return f"{minutes} min {secs:02d} s"
+        seconds = max(0.0, (self.finished_at - self.started_at).total_seconds())
+        if round(seconds, 1) < 60:
+            return f"{seconds:.1f} s"
+        hours, rest = divmod(round(seconds), 3600)
+        minutes, secs = divmod(rest, 60)
+        if hours:
+            return f"{hours} h {minutes:02d} min {secs:02d} s"
+        return f"{minutes} min {secs:02d} s"
 
 
 def _instant(value: object) -> datetime | None:
@@ -365,11 +359,6 @@ class RunSummary:
     def approvable(self) -> tuple[HeldCluster, ...]:
         """The held clusters an --approve may let through, after review."""
         return tuple(c for c in self.held if c.approvable)
-
-    @property
-    def approved_sent(self) -> int:
-        """Held changes this run let through, whatever became of them."""
-        return sum(c.let_through for c in self.approved)
 
 
 def approve_command(names: Sequence[str], listed: int = 5) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 from retention.core.restore import SETTLED, State
 from retention.core.runfiles import UndoDocument, UndoOutcome
 from retention.core.snapshot import StateText
-from retention.report.model import RunInfo
 from retention.report.render import write_reports
+from retention.report.summary import RunInfo
 
 # Outcomes in the order the report lists them: what needs a look first.
 ORDER: tuple[UndoOutcome, ...] = (
