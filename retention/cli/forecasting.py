@@ -9,7 +9,7 @@ import click
 
 from retention.cli.common import library, parse_at
 from retention.cli.group import cli
-from retention.cli.output import emit, format_option
+from retention.cli.output import format_option, show
 
 
 def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
@@ -94,23 +94,6 @@ def forecast(  # noqa: PLR0913 - click passes each option of the command as a ke
     from retention.library.requests import ForecastRequest
 
     request = ForecastRequest(days, step, base, parse_at(at), html)
-    ended = library(ctx).forecast(request)
-    forecasted, code = ended.result, ended.code
-    if output == "json":
-        from retention.forecast.document import forecast_document
-
-        emit(
-            forecast_document(
-                forecasted.forecast,
-                forecasted.current,
-                forecasted.base,
-                exit_code=code,
-                what_if=forecasted.what_if,
-            )
-        )
-    else:
-        from retention.forecast.render import text_lines
-
-        for line in text_lines(forecasted.forecast, forecasted.base, what_if=forecasted.what_if):
-            click.echo(line)
-    return code
+    forecasted = library(ctx).forecast(request).result
+    show(output, forecasted.document, forecasted.lines)
+    return forecasted.code

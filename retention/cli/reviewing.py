@@ -6,7 +6,7 @@ import click
 
 from retention.cli.common import library, parse_at
 from retention.cli.group import cli
-from retention.cli.output import default_format, emit
+from retention.cli.output import default_format, show
 
 
 @cli.command("diff")
@@ -58,26 +58,8 @@ def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
     from retention.library.requests import DiffRequest
 
     reviewed = library(ctx).diff(DiffRequest(base, parse_at(at))).result
-    code = reviewed.code
-    if output == "json":
-        from retention.diff.document import review_document
-
-        emit(
-            review_document(
-                reviewed.review,
-                reviewed.base,
-                reviewed.current,
-                exit_code=code,
-                what_if=reviewed.what_if,
-            )
-        )
-    elif output == "markdown":
-        from retention.diff.render import markdown
-
-        click.echo(markdown(reviewed.review, reviewed.base, what_if=reviewed.what_if), nl=False)
+    if output == "markdown":
+        click.echo(reviewed.markdown(), nl=False)
     else:
-        from retention.diff.render import text_lines
-
-        for line in text_lines(reviewed.review, reviewed.base, what_if=reviewed.what_if):
-            click.echo(line)
-    return code
+        show(output, reviewed.document, reviewed.lines)
+    return reviewed.code

@@ -14,13 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from retention.config.baseline import Baseline, both_sides, current_policies
 from retention.config.policyfiles import load_policies
 from retention.config.scope import Scope
 from retention.config.writable import require_writable
 from retention.core.policy.loader import PolicySet
+from retention.diff import render as diff_render
+from retention.diff.document import review_document
 from retention.diff.review import Review, review
 from retention.errors import (
     EXIT_FAILURES,
@@ -29,8 +31,10 @@ from retention.errors import (
     StopRequestedError,
     UsageError,
 )
+from retention.forecast.document import forecast_document
 from retention.forecast.forecaster import Forecast, forecast_fleet
 from retention.forecast.page import write_forecast_html
+from retention.forecast.render import text_lines as forecast_lines
 from retention.library.lifecycle import Job, JobContext
 from retention.library.requests import DiffRequest, ForecastRequest, PlanRequest, PruneRequest
 from retention.plan.planner import PlanResult, make_plan, planning_stopped
@@ -115,6 +119,19 @@ class Reviewed:
             return EXIT_HELD
         return EXIT_FAILURES if self.review.errors else EXIT_OK
 
+    def document(self) -> dict[str, Any]:
+        """diff --format json."""
+        found, base, what_if = self.review, self.base, self.what_if
+        return review_document(found, base, self.current, exit_code=self.code, what_if=what_if)
+
+    def lines(self) -> list[str]:
+        """The review for a terminal."""
+        return diff_render.text_lines(self.review, self.base, what_if=self.what_if)
+
+    def markdown(self) -> str:
+        """The review as a pull-request comment (diff --format markdown)."""
+        return diff_render.markdown(self.review, self.base, what_if=self.what_if)
+
 
 @dataclass(frozen=True)
 class DiffJob(Job[Reviewed]):
@@ -151,6 +168,20 @@ class Forecasted:
     base: Baseline | None
     what_if: bool
 
+    @property
+    def code(self) -> int:
+        """1 when a cluster could not be walked, else 0."""
+        return EXIT_FAILURES if self.forecast.errors else EXIT_OK
+
+    def document(self) -> dict[str, Any]:
+        """forecast --format json."""
+        found, base, what_if = self.forecast, self.base, self.what_if
+        return forecast_document(found, self.current, base, exit_code=self.code, what_if=what_if)
+
+    def lines(self) -> list[str]:
+        """The forecast for a terminal."""
+        return forecast_lines(self.forecast, self.base, what_if=self.what_if)
+
 
 @dataclass(frozen=True)
 class ForecastJob(Job[Forecasted]):
@@ -183,9 +214,9 @@ class ForecastJob(Job[Forecasted]):
 
         return step
 
-    def failed(self, result: Forecasted) -> bool:
-        """A cluster could not be walked."""
-        return bool(result.forecast.errors)
+    def code(self, result: Forecasted) -> int:
+        """See Forecasted.code."""
+        return result.code
 
 
 def _write_page(path: Path, forecasted: Forecasted) -> None:
