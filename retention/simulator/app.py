@@ -64,7 +64,6 @@ from retention.simulator.messages import (
 from retention.simulator.schedule import schedule_json
 from retention.simulator.store import (
     Fleet,
-    PatchRefused,
     SimClock,
     SimCluster,
     SimHost,
@@ -175,15 +174,7 @@ class SimulatorApp:
         ]
 
     def _unauthorized(self, *, stale: bool, delay: float) -> SimResponse:
-        body = json.dumps(
-            {
-                "detail": "You are not authorized for this resource.",
-                "error": 401,
-                "errorCode": "NOT_AUTHORIZED",
-                "parameters": [],
-                "reason": "Unauthorized",
-            }
-        ).encode()
+        failure = ApiFailure(401, "NOT_AUTHORIZED", "You are not authorized for this resource.")
         with self.lock:
             self.counters.challenges += 1
             self.counters.by_status[401] += 1
@@ -193,7 +184,7 @@ class SimulatorApp:
             ("Date", format_datetime(self.clock.now(), usegmt=True)),
             ("Connection", "keep-alive"),
         ]
-        return SimResponse(401, headers, body, delay=delay)
+        return SimResponse(401, headers, error_body(failure).encode(), delay=delay)
 
     # --- routing -------------------------------------------------------------------------------
 
@@ -328,9 +319,9 @@ class SimulatorApp:
             }
             try:
                 apply_snapshot_patch(snapshot, body, call.now)
-            except PatchRefused as refused:
+            except ApiFailure as refused:
                 self.patch_log.append({**entry, "status": refused.status, "after": before})
-                raise ApiFailure(refused.status, refused.code, refused.detail) from None
+                raise
             self.patch_log.append({**entry, "status": 200, "after": snapshot.state()})
             self._audit(project, cluster, call.now)
         shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
@@ -384,10 +375,7 @@ class SimulatorApp:
         alert = find(project.alerts, alert_id, "alert")
         if call.request.method == "PATCH":
             body = json_body(call.request.body)
-            try:
-                acknowledge(alert, body, self.auth.public_key)
-            except PatchRefused as refused:
-                raise ApiFailure(refused.status, refused.code, refused.detail) from None
+            acknowledge(alert, body, self.auth.public_key)
             alert["updated"] = format_timestamp(call.now)
             self.patch_log.append(
                 {

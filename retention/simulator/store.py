@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from retention.core.snapshot import StateText, state_document
 from retention.core.timestamps import format_timestamp
+from retention.simulator.messages import ApiFailure
 from retention.simulator.schedule import SimSchedule
 
 
@@ -288,21 +289,11 @@ class SnapshotRenderer:
         return "".join(out)
 
 
-class PatchRefused(Exception):  # noqa: N818 - a refusal the API answers, not a crash
-    """A PATCH the API refuses; carries the status, error code and message of the answer."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
-
-
 INVALID_FIELDS = "Cannot modify snapshot because of invalid fields"
 
 
 def apply_snapshot_patch(snapshot: SimSnapshot, body: Any, now: datetime) -> None:
-    """Change a snapshot as the API does, or raise PatchRefused (the snapshot is unchanged).
+    """Change a snapshot as the API does, or raise ApiFailure (the snapshot is unchanged).
 
     Rules (spec, "States and transitions"): doNotDelete true with a timestamp expires is
     refused; an expiry already in the past cannot be edited; doNotDelete true removes
@@ -311,20 +302,20 @@ def apply_snapshot_patch(snapshot: SimSnapshot, body: Any, now: datetime) -> Non
     dropped, because the spec removes expires whenever doNotDelete is true.
     """
     if not isinstance(body, dict) or not body:
-        raise PatchRefused(400, "INVALID_JSON", "the body must be a JSON object with fields")
+        raise ApiFailure(400, "INVALID_JSON", "the body must be a JSON object with fields")
     unknown = sorted(set(body) - {"doNotDelete", "expires"})
     if unknown:
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
     do_not_delete = body.get("doNotDelete")
     if "doNotDelete" in body and not isinstance(do_not_delete, bool):
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", "doNotDelete must be true or false")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", "doNotDelete must be true or false")
     expires: datetime | None = None
     if body.get("expires") is not None:
         expires = _parse_expires(body["expires"])
     if do_not_delete is True and expires is not None:
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", INVALID_FIELDS)
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", INVALID_FIELDS)
     if snapshot.expires is not None and snapshot.expires <= now and not snapshot.do_not_delete:
-        raise PatchRefused(
+        raise ApiFailure(
             400,
             "SNAPSHOT_EXPIRED",
             "Cannot modify snapshot: its expiry has already passed and it awaits deletion",
@@ -339,12 +330,12 @@ def apply_snapshot_patch(snapshot: SimSnapshot, body: Any, now: datetime) -> Non
 
 def _parse_expires(value: Any) -> datetime:
     if not isinstance(value, str):
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", "expires must be a timestamp string")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", "expires must be a timestamp string")
     text = value[:-1] + "+00:00" if value.endswith("Z") else value
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise PatchRefused(
+        raise ApiFailure(
             400, "INVALID_ATTRIBUTE", f"expires is not a timestamp: {value!r}"
         ) from None
     if parsed.tzinfo is None:
@@ -355,13 +346,13 @@ def _parse_expires(value: Any) -> datetime:
 def acknowledge(alert: dict[str, Any], body: Any, username: str) -> None:
     """Acknowledge (with acknowledgedUntil) or unacknowledge (without) an alert in place."""
     if not isinstance(body, dict):
-        raise PatchRefused(400, "INVALID_JSON", "the body must be a JSON object")
+        raise ApiFailure(400, "INVALID_JSON", "the body must be a JSON object")
     unknown = sorted(set(body) - {"acknowledgedUntil", "acknowledgementComment"})
     if unknown:
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
     comment = body.get("acknowledgementComment")
     if comment is not None and not isinstance(comment, str):
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", "acknowledgementComment must be a string")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", "acknowledgementComment must be a string")
     until = body.get("acknowledgedUntil")
     if until is None:
         for key in ("acknowledgedUntil", "acknowledgementComment", "acknowledgingUsername"):
