@@ -141,11 +141,8 @@ def file_urls(path: Path, at: Where, problems: list[str], warnings: list[str]) -
         problems,
         lambda place, _entry, problem: at(setting, f"{place}: {problem}"),
     )
-    if given is not None and (mode := open_to_others(path)) is not None:
-        warnings.append(
-            f"{URLS_FILE}: {path} is open to group or others ({mode}): chmod 600 {path} "
-            "(Kubernetes: defaultMode: 0400 on the Secret volume)"
-        )
+    if given is not None and (warning := open_to_others(path, URLS_FILE)) is not None:
+        warnings.append(warning)
     return given
 
 
