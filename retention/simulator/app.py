@@ -199,7 +199,7 @@ class SimulatorApp:
         methods, handler = route
         with self.lock:
             self.counters.by_endpoint[f"{method} {template}"] += 1
-            project = self._project(seg[1])
+            project = find(self.fleet.projects, seg[1], "project")
             allow(method, *methods)
             return handler(call, project)
 
@@ -227,9 +227,6 @@ class SimulatorApp:
             f"{groups}/agents": (("GET",), self._agents),
         }
 
-    def _project(self, project_id: str) -> SimProject:
-        return find(self.fleet.projects, project_id, "project")
-
     def _cluster(self, project: SimProject, cluster_id: str, now: datetime) -> SimCluster:
         cluster = find(project.clusters, cluster_id, "cluster")
         take_due(cluster, now)  # what its schedule took while the clock moved, then the reaper
@@ -256,9 +253,6 @@ class SimulatorApp:
         )
         return schedule_json(cluster.schedule, project.id, cluster.id, links)
 
-    def _host(self, project: SimProject, host_id: str) -> SimHost:
-        return find(project.hosts, host_id, "host")
-
     def _renderer(self, project: SimProject, cluster: SimCluster) -> SnapshotRenderer:
         return SnapshotRenderer(self.base_url, project.id, cluster.id, cluster.name, kind="cluster")
 
@@ -276,12 +270,12 @@ class SimulatorApp:
         )
 
     def _host_snapshots(self, call: Call, project: SimProject) -> str:
-        host = self._host(project, call.segments[3])
+        host = find(project.hosts, call.segments[3], "host")
         renderer = self._host_renderer(project, host)
         return self._page(call, host.snapshots, lambda s: renderer.render(s, []))
 
     def _host_snapshot(self, call: Call, project: SimProject) -> str:
-        host = self._host(project, call.segments[3])
+        host = find(project.hosts, call.segments[3], "host")
         snapshot = find(host.index, call.segments[5], "snapshot")
         return self._host_renderer(project, host).render(snapshot, [])
 
