@@ -77,9 +77,6 @@ from retention.simulator.store import (
 
 BASE_PATH = "/api/public/v1.0"
 SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"
-# The real service's header; the API document's spelling (X-Server-Service-Version) is an
-# option, so that clients are tested against both.
-VENDOR_VERSION_HEADER = "X-MongoDB-Service-Version"
 
 
 class SimulatorApp:
@@ -92,9 +89,9 @@ class SimulatorApp:
         auth: DigestAuthority,
         clock: SimClock,
         faults: FaultInjector,
-        latency_ms: float = 0.0,
-        reap_delay: timedelta = timedelta(hours=6),
-        version_header: str = VENDOR_VERSION_HEADER,
+        latency_ms: float,
+        reap_delay: timedelta,
+        version_header: str,
     ) -> None:
         self.fleet_factory = fleet_factory
         self.version_header = version_header
