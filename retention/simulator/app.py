@@ -66,7 +66,6 @@ from retention.simulator.store import (
     Fleet,
     SimClock,
     SimCluster,
-    SimHost,
     SimProject,
     SimSnapshot,
     SnapshotRenderer,
@@ -250,9 +249,6 @@ class SimulatorApp:
         )
         return schedule_json(cluster.schedule, project.id, cluster.id, links)
 
-    def _renderer(self, project: SimProject, cluster: SimCluster) -> SnapshotRenderer:
-        return SnapshotRenderer(self.base_url, project.id, cluster.id, cluster.name, kind="cluster")
-
     def _clusters(self, call: Call, project: SimProject) -> str:
         clusters = list(project.clusters.values())
         return self._page(call, clusters, lambda c: cluster_json(c, self.base_url))
@@ -261,20 +257,15 @@ class SimulatorApp:
         hosts = list(project.hosts.values())
         return self._page(call, hosts, lambda h: host_json(h, self.base_url))
 
-    def _host_renderer(self, project: SimProject, host: SimHost) -> SnapshotRenderer:
-        return SnapshotRenderer(
-            self.base_url, project.id, host.id, host.hostname, kind="config-server"
-        )
-
     def _host_snapshots(self, call: Call, project: SimProject) -> str:
         host = find(project.hosts, call.segments[3], "host")
-        renderer = self._host_renderer(project, host)
-        return self._page(call, host.snapshots, lambda s: renderer.render(s, []))
+        renderer = SnapshotRenderer(self.base_url, project.id, host)
+        return self._page(call, host.snapshots, renderer.render)
 
     def _host_snapshot(self, call: Call, project: SimProject) -> str:
         host = find(project.hosts, call.segments[3], "host")
         snapshot = find(host.index, call.segments[5], "snapshot")
-        return self._host_renderer(project, host).render(snapshot, [])
+        return SnapshotRenderer(self.base_url, project.id, host).render(snapshot)
 
     def _cluster_snapshots(self, call: Call, project: SimProject) -> str:
         cluster = self._cluster(project, call.segments[3], call.now)
@@ -288,9 +279,8 @@ class SimulatorApp:
         items = cluster.snapshots
         if completed != "all":
             items = [s for s in items if s.complete == (completed == "true")]
-        renderer = self._renderer(project, cluster)
-        shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
-        return self._page(call, items, lambda s: renderer.render(s, shards))
+        renderer = SnapshotRenderer(self.base_url, project.id, cluster)
+        return self._page(call, items, renderer.render)
 
     def _cluster_snapshot(self, call: Call, project: SimProject) -> str:
         cluster = self._cluster(project, call.segments[3], call.now)
@@ -315,8 +305,7 @@ class SimulatorApp:
                 raise
             self.patch_log.append({**entry, "status": 200, "after": snapshot.state()})
             self._audit(project, cluster, call.now)
-        shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
-        return self._renderer(project, cluster).render(snapshot, shards)
+        return SnapshotRenderer(self.base_url, project.id, cluster).render(snapshot)
 
     def _audit(self, project: SimProject, cluster: SimCluster, now: datetime) -> None:
         """Open an expiry-audit alert for a changed cluster, as the service's audit events do

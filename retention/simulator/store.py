@@ -209,37 +209,29 @@ class Fleet:
 class SnapshotRenderer:
     """Renders snapshots of one cluster or config server to JSON text, fast."""
 
-    def __init__(
-        self, base_url: str, group_id: str, owner_id: str, owner_name: str, *, kind: str
-    ) -> None:
-        self.kind = kind
-        collection = "hosts" if kind == "config-server" else "clusters"
+    def __init__(self, base_url: str, group_id: str, owner: SimCluster | SimHost) -> None:
+        self.config_server = isinstance(owner, SimHost)
+        collection = "hosts" if self.config_server else "clusters"
         self._href = (
             f"{base_url}/groups/{quote(group_id, safe='')}/{collection}/"
-            f"{quote(owner_id, safe='')}/snapshots/"
+            f"{quote(owner.id, safe='')}/snapshots/"
         )
-        self._head = f',"groupId":{q(group_id)},"clusterId":{q(owner_id)}'
-        if kind == "config-server":
-            self._head += f',"HOST-ID":{q(owner_id)}'
-        self._name = f',"clusterName":{q(owner_name)}'
-        self._owner_id = owner_id
-        self._parts: dict[tuple[str, ...], str] = {}
+        self._head = f',"groupId":{q(group_id)},"clusterId":{q(owner.id)}'
+        if isinstance(owner, SimHost):
+            self._head += f',"HOST-ID":{q(owner.id)}'
+        name = owner.hostname if isinstance(owner, SimHost) else owner.name
+        self._name = f',"clusterName":{q(name)}'
+        self._parts = self._parts_template(owner)
 
-    def parts(self, snapshot: SimSnapshot, shard_names: list[str]) -> str:
-        """The parts array: one per shard (or the replica set), or the config server's one."""
-        done = format_timestamp(snapshot.created + timedelta(minutes=4))
-        key = tuple(shard_names)
-        template = self._parts.get(key)
-        if template is None:
-            template = self._parts[key] = self._parts_template(shard_names)
-        return template.replace("@DONE@", done)
-
-    def _parts_template(self, shard_names: list[str]) -> str:
-        if self.kind == "config-server":
+    @staticmethod
+    def _parts_template(owner: SimCluster | SimHost) -> str:
+        """The parts array, its completedTime left as @DONE@: one per shard (or the replica
+        set), or the config server's one."""
+        if isinstance(owner, SimHost):
             return (
                 '[{"completedTime":"@DONE@","dataSizeBytes":52428800,'
                 f'"encryptionEnabled":false,"fcv":"3.2","fileSizeBytes":67108864,'
-                f'"hostId":{q(self._owner_id)},"HOST-ID":{q(self._owner_id)},'
+                f'"hostId":{q(owner.id)},"HOST-ID":{q(owner.id)},'
                 f'"machineId":"cfg.example.net:27019","mongodVersion":"3.2.22",'
                 f'"replicaState":"PRIMARY","storageSizeBytes":62914560,'
                 f'"typeName":"CONFIG_SERVER"}}]'
@@ -247,18 +239,18 @@ class SnapshotRenderer:
         return (
             "["
             + ",".join(
-                f'{{"clusterId":{q(self._owner_id)},"completedTime":"@DONE@",'
+                f'{{"clusterId":{q(owner.id)},"completedTime":"@DONE@",'
                 f'"compressionSetting":"GZIP","dataSizeBytes":1073741824,'
                 f'"encryptionEnabled":false,"fcv":"7.0","fileSizeBytes":2147483648,'
                 f'"machineId":{q(rs + "-0.example.net:27017")},"mongodVersion":"7.0.12",'
                 f'"replicaSetName":{q(rs)},"replicaState":"SECONDARY",'
                 f'"storageSizeBytes":1610612736,"typeName":"REPLICA_SET"}}'
-                for rs in shard_names
+                for rs in owner.shard_names or [owner.replica_set_name or owner.name]
             )
             + "]"
         )
 
-    def render(self, snapshot: SimSnapshot, shard_names: list[str]) -> str:
+    def render(self, snapshot: SimSnapshot) -> str:
         """The snapshot resource as JSON text."""
         out = [
             f'{{"id":{q(snapshot.id)}',
@@ -276,7 +268,7 @@ class SnapshotRenderer:
                 f'"increment":{snapshot.increment}}}'
             )
         out.append(f',"links":[{{"href":{q(self._href + _segment(snapshot.id))},"rel":"self"}}]')
-        if self.kind == "config-server":
+        if self.config_server:
             out.append(',"namespaceFilterList":[{"filterList":[],"filterType":"denyList"}]')
         else:
             out.append(',"namespaceFilterList":{"filterList":[],"filterType":"denylist"}')
@@ -285,7 +277,8 @@ class SnapshotRenderer:
             out.append(f',"isPossiblyInconsistent":{flag}')
         if snapshot.missing_shards is not None:
             out.append(f',"missingShards":{json.dumps(snapshot.missing_shards)}')
-        out.append(f',"parts":{self.parts(snapshot, shard_names)}}}')
+        done = format_timestamp(snapshot.created + timedelta(minutes=4))
+        out.append(f',"parts":{self._parts.replace("@DONE@", done)}}}')
         return "".join(out)
 
 
