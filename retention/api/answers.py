@@ -133,23 +133,12 @@ def unwrap_envelope(
     try:
         body = json.loads(raw)
     except ValueError as exc:
-        raise MalformedResponseError(
-            describe_not_json(raw, info.content_type, exc),
-            endpoint=name,
-            request=request,
-            response=info,
-        ) from None
-    if not isinstance(body, dict) or not isinstance(body.get("status"), int):
-        raise MalformedResponseError(
-            "envelope=true answer has no integer 'status' field",
-            endpoint=name,
-            request=request,
-            response=info,
-        )
-    status = int(body["status"])
-    if "content" in body:
-        return body["content"], status
-    return body, status
+        problem = describe_not_json(raw, info.content_type, exc)
+    else:
+        if isinstance(body, dict) and isinstance(body.get("status"), int):
+            return body.get("content", body), int(body["status"])
+        problem = "envelope=true answer has no integer 'status' field"
+    raise MalformedResponseError(problem, endpoint=name, request=request, response=info)
 
 
 def _describe_invalid(answer: Answer, exc: ValidationError) -> str:

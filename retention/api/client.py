@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from pydantic import TypeAdapter
@@ -83,6 +83,8 @@ from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 
 log = logging.getLogger("retention.api")
+
+T = TypeVar("T")
 
 MAX_ITEMS_PER_PAGE = 500
 STALE_RETRIES = 3
@@ -188,8 +190,7 @@ class OpsManagerClient:
 
     def get_snapshot(self, project_id: str, cluster_id: str, snapshot_id: str) -> Snapshot:
         """One cluster snapshot."""
-        answer = self._call(GET_SNAPSHOT, (project_id, cluster_id, snapshot_id))
-        return parse_answer(GET_SNAPSHOT, answer, _SNAPSHOT)
+        return self._call(GET_SNAPSHOT, (project_id, cluster_id, snapshot_id), _SNAPSHOT)
 
     def patch_snapshot(
         self, project_id: str, cluster_id: str, snapshot_id: str, patch: SnapshotPatch
@@ -202,8 +203,8 @@ class OpsManagerClient:
                 "refusing to send doNotDelete: true together with expires",
                 endpoint=str(PATCH_SNAPSHOT),
             )
-        answer = self._call(PATCH_SNAPSHOT, (project_id, cluster_id, snapshot_id), body=body)
-        return parse_answer(PATCH_SNAPSHOT, answer, _SNAPSHOT)
+        ids = (project_id, cluster_id, snapshot_id)
+        return self._call(PATCH_SNAPSHOT, ids, _SNAPSHOT, body=body)
 
     # --- config-server snapshots (endpoints 4-5, deprecated) --------------------------------
 
@@ -231,9 +232,8 @@ class OpsManagerClient:
     ) -> ConfigServerSnapshot:
         """One legacy config-server snapshot (deprecated endpoint)."""
         self._warn_config_server_deprecated()
-        endpoint = GET_CONFIG_SERVER_SNAPSHOT
-        answer = self._call(endpoint, (project_id, host_id, snapshot_id))
-        return parse_answer(endpoint, answer, _CONFIG_SERVER_SNAPSHOT)
+        ids = (project_id, host_id, snapshot_id)
+        return self._call(GET_CONFIG_SERVER_SNAPSHOT, ids, _CONFIG_SERVER_SNAPSHOT)
 
     def _warn_config_server_deprecated(self) -> None:
         # Nothing to act on, so no warning: a plan with config servers says it once, in
@@ -256,36 +256,31 @@ class OpsManagerClient:
 
     def get_alert(self, project_id: str, alert_id: str) -> Alert:
         """One alert."""
-        answer = self._call(GET_ALERT, (project_id, alert_id))
-        return parse_answer(GET_ALERT, answer, _ALERT)
+        return self._call(GET_ALERT, (project_id, alert_id), _ALERT)
 
     def acknowledge_alert(
         self, project_id: str, alert_id: str, until: datetime, comment: str | None = None
     ) -> Alert:
         """Acknowledge an alert until ``until`` (sent as UTC), with an optional comment."""
         ack = AlertAcknowledgement(acknowledged_until=until, acknowledgement_comment=comment)
-        answer = self._call(PATCH_ALERT, (project_id, alert_id), body=ack.to_api())
-        return parse_answer(PATCH_ALERT, answer, _ALERT)
+        return self._call(PATCH_ALERT, (project_id, alert_id), _ALERT, body=ack.to_api())
 
     def unacknowledge_alert(
         self, project_id: str, alert_id: str, comment: str | None = None
     ) -> Alert:
         """Remove an alert's acknowledgement (a PATCH without acknowledgedUntil)."""
         ack = AlertAcknowledgement(acknowledgement_comment=comment)
-        answer = self._call(PATCH_ALERT, (project_id, alert_id), body=ack.to_api())
-        return parse_answer(PATCH_ALERT, answer, _ALERT)
+        return self._call(PATCH_ALERT, (project_id, alert_id), _ALERT, body=ack.to_api())
 
     # --- agents (endpoint 9) and discovery --------------------------------------------------
 
     def get_agent_links(self, project_id: str) -> AgentLinks:
         """Links to the project's monitoring, backup and automation agent resources."""
-        answer = self._call(GET_AGENT_LINKS, (project_id,))
-        return parse_answer(GET_AGENT_LINKS, answer, _AGENT_LINKS)
+        return self._call(GET_AGENT_LINKS, (project_id,), _AGENT_LINKS)
 
     def get_project(self, project_id: str) -> models.Project:
         """The project, for its name (reports name projects, not only their ids)."""
-        answer = self._call(GET_PROJECT, (project_id,))
-        return parse_answer(GET_PROJECT, answer, _PROJECT)
+        return self._call(GET_PROJECT, (project_id,), _PROJECT)
 
     def list_clusters(self, project_id: str) -> ListWalk[models.Cluster]:
         """The project's clusters (replica sets, sharded clusters and their shards)."""
@@ -299,12 +294,12 @@ class OpsManagerClient:
         """The cluster's snapshot schedule; None when the service says it has none (backup
         not configured, or the cluster not monitored: endpoints.means_no_schedule)."""
         try:
-            answer = self._call(GET_SNAPSHOT_SCHEDULE, (project_id, cluster_id))
+            ids = (project_id, cluster_id)
+            return self._call(GET_SNAPSHOT_SCHEDULE, ids, models.SNAPSHOT_SCHEDULE)
         except ApiError as exc:
             if means_no_schedule(exc.status, str(exc)):
                 return None
             raise
-        return parse_answer(GET_SNAPSHOT_SCHEDULE, answer, models.SNAPSHOT_SCHEDULE)
 
     # --- the request core -------------------------------------------------------------------
 
@@ -316,10 +311,11 @@ class OpsManagerClient:
         self,
         endpoint: Endpoint,
         ids: tuple[str, ...],
+        adapter: Decoder[T],
         *,
         params: Mapping[str, str | int] | None = None,
         body: dict[str, Any] | None = None,
-    ) -> Answer:
+    ) -> T:
         name = str(endpoint)
         try:
             url = self.url_for(endpoint, ids)
@@ -365,7 +361,7 @@ class OpsManagerClient:
             auth = self._session.auth
             if isinstance(auth, DigestAuth):
                 auth.forget_nonce()
-        return self._check(endpoint, request, response, raw)
+        return parse_answer(endpoint, self._check(endpoint, request, response, raw), adapter)
 
     def _transport_error(
         self, exc: requests.exceptions.RequestException, name: str, request: RequestInfo
@@ -431,8 +427,7 @@ class OpsManagerClient:
         adapter: Decoder[Page[ItemT]],
     ) -> Page[ItemT]:
         """One page of a list endpoint (ListWalk reads the pages in turn)."""
-        answer = self._call(endpoint, ids, params=params)
-        return parse_answer(endpoint, answer, adapter)
+        return self._call(endpoint, ids, adapter, params=params)
 
 
 _SNAPSHOT: TypeAdapter[Snapshot] = TypeAdapter(Snapshot)

@@ -101,9 +101,9 @@ class MissingShard(ApiModel):
 
 
 class SnapshotState(ApiModel):
-    """The fields of a snapshot (cluster or config server) a plan reads, and what it works
-    out of them; the base of the full models. Walks read whole fleets into the msgspec
-    structs of retention.api.walked instead, with the same rules."""
+    """The fields of a snapshot (cluster or config server) the two kinds share, and what a
+    plan works out of them; the base of the full models. Walks read whole fleets into the
+    msgspec structs of retention.api.walked instead, with the same rules."""
 
     id: str
     cluster_name: str | None = None
@@ -115,6 +115,10 @@ class SnapshotState(ApiModel):
     missing_shards: list[MissingShard] | None = None
     # Each full model narrows this to its own kind of part.
     parts: Sequence[SnapshotPart] = Field(default_factory=list)
+    group_id: str | None = None
+    cluster_id: str | None = None
+    last_oplog_applied_timestamp: BsonTimestamp | None = None
+    links: list[Link] = Field(default_factory=list)
 
     @property
     def storage_bytes(self) -> int | None:
@@ -133,16 +137,7 @@ class SnapshotState(ApiModel):
         return not self.is_possibly_inconsistent and not self.missing_shards
 
 
-class SnapshotBase(SnapshotState):
-    """Fields common to cluster and config-server snapshots."""
-
-    group_id: str | None = None
-    cluster_id: str | None = None
-    last_oplog_applied_timestamp: BsonTimestamp | None = None
-    links: list[Link] = Field(default_factory=list)
-
-
-class Snapshot(SnapshotBase):
+class Snapshot(SnapshotState):
     """A cluster snapshot (endpoints 1-3)."""
 
     namespace_filter_list: NamespaceFilterList | None = None
@@ -156,7 +151,7 @@ class ConfigServerPart(SnapshotPart):
     host_id_upper: str | None = Field(default=None, alias="HOST-ID")
 
 
-class ConfigServerSnapshot(SnapshotBase):
+class ConfigServerSnapshot(SnapshotState):
     """A legacy mirrored config-server snapshot (endpoints 4-5, deprecated, read-only).
 
     The spec types namespaceFilterList as an object array here and spells filterType

@@ -35,6 +35,7 @@ from urllib3.exceptions import (
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
+from retention.api.failures import first_line
 from retention.core.wording import counted
 from retention.ops.stopping import Stop
 
@@ -107,7 +108,7 @@ def connection_failure(  # noqa: PLR0911 - one return per kind of failure
         cause = error.__cause__ or error.__context__
         if isinstance(cause, ConnectionRefusedError) or "refused" in str(error).lower():
             return f"connection refused{at}"
-        return f"cannot connect{at}: {_cause_text(cause or error)}"
+        return f"cannot connect{at}: {first_line(cause or error)}"
     if isinstance(error, ConnectTimeoutError):
         return f"no connection within the connect timeout{at}"
     if isinstance(error, ReadTimeoutError):
@@ -123,11 +124,6 @@ def connection_failure(  # noqa: PLR0911 - one return per kind of failure
 def is_refused(error: BaseException | None) -> bool:
     """True for a connection the other host refused (nothing listens on that port)."""
     return (connection_failure(error) or "").startswith("connection refused")
-
-
-def _cause_text(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 class ApiStats:

@@ -73,23 +73,23 @@ def _read_key_file(path: Path, problems: list[str], warnings: list[str]) -> str 
     key = text.strip() if text is not None else None
     if key == "":
         problems.append(f"{where}: {path} is empty")
-    elif key and (mode := open_to_others(path)) is not None:
-        warnings.append(
-            f"{ENV_PRIVATE_KEY_FILE}: {path} is open to group or others ({mode}): "
-            f"chmod 600 {path} (Kubernetes: defaultMode: 0400 on the Secret volume)"
-        )
+    elif key and (warning := open_to_others(path, ENV_PRIVATE_KEY_FILE)) is not None:
+        warnings.append(warning)
     return key or None
 
 
-def open_to_others(path: Path) -> str | None:
-    """The mode of a secret's file (``-rw-r--r--``) when users other than its owner may
-    read it, else None (also when it cannot be looked at)."""
+def open_to_others(path: Path, setting: str) -> str | None:
+    """The warning for a secret's file (named by ``setting``) that users other than its
+    owner may read, else None (also when it cannot be looked at)."""
     try:
         info = path.stat()
     except OSError:
         return None
     if info.st_mode & 0o077 and not _own_group_read_only(info):
-        return stat.filemode(info.st_mode)
+        return (
+            f"{setting}: {path} is open to group or others ({stat.filemode(info.st_mode)}): "
+            f"chmod 600 {path} (Kubernetes: defaultMode: 0400 on the Secret volume)"
+        )
     return None
 
 

@@ -24,6 +24,7 @@ shows at most the URL's scheme. Each URL keeps its place (``RETENTION_NOTIFY_URL
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,9 +129,7 @@ def file_urls(path: Path, at: Where, problems: list[str], warnings: list[str]) -
             )
         )
         return None
-    per_line: dict[int, int] = {}
-    for entry in entries:
-        per_line[entry.line] = per_line.get(entry.line, 0) + 1
+    per_line = Counter(entry.line for entry in entries)
     places = [
         f"{path}:{entry.line}" + (f", URL {entry.place}" if per_line[entry.line] > 1 else "")
         for entry in entries
@@ -142,11 +141,8 @@ def file_urls(path: Path, at: Where, problems: list[str], warnings: list[str]) -
         problems,
         lambda place, _entry, problem: at(setting, f"{place}: {problem}"),
     )
-    if given is not None and (mode := open_to_others(path)) is not None:
-        warnings.append(
-            f"{URLS_FILE}: {path} is open to group or others ({mode}): chmod 600 {path} "
-            "(Kubernetes: defaultMode: 0400 on the Secret volume)"
-        )
+    if given is not None and (warning := open_to_others(path, URLS_FILE)) is not None:
+        warnings.append(warning)
     return given
 
 

@@ -123,11 +123,7 @@ def _take(handle: IO[str], path: Path, mode: int) -> None:
 
 def _refuse_other_counts(folder: Path, shard: Shard) -> None:
     """LockHeldError when a shard of another count holds its lock in ``folder``."""
-    others = [
-        (count, f"shard {index}/{count}, {text}")
-        for index, count, path in _shard_files(folder)
-        if count != shard.count and (text := _held_by(path)) is not None
-    ]
+    others = [(count, text) for count, text in _held_shards(folder) if count != shard.count]
     if others:
         counts = " and ".join(str(count) for count in sorted({count for count, _ in others}))
         raise LockHeldError(
@@ -139,14 +135,16 @@ def _refuse_other_counts(folder: Path, shard: Shard) -> None:
         )
 
 
-def _shard_files(folder: Path) -> list[tuple[int, int, Path]]:
-    """(index, count, path) of every shard lock file in ``folder``, by count and index."""
+def _held_shards(folder: Path) -> list[tuple[int, str]]:
+    """(count, "shard I/N, what its holder wrote") of every shard lock file in ``folder``
+    held now, by count and index."""
     found = []
     for entry in folder.glob(f"{SHARD_PREFIX}*.lock"):
         match = _SHARD_FILE.fullmatch(entry.name)
-        if match:
-            found.append((int(match[1]), int(match[2]), entry))
-    return sorted(found, key=lambda item: (item[1], item[0]))
+        if match and (text := _held_by(entry)) is not None:
+            found.append((int(match[2]), int(match[1]), text))
+    found.sort(key=lambda item: item[:2])
+    return [(count, f"shard {index}/{count}, {text}") for count, index, text in found]
 
 
 def _sign(handle: IO[str], clock: Clock) -> None:
@@ -160,11 +158,7 @@ def _holders(handle: IO[str], path: Path) -> str:
     """Who holds ``path``: the shards holding it shared when there are any (the text in the
     fleet's file is then a past holder's), else what the holder wrote."""
     if path.name == LOCK_NAME:
-        shards = [
-            f"shard {index}/{count}, {text}"
-            for index, count, entry in _shard_files(path.parent)
-            if (text := _held_by(entry)) is not None
-        ]
+        shards = [text for _count, text in _held_shards(path.parent)]
         if shards:
             return "; ".join(shards)
     handle.seek(0)

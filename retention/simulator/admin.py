@@ -114,8 +114,9 @@ def _fleet(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
         return fleet_summary(app)
 
 
-def _get_clock(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
-    return clock_state(app)
+def _get_clock(app: SimulatorApp, _payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The simulator clock as JSON."""
+    return {"now": format_timestamp(app.clock.now()), "frozen": app.clock.frozen}
 
 
 def _set_clock(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +126,7 @@ def _set_clock(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
         app.clock.set(parse_timestamp(str(payload["now"])), frozen=bool(payload.get("frozen")))
     else:
         raise AdminError('clock: send {"now": timestamp, "frozen": bool} or {"advance": seconds}')
-    return {**clock_state(app), "taken": app.take_snapshots()}
+    return {**_get_clock(app), "taken": app.take_snapshots()}
 
 
 def _reset(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
@@ -162,11 +163,6 @@ _ACTIONS: dict[tuple[str, str], Callable[[SimulatorApp, dict[str, Any]], dict[st
     ("POST", "/__admin/faults"): _faults,
     ("POST", "/__admin/nonces/expire"): _expire_nonces,
 }
-
-
-def clock_state(app: SimulatorApp) -> dict[str, Any]:
-    """The simulator clock as JSON."""
-    return {"now": format_timestamp(app.clock.now()), "frozen": app.clock.frozen}
 
 
 def fleet_summary(app: SimulatorApp) -> dict[str, Any]:

@@ -64,10 +64,8 @@ from retention.simulator.messages import (
 from retention.simulator.schedule import schedule_json
 from retention.simulator.store import (
     Fleet,
-    PatchRefused,
     SimClock,
     SimCluster,
-    SimHost,
     SimProject,
     SimSnapshot,
     SnapshotRenderer,
@@ -78,9 +76,6 @@ from retention.simulator.store import (
 
 BASE_PATH = "/api/public/v1.0"
 SERVICE_VERSION = "gitHash=4a2b8c1d5e; versionString=8.0.1.500.20260901T0000Z"
-# The real service's header; the API document's spelling (X-Server-Service-Version) is an
-# option, so that clients are tested against both.
-VENDOR_VERSION_HEADER = "X-MongoDB-Service-Version"
 
 
 class SimulatorApp:
@@ -93,9 +88,9 @@ class SimulatorApp:
         auth: DigestAuthority,
         clock: SimClock,
         faults: FaultInjector,
-        latency_ms: float = 0.0,
-        reap_delay: timedelta = timedelta(hours=6),
-        version_header: str = VENDOR_VERSION_HEADER,
+        latency_ms: float,
+        reap_delay: timedelta,
+        version_header: str,
     ) -> None:
         self.fleet_factory = fleet_factory
         self.version_header = version_header
@@ -175,15 +170,7 @@ class SimulatorApp:
         ]
 
     def _unauthorized(self, *, stale: bool, delay: float) -> SimResponse:
-        body = json.dumps(
-            {
-                "detail": "You are not authorized for this resource.",
-                "error": 401,
-                "errorCode": "NOT_AUTHORIZED",
-                "parameters": [],
-                "reason": "Unauthorized",
-            }
-        ).encode()
+        failure = ApiFailure(401, "NOT_AUTHORIZED", "You are not authorized for this resource.")
         with self.lock:
             self.counters.challenges += 1
             self.counters.by_status[401] += 1
@@ -193,7 +180,7 @@ class SimulatorApp:
             ("Date", format_datetime(self.clock.now(), usegmt=True)),
             ("Connection", "keep-alive"),
         ]
-        return SimResponse(401, headers, body, delay=delay)
+        return SimResponse(401, headers, error_body(failure).encode(), delay=delay)
 
     # --- routing -------------------------------------------------------------------------------
 
@@ -208,7 +195,7 @@ class SimulatorApp:
         methods, handler = route
         with self.lock:
             self.counters.by_endpoint[f"{method} {template}"] += 1
-            project = self._project(seg[1])
+            project = find(self.fleet.projects, seg[1], "project")
             allow(method, *methods)
             return handler(call, project)
 
@@ -236,9 +223,6 @@ class SimulatorApp:
             f"{groups}/agents": (("GET",), self._agents),
         }
 
-    def _project(self, project_id: str) -> SimProject:
-        return find(self.fleet.projects, project_id, "project")
-
     def _cluster(self, project: SimProject, cluster_id: str, now: datetime) -> SimCluster:
         cluster = find(project.clusters, cluster_id, "cluster")
         take_due(cluster, now)  # what its schedule took while the clock moved, then the reaper
@@ -265,12 +249,6 @@ class SimulatorApp:
         )
         return schedule_json(cluster.schedule, project.id, cluster.id, links)
 
-    def _host(self, project: SimProject, host_id: str) -> SimHost:
-        return find(project.hosts, host_id, "host")
-
-    def _renderer(self, project: SimProject, cluster: SimCluster) -> SnapshotRenderer:
-        return SnapshotRenderer(self.base_url, project.id, cluster.id, cluster.name, kind="cluster")
-
     def _clusters(self, call: Call, project: SimProject) -> str:
         clusters = list(project.clusters.values())
         return self._page(call, clusters, lambda c: cluster_json(c, self.base_url))
@@ -279,20 +257,15 @@ class SimulatorApp:
         hosts = list(project.hosts.values())
         return self._page(call, hosts, lambda h: host_json(h, self.base_url))
 
-    def _host_renderer(self, project: SimProject, host: SimHost) -> SnapshotRenderer:
-        return SnapshotRenderer(
-            self.base_url, project.id, host.id, host.hostname, kind="config-server"
-        )
-
     def _host_snapshots(self, call: Call, project: SimProject) -> str:
-        host = self._host(project, call.segments[3])
-        renderer = self._host_renderer(project, host)
-        return self._page(call, host.snapshots, lambda s: renderer.render(s, []))
+        host = find(project.hosts, call.segments[3], "host")
+        renderer = SnapshotRenderer(self.base_url, project.id, host)
+        return self._page(call, host.snapshots, renderer.render)
 
     def _host_snapshot(self, call: Call, project: SimProject) -> str:
-        host = self._host(project, call.segments[3])
+        host = find(project.hosts, call.segments[3], "host")
         snapshot = find(host.index, call.segments[5], "snapshot")
-        return self._host_renderer(project, host).render(snapshot, [])
+        return SnapshotRenderer(self.base_url, project.id, host).render(snapshot)
 
     def _cluster_snapshots(self, call: Call, project: SimProject) -> str:
         cluster = self._cluster(project, call.segments[3], call.now)
@@ -306,9 +279,8 @@ class SimulatorApp:
         items = cluster.snapshots
         if completed != "all":
             items = [s for s in items if s.complete == (completed == "true")]
-        renderer = self._renderer(project, cluster)
-        shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
-        return self._page(call, items, lambda s: renderer.render(s, shards))
+        renderer = SnapshotRenderer(self.base_url, project.id, cluster)
+        return self._page(call, items, renderer.render)
 
     def _cluster_snapshot(self, call: Call, project: SimProject) -> str:
         cluster = self._cluster(project, call.segments[3], call.now)
@@ -328,13 +300,12 @@ class SimulatorApp:
             }
             try:
                 apply_snapshot_patch(snapshot, body, call.now)
-            except PatchRefused as refused:
+            except ApiFailure as refused:
                 self.patch_log.append({**entry, "status": refused.status, "after": before})
-                raise ApiFailure(refused.status, refused.code, refused.detail) from None
+                raise
             self.patch_log.append({**entry, "status": 200, "after": snapshot.state()})
             self._audit(project, cluster, call.now)
-        shards = cluster.shard_names or [cluster.replica_set_name or cluster.name]
-        return self._renderer(project, cluster).render(snapshot, shards)
+        return SnapshotRenderer(self.base_url, project.id, cluster).render(snapshot)
 
     def _audit(self, project: SimProject, cluster: SimCluster, now: datetime) -> None:
         """Open an expiry-audit alert for a changed cluster, as the service's audit events do
@@ -384,10 +355,7 @@ class SimulatorApp:
         alert = find(project.alerts, alert_id, "alert")
         if call.request.method == "PATCH":
             body = json_body(call.request.body)
-            try:
-                acknowledge(alert, body, self.auth.public_key)
-            except PatchRefused as refused:
-                raise ApiFailure(refused.status, refused.code, refused.detail) from None
+            acknowledge(alert, body, self.auth.public_key)
             alert["updated"] = format_timestamp(call.now)
             self.patch_log.append(
                 {

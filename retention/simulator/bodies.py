@@ -16,6 +16,7 @@ from retention.simulator.store import SimCluster, SimHost, SimProject
 REL_NAMESPACE = "http://server.example.net/rel"
 REASONS = {
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     429: "Too Many Requests",

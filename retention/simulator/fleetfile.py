@@ -369,10 +369,8 @@ def build_fleet(
     spec: str | Path, *, seed: int, now: datetime, base_url: str = DEFAULT_BASE_URL
 ) -> Fleet:
     """The fleet named by ``spec``: "demo", "bench", or a .yaml/.yml/.json fleet file."""
-    if spec == "demo":
-        return generate(DEMO, seed=seed, now=now, base_url=base_url)
-    if spec == "bench":
-        return generate(BENCH, seed=seed, now=now, base_url=base_url)
+    if spec in ("demo", "bench"):
+        return generate(DEMO if spec == "demo" else BENCH, seed=seed, now=now, base_url=base_url)
     if isinstance(spec, str) and spec.startswith("bench:") and spec[6:].isdigit():
         # The bench shape with N clusters (100 a project), for benchmarks at several sizes.
         clusters = int(spec[6:])

@@ -53,7 +53,8 @@ class SimulatorConfig:
     reap_delay: timedelta = timedelta(hours=6)
     now: datetime | None = None
     frozen: bool = False
-    # The service-version header's name: the real service's, or the API document's.
+    # The service-version header's name: the real service's, or the API document's
+    # (X-Server-Service-Version), so that clients are tested against both.
     version_header: str = "X-MongoDB-Service-Version"
 
 

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from retention.core.snapshot import StateText, state_document
 from retention.core.timestamps import format_timestamp
+from retention.simulator.messages import ApiFailure
 from retention.simulator.schedule import SimSchedule
 
 
@@ -208,37 +209,29 @@ class Fleet:
 class SnapshotRenderer:
     """Renders snapshots of one cluster or config server to JSON text, fast."""
 
-    def __init__(
-        self, base_url: str, group_id: str, owner_id: str, owner_name: str, *, kind: str
-    ) -> None:
-        self.kind = kind
-        collection = "hosts" if kind == "config-server" else "clusters"
+    def __init__(self, base_url: str, group_id: str, owner: SimCluster | SimHost) -> None:
+        self.config_server = isinstance(owner, SimHost)
+        collection = "hosts" if self.config_server else "clusters"
         self._href = (
             f"{base_url}/groups/{quote(group_id, safe='')}/{collection}/"
-            f"{quote(owner_id, safe='')}/snapshots/"
+            f"{quote(owner.id, safe='')}/snapshots/"
         )
-        self._head = f',"groupId":{q(group_id)},"clusterId":{q(owner_id)}'
-        if kind == "config-server":
-            self._head += f',"HOST-ID":{q(owner_id)}'
-        self._name = f',"clusterName":{q(owner_name)}'
-        self._owner_id = owner_id
-        self._parts: dict[tuple[str, ...], str] = {}
+        self._head = f',"groupId":{q(group_id)},"clusterId":{q(owner.id)}'
+        if isinstance(owner, SimHost):
+            self._head += f',"HOST-ID":{q(owner.id)}'
+        name = owner.hostname if isinstance(owner, SimHost) else owner.name
+        self._name = f',"clusterName":{q(name)}'
+        self._parts = self._parts_template(owner)
 
-    def parts(self, snapshot: SimSnapshot, shard_names: list[str]) -> str:
-        """The parts array: one per shard (or the replica set), or the config server's one."""
-        done = format_timestamp(snapshot.created + timedelta(minutes=4))
-        key = tuple(shard_names)
-        template = self._parts.get(key)
-        if template is None:
-            template = self._parts[key] = self._parts_template(shard_names)
-        return template.replace("@DONE@", done)
-
-    def _parts_template(self, shard_names: list[str]) -> str:
-        if self.kind == "config-server":
+    @staticmethod
+    def _parts_template(owner: SimCluster | SimHost) -> str:
+        """The parts array, its completedTime left as @DONE@: one per shard (or the replica
+        set), or the config server's one."""
+        if isinstance(owner, SimHost):
             return (
                 '[{"completedTime":"@DONE@","dataSizeBytes":52428800,'
                 f'"encryptionEnabled":false,"fcv":"3.2","fileSizeBytes":67108864,'
-                f'"hostId":{q(self._owner_id)},"HOST-ID":{q(self._owner_id)},'
+                f'"hostId":{q(owner.id)},"HOST-ID":{q(owner.id)},'
                 f'"machineId":"cfg.example.net:27019","mongodVersion":"3.2.22",'
                 f'"replicaState":"PRIMARY","storageSizeBytes":62914560,'
                 f'"typeName":"CONFIG_SERVER"}}]'
@@ -246,18 +239,18 @@ class SnapshotRenderer:
         return (
             "["
             + ",".join(
-                f'{{"clusterId":{q(self._owner_id)},"completedTime":"@DONE@",'
+                f'{{"clusterId":{q(owner.id)},"completedTime":"@DONE@",'
                 f'"compressionSetting":"GZIP","dataSizeBytes":1073741824,'
                 f'"encryptionEnabled":false,"fcv":"7.0","fileSizeBytes":2147483648,'
                 f'"machineId":{q(rs + "-0.example.net:27017")},"mongodVersion":"7.0.12",'
                 f'"replicaSetName":{q(rs)},"replicaState":"SECONDARY",'
                 f'"storageSizeBytes":1610612736,"typeName":"REPLICA_SET"}}'
-                for rs in shard_names
+                for rs in owner.shard_names or [owner.replica_set_name or owner.name]
             )
             + "]"
         )
 
-    def render(self, snapshot: SimSnapshot, shard_names: list[str]) -> str:
+    def render(self, snapshot: SimSnapshot) -> str:
         """The snapshot resource as JSON text."""
         out = [
             f'{{"id":{q(snapshot.id)}',
@@ -275,7 +268,7 @@ class SnapshotRenderer:
                 f'"increment":{snapshot.increment}}}'
             )
         out.append(f',"links":[{{"href":{q(self._href + _segment(snapshot.id))},"rel":"self"}}]')
-        if self.kind == "config-server":
+        if self.config_server:
             out.append(',"namespaceFilterList":[{"filterList":[],"filterType":"denyList"}]')
         else:
             out.append(',"namespaceFilterList":{"filterList":[],"filterType":"denylist"}')
@@ -284,25 +277,16 @@ class SnapshotRenderer:
             out.append(f',"isPossiblyInconsistent":{flag}')
         if snapshot.missing_shards is not None:
             out.append(f',"missingShards":{json.dumps(snapshot.missing_shards)}')
-        out.append(f',"parts":{self.parts(snapshot, shard_names)}}}')
+        done = format_timestamp(snapshot.created + timedelta(minutes=4))
+        out.append(f',"parts":{self._parts.replace("@DONE@", done)}}}')
         return "".join(out)
-
-
-class PatchRefused(Exception):  # noqa: N818 - a refusal the API answers, not a crash
-    """A PATCH the API refuses; carries the status, error code and message of the answer."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
 
 
 INVALID_FIELDS = "Cannot modify snapshot because of invalid fields"
 
 
 def apply_snapshot_patch(snapshot: SimSnapshot, body: Any, now: datetime) -> None:
-    """Change a snapshot as the API does, or raise PatchRefused (the snapshot is unchanged).
+    """Change a snapshot as the API does, or raise ApiFailure (the snapshot is unchanged).
 
     Rules (spec, "States and transitions"): doNotDelete true with a timestamp expires is
     refused; an expiry already in the past cannot be edited; doNotDelete true removes
@@ -311,20 +295,20 @@ def apply_snapshot_patch(snapshot: SimSnapshot, body: Any, now: datetime) -> Non
     dropped, because the spec removes expires whenever doNotDelete is true.
     """
     if not isinstance(body, dict) or not body:
-        raise PatchRefused(400, "INVALID_JSON", "the body must be a JSON object with fields")
+        raise ApiFailure(400, "INVALID_JSON", "the body must be a JSON object with fields")
     unknown = sorted(set(body) - {"doNotDelete", "expires"})
     if unknown:
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
     do_not_delete = body.get("doNotDelete")
     if "doNotDelete" in body and not isinstance(do_not_delete, bool):
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", "doNotDelete must be true or false")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", "doNotDelete must be true or false")
     expires: datetime | None = None
     if body.get("expires") is not None:
         expires = _parse_expires(body["expires"])
     if do_not_delete is True and expires is not None:
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", INVALID_FIELDS)
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", INVALID_FIELDS)
     if snapshot.expires is not None and snapshot.expires <= now and not snapshot.do_not_delete:
-        raise PatchRefused(
+        raise ApiFailure(
             400,
             "SNAPSHOT_EXPIRED",
             "Cannot modify snapshot: its expiry has already passed and it awaits deletion",
@@ -339,12 +323,12 @@ def apply_snapshot_patch(snapshot: SimSnapshot, body: Any, now: datetime) -> Non
 
 def _parse_expires(value: Any) -> datetime:
     if not isinstance(value, str):
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", "expires must be a timestamp string")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", "expires must be a timestamp string")
     text = value[:-1] + "+00:00" if value.endswith("Z") else value
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise PatchRefused(
+        raise ApiFailure(
             400, "INVALID_ATTRIBUTE", f"expires is not a timestamp: {value!r}"
         ) from None
     if parsed.tzinfo is None:
@@ -355,13 +339,13 @@ def _parse_expires(value: Any) -> datetime:
 def acknowledge(alert: dict[str, Any], body: Any, username: str) -> None:
     """Acknowledge (with acknowledgedUntil) or unacknowledge (without) an alert in place."""
     if not isinstance(body, dict):
-        raise PatchRefused(400, "INVALID_JSON", "the body must be a JSON object")
+        raise ApiFailure(400, "INVALID_JSON", "the body must be a JSON object")
     unknown = sorted(set(body) - {"acknowledgedUntil", "acknowledgementComment"})
     if unknown:
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", f"unknown fields: {', '.join(unknown)}")
     comment = body.get("acknowledgementComment")
     if comment is not None and not isinstance(comment, str):
-        raise PatchRefused(400, "INVALID_ATTRIBUTE", "acknowledgementComment must be a string")
+        raise ApiFailure(400, "INVALID_ATTRIBUTE", "acknowledgementComment must be a string")
     until = body.get("acknowledgedUntil")
     if until is None:
         for key in ("acknowledgedUntil", "acknowledgementComment", "acknowledgingUsername"):
