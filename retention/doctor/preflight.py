@@ -241,56 +241,32 @@ def _notices(loaded: LoadedConfig) -> Check:
 
 
 def _connection(client: OpsManagerClient, loaded: LoadedConfig, checks: list[Check]) -> bool:
-    project = loaded.config.targets[0].project
     base = client.base_url
     try:
-        client.get_agent_links(project)
+        client.get_agent_links(loaded.config.targets[0].project)
     except TLSError as exc:
-        checks.append(
-            Check(
-                "reachable",
-                "fail",
-                str(exc),
-                "set api.ca_bundle to your CA, or fix the server certificate",
-            )
-        )
+        remedy = "set api.ca_bundle to your CA, or fix the server certificate"
+        checks.append(Check("reachable", "fail", str(exc), remedy))
         return False
     except TransportError as exc:
-        checks.append(
-            Check(
-                "reachable",
-                "fail",
-                str(exc),
-                f"check api.base_url ({base}), DNS, proxies and firewalls",
-            )
-        )
+        remedy = f"check api.base_url ({base}), DNS, proxies and firewalls"
+        checks.append(Check("reachable", "fail", str(exc), remedy))
         return False
-    except AuthenticationError as exc:
-        checks.append(Check("reachable", "pass", base))
-        checks.append(
-            Check(
-                "credentials", "fail", str(exc),
-                "check RETENTION_PUBLIC_KEY and the private key, and that this host's address "
-                "is on the API key's access list",
-            )
-        )  # fmt: skip
-        return False
-    except PermissionDeniedError as exc:
-        checks.append(Check("reachable", "pass", base))
-        checks.append(
-            Check("credentials", "fail", str(exc), "give the API key the project's backup roles")
+    except (AuthenticationError, PermissionDeniedError) as exc:
+        remedy = (
+            "check RETENTION_PUBLIC_KEY and the private key, and that this host's address "
+            "is on the API key's access list"
+            if isinstance(exc, AuthenticationError)
+            else "give the API key the project's backup roles"
         )
+        checks.append(Check("reachable", "pass", base))
+        checks.append(Check("credentials", "fail", str(exc), remedy))
         return False
     except ApiError:
         pass  # reached and authenticated; the project's own checks say what is wrong
     checks.append(Check("reachable", "pass", base))
-    checks.append(
-        Check(
-            "credentials",
-            "pass",
-            f"digest accepted for public key {_public_key(loaded)}",
-        )
-    )
+    accepted = f"digest accepted for public key {_public_key(loaded)}"
+    checks.append(Check("credentials", "pass", accepted))
     return True
 
 
@@ -301,41 +277,23 @@ def _public_key(loaded: LoadedConfig) -> str:
 def _tls(loaded: LoadedConfig, checks: list[Check]) -> None:
     api = loaded.config.api
     if not api.base_url.startswith("https://"):
-        checks.append(
-            Check(
-                "tls",
-                "warn",
-                "plain HTTP: answers are neither encrypted nor verified",
-                "use the https:// address of the API",
-            )
-        )
+        plain = "plain HTTP: answers are neither encrypted nor verified"
+        checks.append(Check("tls", "warn", plain, "use the https:// address of the API"))
     elif not api.verify_tls:
-        checks.append(
-            Check(
-                "tls",
-                "warn",
-                "verification is off (verify_tls: false)",
-                "set verify_tls: true and api.ca_bundle",
-            )
-        )
+        off = "verification is off (verify_tls: false)"
+        checks.append(Check("tls", "warn", off, "set verify_tls: true and api.ca_bundle"))
     else:
-        checks.append(
-            Check("tls", "pass", f"certificate verified ({api.ca_bundle or 'system CAs'})")
-        )
+        verified = f"certificate verified ({api.ca_bundle or 'system CAs'})"
+        checks.append(Check("tls", "pass", verified))
 
 
 def _version_and_clock(client: OpsManagerClient, checks: list[Check]) -> None:
     if client.service_version:
         checks.append(Check("service version", "pass", client.service_version))
     else:
-        checks.append(
-            Check(
-                "service version",
-                "warn",
-                "no X-MongoDB-Service-Version (or X-Server-Service-Version) header",
-                "is a proxy answering instead of the API?",
-            )
-        )
+        missing = "no X-MongoDB-Service-Version (or X-Server-Service-Version) header"
+        remedy = "is a proxy answering instead of the API?"
+        checks.append(Check("service version", "warn", missing, remedy))
     if client.server_date is None:
         checks.append(Check("clock", "warn", "no Date header to compare clocks with"))
         return
@@ -361,14 +319,8 @@ def _project(
     try:
         links = client.get_agent_links(wanted.project_id)
         if links.relation("backupAgents") is None:
-            checks.append(
-                Check(
-                    f"{name}: agents",
-                    "fail",
-                    "no backupAgents link",
-                    "is backup enabled for this project?",
-                )
-            )
+            remedy = "is backup enabled for this project?"
+            checks.append(Check(f"{name}: agents", "fail", "no backupAgents link", remedy))
         else:
             checks.append(Check(f"{name}: agents", "pass", "backup agents link present"))
         found = discover(client, wanted)
@@ -415,23 +367,12 @@ def _coverage(policies: PolicySet, targets: list[Target], checks: list[Check]) -
             unmanaged.append(target.name)
     for loaded in policies:
         if loaded.name not in used:
-            checks.append(
-                Check(
-                    "policies",
-                    "warn",
-                    f"policy {loaded.name!r} ({loaded.path}) matches no cluster or config server",
-                    "check its match: projects, cluster globs (prod-* is not production-*), kinds",
-                )
-            )
+            unused = f"policy {loaded.name!r} ({loaded.path}) matches no cluster or config server"
+            remedy = "check its match: projects, cluster globs (prod-* is not production-*), kinds"
+            checks.append(Check("policies", "warn", unused, remedy))
     if unmanaged:
-        checks.append(
-            Check(
-                "coverage",
-                "warn",
-                unmanaged_text(unmanaged),
-                "add a policy that matches them, or leave them out of management on purpose",
-            )
-        )
+        remedy = "add a policy that matches them, or leave them out of management on purpose"
+        checks.append(Check("coverage", "warn", unmanaged_text(unmanaged), remedy))
     else:
         checks.append(
             Check("coverage", "pass", f"a policy matches each of {counted(len(targets), 'target')}")
