@@ -25,8 +25,14 @@ from typing import Literal
 
 from retention.core.model import ChangeAction
 from retention.core.planfile import Body, Observed
-from retention.core.runfiles import ApplyIntent, ApplyOutcome, PatchText, UndoOutcome
-from retention.core.snapshot import SnapshotFacts, SnapshotPatch, StateText, state_document
+from retention.core.runfiles import ApplyIntent, ApplyOutcome, UndoOutcome
+from retention.core.snapshot import (
+    PatchText,
+    SnapshotFacts,
+    SnapshotPatch,
+    StateText,
+    state_document,
+)
 from retention.core.timestamps import format_timestamp, parse_timestamp
 
 Verdict = Literal["restore", "unchanged", "protected", "stale", "gone", "expired", "lapsed"]
@@ -117,16 +123,6 @@ def state_after(before: State, body: Body | PatchText) -> State:
     if isinstance(expires, str):
         return State(False, parse_timestamp(expires))
     return State(False, expires if expires is not None else before.expires)
-
-
-def patch_text(patch: SnapshotPatch) -> PatchText:
-    """A PATCH body as undo writes it (its expiry as text)."""
-    text: PatchText = {}
-    if patch.do_not_delete is not None:
-        text["doNotDelete"] = patch.do_not_delete
-    if patch.expires is not None:
-        text["expires"] = format_timestamp(patch.expires)
-    return text
 
 
 def in_doubt(intent: ApplyIntent | None, outcome: ApplyOutcome | None) -> bool:

@@ -76,6 +76,14 @@ class StateText(TypedDict):
     expires: TimestampText | None
 
 
+@with_config(ConfigDict(extra="forbid"))
+class PatchText(TypedDict, total=False):
+    """A PATCH body as sent, its expiry as text."""
+
+    doNotDelete: bool
+    expires: TimestampText
+
+
 def state_document(do_not_delete: bool, expires: datetime | None) -> StateText:
     """The state in the API's words: what a plan observed, what undo restores, what the
     simulator's PATCH log records."""
@@ -134,28 +142,20 @@ class SnapshotPatch(BaseModel):
 
     @model_serializer(mode="plain")
     def _wire_form(self) -> dict[str, Any]:
-        return self.body()
+        return self.to_api()
 
     def to_api(self) -> dict[str, Any]:
         """The body as the API reads it (what the client sends)."""
-        return self.body()
+        return dict(self.as_text())
 
-    def body(self) -> dict[str, Any]:
-        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip)."""
-        return {
-            k: format_timestamp(v) if isinstance(v, datetime) else v
-            for k, v in self.members().items()
-        }
-
-    def members(self) -> dict[str, bool | datetime]:
-        """The body's members, ``expires`` still a datetime: for an encoder that writes
-        datetimes the API's way (the planner writes one for every change)."""
-        members: dict[str, bool | datetime] = {}
+    def as_text(self) -> PatchText:
+        """The body as sent, its expiry as text (what undo journals)."""
+        text: PatchText = {}
         if self.do_not_delete is not None:
-            members["doNotDelete"] = self.do_not_delete
+            text["doNotDelete"] = self.do_not_delete
         if self.expires is not None:
-            members["expires"] = self.expires
-        return members
+            text["expires"] = format_timestamp(self.expires)
+        return text
 
     @classmethod
     def protect(cls) -> SnapshotPatch:
