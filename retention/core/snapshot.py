@@ -103,11 +103,6 @@ def _json(value: object) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def state_json(state: StateText) -> str:
-    """A state as JSON text for a message: ``{"doNotDelete": false, "expires": null}``."""
-    return json_text(state)
-
-
 class SnapshotPatch(BaseModel):
     """The body of a snapshot PATCH: a value that cannot break the API's rules.
 
