@@ -169,17 +169,11 @@ class HoldRecordTerms:
         return self.ends is None or now < self.ends
 
     @property
-    def details(self) -> str:
-        """The ticket and the end in words, e.g. ``ticket LEGAL-42, until 2027-01-31``."""
-        parts = [f"ticket {self.ticket}"] if self.ticket else []
-        parts += [f"until {self.until}"] if self.until else []
-        return ", ".join(parts)
-
-    @property
     def words(self) -> str:
         """The hold in words: ``legal hold (ticket LEGAL-42, until 2027-01-31)``."""
-        details = self.details
-        return f"{self.reason} ({details})" if details else self.reason
+        details = [f"ticket {self.ticket}"] if self.ticket else []
+        details += [f"until {self.until}"] if self.until else []
+        return f"{self.reason} ({', '.join(details)})" if details else self.reason
 
     @property
     def ended_words(self) -> str:
