@@ -36,7 +36,7 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
 from retention.core.policy.holdrecords import HoldRecord, entry_id, id_entries
 from retention.core.snapshot import Kind
-from retention.core.wording import counted, plural, show_value
+from retention.core.wording import counted, joined, plural, show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -354,12 +354,6 @@ class Policy(BaseModel):
         return f"{self.name}: {_describe_scope(self.match)}, {'; '.join(parts)}."
 
 
-def _join(words: list[str], last: str = "and") -> str:
-    if len(words) <= 1:
-        return "".join(words)
-    return f"{', '.join(words[:-1])} {last} {words[-1]}"
-
-
 def _describe_scope(selector: Selector) -> str:
     kinds = set(selector.kinds or ("cluster", "config-server"))
     noun = "clusters and config servers"
@@ -367,10 +361,10 @@ def _describe_scope(selector: Selector) -> str:
         noun = "clusters"
     elif kinds == {"config-server"}:
         noun = "config servers"
-    scope = f"{noun} {_join(selector.clusters, 'or')}" if selector.clusters else f"all {noun}"
+    scope = f"{noun} {joined(selector.clusters, 'or')}" if selector.clusters else f"all {noun}"
     if selector.projects:
         label = plural("project", len(selector.projects))
-        scope += f" in {label} {_join(selector.projects, 'or')}"
+        scope += f" in {label} {joined(selector.projects, 'or')}"
     return scope
 
 
@@ -380,7 +374,7 @@ def _amount(count: int) -> str:
 
 def _describe_rules(verb: str, spec: spec.KeepSpec) -> str:
     words = [words for rule in rules.RULES for words in _rule_words(rule, spec)]
-    return f"{verb} {_join(words)}" if words else ""
+    return f"{verb} {joined(words)}" if words else ""
 
 
 def _rule_words(rule: rules.Rule, spec: spec.KeepSpec) -> list[str]:
@@ -416,7 +410,7 @@ def _describe_safety(safety: Safety) -> list[str]:
     if safety.max_expire_fraction != DEFAULT_MAX_EXPIRE_FRACTION:
         parts.append(f"max_expire_fraction {safety.max_expire_fraction:g}")
     if tuple(safety.hold_on_alerts) != DEFAULT_HOLD_ON_ALERTS:
-        alerts = _join(safety.hold_on_alerts)
+        alerts = joined(safety.hold_on_alerts)
         parts.append(f"hold on {alerts}" if alerts else "no alert holds")
     return parts
 
