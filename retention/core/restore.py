@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Literal
 
 from retention.core.model import ChangeAction
-from retention.core.planfile import Body, Observed
+from retention.core.planfile import Body
 from retention.core.runfiles import ApplyIntent, ApplyOutcome, UndoOutcome
 from retention.core.snapshot import (
     PatchText,
@@ -72,11 +72,6 @@ class State:
         """The state ``document()`` wrote (undo.json, undo's results.jsonl)."""
         expires = document["expires"]
         return cls(document["doNotDelete"], parse_timestamp(expires) if expires else None)
-
-    @classmethod
-    def from_observed(cls, observed: Observed) -> State:
-        """The state a plan observed (what an apply's journal says it found)."""
-        return cls(observed["doNotDelete"], observed["expires"])
 
     def text(self) -> str:
         """The state as a person reads it."""
@@ -170,7 +165,8 @@ def _found(
     *,
     in_doubt: bool,
 ) -> None:
-    before = State.from_observed(line["observed"])
+    observed = line["observed"]
+    before = State(observed["doNotDelete"], observed["expires"])
     sid = line["snapshotId"]
     first = found.get(sid)
     found[sid] = Restoration(
