@@ -210,14 +210,10 @@ def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, HoldRecordTerms]
     protected = protecting(ids, now)
     found: dict[str, HoldRecordTerms] = {}
     for entry in ids:
-        if (
-            isinstance(entry, HoldRecordTerms)
-            and entry.id not in protected
-            and entry.ends is not None
-        ):
-            last = found.get(entry.id)
-            if last is None or (last.ends is not None and entry.ends > last.ends):
-                found[entry.id] = entry
+        if not isinstance(entry, HoldRecordTerms) or entry.ends is None or entry.id in protected:
+            continue
+        if entry.id not in found or _lasts_longer(entry, found[entry.id]):
+            found[entry.id] = entry
     return found
 
 
