@@ -379,20 +379,17 @@ def _describe_rules(verb: str, spec: spec.KeepSpec) -> str:
 
 def _rule_words(rule: rules.Rule, spec: spec.KeepSpec) -> list[str]:
     """What one rule of ``spec`` keeps, in the summary's words, when it keeps anything."""
+    if not rule.keeps_with(getattr(spec, rule.name)):
+        return []
     if rule.kind == "count":
         count = spec.count_of(rule)
-        if not count:
-            return []
         # last counts by position ("last 3"), the others by calendar ("7 daily").
         by_position = rule.calendar is None
         return [f"{rule.name} {_amount(count)}" if by_position else f"{_amount(count)} {rule.name}"]
-    if rule.kind in ("within", "window"):
-        window = spec.duration_of(rule)
-        if rule.kind == "within":
-            words = f"everything within {window}"
-        else:
-            words = rule.reason.format(within=window)  # "daily within 30d"
-        return [words] if window is not None and not window.zero else []
+    if rule.kind == "within":
+        return [f"everything within {spec.duration_of(rule)}"]
+    if rule.kind == "window":
+        return [rule.reason.format(within=spec.duration_of(rule))]  # "daily within 30d"
     if rule.kind == "every":
         return [
             f"{_amount(every.count)} {plural('interval', every.count)} of cron '{every.cron}'"
