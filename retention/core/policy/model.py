@@ -65,14 +65,6 @@ def _duration(value: object) -> RetentionDuration:
     return RetentionDuration.parse(value)
 
 
-def _optional_duration(value: object) -> RetentionDuration | None:
-    return None if value is None else _duration(value)
-
-
-def _duration_text(value: RetentionDuration | None) -> str | None:
-    return None if value is None else str(value)
-
-
 _DURATION_SCHEMA: dict[str, Any] = {
     "type": "string",
     "pattern": DURATION_PATTERN,
@@ -86,12 +78,7 @@ Duration = Annotated[
     PlainSerializer(str, return_type=str),
     WithJsonSchema(_DURATION_SCHEMA),
 ]
-OptionalDuration = Annotated[
-    RetentionDuration | None,
-    PlainValidator(_optional_duration),
-    PlainSerializer(_duration_text, return_type=str | None),
-    WithJsonSchema({"anyOf": [_DURATION_SCHEMA, {"type": "null"}]}),
-]
+OptionalDuration = Duration | None
 
 
 # Strict: YAML gives integers as integers; `daily: true` or `daily: "7"` is a mistake.
