@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     StringConstraints,
-    field_validator,
     model_serializer,
     model_validator,
     with_config,
@@ -118,14 +118,9 @@ class SnapshotPatch(BaseModel):
     )
 
     do_not_delete: bool | None = None
-    expires: UtcDatetime | None = None
-
-    @field_validator("expires", mode="after")
-    @classmethod
-    def _whole_seconds_up(cls, value: datetime | None) -> datetime | None:
-        # The wire form has whole seconds; rounding down would write an expiry earlier
-        # than decided, inside the grace period, so round up.
-        return ceil_to_second(value) if value is not None else None
+    # The wire form has whole seconds; rounding down would write an expiry earlier than
+    # decided, inside the grace period, so round up.
+    expires: Annotated[UtcDatetime, AfterValidator(ceil_to_second)] | None = None
 
     @model_validator(mode="after")
     def _obeys_api_rules(self) -> SnapshotPatch:
