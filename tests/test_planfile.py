@@ -293,7 +293,7 @@ def test_a_decision_in_another_zone_is_written_in_utc() -> None:
 
     assert line["created"] == "2026-11-20T12:00:00Z"
     assert line["expiresAfter"] == "2026-12-31T23:00:00Z"
-    assert line["body"] == patch.body() == {"expires": "2026-12-31T23:00:01Z"}
+    assert line["body"] == patch.to_api() == {"expires": "2026-12-31T23:00:01Z"}
     assert line["observed"] == snapshot.observed() == {"doNotDelete": False, "expires": None}
 
 

@@ -111,7 +111,7 @@ def test_the_steps_put_back_an_expiry_no_expiry_or_protection(
 
     steps = item.steps()
 
-    assert [step.body() for step in steps] == bodies
+    assert [step.to_api() for step in steps] == bodies
     assert all(isinstance(step, SnapshotPatch) for step in steps)
 
 

@@ -405,7 +405,7 @@ def test_a_stopped_undo_finishes_the_restore_it_began_and_starts_no_other(
 
         def stopping(self: OpsManagerClient, *args: Any) -> Any:
             answer = real(self, *args)
-            sent.append((args[2], args[3].body()))
+            sent.append((args[2], args[3].to_api()))
             stop.request(signal.SIGINT)
             return answer
 

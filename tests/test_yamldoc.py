@@ -141,12 +141,11 @@ def test_unknown_keys_of_an_aliased_model_are_matched_against_the_names_a_file_u
 def test_the_top_level_is_named_by_its_kind_and_not_quoted() -> None:
     """A document of the wrong shape says what it is, without repeating its content."""
     for data, kind in [(b"- a\n", "a list"), (b"just words\n", "text"), (b"3\n", "a number")]:
-        document, _ = yamldoc.parse(data, "a mapping", kinds=(object,))
-        assert document is not None
-        problem = document.expect((dict,), "a mapping")
-        assert problem == validation.Problem(
-            1, None, f"the top level must be a mapping, not {kind}"
-        )
+        document, problems = yamldoc.parse(data, "a mapping", kinds=(dict,))
+        assert document is None
+        assert problems == [
+            validation.Problem(1, None, f"the top level must be a mapping, not {kind}")
+        ]
 
 
 def test_a_date_that_is_no_date_is_a_problem_on_its_line() -> None:

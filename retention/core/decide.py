@@ -181,7 +181,7 @@ def uncounted(snapshot: SnapshotView, now: datetime) -> Uncounted | None:
     neither use up a count nor fill a bucket."""
     if not snapshot.complete:
         return "incomplete"
-    if _awaiting(snapshot, now):
+    if awaiting_deletion(snapshot, now):
         return "awaiting-deletion"
     return None if snapshot.consistent else "inconsistent"
 
@@ -240,7 +240,8 @@ def hold_records(
     ]
 
 
-def _awaiting(snapshot: SnapshotView, now: datetime) -> bool:
+def awaiting_deletion(snapshot: SnapshotView, now: datetime) -> bool:
+    """True when its expiry has passed and nothing protects it: the service deletes it."""
     return not snapshot.do_not_delete and snapshot.expires is not None and snapshot.expires <= now
 
 
@@ -292,7 +293,7 @@ def _decide_one(s: SnapshotView, v: _Verdicts, ctx: _Context) -> Decision:  # no
     if not s.complete:
         reason = note("incomplete", "still being created: not counted, not touched")
         return Decision(s, "incomplete", reasons=[reason])
-    if _awaiting(s, now):
+    if awaiting_deletion(s, now):
         # The observed expiry is in every decision record; the reason need not repeat it.
         return Decision(s, "awaiting-deletion", reasons=[_EXPIRED])
     if not s.consistent:

@@ -39,7 +39,7 @@ from typing import Literal
 import msgspec
 
 from retention.core.cadence import Cadence
-from retention.core.decide import decide
+from retention.core.decide import awaiting_deletion, decide
 from retention.core.model import ClusterDecisions, ClusterView, SnapshotView, Target
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.restorable import describe_restore_points, restore_points
@@ -153,11 +153,7 @@ def _take(
 
 
 def _reap(live: dict[str, SnapshotView], now: datetime) -> None:
-    for snapshot_id in [
-        s.id
-        for s in live.values()
-        if not s.do_not_delete and s.expires is not None and s.expires <= now
-    ]:
+    for snapshot_id in [s.id for s in live.values() if awaiting_deletion(s, now)]:
         del live[snapshot_id]
 
 

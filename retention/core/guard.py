@@ -27,7 +27,7 @@ from typing import Literal, TypedDict
 
 from retention.core.model import SnapshotView, is_destructive
 from retention.core.planfile import AnyId, Change, ClusterEntry, HoldEntry, Id, ListName, PlanHead
-from retention.core.snapshot import Kind, SnapshotPatch, state_document, state_json
+from retention.core.snapshot import Kind, SnapshotPatch, json_text, state_document
 from retention.core.timestamps import add_seconds, ceil_to_second, format_timestamp
 from retention.core.wording import printable
 
@@ -251,12 +251,11 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     if current is None:
         return Verdict("stale", "the snapshot is gone")
     observed = change["observed"]
-    seen = {"doNotDelete": current.do_not_delete, "expires": current.expires}
-    if seen != {"doNotDelete": observed["doNotDelete"], "expires": observed["expires"]}:
+    if (current.do_not_delete, current.expires) != (observed["doNotDelete"], observed["expires"]):
         if already_written(change, current, now):
             return Verdict("unchanged", ALREADY_WRITTEN)
-        was = state_json(state_document(observed["doNotDelete"], observed["expires"]))
-        is_now = state_json(state_document(current.do_not_delete, current.expires))
+        was = json_text(state_document(observed["doNotDelete"], observed["expires"]))
+        is_now = json_text(state_document(current.do_not_delete, current.expires))
         return Verdict("stale", f"state changed since the plan: it was {was}, now {is_now}")
     if not current.complete:
         return Verdict("refused", "the snapshot is incomplete: it is never touched")
@@ -271,7 +270,8 @@ def check_send(  # noqa: PLR0911 - one return per rule, in the order they are ch
     if not change["destructive"] and current.expires is not None and expires < current.expires:
         return Verdict(
             "refused",
-            f"would shorten a kept snapshot from {_text(current.expires)} to {_text(expires)}",
+            f"would shorten a kept snapshot from {format_timestamp(current.expires)} to "
+            f"{format_timestamp(expires)}",
         )
     # No expiry written is earlier than now + grace: a plan that waited for review still
     # gives its snapshots their full grace.
@@ -301,10 +301,6 @@ def already_written(change: Change, current: SnapshotView, now: datetime) -> boo
         return False
     latest = ceil_to_second(max(planned, add_seconds(now, change["grace"])))
     return planned <= current.expires <= latest
-
-
-def _text(value: datetime | None) -> str | None:
-    return format_timestamp(value) if value is not None else None
 
 
 # Only this gate can be approved by a person: it says "more than usual would expire",

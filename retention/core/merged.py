@@ -27,8 +27,8 @@ class Merged:
 
     @classmethod
     def of(cls, policies: Sequence[LoadedPolicy], now: datetime) -> Merged:
-        """Largest grace and min_keep, smallest fraction, union of alert types; release
-        protection and expire inconsistent snapshots only if every policy says so."""
+        """Largest grace and min_keep, smallest fraction and newest_within, union of alert types;
+        release protection and expire inconsistent snapshots only if every policy says so."""
         settings = [p.policy for p in policies]
         return cls(
             grace_until=ceil_to_second(max(p.grace.after(now, UTC) for p in settings)),
@@ -39,7 +39,14 @@ class Merged:
             release_protection=all(p.release_protection for p in settings),
             expire_inconsistent=all(p.inconsistent == "expire" for p in settings),
             policies=tuple(sorted(policies, key=lambda p: p.name)),
-            newest_within=newest_within(policies, now),
+            newest_within=min(
+                (
+                    now - p.expect.newest_within.before(now, UTC)
+                    for p in settings
+                    if p.expect.newest_within is not None
+                ),
+                default=None,
+            ),
         )
 
     def fraction_setting(self) -> str:
@@ -53,14 +60,3 @@ class Merged:
             if event_type in loaded.policy.safety.hold_on_alerts:
                 return loaded.where("safety.hold_on_alerts")
         return None
-
-
-def newest_within(policies: Sequence[LoadedPolicy], now: datetime) -> timedelta | None:
-    """The most demanding expect.newest_within of ``policies`` as a span ending at ``now``,
-    or None when none sets it."""
-    spans = [
-        now - p.policy.expect.newest_within.before(now, UTC)
-        for p in policies
-        if p.policy.expect.newest_within is not None
-    ]
-    return min(spans, default=None)

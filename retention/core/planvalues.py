@@ -48,10 +48,7 @@ def restore_points_entry(ladder: Ladder) -> RestorePointsEntry:
 def tier_of(entry: TierEntry) -> Tier:
     """A tier of a ``restorePoints`` entry as ``restore_points_entry`` wrote it, so that its
     words come from ``retention.core.restorepoints`` alone."""
-    missing = tuple(
-        Missing(m["after"], m["before"], m["count"], m["unit"], m["first"], m["last"])
-        for m in entry["missing"]
-    )
+    missing = tuple(Missing(**m) for m in entry["missing"])
     return Tier(
         entry["grain"],
         entry["everySeconds"],

@@ -24,9 +24,15 @@ from datetime import datetime
 from typing import Literal
 
 from retention.core.model import ChangeAction
-from retention.core.planfile import Body, Observed
-from retention.core.runfiles import ApplyIntent, ApplyOutcome, PatchText, UndoOutcome
-from retention.core.snapshot import SnapshotFacts, SnapshotPatch, StateText, state_document
+from retention.core.planfile import Body
+from retention.core.runfiles import ApplyIntent, ApplyOutcome, UndoOutcome
+from retention.core.snapshot import (
+    PatchText,
+    SnapshotFacts,
+    SnapshotPatch,
+    StateText,
+    state_document,
+)
 from retention.core.timestamps import format_timestamp, parse_timestamp
 
 Verdict = Literal["restore", "unchanged", "protected", "stale", "gone", "expired", "lapsed"]
@@ -66,11 +72,6 @@ class State:
         """The state ``document()`` wrote (undo.json, undo's results.jsonl)."""
         expires = document["expires"]
         return cls(document["doNotDelete"], parse_timestamp(expires) if expires else None)
-
-    @classmethod
-    def from_observed(cls, observed: Observed) -> State:
-        """The state a plan observed (what an apply's journal says it found)."""
-        return cls(observed["doNotDelete"], observed["expires"])
 
     def text(self) -> str:
         """The state as a person reads it."""
@@ -119,16 +120,6 @@ def state_after(before: State, body: Body | PatchText) -> State:
     return State(False, expires if expires is not None else before.expires)
 
 
-def patch_text(patch: SnapshotPatch) -> PatchText:
-    """A PATCH body as undo writes it (its expiry as text)."""
-    text: PatchText = {}
-    if patch.do_not_delete is not None:
-        text["doNotDelete"] = patch.do_not_delete
-    if patch.expires is not None:
-        text["expires"] = format_timestamp(patch.expires)
-    return text
-
-
 def in_doubt(intent: ApplyIntent | None, outcome: ApplyOutcome | None) -> bool:
     """Whether a PATCH may have been applied although its outcome line does not say so: it
     was journalled as about to be sent, and no outcome followed, or a failure did. The one
@@ -174,7 +165,8 @@ def _found(
     *,
     in_doubt: bool,
 ) -> None:
-    before = State.from_observed(line["observed"])
+    observed = line["observed"]
+    before = State(observed["doNotDelete"], observed["expires"])
     sid = line["snapshotId"]
     first = found.get(sid)
     found[sid] = Restoration(

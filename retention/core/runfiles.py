@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from retention.core.model import ChangeAction
 from retention.core.planfile import Body, Id, Observed, Timestamp
-from retention.core.snapshot import StateText, TimestampText
+from retention.core.snapshot import PatchText, StateText, TimestampText
 
 # What apply did with one change (docs/plan-file.md, "results.jsonl").
 OutcomeName = Literal["applied", "unchanged", "stale", "failed", "held", "refused", "not-sent"]
@@ -110,14 +110,6 @@ APPLY_OUTCOME = TypeAdapter(ApplyOutcome)
 
 
 # ---- results.jsonl and undo.json of an undo --------------------------------------------
-
-
-@with_config(_STRICT)
-class PatchText(TypedDict, total=False):
-    """A PATCH body as sent, its expiry as text."""
-
-    doNotDelete: bool
-    expires: TimestampText
 
 
 @with_config(_STRICT)

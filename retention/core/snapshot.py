@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     StringConstraints,
-    field_validator,
     model_serializer,
     model_validator,
     with_config,
@@ -76,6 +76,14 @@ class StateText(TypedDict):
     expires: TimestampText | None
 
 
+@with_config(ConfigDict(extra="forbid"))
+class PatchText(TypedDict, total=False):
+    """A PATCH body as sent, its expiry as text."""
+
+    doNotDelete: bool
+    expires: TimestampText
+
+
 def state_document(do_not_delete: bool, expires: datetime | None) -> StateText:
     """The state in the API's words: what a plan observed, what undo restores, what the
     simulator's PATCH log records."""
@@ -95,11 +103,6 @@ def _json(value: object) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def state_json(state: StateText) -> str:
-    """A state as JSON text for a message: ``{"doNotDelete": false, "expires": null}``."""
-    return json_text(state)
-
-
 class SnapshotPatch(BaseModel):
     """The body of a snapshot PATCH: a value that cannot break the API's rules.
 
@@ -115,14 +118,9 @@ class SnapshotPatch(BaseModel):
     )
 
     do_not_delete: bool | None = None
-    expires: UtcDatetime | None = None
-
-    @field_validator("expires", mode="after")
-    @classmethod
-    def _whole_seconds_up(cls, value: datetime | None) -> datetime | None:
-        # The wire form has whole seconds; rounding down would write an expiry earlier
-        # than decided, inside the grace period, so round up.
-        return ceil_to_second(value) if value is not None else None
+    # The wire form has whole seconds; rounding down would write an expiry earlier than
+    # decided, inside the grace period, so round up.
+    expires: Annotated[UtcDatetime, AfterValidator(ceil_to_second)] | None = None
 
     @model_validator(mode="after")
     def _obeys_api_rules(self) -> SnapshotPatch:
@@ -134,28 +132,20 @@ class SnapshotPatch(BaseModel):
 
     @model_serializer(mode="plain")
     def _wire_form(self) -> dict[str, Any]:
-        return self.body()
+        return self.to_api()
 
     def to_api(self) -> dict[str, Any]:
         """The body as the API reads it (what the client sends)."""
-        return self.body()
+        return dict(self.as_text())
 
-    def body(self) -> dict[str, Any]:
-        """The JSON body as sent (what ``to_api()`` gives, without pydantic's round trip)."""
-        return {
-            k: format_timestamp(v) if isinstance(v, datetime) else v
-            for k, v in self.members().items()
-        }
-
-    def members(self) -> dict[str, bool | datetime]:
-        """The body's members, ``expires`` still a datetime: for an encoder that writes
-        datetimes the API's way (the planner writes one for every change)."""
-        members: dict[str, bool | datetime] = {}
+    def as_text(self) -> PatchText:
+        """The body as sent, its expiry as text (what undo journals)."""
+        text: PatchText = {}
         if self.do_not_delete is not None:
-            members["doNotDelete"] = self.do_not_delete
+            text["doNotDelete"] = self.do_not_delete
         if self.expires is not None:
-            members["expires"] = self.expires
-        return members
+            text["expires"] = format_timestamp(self.expires)
+        return text
 
     @classmethod
     def protect(cls) -> SnapshotPatch:

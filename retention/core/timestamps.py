@@ -95,13 +95,4 @@ def add_date(moment: datetime, years: int, months: int, days: int, zone: tzinfo)
     # Day overflow rolls into the next month(s) (Go), rather than clamping to the month's end.
     day_one = date(year, month + 1, 1)
     target = day_one + timedelta(days=local.day - 1 + days)
-    wall = datetime(
-        target.year,
-        target.month,
-        target.day,
-        local.hour,
-        local.minute,
-        local.second,
-        local.microsecond,
-    )
-    return wall.replace(tzinfo=zone)
+    return local.replace(year=target.year, month=target.month, day=target.day, fold=0)

@@ -1,6 +1,6 @@
-"""Phrases the terminal, the report and doctor share: a count with its noun, a byte count,
-a list of unmanaged clusters, text from the service made safe to show, a value from a
-document in a message."""
+"""Phrases the terminal, the report and doctor share: a count with its noun, words as a list,
+a byte count, a list of unmanaged clusters, text from the service made safe to show, a value
+from a document in a message."""
 
 from __future__ import annotations
 
@@ -39,6 +39,13 @@ def plural(noun: str, count: float) -> str:
 def counted(count: int, noun: str) -> str:
     """A count and its noun: "1 check", "3 checks", "0 policies" (see ``plural``)."""
     return f"{count} {plural(noun, count)}"
+
+
+def joined(words: Sequence[str], last: str = "and") -> str:
+    """Words as a list in a sentence: "a", "a and b", "a, b and c" (``last``: "or")."""
+    if len(words) <= 1:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
 
 
 def size(count: int) -> str:

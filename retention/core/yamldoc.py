@@ -61,13 +61,6 @@ class Document:
     value: Any
     lines: Lines
 
-    def expect(self, kinds: tuple[type, ...], expected: str) -> Problem | None:
-        """A problem when the top level is not one of ``kinds`` (``expected`` words them)."""
-        if isinstance(self.value, kinds):
-            return None
-        message = f"the top level must be {expected}, not {_kind(self.value)}"
-        return Problem(self.lines.find(()), None, message)
-
 
 def _kind(value: object) -> str:
     """What a value is, in words that do not quote it."""
@@ -88,10 +81,10 @@ def parse(
     document is None when the text cannot be read as YAML, or its top level is none of those.
     """
     document, problems = _parse(data, expected)
-    wrong = document.expect(kinds, expected) if document is not None else None
-    if wrong is not None:
-        return None, [*problems, wrong]
-    return document, problems
+    if document is None or isinstance(document.value, kinds):
+        return document, problems
+    message = f"the top level must be {expected}, not {_kind(document.value)}"
+    return None, [*problems, Problem(document.lines.find(()), None, message)]
 
 
 def _parse(data: bytes, expected: str) -> tuple[Document | None, list[Problem]]:

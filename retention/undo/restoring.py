@@ -31,19 +31,17 @@ from retention.core.restore import (
     SETTLED,
     Restoration,
     State,
-    patch_text,
     restorations,
     verdict,
 )
 from retention.core.runfiles import (
     UNDO_FORMAT,
-    PatchText,
     UndoDocument,
     UndoIntent,
     UndoItem,
     UndoOutcome,
 )
-from retention.core.snapshot import json_text
+from retention.core.snapshot import PatchText, json_text
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted
 from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageError
@@ -266,9 +264,9 @@ def _restore(
         item.outcome, item.reason = "not-sent", _stopped(stop.name)
         return item
     steps = r.steps()
-    intent(r, [patch_text(patch) for patch in steps])
+    intent(r, [patch.as_text() for patch in steps])
     for patch in steps:
-        body = patch_text(patch)
+        body = patch.as_text()
         try:
             # The first PATCH is sent: the second finishes the change even after a stop.
             with stop.shield() if item.sent else nullcontext():

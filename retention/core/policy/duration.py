@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from retention.core.timestamps import EARLIEST, LATEST, add_date
-from retention.core.wording import counted
+from retention.core.wording import counted, joined
 
 _TOKEN = re.compile(r"(\d+)([ymdh])")
 
@@ -54,17 +54,8 @@ class RetentionDuration:
         return cls(values["y"], values["m"], values["d"], values["h"])
 
     def __str__(self) -> str:
-        parts = [
-            f"{value}{unit}"
-            for value, unit in (
-                (self.years, "y"),
-                (self.months, "m"),
-                (self.days, "d"),
-                (self.hours, "h"),
-            )
-            if value
-        ]
-        return "".join(parts) or "0h"
+        units = ((self.years, "y"), (self.months, "m"), (self.days, "d"), (self.hours, "h"))
+        return "".join(f"{value}{unit}" for value, unit in units if value) or "0h"
 
     def words(self) -> str:
         """The duration for people: "30 months", "1 year and 6 months", "0 hours"."""
@@ -72,9 +63,7 @@ class RetentionDuration:
         parts = [counted(value, unit) for value, unit in units if value]
         if self.hours or not parts:
             parts.append(counted(self.hours, "hour"))
-        if len(parts) == 1:
-            return parts[0]
-        return f"{', '.join(parts[:-1])} and {parts[-1]}"
+        return joined(parts)
 
     @property
     def zero(self) -> bool:

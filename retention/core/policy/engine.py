@@ -29,7 +29,7 @@ interval between two ticks of a cron expression, for ``count`` intervals, with t
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 
@@ -40,12 +40,6 @@ from retention.core.policy.every import EveryRule
 from retention.core.policy.holdrecords import IdEntry, protecting
 from retention.core.policy.rules import Rule
 from retention.core.policy.spec import Evaluation, Item, KeepReason, KeepSpec, Match
-
-
-def listed(ids: Collection[IdEntry], now: datetime, item_id: str) -> Match | None:
-    """The match of ``ids`` for one item at ``now``, or None when no entry protects it."""
-    entry = protecting(ids, now).get(item_id)
-    return None if entry is None else id_match(entry)
 
 
 def id_match(entry: IdEntry) -> Match:

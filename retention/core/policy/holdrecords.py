@@ -169,17 +169,11 @@ class HoldRecordTerms:
         return self.ends is None or now < self.ends
 
     @property
-    def details(self) -> str:
-        """The ticket and the end in words, e.g. ``ticket LEGAL-42, until 2027-01-31``."""
-        parts = [f"ticket {self.ticket}"] if self.ticket else []
-        parts += [f"until {self.until}"] if self.until else []
-        return ", ".join(parts)
-
-    @property
     def words(self) -> str:
         """The hold in words: ``legal hold (ticket LEGAL-42, until 2027-01-31)``."""
-        details = self.details
-        return f"{self.reason} ({details})" if details else self.reason
+        details = [f"ticket {self.ticket}"] if self.ticket else []
+        details += [f"until {self.until}"] if self.until else []
+        return f"{self.reason} ({', '.join(details)})" if details else self.reason
 
     @property
     def ended_words(self) -> str:
@@ -216,14 +210,10 @@ def ended(ids: Collection[IdEntry], now: datetime) -> dict[str, HoldRecordTerms]
     protected = protecting(ids, now)
     found: dict[str, HoldRecordTerms] = {}
     for entry in ids:
-        if (
-            isinstance(entry, HoldRecordTerms)
-            and entry.id not in protected
-            and entry.ends is not None
-        ):
-            last = found.get(entry.id)
-            if last is None or (last.ends is not None and entry.ends > last.ends):
-                found[entry.id] = entry
+        if not isinstance(entry, HoldRecordTerms) or entry.ends is None or entry.id in protected:
+            continue
+        if entry.id not in found or _lasts_longer(entry, found[entry.id]):
+            found[entry.id] = entry
     return found
 
 

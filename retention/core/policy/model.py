@@ -36,7 +36,7 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
 from retention.core.policy.holdrecords import HoldRecord, entry_id, id_entries
 from retention.core.snapshot import Kind
-from retention.core.wording import counted, plural, show_value
+from retention.core.wording import counted, joined, plural, show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -65,14 +65,6 @@ def _duration(value: object) -> RetentionDuration:
     return RetentionDuration.parse(value)
 
 
-def _optional_duration(value: object) -> RetentionDuration | None:
-    return None if value is None else _duration(value)
-
-
-def _duration_text(value: RetentionDuration | None) -> str | None:
-    return None if value is None else str(value)
-
-
 _DURATION_SCHEMA: dict[str, Any] = {
     "type": "string",
     "pattern": DURATION_PATTERN,
@@ -86,12 +78,7 @@ Duration = Annotated[
     PlainSerializer(str, return_type=str),
     WithJsonSchema(_DURATION_SCHEMA),
 ]
-OptionalDuration = Annotated[
-    RetentionDuration | None,
-    PlainValidator(_optional_duration),
-    PlainSerializer(_duration_text, return_type=str | None),
-    WithJsonSchema({"anyOf": [_DURATION_SCHEMA, {"type": "null"}]}),
-]
+OptionalDuration = Duration | None
 
 
 # Strict: YAML gives integers as integers; `daily: true` or `daily: "7"` is a mistake.
@@ -354,12 +341,6 @@ class Policy(BaseModel):
         return f"{self.name}: {_describe_scope(self.match)}, {'; '.join(parts)}."
 
 
-def _join(words: list[str], last: str = "and") -> str:
-    if len(words) <= 1:
-        return "".join(words)
-    return f"{', '.join(words[:-1])} {last} {words[-1]}"
-
-
 def _describe_scope(selector: Selector) -> str:
     kinds = set(selector.kinds or ("cluster", "config-server"))
     noun = "clusters and config servers"
@@ -367,10 +348,10 @@ def _describe_scope(selector: Selector) -> str:
         noun = "clusters"
     elif kinds == {"config-server"}:
         noun = "config servers"
-    scope = f"{noun} {_join(selector.clusters, 'or')}" if selector.clusters else f"all {noun}"
+    scope = f"{noun} {joined(selector.clusters, 'or')}" if selector.clusters else f"all {noun}"
     if selector.projects:
         label = plural("project", len(selector.projects))
-        scope += f" in {label} {_join(selector.projects, 'or')}"
+        scope += f" in {label} {joined(selector.projects, 'or')}"
     return scope
 
 
@@ -380,25 +361,22 @@ def _amount(count: int) -> str:
 
 def _describe_rules(verb: str, spec: spec.KeepSpec) -> str:
     words = [words for rule in rules.RULES for words in _rule_words(rule, spec)]
-    return f"{verb} {_join(words)}" if words else ""
+    return f"{verb} {joined(words)}" if words else ""
 
 
 def _rule_words(rule: rules.Rule, spec: spec.KeepSpec) -> list[str]:
     """What one rule of ``spec`` keeps, in the summary's words, when it keeps anything."""
+    if not rule.keeps_with(getattr(spec, rule.name)):
+        return []
     if rule.kind == "count":
         count = spec.count_of(rule)
-        if not count:
-            return []
         # last counts by position ("last 3"), the others by calendar ("7 daily").
         by_position = rule.calendar is None
         return [f"{rule.name} {_amount(count)}" if by_position else f"{_amount(count)} {rule.name}"]
-    if rule.kind in ("within", "window"):
-        window = spec.duration_of(rule)
-        if rule.kind == "within":
-            words = f"everything within {window}"
-        else:
-            words = rule.reason.format(within=window)  # "daily within 30d"
-        return [words] if window is not None and not window.zero else []
+    if rule.kind == "within":
+        return [f"everything within {spec.duration_of(rule)}"]
+    if rule.kind == "window":
+        return [rule.reason.format(within=spec.duration_of(rule))]  # "daily within 30d"
     if rule.kind == "every":
         return [
             f"{_amount(every.count)} {plural('interval', every.count)} of cron '{every.cron}'"
@@ -416,7 +394,7 @@ def _describe_safety(safety: Safety) -> list[str]:
     if safety.max_expire_fraction != DEFAULT_MAX_EXPIRE_FRACTION:
         parts.append(f"max_expire_fraction {safety.max_expire_fraction:g}")
     if tuple(safety.hold_on_alerts) != DEFAULT_HOLD_ON_ALERTS:
-        alerts = _join(safety.hold_on_alerts)
+        alerts = joined(safety.hold_on_alerts)
         parts.append(f"hold on {alerts}" if alerts else "no alert holds")
     return parts
 

@@ -22,11 +22,11 @@ from retention.core.policy.engine import (
     States,
     WindowState,
     has_tags,
-    listed,
+    id_match,
     newest_first,
     start,
 )
-from retention.core.policy.holdrecords import HoldRecordTerms, ended
+from retention.core.policy.holdrecords import HoldRecordTerms, ended, protecting
 from retention.core.policy.spec import Item, KeepSpec, Match
 from retention.core.timestamps import format_timestamp
 
@@ -180,10 +180,10 @@ def _trace_listed(item: Item, spec: KeepSpec, now: datetime) -> list[RuleTrace]:
         else:
             out.append(_passed(rules.TAGS.name, label, 0, _lacks(item.tags, wanted)))
     if spec.ids:
-        match = listed(spec.ids, now, item.id)
+        entry = protecting(spec.ids, now).get(item.id)
         gone = ended(spec.ids, now).get(item.id)
-        if match is not None:
-            out.append(_kept(rules.IDS.label, match))
+        if entry is not None:
+            out.append(_kept(rules.IDS.label, id_match(entry)))
         elif gone is not None:
             passed = _passed(rules.IDS.name, rules.IDS.label, 0, gone.ended_words)
             out.append(replace(passed, record=gone))
