@@ -408,7 +408,8 @@ def test_an_error_inside_a_worker_is_the_error_one_process_raises() -> None:
 def test_unread_alerts_hold_a_cluster_but_leave_its_restore_points_described() -> None:
     """A project whose alerts could not be read: its cluster carries the error and a walk
     hold on its destructive changes, as a failed walk would, but all its snapshots were
-    walked, so its restore points and freshness are described; a failed walk has neither."""
+    walked, so its restore points and freshness are described (if approved, as an unheld
+    cluster's; as planned, its held snapshots stay); a failed walk has neither."""
     walk = walks(1)[0]
     unread = Shared(policies(), {}, {"p1": "alerts unreadable: 403"}, NOW, timedelta(days=1))
 
@@ -419,5 +420,10 @@ def test_unread_alerts_hold_a_cluster_but_leave_its_restore_points_described() -
     assert [h.kind for h in plan.decided.holds] == ["walk"]
     assert plan.restorable is not None
     assert plan.restorable.freshness is not None
-    assert plan.restorable == shared().plan(walk.target, walk.snapshots, None).restorable
+    unheld = shared().plan(walk.target, walk.snapshots, None).restorable
+    assert unheld is not None
+    assert plan.restorable.if_approved == unheld.ladder
+    assert plan.restorable.freshness == unheld.freshness
+    assert plan.restorable.today is not None
+    assert plan.restorable.ladder.points > unheld.ladder.points
     assert failed.restorable is None

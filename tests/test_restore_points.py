@@ -18,8 +18,12 @@ from hypothesis import strategies as st
 from retention.config.policyfiles import load_policies
 from retention.core.decide import decide
 from retention.core.horizon import lease
-from retention.core.model import ClusterView, Member, SnapshotView, Target
-from retention.core.planvalues import freshness_entry, restore_points_entry
+from retention.core.model import AlertView, ClusterView, Member, SnapshotView, Target
+from retention.core.planvalues import (
+    cluster_restore_points,
+    freshness_entry,
+    restore_points_entry,
+)
 from retention.core.policy.spec import KeepSpec
 from retention.core.restorable import describe_restore_points
 from retention.core.restorepoints import grain_of, ladder_of
@@ -227,7 +231,15 @@ def golden_clusters(name: str) -> list[tuple[ClusterView, dict[str, Any], list[s
             )
             for r in mine
         ]
-        out.append((ClusterView(target, snapshots), entry, [r["state"] for r in mine]))
+        # Its OPEN alerts as the plan recorded them: a held change leaves its snapshot in
+        # place, so the restore points depend on the holds.
+        alerts = [
+            AlertView(h["alertId"], h["reason"].split()[2], cluster_id=entry["clusterId"])
+            for h in entry["holds"]
+            if h["kind"] == "alert"
+        ]
+        view = ClusterView(target, snapshots, alerts)
+        out.append((view, entry, [r["state"] for r in mine]))
     return out
 
 
@@ -252,7 +264,7 @@ def test_restore_points_described_apart_from_deciding_are_the_golden_plans(name:
             assert restorable is not None
             assert restorable.freshness is not None
             described = {
-                "restorePoints": restore_points_entry(restorable.ladder),
+                "restorePoints": cluster_restore_points(restorable),
                 "newestRestorable": freshness_entry(restorable.freshness),
             }
             assert json.loads(encode_line(described)) == {

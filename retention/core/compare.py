@@ -176,7 +176,12 @@ def _why(decision: Decision) -> str:
 
 
 def _ladder(plan: ClusterPlan) -> Ladder | None:
-    return None if plan.restorable is None else plan.restorable.ladder
+    # What the policies do, not what a gate lets through today: the held changes count as
+    # sent, or a first run's held plan would show two policies keeping the same.
+    r = plan.restorable
+    if r is None:
+        return None
+    return r.ladder if r.if_approved is None else r.if_approved
 
 
 def _has(holds: Sequence[Hold], hold: Hold) -> bool:

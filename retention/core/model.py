@@ -313,11 +313,15 @@ class ClusterDecisions:
 
 @dataclass(frozen=True)
 class Restorable:
-    """What a cluster can be restored to once its plan is applied: the ladder of its restore
-    points, and how fresh its newest restorable snapshot is (None when not checked)."""
+    """What a cluster can be restored to once its plan is applied as it stands (held
+    changes not sent): the ladder of its restore points, and how fresh its newest
+    restorable snapshot is (None when not checked). A cluster with held changes also has
+    its ladder ``today`` and ``if_approved`` (held changes sent), for the person deciding."""
 
     ladder: Ladder
     freshness: Freshness | None
+    today: Ladder | None = None
+    if_approved: Ladder | None = None
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,9 @@ class DecisionRecord(TypedDict):
     advisory: bool
     # The cluster's grace in seconds: what a change needs at send time (v2; v1 lines lack it).
     grace: NotRequired[Annotated[int, Field(ge=0)]]
+    # How many seconds the change takes off the expiry the snapshot already has
+    # (core.approving.cut_seconds): only on a change that writes an earlier expiry.
+    cutSeconds: NotRequired[Annotated[int, Field(ge=1)]]
 
 
 @with_config(_STRICT)
@@ -175,9 +178,9 @@ class TierEntry(TypedDict):
 
 
 @with_config(_STRICT)
-class RestorePointsEntry(TypedDict):
-    """What the cluster can be restored to once the plan is applied, read off the
-    snapshots it keeps: how many, the newest and oldest, and the ladder."""
+class LadderEntry(TypedDict):
+    """Restore points read off a set of snapshots: how many, the newest and oldest, and the
+    ladder."""
 
     count: Annotated[int, Field(ge=0)]
     newest: Timestamp | None
@@ -185,6 +188,45 @@ class RestorePointsEntry(TypedDict):
     gaps: bool
     tiers: list[TierEntry]
     text: str
+
+
+@with_config(_STRICT)
+class RestorePointsEntry(LadderEntry):
+    """What the cluster can be restored to once the plan is applied as it stands (held
+    changes not sent), read off the snapshots it leaves in place. A cluster with held
+    changes also has its ladder ``today``, ``asPlanned`` (the same as the entry's own) and
+    ``ifApproved`` (held changes sent), and what ``approving`` removes in words. Optional:
+    plans written before they were added still read."""
+
+    today: NotRequired[LadderEntry]
+    asPlanned: NotRequired[LadderEntry]
+    ifApproved: NotRequired[LadderEntry]
+    approving: NotRequired[str]
+
+
+@with_config(_STRICT)
+class CutEntry(TypedDict):
+    """The largest cut of a held cluster's changes: the snapshot, how many seconds come off
+    its expiry, the expiry it has and the one the change writes."""
+
+    snapshotId: AnyId
+    cutSeconds: Annotated[int, Field(ge=1)]
+    expires: Timestamp
+    expiresAfter: Timestamp
+
+
+@with_config(_STRICT)
+class HeldChangesEntry(TypedDict):
+    """A held cluster's changes summed up (core.approving.held_cost): how many of each
+    action, the storage they would give back, the oldest snapshot they touch, the largest
+    cut of an existing expiry, and how many cuts are long (30 days or more)."""
+
+    byAction: dict[str, int]
+    bytes: Annotated[int, Field(ge=0)]
+    oldestSnapshotId: AnyId
+    oldestCreated: Timestamp
+    largestCut: CutEntry | None
+    longCuts: Annotated[int, Field(ge=0)]
 
 
 @with_config(_STRICT)
@@ -228,6 +270,8 @@ class ClusterEntry(TypedDict):
     # snapshot and no expectation is not checked (no newestRestorable).
     restorePoints: NotRequired[RestorePointsEntry]
     newestRestorable: NotRequired[FreshnessEntry]
+    # What approving its held changes costs: only on a cluster with held changes.
+    heldChanges: NotRequired[HeldChangesEntry]
 
 
 @with_config(_STRICT)
@@ -264,6 +308,9 @@ class Summary(TypedDict):
     # Clusters whose newest restorable snapshot is older than expected (backups that
     # stopped). Optional: plans written before it was added still read.
     clustersStale: NotRequired[int]
+    # Changes (sent or held) that cut an existing expiry by 30 days or more
+    # (core.approving.LONG_CUT). Optional, as clustersStale.
+    longCuts: NotRequired[int]
 
 
 @with_config(_STRICT)

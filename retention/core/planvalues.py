@@ -4,9 +4,16 @@ and forecast documents write them (retention.core.planfile holds the model)."""
 
 from __future__ import annotations
 
+from retention.core.approving import HeldCost, removed_words
 from retention.core.freshness import Freshness
-from retention.core.model import Hold
-from retention.core.planfile import FreshnessEntry, HoldEntry, RestorePointsEntry, TierEntry
+from retention.core.model import Hold, Restorable
+from retention.core.planfile import (
+    FreshnessEntry,
+    HeldChangesEntry,
+    HoldEntry,
+    RestorePointsEntry,
+    TierEntry,
+)
 from retention.core.restorepoints import Ladder, Missing, Tier
 
 
@@ -42,6 +49,39 @@ def restore_points_entry(ladder: Ladder) -> RestorePointsEntry:
             for t in ladder.tiers
         ],
         "text": ladder.words(),
+    }
+
+
+def cluster_restore_points(restorable: Restorable) -> RestorePointsEntry:
+    """A cluster's ``restorePoints`` in plan.json: its ladder as the plan stands and, when
+    it has held changes, its three ladders and what approving removes."""
+    entry = restore_points_entry(restorable.ladder)
+    today, if_approved = restorable.today, restorable.if_approved
+    if today is not None and if_approved is not None:
+        entry["today"] = restore_points_entry(today)
+        entry["asPlanned"] = restore_points_entry(restorable.ladder)
+        entry["ifApproved"] = restore_points_entry(if_approved)
+        entry["approving"] = removed_words(restorable.ladder, if_approved)
+    return entry
+
+
+def held_changes_entry(cost: HeldCost) -> HeldChangesEntry:
+    """A held cluster's ``heldChanges`` in plan.json."""
+    cut = cost.largest_cut
+    return {
+        "byAction": cost.by_action,
+        "bytes": cost.storage_bytes,
+        "oldestSnapshotId": cost.oldest_id,
+        "oldestCreated": cost.oldest_created,
+        "largestCut": None
+        if cut is None
+        else {
+            "snapshotId": cut.snapshot_id,
+            "cutSeconds": cut.seconds,
+            "expires": cut.expires,
+            "expiresAfter": cut.after,
+        },
+        "longCuts": cost.long_cuts,
     }
 
 

@@ -5,7 +5,11 @@ describes every cluster it walked in full, a forecast's steps need only the olde
 point. Pure: no I/O, no clock.
 
 Restorable, for the freshness, is any complete, consistent snapshot not awaiting deletion;
-the ladder's restore points are those of them the plan leaves in place.
+the ladder's restore points are those of them the plan leaves in place: the snapshots it
+keeps, and those whose destructive change a safety gate holds (not sent, they stay as they
+are). A cluster with held changes is described three times, for whoever decides whether to
+approve them: today (every restorable snapshot), as the plan stands, and if approved (its
+held changes sent too).
 """
 
 from __future__ import annotations
@@ -30,15 +34,16 @@ def describe_restore_points(decided: ClusterDecisions, now: datetime) -> Restora
         return None
     usable = _restorable(decided, now)
     restorable = [d.snapshot.created for d in usable]
-    return Restorable(
-        ladder_of(_leaves_in_place(decided, usable)),
-        freshness(
-            restorable,
-            now,
-            within=decided.newest_within,
-            any_snapshot=bool(decided.decisions),
-        ),
+    fresh = freshness(
+        restorable, now, within=decided.newest_within, any_snapshot=bool(decided.decisions)
     )
+    stays = [d.snapshot.created for d in usable if d.held is not None]
+    as_planned = ladder_of([*_leaves_in_place(decided, usable), *stays])
+    # A config server's changes are advisory: nothing to approve, held or not.
+    if decided.target.kind != "cluster" or not any(d.held is not None for d in decided.decisions):
+        return Restorable(as_planned, fresh)
+    today, if_approved = ladder_of(restorable), ladder_of(_leaves_in_place(decided, usable))
+    return Restorable(as_planned, fresh, today, if_approved)
 
 
 def restore_points(decided: ClusterDecisions, now: datetime) -> list[datetime]:

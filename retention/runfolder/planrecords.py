@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from retention.core.approving import cut_seconds, held_cost
 from retention.core.model import ClusterDecisions, ClusterPlan, Decision, HoldRecordView
 from retention.core.planfile import (
     Body,
@@ -18,7 +19,12 @@ from retention.core.planfile import (
     DecisionRecord,
     HoldRecordEntry,
 )
-from retention.core.planvalues import freshness_entry, hold_entry, restore_points_entry
+from retention.core.planvalues import (
+    cluster_restore_points,
+    freshness_entry,
+    held_changes_entry,
+    hold_entry,
+)
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import to_utc
 
@@ -41,7 +47,7 @@ def patch_body(patch: SnapshotPatch) -> Body:
 def decision_record(decided: ClusterDecisions, d: Decision) -> DecisionRecord:
     """One line of decisions.jsonl: everything needed to explain this snapshot."""
     t, s = decided.target, d.snapshot
-    return {
+    record: DecisionRecord = {
         "projectId": t.project_id,
         "clusterId": t.cluster_id,
         "clusterName": t.name,
@@ -62,7 +68,11 @@ def decision_record(decided: ClusterDecisions, d: Decision) -> DecisionRecord:
         "body": patch_body(d.patch) if d.patch is not None else None,
         "held": d.held,
         "advisory": d.advisory,
+        "grace": decided.grace_seconds,
     }
+    if (cut := cut_seconds(d)) is not None:
+        record["cutSeconds"] = cut
+    return record
 
 
 def change_record(record: DecisionRecord, grace: int) -> Change:
@@ -132,9 +142,11 @@ def cluster_entry(
         ),
     }
     if restorable is not None:
-        entry["restorePoints"] = restore_points_entry(restorable.ladder)
+        entry["restorePoints"] = cluster_restore_points(restorable)
         if restorable.freshness is not None:
             entry["newestRestorable"] = freshness_entry(restorable.freshness)
+    if (cost := held_cost(decided)) is not None:
+        entry["heldChanges"] = held_changes_entry(cost)
     return entry
 
 

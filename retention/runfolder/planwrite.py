@@ -26,6 +26,7 @@ from typing import IO, Any
 import orjson
 import zstandard
 
+from retention.core.approving import is_long_cut
 from retention.core.model import ClusterPlan
 from retention.core.planfile import (
     FORMAT,
@@ -141,10 +142,8 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
     # Snapshots by state and by action (held and advisory ones counted apart), in the pass
     # that encodes them.
     counts: dict[str, int] = {"snapshots": len(decided.decisions)}
-    grace = decided.grace_seconds
     for d in decided.decisions:
         record = decision_record(decided, d)
-        record["grace"] = grace
         decisions += encode_line(record)
         state = "state:" + d.state
         counts[state] = counts.get(state, 0) + 1
@@ -152,6 +151,8 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
             entries[into].append(record)
             action = f"action:{d.listed_as}"
             counts[action] = counts.get(action, 0) + 1
+            if is_long_cut(record.get("cutSeconds")):
+                counts["cut:long"] = counts.get("cut:long", 0) + 1
     key = (t.project_id, t.kind, t.cluster_id)
     summary = cluster_entry(plan, counts, entries)
     records = [((r.policy, r.index), hold_record_entry(decided, r)) for r in decided.hold_records]
@@ -169,6 +170,7 @@ class _Tally:
     with_errors: int = 0
     unmanaged: int = 0
     stale: int = 0
+    long_cuts: int = 0
     bytes_given_back: int = 0
     bytes_held: int = 0
     expires_from: datetime | None = None
@@ -180,6 +182,7 @@ class _Tally:
         self.with_errors += bool(entry["errors"])
         self.unmanaged += not entry["policies"]
         self.stale += bool(entry.get("newestRestorable", {}).get("stale"))
+        self.long_cuts += entry["counts"].get("cut:long", 0)
         self.bytes_given_back += entry["bytesGivenBack"]
         self.bytes_held += entry["bytesHeld"]
         if (expires := entry["expiresFrom"]) is not None:
@@ -321,6 +324,7 @@ class PlanBuilder:
             "bytesHeld": tally.bytes_held,
             "expiresFrom": tally.expires_from,
             "clustersStale": tally.stale,
+            "longCuts": tally.long_cuts,
         }
 
 
