@@ -91,6 +91,7 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     changes = list(open_plan(run_dir / "plan.json").read_list("changes"))
     assert code == 0
     assert names == [
+        "approve.txt",
         "decisions.jsonl.zst",
         "plan.json",
         "report.html",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from pathlib import Path
 
 import jsonschema
@@ -94,17 +95,23 @@ def test_plan_held_by_the_fraction_gate_is_exit_3(
     sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A plan that would expire more than max_expire_fraction of a cluster exits 3, and the
-    summary says how to send what that gate holds after review (not what an alert holds)."""
+    summary prints the whole command, with the plan's real path, that sends what that gate
+    holds after review; pasted as printed, it sends the held changes and exits 0."""
     config = write_config(tmp_path, sim.base_url, fraction=0.1)
+    plan = tmp_path / "p.json"
 
-    code = cli.main(
-        ["--config", str(config), "plan", "--out", str(tmp_path / "p.json")], clock=sim.clock.now
-    )
+    code = cli.main(["--config", str(config), "plan", "--out", str(plan)], clock=sim.clock.now)
 
     out = capsys.readouterr().out
     assert code == 3
     assert "more than max_expire_fraction 0.1" in out
-    assert "retention apply PLAN --approve prod-big  (or --approve-all)" in out
+    printed = [
+        line.strip() for line in out.splitlines() if line.strip().startswith("retention apply")
+    ]
+    assert printed == [f"retention apply {plan} --approve prod-big"]
+    words = shlex.split(printed[0])[1:]
+    assert cli.main(["--config", str(config), *words, "--quiet"], clock=sim.clock.now) == 0
+    assert "Approved by --approve: prod-big" in capsys.readouterr().out
 
 
 @pytest.mark.usefixtures("keys")
@@ -279,7 +286,7 @@ def test_malformed_answer_for_one_cluster_skips_only_that_cluster(tmp_path: Path
     # A cluster's error is the cluster's: not also among the plan's own (the schema says
     # those are outside any one cluster), and the summary prints it once.
     assert result.plan.head["errors"] == []
-    lines = summary_lines(result.plan.head, entries)
+    lines = summary_lines(result.plan.head, entries, plan_path=result.plan.path)
     printed = [line for line in lines if line.startswith("  error")]
     assert printed == [f"  error prod-big: {clusters['prod-big']['errors'][0]}"]
 

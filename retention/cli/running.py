@@ -89,6 +89,15 @@ def run_command(  # noqa: PLR0913 - click passes each option of the command as a
     "max_expire_fraction hold can be approved.",
 )
 @click.option(
+    "--approve-from",
+    "approve_from",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Send the held changes of each cluster FILE lists, a name or id per line (# starts "
+    "a comment): the approve.txt a plan writes beside itself, edited after review.",
+)
+@click.option(
     "--approve-all",
     is_flag=True,
     help="Send the held changes of every cluster held only by max_expire_fraction.",
@@ -103,6 +112,7 @@ def apply_command(  # noqa: PLR0913 - click passes each option of the command as
     max_age: str,
     quiet: bool,
     approve: tuple[str, ...],
+    approve_from: str | None,
     approve_all: bool,
     metrics_file: str | None,
     pushgateway: str | None,
@@ -121,13 +131,16 @@ def apply_command(  # noqa: PLR0913 - click passes each option of the command as
 
     A first run over a long history is held by max_expire_fraction; after review,
     --approve CLUSTER (or --approve-all) sends that cluster's held changes, each still
-    with its full grace. Holds by an OPEN alert or a failed walk cannot be approved.
+    with its full grace. Holds by an OPEN alert or a failed walk cannot be approved. A plan
+    holding more than three clusters lists them in approve.txt beside it: delete the lines
+    of those you do not approve and give it to --approve-from.
 
     \b
     Examples:
       retention plan --out plan.json && retention apply plan.json
       retention apply reports/20261121T030000Z-1a2b3c4d --max-age 2h   # its plan.json
       retention apply plan.json --approve prod-orders   # its fraction hold, reviewed
+      retention apply plan.json --approve-from approve.txt   # the clusters it lists
       retention apply plan.json --metrics-file "$TEXTFILE_DIR/retention.prom"  # run's file
     """
     from retention.core.policy.duration import RetentionDuration
@@ -148,6 +161,7 @@ def apply_command(  # noqa: PLR0913 - click passes each option of the command as
         approve,
         approve_all,
         metrics_target(metrics_file, pushgateway),
+        Path(approve_from) if approve_from else None,
     )
     progress = Progress(quiet or json_logs(ctx))
     return show_run(library(ctx, progress).apply(request), output)

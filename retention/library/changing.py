@@ -231,12 +231,14 @@ class ApplyJob(_PlanEnding):
             raise UsageError(f"{found}: no such plan file")
 
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], RunResult]:
-        """Nothing to read before the lock: the plan is checked whole by the step."""
+        """The approve list (--approve-from) is read before the lock; the plan is checked
+        whole by the step."""
+        saved = self.request.saved()
 
         def step(run: JobContext) -> RunResult:
             return apply_saved(
                 run.client,
-                self.request.saved(),
+                saved,
                 reports=config.reports.dir,
                 concurrency=config.api.concurrency,
                 clock=run.clock,

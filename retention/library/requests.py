@@ -16,6 +16,7 @@ from retention.core.guard import Asked
 from retention.core.policy.duration import RetentionDuration
 from retention.library.ending import MetricsTarget
 from retention.ops.sharding import Shard
+from retention.runfolder.approvelist import read_approve_list
 
 
 @dataclass(frozen=True)
@@ -42,14 +43,16 @@ class RunRequest:
 @dataclass(frozen=True)
 class ApplyRequest:
     """Apply exactly a saved plan (a plan file, or a run folder: its plan.json), refused
-    when older than ``max_age``; ``approve`` (cluster names or ids) and ``approve_all``
-    let through the changes held only by max_expire_fraction."""
+    when older than ``max_age``; ``approve`` (cluster names or ids), the clusters the file
+    ``approve_from`` lists (approve.txt beside a plan) and ``approve_all`` let through the
+    changes held only by max_expire_fraction."""
 
     plan: Path
     max_age: timedelta = timedelta(hours=24)
     approve: tuple[str, ...] = ()
     approve_all: bool = False
     metrics: MetricsTarget = field(default_factory=MetricsTarget)
+    approve_from: Path | None = None
 
     @property
     def plan_file(self) -> Path:
@@ -57,8 +60,11 @@ class ApplyRequest:
         return self.plan / "plan.json" if self.plan.is_dir() else self.plan
 
     def saved(self) -> SavedPlan:
-        """The saved plan for the apply step."""
-        return SavedPlan(self.plan_file, Asked(self.max_age, self.approve, self.approve_all))
+        """The saved plan for the apply step, with every approval asked for; UsageError
+        naming the file when the approve list cannot be read or lists no cluster."""
+        listed = read_approve_list(self.approve_from) if self.approve_from else ()
+        approve = tuple(dict.fromkeys((*self.approve, *listed)))
+        return SavedPlan(self.plan_file, Asked(self.max_age, approve, self.approve_all))
 
 
 @dataclass(frozen=True)

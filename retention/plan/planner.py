@@ -25,6 +25,7 @@ from retention.core.policy.loader import LoadedPolicy
 from retention.errors import StopRequestedError
 from retention.ops.stopping import Stop
 from retention.plan.workers import POOL_FROM, Deciders, Shared
+from retention.runfolder.approvelist import Approvable, write_approve_list
 from retention.runfolder.folder import decisions_path, partial_path
 from retention.runfolder.planread import PlanFile, open_plan
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
@@ -84,7 +85,7 @@ def make_plan(
     decisions_partial = partial_path(decisions_to)
     planning = _Planning(client, scope, now, at, on_walk, stop)
     try:
-        found, walk_errors = planning.write(plan_path, decisions_partial)
+        found, walk_errors, approvable = planning.write(plan_path, decisions_partial)
         stop.check("the plan was renamed into place")
     except BaseException as exc:
         decisions_partial.unlink(missing_ok=True)
@@ -94,7 +95,18 @@ def make_plan(
         raise
     decisions_partial.replace(decisions_to)
     partial_path(plan_path).replace(plan_path)
+    _list_approvable(plan_path, approvable)
     return PlanResult(open_plan(plan_path), found.errors + walk_errors)
+
+
+def _list_approvable(plan_path: Path, approvable: list[Approvable]) -> None:
+    """approve.txt beside the plan; one that cannot be written is a warning (the plan and
+    its report still name each cluster)."""
+    try:
+        write_approve_list(plan_path, approvable)
+    except OSError as exc:
+        text = f"warning: cannot write the list of approvable clusters: {exc.strerror or exc}"
+        log.warning("%s", text, extra={"text": text, "fields": {"event": "approve-list"}})
 
 
 def planning_stopped(error: StopRequestedError, what_is_left: str) -> StopRequestedError:
@@ -118,9 +130,12 @@ class _Planning:
     on_walk: Callable[[Walk], None] | None
     stop: Stop
 
-    def write(self, plan_path: Path, decisions_partial: Path) -> tuple[_Found, list[str]]:
+    def write(
+        self, plan_path: Path, decisions_partial: Path
+    ) -> tuple[_Found, list[str], list[Approvable]]:
         """Survey, walk and decide into the decisions' partial file, then write plan.json's
-        partial file; what the survey found, and the walk errors."""
+        partial file; what the survey found, the walk errors and the clusters only
+        max_expire_fraction holds."""
         scope, evaluated = self.scope, self.at or self.now
         lease_for = lease(scope.schedule, evaluated, scope.lease_minimum)
         last_run = _last_run(scope.schedule, evaluated, lease_for, scope.lease_minimum)
@@ -149,16 +164,20 @@ class _Planning:
                 lease_for,
                 last_run,
             )
-            walk_errors = self._walk_and_decide(found, builder, shared)
+            walk_errors, approvable = self._walk_and_decide(found, builder, shared)
             builder.service_version = self.client.service_version
             _write_whole(plan_path, builder, found)
-        return found, walk_errors
+        return found, walk_errors, approvable
 
-    def _walk_and_decide(self, found: _Found, builder: PlanBuilder, shared: Shared) -> list[str]:
+    def _walk_and_decide(
+        self, found: _Found, builder: PlanBuilder, shared: Shared
+    ) -> tuple[list[str], list[Approvable]]:
         """Decide every target as its walk comes in; the walk errors (each is also in its
-        cluster's entry). A stop ends it between two clusters: the walks stop at their next
-        request, and deciding what was walked would only delay the stop."""
+        cluster's entry) and the clusters only max_expire_fraction holds. A stop ends it
+        between two clusters: the walks stop at their next request, and deciding what was
+        walked would only delay the stop."""
         walk_errors: list[str] = []
+        approvable: list[Approvable] = []
         concurrency = self.scope.concurrency
 
         def walks() -> Iterator[Walk]:
@@ -175,7 +194,9 @@ class _Planning:
             for cluster in deciders.decide_all(walks()):
                 self.stop.check("deciding the next cluster")
                 builder.add_encoded(cluster)
-        return walk_errors
+                if (can := Approvable.of(cluster.summary)) is not None:
+                    approvable.append(can)
+        return walk_errors, approvable
 
 
 @dataclass

@@ -37,6 +37,8 @@ DECISIONS = "decisions.jsonl.zst"
 RESULTS = "results.jsonl"
 UNDO = "undo.json"
 INTERRUPTED = "interrupted.json"
+# The held clusters an apply may let through, a line each (runfolder.approvelist).
+APPROVE = "approve.txt"
 # The reports by format (reports.formats).
 REPORTS = {"html": "report.html", "markdown": "report.md"}
 # A file is written under this suffix and renamed when whole, so a reader never meets half.
@@ -68,6 +70,13 @@ def decisions_path(plan_path: Path) -> Path:
     their own."""
     prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
     return plan_path.with_name(prefix + DECISIONS)
+
+
+def approve_list_path(plan_path: Path) -> Path:
+    """Where a plan's list of approvable clusters is: approve.txt beside plan.json, and
+    NAME.approve.txt beside any other NAME.json (as decisions_path)."""
+    prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
+    return plan_path.with_name(prefix + APPROVE)
 
 
 @dataclass(frozen=True)
