@@ -132,7 +132,10 @@ def test_a_cluster_whose_id_cannot_be_carried_leaves_the_rest_of_the_fleet_appli
         "'alerts-prod')"
     ]
     markdown = (run_dir / "report.md").read_text()
-    assert f"| alerts-prod | id: cluster id '{ODD}' cannot be carried by a plan" in markdown
+    assert (
+        f"**alerts-prod**, 0 held changes: id: cluster id '{ODD}' cannot be carried by a plan"
+        in markdown
+    )
     assert "exit 3" in markdown
 
 

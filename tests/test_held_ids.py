@@ -199,7 +199,7 @@ def test_the_terminal_summary_names_the_held_id_with_its_control_characters_esca
         builder.write(out)
     plan = open_plan(tmp_path / "plan.json")
 
-    lines = summary_lines(plan.head, plan.read_clusters())
+    lines = summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path)
 
     assert not [line for line in lines if "\x1b" in line or "\x07" in line]
     [hold] = [line for line in lines if line.startswith("  hold ")]

@@ -378,7 +378,7 @@ def test_the_summary_counts_hold_records_and_names_the_ended_ones(tmp_path: Path
     each ended one with its file and line."""
     plan = open_plan(write_plan(tmp_path, plan_at(NOW)))
 
-    lines = summary_lines(plan.head, plan.read_clusters())
+    lines = summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path)
 
     assert "Hold records (protect: ids): 2 hold records, 1 ended." in lines
     assert (

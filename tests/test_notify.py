@@ -132,7 +132,8 @@ def test_a_held_run_notices_what_is_held(
     assert summary["clustersHeld"] == 1
     assert f"{summary['byAction']['held']} held, " in notice["message"]
     assert "clusters with changes, 1 held, 0 with errors." in notice["message"]
-    assert "`retention apply PLAN --approve prod-big`" in notice["message"]
+    [run_dir] = (folder / "reports").glob("*/")
+    assert f"`retention apply {run_dir / 'plan.json'} --approve prod-big`" in notice["message"]
 
 
 def test_on_holds_sends_nothing_for_a_run_that_holds_nothing(

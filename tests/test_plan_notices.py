@@ -41,7 +41,7 @@ def test_a_plan_with_a_config_server_notes_the_deprecation_once_and_logs_no_warn
     result, _ = plan_scenario(WITH_CONFIG_SERVER, tmp_path)
 
     document = json.loads(result.plan.path.read_text())
-    lines = summary_lines(result.plan.head, result.plan.read_clusters())
+    lines = summary_lines(result.plan.head, result.plan.read_clusters(), plan_path=result.plan.path)
     assert [c["kind"] for c in document["clusters"]].count("config-server") >= 1
     assert document["notices"] == [CONFIG_SERVER_NOTICE]
     assert lines.count(f"  note {CONFIG_SERVER_NOTICE}") == 1
@@ -54,7 +54,7 @@ def test_a_plan_without_config_servers_has_no_notice(tmp_path: Path) -> None:
     result, _ = plan_scenario(WITHOUT_CONFIG_SERVER, tmp_path)
 
     document = json.loads(result.plan.path.read_text())
-    lines = summary_lines(result.plan.head, result.plan.read_clusters())
+    lines = summary_lines(result.plan.head, result.plan.read_clusters(), plan_path=result.plan.path)
     assert "config-server" not in [c["kind"] for c in document["clusters"]]
     assert document["notices"] == []
     assert not [line for line in lines if line.startswith("  note")]
@@ -97,7 +97,9 @@ def test_a_plan_written_before_notices_still_reads_and_rewrites(tmp_path: Path) 
 
     assert "notices" not in head
     assert not [
-        line for line in summary_lines(head, plan.read_clusters()) if line.startswith("  note")
+        line
+        for line in summary_lines(head, plan.read_clusters(), plan_path=plan.path)
+        if line.startswith("  note")
     ]
     assert json.loads(out.getvalue())["notices"] == []
     assert CONFIG_SERVER_NOTICE not in (tmp_path / "report.html").read_text()

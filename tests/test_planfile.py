@@ -366,7 +366,7 @@ def test_the_plan_says_what_it_gives_back_and_from_when(tmp_path: Path) -> None:
     path = written(tmp_path, [plan])
     document = json.loads(path.read_bytes())
     read = open_plan(path)
-    lines = summary_lines(read.head, read.read_clusters())
+    lines = summary_lines(read.head, read.read_clusters(), plan_path=read.path)
 
     assert document["clusters"][0]["bytesGivenBack"] == 3 * (3 << 30)
     assert document["summary"]["bytesGivenBack"] == 3 * (3 << 30)

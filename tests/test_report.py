@@ -43,9 +43,10 @@ PROJECT = "5e2211c17a3e5a48f5497de3"
 BASE_URL = "https://opsmanager.example.com:8443/api/public/v1.0"
 SCENARIO = Path(__file__).parent / "scenarios" / "steady_state_mixed_fleet"
 SECTIONS = [
-    "run",
     "summary",
     "holds",
+    "counts",
+    "run",
     "stale-backups",
     "changes",
     "unmanaged",
@@ -287,7 +288,8 @@ def three_tomorrow() -> ClusterDecisions:
 
 
 def test_every_section_is_present_in_order(tmp_path: Path) -> None:
-    """report.html has its twelve sections with their ids, in reading order (SECTIONS)."""
+    """report.html has its fourteen sections with their ids, in reading order (SECTIONS):
+    what to decide first, then the counts and the run."""
     page, _ = render(scenario_run(tmp_path), info("plan", 4))
 
     sections = [a["id"] for tag, a in page.elements if tag == "section"]
@@ -355,7 +357,10 @@ def test_control_characters_of_a_held_id_are_escaped_in_both_reports(tmp_path: P
     assert "5e4e\\x1b[2J/.." in page.text_of("clusters")
     assert "\x1b" not in raw
     assert "\x1b" not in markdown
-    assert "| 5e4e\\\\x1b\\[2J/.. | id: cluster id '5e4e\\\\x1b\\[2J/..' cannot" in markdown
+    assert (
+        "**5e4e\\\\x1b\\[2J/..**, 0 held changes: id: cluster id '5e4e\\\\x1b\\[2J/..' cannot"
+        in markdown
+    )
 
 
 def test_html_keeps_white_space_and_markup_while_escaping_control_characters() -> None:
@@ -536,10 +541,13 @@ def test_markdown_headline_holds_and_escaped_cells(tmp_path: Path) -> None:
         "- Deletion: 1 snapshot may be deleted by the service from 2026-11-22T10:00:00Z on, "
         "giving back 0 B."  # the test snapshots have no parts, so no size
     ) in lines
-    assert r"| prod\|orders | max\_expire\_fraction: 4 of 5 would expire (80%) | 1 |" in lines
+    assert (
+        r"**prod\|orders**, 1 held change: max\_expire\_fraction: 4 of 5 would expire (80%)"
+        in lines
+    )
     # Only in a code span, where nothing means anything, is the name as it is (and quoted
-    # for a shell).
-    command = "`retention apply PLAN --approve 'prod|orders'`"
+    # for a shell); the plan's path is the real one.
+    command = f"`retention apply {tmp_path / 'run' / 'plan.json'} --approve 'prod|orders'`"
     assert command in markdown
     assert "prod|orders" not in markdown.replace(command, "")
     assert r"| \[x\](https://evil.example) | cluster | 1 |" in markdown
@@ -562,20 +570,21 @@ def test_a_cluster_with_three_holds_counts_its_held_changes_once(tmp_path: Path)
     )
     page, markdown = render(write_run(tmp_path / "run", [billing]), info("dry-run", 3))
 
-    rows = [r for r in page.rows["holds"] if r and r[0] == "prod-billing"]
-    assert len(rows) == 1
-    # Cluster, changes held, what to do, holds, project
-    assert rows[0][1] == "2"
-    assert rows[0][2] == "Resolve the alert in the service, then plan again"
-    assert "BAD_CLUSTERSHOTS" in rows[0][3]
-    assert "RESYNC_REQUIRED" in rows[0][3]
-    assert "2 of 3 would expire (67%)set at policies/p.yaml:9" in rows[0][3]
-    assert "1 cluster held" in page.text_of("holds")
+    # One card, with its held count, its three holds and what to do.
+    assert "held-1" in page.by_id
+    assert "held-2" not in page.by_id
+    card = page.text_of("held-1")
+    assert card.startswith("prod-billing 2 held ")
+    assert "What to do: resolve the alert in the service, then plan again" in card
+    assert "BAD_CLUSTERSHOTS" in card
+    assert "RESYNC_REQUIRED" in card
+    assert "2 of 3 would expire (67%) (set at policies/p.yaml:9)" in card
+    assert "1 cluster held, 2 changes in all." in page.text_of("holds")
     assert (
         page.text_of("deletion")
         == "This plan lets the service delete no snapshot sooner than before."
     )
-    assert "| **1 held** | | **2** |" in markdown.splitlines()
+    assert "1 cluster held, 2 changes in all." in markdown.splitlines()
 
 
 def test_unmanaged_clusters_and_unused_policies_have_their_section(tmp_path: Path) -> None:
@@ -622,8 +631,11 @@ def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
     assert page.text_of("deletion").startswith(
         "1 snapshot may be deleted by the service from 2026-11-22 10:00 UTC on, giving back"
     )
-    [hold] = [r for r in page.rows["holds"] if r and r[0] == "billing"]
-    assert hold[2] == "Review its held changes below, then retention apply PLAN --approve billing"
+    plan = tmp_path / "run" / "plan.json"
+    assert (
+        f"What to do: review what approving costs below, then retention apply {plan} "
+        "--approve billing"
+    ) in page.text_of("held-1")
 
 
 def test_why_shows_the_reason_that_decided_and_folds_the_others_away(tmp_path: Path) -> None:
@@ -682,7 +694,7 @@ def test_markdown_stays_short_for_a_large_fleet(tmp_path: Path) -> None:
 
     assert len(lines) < 200
     assert "... and 270 more clusters with changes. Full report: report.html" in lines
-    assert "... and 270 more held clusters." in lines
+    assert "... and 270 more held clusters: see report.html." in lines
     assert "- ... and 280 more: see report.html" in lines
 
 

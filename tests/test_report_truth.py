@@ -109,7 +109,7 @@ def test_an_approved_cluster_is_reported_approved_and_never_held(
         assert len(held) == 2
         assert "- 2 clusters with changes, 1 held, 1 approved, 0 with errors." in text
     assert "| prod-big |" not in section(markdown, "Holds (need a human)")
-    assert "| **1 held** | | **1** |" in section(markdown, "Holds (need a human)")
+    assert "1 cluster held, 1 change in all." in section(markdown, "Holds (need a human)")
     # report.html: the Holds table, the cards and the clusters table.
     assert [r[0] for r in page.rows["holds"][1:-1]] == ["prod-small"]
     assert "prod-big" not in page.text_of("holds")
@@ -219,10 +219,11 @@ def test_report_md_and_the_notice_say_what_the_terminal_and_the_html_say(
     # The terminal and report.html.
     assert "warning policy 'nothing' matches no cluster or config server" in out
     assert "warning 1 unmanaged (no policy matches, never changed): cfg0.legacy.example.net" in out
-    assert "retention apply PLAN --approve prod-big  (or --approve-all)" in out
+    command = f"retention apply {run_dir / 'plan.json'} --approve prod-big"
+    assert f"    {command}" in out.splitlines()
     assert "nothing" in page.text_of("unmanaged")
     assert "cfg0.legacy.example.net" in page.text_of("unmanaged")
-    assert "retention apply PLAN --approve prod-big" in page.text_of("holds")
+    assert command in page.text_of("holds")
     # report.md and the notice say the same.
     for text in (markdown, message):
         lines = text.splitlines()
@@ -231,7 +232,7 @@ def test_report_md_and_the_notice_say_what_the_terminal_and_the_html_say(
             "- Unmanaged (no policy matches, never changed): 1 cluster: "
             "cfg0.legacy.example.net." in lines
         )
-        assert "`retention apply PLAN --approve prod-big`" in text
+        assert f"`{command}`" in text
         assert "--approve prod-small" not in text  # its alert cannot be approved
         assert f"held {held}." in lines[0]
     # One held count: the Outcomes table, the cards, the terminal.

@@ -92,7 +92,7 @@ def _print_plan(result: PlanResult, *, to_stderr: bool) -> None:
     plan = result.plan
     if to_stderr:
         click.echo(plan.path.read_text(encoding="utf-8"), nl=False)
-    for line in summary_lines(plan.head, plan.read_clusters()):
+    for line in summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path):
         click.echo(line, err=to_stderr)
     click.echo(f"\nSaved {plan.path} and {plan.decisions.name} beside it.", err=to_stderr)
     if result.what_if:

@@ -82,7 +82,7 @@ def run_lines(ended: Ended[RunResult]) -> list[str]:
     summary, the one report.md and report.html begin with, in lines."""
     result, summary = ended.result, ended.summary
     plan = result.plan
-    lines = summary_lines(plan.head, plan.read_clusters(), summary=summary)
+    lines = summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path, summary=summary)
     if result.applied is not None:
         counts = summary.outcomes.counts if summary and summary.outcomes else result.applied.counts
         said = ", ".join(f"{o} {counts[o]}" for o in OUTCOMES if counts.get(o))

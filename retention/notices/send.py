@@ -147,10 +147,7 @@ def _next_steps(summary: RunSummary) -> str:
     """What ends the holds of the run's held clusters, in words."""
     steps = []
     if summary.approvable:
-        steps.append(
-            "send what max_expire_fraction holds with the command above (PLAN: the run "
-            "folder below)"
-        )
+        steps.append("send what max_expire_fraction holds with the command above")
     if any(h["kind"] == "alert" for c in summary.held for h in c.holds):
         steps.append("resolve the alerts")
     steps.append("change the policy")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC
 
-from retention.core.planfile import RestorePointsEntry
+from retention.core.planfile import LadderEntry
 from retention.core.planvalues import tier_of
 
 
@@ -27,6 +27,7 @@ class LadderLine:
     rungs: tuple[Rung, ...]
     oldest: str | None  # the day of the oldest restore point, "2026-01-01" (UTC)
     text: str  # the whole line, as plan.json's ``text``
+    count: int = 0  # how many restore points
 
     @property
     def has_gaps(self) -> bool:
@@ -34,9 +35,9 @@ class LadderLine:
         return any(r.holes for r in self.rungs)
 
     @classmethod
-    def of(cls, entry: RestorePointsEntry) -> LadderLine:
+    def of(cls, entry: LadderEntry) -> LadderLine:
         """The line of a plan.json ``restorePoints`` entry."""
         rungs = tuple(Rung(t.rung(), t.holes()) for t in map(tier_of, entry["tiers"]))
         oldest = entry["oldest"]
         day = None if oldest is None else oldest.astimezone(UTC).date().isoformat()
-        return cls(rungs, day, entry["text"])
+        return cls(rungs, day, entry["text"], entry["count"])

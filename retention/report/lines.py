@@ -10,24 +10,26 @@ approved, not held, and the deletion line counts what the service applied.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from retention.core.guard import APPROVABLE
 from retention.core.outage import tolerance_sentence
 from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable, size, unmanaged_text
+from retention.report.heldview import HeldView, held_lines
 from retention.report.summary import (
     ACTIONS,
     ApprovedCluster,
     PlanSummary,
     RunSummary,
     StaleCluster,
-    approve_command,
     outcome_counts,
     stale_text,
 )
+from retention.runfolder.approvelist import Approvable, approve_hint, approve_names
 
 # Clusters named in one line of the summary; the report has the others.
 LISTED = 10
@@ -37,12 +39,13 @@ def summary_lines(
     head: PlanHead,
     clusters: Iterable[ClusterEntry],
     *,
+    plan_path: Path,
     summary: RunSummary | None = None,
     max_clusters: int = 50,
 ) -> list[str]:
-    """Readable lines for a plan: its head and its ``clusters``, taken in one pass (a plan
-    read back streams them from its file); with the ``summary`` of the run that applied it,
-    what that run did."""
+    """Readable lines for the plan at ``plan_path``: its head and its ``clusters``, taken in
+    one pass (a plan read back streams them from its file); with the ``summary`` of the run
+    that applied it, what that run did."""
     approved = {(c.project_id, c.cluster_id): c for c in summary.approved} if summary else {}
     seen = _Seen.of(head, clusters, approved, max_clusters)
     plan = PlanSummary.of(head, seen.stale)
@@ -70,7 +73,11 @@ def summary_lines(
     unchanged = seen.total - seen.changed
     lines.append(f"  {counted(unchanged, 'cluster')} without changes")
     lines.append("")
-    totals = _totals(plan, head, seen) if summary is None else run_totals_lines(summary, head, seen)
+    totals = (
+        _totals(plan, head, seen, plan_path)
+        if summary is None
+        else run_totals_lines(summary, head, seen)
+    )
     # Names and ids come from the service: none of their characters may act on a terminal.
     return [printable(line) for line in lines + totals]
 
@@ -84,7 +91,9 @@ class _Seen:
     rows: list[tuple[str, ...]] = field(default_factory=list)
     changed: int = 0
     total: int = 0
-    held: list[tuple[str, Sequence[HoldEntry]]] = field(default_factory=list)
+    held: list[tuple[str, Sequence[HoldEntry], HeldView | None]] = field(default_factory=list)
+    approvable: list[tuple[str, str]] = field(default_factory=list)  # (name, id)
+    names: Counter[str] = field(default_factory=Counter)  # clusters by name
     errors: list[str] = field(default_factory=list)
     bare: list[str] = field(default_factory=list)
     stale: tuple[StaleCluster, ...] = ()
@@ -107,8 +116,11 @@ class _Seen:
                 seen.changed += 1
                 if len(seen.rows) < max_rows:
                     seen.rows.append(_row(cluster, approved.get(key)))
+            seen.names[cluster["name"]] += 1
             if cluster["holds"]:
-                seen.held.append((cluster["name"], cluster["holds"]))
+                seen.held.append((cluster["name"], cluster["holds"], HeldView.of(cluster)))
+                if Approvable.of(cluster) is not None:
+                    seen.approvable.append((cluster["name"], cluster["clusterId"]))
             seen.errors.extend(f"{cluster['name']}: {e}" for e in cluster["errors"])
             if not cluster["policies"]:
                 seen.bare.append(cluster["name"])
@@ -139,7 +151,7 @@ def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[st
     )
 
 
-def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen) -> list[str]:
+def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen, plan_path: Path) -> list[str]:
     """What the plan does in all (per action, what it lets the service delete from when,
     what the safety gates hold, what is advisory), what holds it, its notes, errors and
     warnings."""
@@ -170,8 +182,9 @@ def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen) -> list[str]:
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
     lines.extend(f"  note {notice}" for notice in plan.notices)
     lines.extend(_hold_lines(seen.held))
-    approvable = [name for name, holds in seen.held if all(h["kind"] in APPROVABLE for h in holds)]
-    return lines + _approve_lines(approvable) + _problem_lines(plan, head, seen)
+    names = approve_names(seen.approvable, seen.names)
+    command = approve_hint(plan_path, names) if names else None
+    return lines + _approve_lines(command) + _problem_lines(plan, head, seen)
 
 
 def run_totals_lines(summary: RunSummary, document: PlanHead, seen: _Seen) -> list[str]:
@@ -215,8 +228,8 @@ def run_totals_lines(summary: RunSummary, document: PlanHead, seen: _Seen) -> li
     lines.extend(stale_lines(summary.plan))
     lines.extend(hold_record_lines(document))
     lines.extend(f"  note {notice}" for notice in summary.plan.notices)
-    lines.extend(_hold_lines((c.name, c.holds) for c in summary.held))
-    lines.extend(_approve_lines([c.name for c in summary.approvable]))
+    lines.extend(_hold_lines((c.name, c.holds, c.view) for c in summary.held))
+    lines.extend(_approve_lines(summary.approve_command))
     return lines + _problem_lines(summary.plan, document, seen)
 
 
@@ -243,22 +256,27 @@ def _deletion_lines(summary: RunSummary) -> list[str]:
     ]
 
 
-def _hold_lines(held: Iterable[tuple[str, Sequence[HoldEntry]]]) -> list[str]:
+def _hold_lines(held: Iterable[tuple[str, Sequence[HoldEntry], HeldView | None]]) -> list[str]:
+    """Each held cluster's holds, then what approving it would cost."""
     lines = []
-    for name, holds in held:
+    for name, holds, view in held:
         for hold in holds:
             setting = hold.get("setting")
             where = f" [set at {setting}]" if setting else ""
             lines.append(f"  hold {name}: {hold['reason']}{where}")
+        if view is not None:
+            lines.extend(held_lines(name, view))
     return lines
 
 
-def _approve_lines(approvable: Sequence[str]) -> list[str]:
-    if not approvable:
+def _approve_lines(command: str | None) -> list[str]:
+    """How to send what max_expire_fraction holds, after review: the command."""
+    if command is None:
         return []
     return [
         "  After review, send what max_expire_fraction holds (alert holds need the alert "
-        f"resolved): {approve_command(approvable)}  (or --approve-all)"
+        "resolved; --approve-all approves every such cluster):",
+        f"    {command}",
     ]
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
+from retention.report.heldview import HeldView
 from retention.report.holdrecords import HoldRecordRow
 from retention.report.ladder import LadderLine
 from retention.report.summary import ACTIONS, NOT_SENT, RunInfo, RunSummary
@@ -55,6 +56,7 @@ class ClusterRow:
     failed: int = 0  # PATCHes of this cluster that failed (results.jsonl)
     anchor: str | None = None  # the id of its timeline, when one is drawn
     ladder: LadderLine | None = None  # its restore points; None when the plan has none
+    held_view: HeldView | None = None  # what approving its held changes costs
 
     @classmethod
     def of(cls, cluster: ClusterEntry) -> ClusterRow:
@@ -74,6 +76,7 @@ class ClusterRow:
             bytes_given_back=cluster.get("bytesGivenBack", 0),
             bytes_held=cluster.get("bytesHeld", 0),
             ladder=LadderLine.of(points) if (points := cluster.get("restorePoints")) else None,
+            held_view=HeldView.of(cluster),
         )
 
     def approve(self, tally: ApprovedTally) -> None:

@@ -391,6 +391,7 @@ def collect(run_dir: Path, run: RunInfo) -> ReportData:
             calendar=scan.calendar,
             hold_records=records,
             bytes_applied=scan.bytes_applied if folder.decisions.exists() else None,
+            plan_path=folder.plan,
         ),
         clusters=clusters,
         changed=changed,

@@ -36,7 +36,6 @@ from retention.report.summary import (
     RunInfo,
     RunSummary,
     action_counts,
-    approve_command,
     holds_text,
     outcome_counts,
 )
@@ -133,7 +132,6 @@ def _filters(env: jinja2.Environment) -> jinja2.Environment:
     # Counts written as the environment writes a number (report.md overrides it).
     env.filters["action_counts"] = lambda counts: action_counts(counts, env.filters["number"])
     env.filters["outcome_counts"] = lambda counts: outcome_counts(counts, env.filters["number"])
-    env.filters["approve_command"] = approve_command
     env.filters["holds_text"] = holds_text
     env.filters["age"] = age_words
     env.filters["expected_from"] = EXPECTED_FROM.__getitem__

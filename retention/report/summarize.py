@@ -9,7 +9,9 @@ figures are its plan's.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from retention.core.guard import APPROVABLE
@@ -38,6 +40,7 @@ def summarize(  # noqa: PLR0913 - one part of the summary from each file and pas
     calendar: Calendar,
     hold_records: Sequence[HoldRecordRow],
     bytes_applied: int | None,
+    plan_path: Path | None = None,
 ) -> RunSummary:
     """The run's summary. ``clusters`` are the plan's rows with this run's approvals taken
     in (ClusterRow.approve); ``bytes_applied`` is what the destructive changes the service
@@ -69,6 +72,8 @@ def summarize(  # noqa: PLR0913 - one part of the summary from each file and pas
             as_planned=calendar.as_planned,
         ),
         hold_records_ended=sum(not h.in_force for h in hold_records),
+        plan_path=plan_path,
+        names=Counter(c.name for c in clusters),
     )
 
 
@@ -110,7 +115,7 @@ def _rank(c: ClusterNote) -> tuple[int, str, str, str]:
 
 def _held(c: ClusterRow) -> HeldCluster:
     approvable = all(h["kind"] in APPROVABLE for h in c.holds)
-    return HeldCluster(*_named(c), holds=tuple(c.holds), approvable=approvable)
+    return HeldCluster(*_named(c), holds=tuple(c.holds), approvable=approvable, view=c.held_view)
 
 
 def _failed(c: ClusterRow, outcomes: Outcomes | None) -> FailedCluster:

@@ -14,19 +14,21 @@ so the two cannot drift apart), HTML in the Summary section of templates/report.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retention.core.model import CHANGE_ACTIONS
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.core.wording import counted
 from retention.errors import SIGNAL_EXITS
+from retention.runfolder.approvelist import apply_command, approve_hint, approve_names
 
 if TYPE_CHECKING:
     from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
+    from retention.report.heldview import HeldView
 
 # The actions that send a PATCH, in the order tables show them (docs/glossary.md, Actions).
 ACTIONS = CHANGE_ACTIONS
@@ -279,6 +281,7 @@ class HeldCluster(ClusterNote):
 
     holds: tuple[HoldEntry, ...]
     approvable: bool  # held by max_expire_fraction only: --approve may let it through
+    view: HeldView | None = None  # its ladders and held changes, for the person deciding
 
     @property
     def held(self) -> int:
@@ -335,6 +338,10 @@ class RunSummary:
     deletion: Deletion
     expiring: Expiring
     hold_records_ended: int  # hold records whose end has passed: they protect nothing any more
+    # The plan this run applied (its run folder's plan.json), and how many of its clusters
+    # bear each name: what the approve command names.
+    plan_path: Path | None = None
+    names: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def nothing_changed(self) -> bool:
@@ -360,14 +367,19 @@ class RunSummary:
         """The held clusters an --approve may let through, after review."""
         return tuple(c for c in self.held if c.approvable)
 
+    @property
+    def approve_command(self) -> str | None:
+        """The command that approves every approvable cluster, with the plan's path (None:
+        none is, or the plan is not known)."""
+        if not self.approvable or self.plan_path is None:
+            return None
+        chosen = approve_names(((c.name, c.cluster_id) for c in self.approvable), self.names)
+        return approve_hint(self.plan_path, chosen)
 
-def approve_command(names: Sequence[str], listed: int = 5) -> str:
-    """The command that sends what max_expire_fraction holds in the clusters ``names``,
-    e.g. "retention apply PLAN --approve prod-orders --approve prod-users", naming the
-    first ``listed`` (" ..." for the others), each quoted for a shell."""
-    chosen = " ".join(f"--approve {shlex.quote(name)}" for name in names[:listed])
-    more = " ..." if len(names) > listed else ""
-    return f"retention apply PLAN {chosen}{more}"
+    def approve_one(self, name: str, cluster_id: str) -> str:
+        """The command that approves one cluster of this run's plan."""
+        plan = self.plan_path or Path("PLAN")
+        return apply_command(plan, approve_names([(name, cluster_id)], self.names))
 
 
 def action_counts(by_action: Mapping[str, int], number: Callable[[int], str] = str) -> str:
