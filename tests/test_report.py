@@ -30,6 +30,7 @@ from retention.core.model import (
 )
 from retention.core.snapshot import SnapshotPatch
 from retention.report import RunInfo, render_reports, render_run
+from retention.report.lines import summary_lines
 from retention.report.read import change_rows
 from retention.report.render import html_text, summary_markdown
 from retention.runfolder.folder import RunFolder, decisions_path
@@ -776,3 +777,64 @@ def test_a_run_summary_needs_no_report_written(tmp_path: Path) -> None:
     assert not (folder / "report.md").exists()
     assert rendered.summary.plan.clusters > 0
     assert rendered.summary.nothing_changed
+
+
+def test_a_long_cut_is_flagged_in_its_row_and_counted_in_every_summary(tmp_path: Path) -> None:
+    """A shorten that takes 306 days off an expiry the snapshot already has says "cut by 306
+    days" in its Changes row, and report.html, report.md and the terminal count it; a cut
+    of 19 days is not flagged and not counted."""
+    far = cluster(
+        "prod-billing",
+        [shortened("long", 2000, 306 * 24 + 22, 22), shortened("short", 30, 20 * 24 + 22, 22)],
+    )
+    folder = write_run(tmp_path / "run", [far])
+    page, markdown = render(folder)
+    plan = open_plan(folder / "plan.json")
+
+    rows = {r[0]: r for r in page.rows["changes"] if r and r[0] in ("long", "short")}
+    assert rows["long"][-1] == "2026-11-22 10:00 cut by 306 days"
+    assert rows["short"][-1] == "2026-11-22 10:00"
+    [change] = [c for _, c in plan.read_candidates() if c["snapshotId"] == "long"]
+    assert change.get("cutSeconds") == 306 * 86400
+    said = "1 change (sent or held) cuts an expiry the snapshot already has by 30 days or more"
+    assert page.text_of("long-cuts").startswith(f"Long cuts: {said}")
+    assert f"- Long cuts: {said}" in markdown
+    lines = summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path)
+    assert f"Long cuts: {said} (explain SNAPSHOT_ID says by how much)." in lines
+
+
+def test_a_config_servers_advisory_changes_have_their_column(tmp_path: Path) -> None:
+    """A config server whose two changes are advisory shows 2 in the ADVISORY column of the
+    terminal's table and the Advisory column of report.md, not a row of zeros."""
+    to = NOW + timedelta(hours=22)
+    advised = [
+        Decision(
+            snap(f"a{i}", 30 + i, 500),
+            "unkept",
+            "shorten",
+            [],
+            [],
+            to,
+            SnapshotPatch.expire_at(to),
+            advisory=True,
+        )
+        for i in range(2)
+    ]
+    cfg = ClusterDecisions(
+        Target(PROJECT, "c" * 24, "cfg0.legacy.example.net", "config-server"),
+        tuple(advised),
+        policies=("prod",),
+    )
+    folder = write_run(tmp_path / "run", [cfg])
+    _, markdown = render(folder)
+    plan = open_plan(folder / "plan.json")
+
+    lines = summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path)
+    header = next(line for line in lines if line.lstrip().startswith("CLUSTER"))
+    row = next(line for line in lines if line.lstrip().startswith("cfg0"))
+    assert header.split()[-3:] == ["HELD", "ADVISORY", "NOTE"]
+    assert row.split()[1:] == ["config-server", "2", "0", "0", "0", "0", "0", "0", "2"]
+    assert "| Held | Advisory | Errors |" in markdown
+    assert "| cfg0.legacy.example.net | config-server | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 2 | 0 |" in (
+        markdown
+    )

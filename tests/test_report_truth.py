@@ -98,7 +98,7 @@ def test_an_approved_cluster_is_reported_approved_and_never_held(
     for text in (out, markdown, page.text, message):
         assert "--approve prod-big" not in text
     # The terminal's table and hold lines.
-    assert re.search(r"^  prod-big +cluster +1234 +0 +0 +1232 +0 +0 +0 +approved *$", out, re.M)
+    assert re.search(r"^  prod-big +cluster +1234 +0 +0 +1232 +0 +0 +0 +0 +approved *$", out, re.M)
     assert "hold prod-big" not in out
     assert "hold prod-small: OPEN alert BAD_CLUSTERSHOTS (a-open)" in out
     # report.md and the notice: the held list names prod-small only, with why.

@@ -95,6 +95,8 @@ class Change(TypedDict):
     reasons: list[Reason]
     expiresAfter: Timestamp | None
     held: NotRequired[str]
+    # As the decision line's cutSeconds: what the change takes off the existing expiry.
+    cutSeconds: NotRequired[Annotated[int, Field(ge=1)]]
 
 
 @with_config(_STRICT)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from retention.core.approving import LONG_CUT, cut_words, is_long_cut
 from retention.core.explain import trace_snapshot
 from retention.core.model import Reason, describe
 from retention.core.planfile import (
@@ -353,6 +354,9 @@ def _record_lines(record: DecisionRecord) -> list[str]:
             lines.append("  destructive: yes (a safety gate may hold it)")
     if record["expiresAfter"]:
         lines.append(f"  expires after: {format_timestamp(record['expiresAfter'])}")
+    if (cut := record.get("cutSeconds")) is not None:
+        flag = f" (a long cut: {LONG_CUT.days} days or more)" if is_long_cut(cut) else ""
+        lines.append(f"  {cut_words(cut)} of the expiry it has{flag}")
     if record["held"]:
         lines.append(f"  HELD:      {record['held']}")
     if record["advisory"]:

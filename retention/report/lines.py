@@ -60,7 +60,7 @@ def summary_lines(
     policies = ", ".join(f"{p['name']} ({p['sha256'][:8]})" for p in head["policies"])
     lines.append(f"  policies: {policies or 'none'}")
     lines.append("")
-    header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "NOTE")
+    header = ("CLUSTER", "KIND", "SNAPS", *(a.upper() for a in ACTIONS), "HELD", "ADVISORY", "NOTE")
     rows = seen.rows
     if rows:
         widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
@@ -147,6 +147,7 @@ def _row(cluster: ClusterEntry, let_through: ApprovedCluster | None) -> tuple[st
         str(counts.get("snapshots", 0)),
         *(str(counts.get(a, 0)) for a in ACTIONS),
         str(counts.get("held", 0)),
+        str(counts.get("advisory", 0)),
         note,
     )
 
@@ -171,6 +172,7 @@ def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen, plan_path: Path) -> 
             "(not applied; "
             f"{size(plan.bytes_held)})."
         )
+    lines.extend(_long_cut_lines(plan))
     if plan.count("advisory"):
         lines.append(
             f"Advisory: {counted(plan.count('advisory'), 'change')} on legacy config servers "
@@ -212,6 +214,7 @@ def run_totals_lines(summary: RunSummary, document: PlanHead, seen: _Seen) -> li
         more = len(summary.approved) - LISTED
         approved += f"; and {more} more (see the report)" if more > 0 else ""
         lines.append(f"Approved by --approve: {approved}.")
+    lines.extend(_long_cut_lines(summary.plan))
     expiring = summary.expiring
     setter = "this plan" if expiring.as_planned else f"this {summary.run.mode}"
     lines.append(
@@ -231,6 +234,12 @@ def run_totals_lines(summary: RunSummary, document: PlanHead, seen: _Seen) -> li
     lines.extend(_hold_lines((c.name, c.holds, c.view) for c in summary.held))
     lines.extend(_approve_lines(summary.approve_command))
     return lines + _problem_lines(summary.plan, document, seen)
+
+
+def _long_cut_lines(plan: PlanSummary) -> list[str]:
+    """The count of changes that cut an existing expiry a long way: flagged, never held."""
+    text = plan.long_cuts_text
+    return [f"Long cuts: {text} (explain SNAPSHOT_ID says by how much)."] if text else []
 
 
 def stale_lines(plan: PlanSummary) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
+from retention.core.approving import cut_words, is_long_cut
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
 from retention.report.heldview import HeldView
 from retention.report.holdrecords import HoldRecordRow
@@ -356,6 +357,14 @@ class ChangeRow:
     size: int | None
     reasons: list[str]  # in words, the one that decided the change first
     held: str | None  # the hold that stops it, or None when it is sent
+    cut_seconds: int | None = None  # what it takes off the existing expiry
+
+    @property
+    def long_cut(self) -> str | None:
+        """ "cut by 306 days" for a change that cuts an existing expiry by LONG_CUT or more;
+        else None."""
+        cut = self.cut_seconds
+        return cut_words(cut) if cut is not None and is_long_cut(cut) else None
 
 
 @dataclass(frozen=True)

@@ -281,6 +281,7 @@ def _row(change: Change) -> ChangeRow:
         size=change["storageBytes"],
         reasons=deciding_first(change["reasons"], change["action"]),
         held=held,
+        cut_seconds=change.get("cutSeconds"),
     )
 
 

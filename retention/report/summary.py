@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retention.core.approving import LONG_CUT
 from retention.core.model import CHANGE_ACTIONS
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.core.wording import counted
@@ -178,6 +179,8 @@ class PlanSummary:
     unused_policies: tuple[str, ...]  # policies that matched no cluster or config server
     # Clusters whose newest restorable snapshot is older than expected, in plan order.
     stale: tuple[StaleCluster, ...] = ()
+    # Changes (sent or held) that cut an existing expiry by LONG_CUT or more.
+    long_cuts: int = 0
 
     @classmethod
     def of(cls, head: PlanHead, stale: tuple[StaleCluster, ...] = ()) -> PlanSummary:
@@ -203,11 +206,23 @@ class PlanSummary:
             warnings=tuple(head.get("warnings", [])),
             unused_policies=tuple(head.get("unusedPolicies", [])),
             stale=stale,
+            long_cuts=summary.get("longCuts", 0),
         )
 
     def count(self, action: str) -> int:
         """How many decisions have this action (or are held, or advisory)."""
         return self.by_action.get(action, 0)
+
+    @property
+    def long_cuts_text(self) -> str | None:
+        """The sentence that counts the long cuts, or None when there is none."""
+        if not self.long_cuts:
+            return None
+        return (
+            f"{counted(self.long_cuts, 'change')} (sent or held) "
+            f"{'cuts' if self.long_cuts == 1 else 'cut'} an expiry the snapshot already has "
+            f"by {LONG_CUT.days} days or more"
+        )
 
     @property
     def expiring(self) -> int:

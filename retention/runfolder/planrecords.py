@@ -99,6 +99,8 @@ def change_record(record: DecisionRecord, grace: int) -> Change:
     }
     if record["held"]:
         entry["held"] = record["held"]
+    if (cut := record.get("cutSeconds")) is not None:
+        entry["cutSeconds"] = cut
     return entry
 
 
