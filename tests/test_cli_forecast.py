@@ -247,8 +247,8 @@ def test_todays_count_says_the_snapshots_awaiting_deletion_a_plan_counts(
     demo: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On the demo fleet the forecast's today leaves out the snapshots past their expiry
-    and says how many (JSON and text): today plus those is the plan's count, for the fleet
-    and for each cluster."""
+    and says how many (JSON, text and page): today plus those is the plan's count, for the
+    fleet and for each cluster."""
     policy = (Path(__file__).resolve().parent.parent / "policies" / "production.yaml").read_text()
     setup = configure(demo, folder, policy)
     capsys.readouterr()
@@ -257,8 +257,10 @@ def test_todays_count_says_the_snapshots_awaiting_deletion_a_plan_counts(
     planned = {c["clusterId"]: c["counts"]["snapshots"] for c in plan["clusters"]}
 
     _, document = setup.json(capsys, "--days", "7")
-    assert setup.main("forecast", "--days", "7") == 0
+    page = folder / "forecast.html"
+    assert setup.main("forecast", "--days", "7", "--html", str(page)) == 0
     text = capsys.readouterr().out
+    html = page.read_text()
 
     fleet = document["fleet"]
     awaiting = fleet["awaitingDeletion"]
@@ -274,6 +276,8 @@ def test_todays_count_says_the_snapshots_awaiting_deletion_a_plan_counts(
     one = next(c for c in document["clusters"] if c["awaitingDeletion"])
     listed = planned[one["clusterId"]]
     assert f"and {one['awaitingDeletion']} awaiting deletion: a plan counts {listed}" in text
+    assert f"today ({aside}), " in html
+    assert f"+{one['awaitingDeletion']} awaiting deletion</span>" in html
 
 
 CONFIG_SERVERS = """name: config-servers
