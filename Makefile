@@ -53,7 +53,7 @@ CORE_TESTS := test_compiled test_policy_engine test_policy_rules test_policy_tra
 	test_policy_model test_restic_conformance test_plan_golden test_plan_invariants \
 	test_plan_trace test_deciding test_forecast test_hold_records test_held_ids test_ids \
 	test_restore_points test_compare test_guard test_grace_months test_timestamps \
-	test_window test_freshness
+	test_window test_freshness test_fraction_words test_lease_reason
 
 compiled: $(COMPILED)/.built
 

@@ -117,6 +117,13 @@ def shifted(document: dict[str, Any], shift: str) -> set[str]:
     }
 
 
+def unset(clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Changed clusters of a diff without the settings their base holds name."""
+    return [
+        {**c, "holdsBefore": [{**h, "setting": None} for h in c["holdsBefore"]]} for c in clusters
+    ]
+
+
 def test_a_policy_that_keeps_less_names_exactly_what_it_stops_keeping(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -138,7 +145,8 @@ def test_a_policy_that_keeps_less_names_exactly_what_it_stops_keeping(
     assert shifted(document, "stops keeping") == expected
     assert shifted(document, "newly keeps") == set()
     assert document["summary"]["snapshotsNoLongerKept"] == len(expected)
-    assert by_folder["clusters"] == document["clusters"]
+    # The same but where the base's holds are set: in a file of the folder or of the ref.
+    assert unset(by_folder["clusters"]) == unset(document["clusters"])
     assert repo.sim.admin("patches") == {"patches": []}
 
 
@@ -190,6 +198,50 @@ def test_the_json_document_has_the_documented_keys(
         "deletableFrom", "held", "whyBefore", "whyAfter",
     }  # fmt: skip
     assert shift["deletableFrom"].endswith("Z")
+
+
+def plan_holds(repo: Repo, name: str) -> dict[str, str]:
+    """A plan of the working copy's policies: each cluster's max_expire_fraction hold, in
+    its words, by cluster name."""
+    out = repo.folder / name / "plan.json"
+    assert repo.main("plan", "--out", str(out)) in {0, 3}
+    head = json.loads(out.read_text())
+    return {
+        c["name"]: h["reason"]
+        for c in head["clusters"]
+        for h in c["holds"]
+        if h["kind"] == "max_expire_fraction"
+    }
+
+
+def test_each_holds_count_says_the_side_it_is_from(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fraction hold on both sides with other counts is said twice, "hold before" in the
+    words a plan of the base policies gives and "hold after" in those of the current ones
+    (text, Markdown and JSON), never one count without its side."""
+    before = plan_holds(repo, "base")
+    repo.edit("daily: 7 ", "daily: 3 ")
+    after = plan_holds(repo, "new")
+    capsys.readouterr()
+
+    _, document = diff_json(repo, capsys, "--base", "git:HEAD")
+    assert repo.main("diff", "--base", "git:HEAD") == 3
+    text = capsys.readouterr().out
+    assert repo.main("diff", "--base", "git:HEAD", "--format", "markdown") == 3
+    comment = capsys.readouterr().out
+
+    both = [c for c in document["clusters"] if c["clusterName"] in before.keys() & after.keys()]
+    assert both
+    for cluster in both:
+        name = cluster["clusterName"]
+        assert before[name] != after[name]  # the sides count differently
+        [was] = [h for h in cluster["holdsBefore"] if h["kind"] == "max_expire_fraction"]
+        [now] = [h for h in cluster["holdsAfter"] if h["kind"] == "max_expire_fraction"]
+        assert (was["reason"], now["reason"]) == (before[name], after[name])
+        assert f"  hold before: {before[name]}\n  hold after: {after[name]}\n" in text
+        assert f"- hold after: {after[name]}" in comment.replace("\\_", "_")
+    assert "held today" not in text + comment
 
 
 def test_markdown_and_text_start_with_the_summary(

@@ -5,6 +5,7 @@ demo fleet for the document's keys. Nothing may be sent: every test checks the P
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -224,14 +225,14 @@ def test_the_json_document_has_the_documented_keys(
     assert document["evaluatedAt"] == "2026-11-21T12:00:00Z"
     assert (document["days"], document["stepSeconds"]) == (60, 86400)
     assert any("alert" in a for a in document["assumptions"])
-    assert set(document["fleet"]) == {"series", "steady"}
+    assert set(document["fleet"]) == {"series", "steady", "awaitingDeletion"}
     assert len(document["fleet"]["series"]) == 61
     assert set(document["fleet"]["series"][0]) == {"at", "count", "storageBytes"}
     assert len(document["clusters"]) >= 10
     cluster = document["clusters"][0]
     assert set(cluster) == {
-        "projectId", "clusterId", "name", "kind", "cadence", "policies", "series",
-        "steady", "restorePoints",
+        "projectId", "clusterId", "name", "kind", "cadence", "awaitingDeletion", "policies",
+        "series", "steady", "restorePoints",
     }  # fmt: skip
     assert set(cluster["cadence"]) == {"source", "intervalSeconds", "sizeBytes", "growthPerDay"}
     assert set(cluster["series"][0]) == {"at", "count", "storageBytes", "oldest"}
@@ -240,6 +241,74 @@ def test_the_json_document_has_the_documented_keys(
     fleet_today = sum(c["series"][0]["count"] for c in document["clusters"])
     assert document["fleet"]["series"][0]["count"] == fleet_today
     assert demo.admin("patches") == {"patches": []}
+
+
+def test_todays_count_says_the_snapshots_awaiting_deletion_a_plan_counts(
+    demo: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On the demo fleet the forecast's today leaves out the snapshots past their expiry
+    and says how many (JSON, text and page): today plus those is the plan's count, for the
+    fleet and for each cluster."""
+    policy = (Path(__file__).resolve().parent.parent / "policies" / "production.yaml").read_text()
+    setup = configure(demo, folder, policy)
+    capsys.readouterr()
+    setup.main("plan", "--format", "json", "--out", str(folder / "plan.json"))
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    planned = {c["clusterId"]: c["counts"]["snapshots"] for c in plan["clusters"]}
+
+    _, document = setup.json(capsys, "--days", "7")
+    page = folder / "forecast.html"
+    assert setup.main("forecast", "--days", "7", "--html", str(page)) == 0
+    text = capsys.readouterr().out
+    html = page.read_text()
+
+    fleet = document["fleet"]
+    awaiting = fleet["awaitingDeletion"]
+    assert awaiting > 0  # the demo fleet has some: else this proves nothing
+    assert fleet["series"][0]["count"] + awaiting == plan["summary"]["snapshots"]
+    assert {
+        c["clusterId"]: c["series"][0]["count"] + c["awaitingDeletion"]
+        for c in document["clusters"]
+    } == planned
+    today = fleet["series"][0]["count"]
+    aside = f"and {awaiting} awaiting deletion: a plan counts {today + awaiting:,}"
+    assert re.search(rf"^fleet: {today:,} snapshots \([^)]+\) today \({aside}\) -> ", text, re.M)
+    one = next(c for c in document["clusters"] if c["awaitingDeletion"])
+    listed = planned[one["clusterId"]]
+    assert f"and {one['awaitingDeletion']} awaiting deletion: a plan counts {listed}" in text
+    assert f"today ({aside}), " in html
+    assert f"+{one['awaitingDeletion']} awaiting deletion</span>" in html
+
+
+CONFIG_SERVERS = """name: config-servers
+match: {clusters: ["cfg*"], kinds: [config-server]}
+keep: {daily: 7, weekly: 4}
+"""
+
+
+def test_a_config_servers_year_reads_as_what_its_service_keeps(
+    demo: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A demo config server keeps its old snapshots (no expiry) and its service keeps a
+    week of new ones: a year on, its ladder is a week of dailies and a yearly tier back to
+    the old ones, not a daily tier missing 365 days, and its policies say they only advise."""
+    setup = configure(demo, folder, CONFIG_SERVERS)
+
+    _, document = setup.json(capsys, "--days", "365", "--step", "7d")
+    assert setup.main("forecast", "--days", "365", "--step", "7d") == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+
+    servers = [c for c in document["clusters"] if c["kind"] == "config-server"]
+    assert len(servers) == 3
+    for server in servers:
+        points = server["restorePoints"]
+        assert not points["gaps"]
+        assert [(t["grain"], t["span"]) for t in points["tiers"]] == [("daily", 7), ("yearly", 2)]
+        assert points["text"].startswith("daily for 7 days, yearly for 2 years; oldest 2026-11-")
+    said = [b for b in blocks if b.startswith("cfg")]
+    advisory = "config-servers (advisory: a config server's changes are never sent)"
+    assert len(said) == 3
+    assert all(f"  policies:          {advisory}\n" in b and "missing" not in b for b in said)
 
 
 def test_worker_processes_forecast_what_one_process_does(

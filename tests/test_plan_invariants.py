@@ -33,7 +33,7 @@ from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import KeepSpec
 from retention.core.restorable import describe_restore_points
 from retention.core.snapshot import SnapshotPatch
-from retention.core.timestamps import LATEST
+from retention.core.timestamps import LATEST, ceil_to_second
 from tests.support import strategies
 from tests.support.examples import examples
 from tests.support.planning import HOLD_TYPES, apply, loaded_policy
@@ -291,6 +291,25 @@ def test_invariant_8_second_run_plans_no_change(scenario: Scenario) -> None:
     second = run(scenario._replace(snapshots=after))
 
     assert [d.snapshot.id for d in second.decisions if d.sends] == []
+
+
+@EXAMPLES
+@given(scenarios())
+def test_a_kept_snapshots_new_expiry_is_the_date_its_reasons_give(scenario: Scenario) -> None:
+    """An expiry written for a kept snapshot (extend, release) is the date of one of its
+    reasons, and no reason gives a later one: the rules' horizon, or the lease's reason
+    when the lease writes a later date (a horizon already past among them)."""
+    for d in run(scenario).decisions:
+        if d.state != "kept" or d.patch is None or d.patch.expires is None:
+            continue
+        dated = [(r["rule"], h) for r in d.reasons if (h := r["horizon"]) is not None]
+        rules = [ceil_to_second(h) for rule, h in dated if rule != "lease"]
+        leases = [h for rule, h in dated if rule == "lease"]
+        if not rules:  # no rule gives a date (last, min_keep): none contradicts it
+            assert leases == []
+            continue
+        assert d.patch.expires == max(rules + leases)
+        assert leases == ([] if d.patch.expires == max(rules) else [d.patch.expires])
 
 
 def test_min_keep_leaves_a_hold_in_place_rather_than_release_it() -> None:

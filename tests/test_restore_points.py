@@ -349,16 +349,28 @@ def test_holes_are_named_in_the_tiers_unit() -> None:
 
 
 def test_a_tier_names_three_holes_and_counts_the_rest() -> None:
-    """Five missing days apart: the newest three named (a ladder reads newest first), then
-    "2 more holes"."""
+    """Five missing days apart: one count of the days missing, the oldest three named (a
+    list reads oldest first), then "2 more holes"."""
     days = [
         t for t in every(D, at(2026, 10, 1), at(2026, 10, 30)) if t.day not in (3, 7, 11, 15, 19)
     ]
     [tier] = ladder_of(days).tiers
     assert tier.words() == (
-        "daily for 30 days (1 day missing: 2026-10-19; 1 day missing: 2026-10-15; "
-        "1 day missing: 2026-10-11; 2 more holes)"
+        "daily for 30 days (5 days missing: 2026-10-03, 2026-10-07, 2026-10-11 and 2 more holes)"
     )
+
+
+def test_a_tiers_holes_are_one_list_oldest_first() -> None:
+    """Two weeks missing from a weekly tier read as one list, oldest first, with "weeks of"
+    said once, not as two "1 week missing" clauses newest first; a hole of several buckets
+    keeps its range."""
+    sundays = every(7 * D, at(2026, 8, 2), at(2026, 11, 15))
+    weekly = [t for t in sundays if t not in (at(2026, 10, 11), at(2026, 10, 25))]
+    [tier] = ladder_of(weekly).tiers
+    assert tier.holes() == "2 weeks missing: weeks of 2026-10-05 and 2026-10-19"
+    days = [t for t in every(D, at(2026, 10, 1), at(2026, 10, 30)) if t.day not in (4, 5, 6, 20)]
+    [tier] = ladder_of(days).tiers
+    assert tier.holes() == "4 days missing: 2026-10-04 to 2026-10-06 and 2026-10-20"
 
 
 def test_a_newest_manual_snapshot_is_an_extra_point_of_the_daily_tier() -> None:
@@ -427,6 +439,17 @@ def test_two_weeks_missing_from_a_daily_tier_is_a_hole_in_it() -> None:
     ]
     [tier] = ladder_of(days).tiers
     assert tier.words() == "daily for 50 days (14 days missing: 2026-09-15 to 2026-09-28)"
+
+
+def test_a_week_of_points_a_year_before_a_week_of_points_is_no_daily_hole() -> None:
+    """Eight daily points, a year without any, then seven daily points (a config server's
+    snapshots with no expiry, and the week its service keeps a year on): a week of daily
+    points and a yearly tier, not a daily tier of 380 days missing 365 of them."""
+    old = every(D, at(2026, 11, 13), at(2026, 11, 20))
+    new = every(D, at(2027, 11, 21), at(2027, 11, 27))
+    ladder = ladder_of(old + new)
+    assert ladder.words() == "daily for 7 days, yearly for 2 years; oldest 2026-11-13"
+    assert not ladder.has_gaps
 
 
 def test_a_yearly_tail_with_a_single_point_is_its_own_tier() -> None:

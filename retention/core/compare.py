@@ -78,6 +78,10 @@ class ClusterDiff:
     holds_added: list[Hold] = field(default_factory=list)
     holds_gone: list[Hold] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Every hold of the cluster under each side (a fraction hold's words give its side's
+    # count, which differs between the sides while the hold is the same).
+    holds_before: list[Hold] = field(default_factory=list)
+    holds_after: list[Hold] = field(default_factory=list)
     ladder_before: Ladder | None = None
     ladder_after: Ladder | None = None
 
@@ -139,6 +143,8 @@ def compare(before_plan: ClusterPlan, after_plan: ClusterPlan) -> ClusterDiff:
         holds_added=[h for h in after.holds if not _has(before.holds, h)],
         holds_gone=[h for h in before.holds if not _has(after.holds, h)],
         errors=sorted(set(before.errors) | set(after.errors)),
+        holds_before=list(before.holds),
+        holds_after=list(after.holds),
         ladder_before=_ladder(before_plan),
         ladder_after=_ladder(after_plan),
     )
@@ -184,7 +190,12 @@ def _ladder(plan: ClusterPlan) -> Ladder | None:
     return r.ladder if r.if_approved is None else r.if_approved
 
 
+def twin(holds: Sequence[Hold], hold: Hold) -> Hold | None:
+    """The hold of ``holds`` that is ``hold`` on the other side, or None. By kind and alert,
+    not by words: a fraction hold's reason says the fraction, which differs between the
+    sides while the hold is the same."""
+    return next((h for h in holds if (h.kind, h.alert_id) == (hold.kind, hold.alert_id)), None)
+
+
 def _has(holds: Sequence[Hold], hold: Hold) -> bool:
-    # By kind and alert, not by words: a fraction hold's reason says the fraction, which
-    # differs between the sides while the hold is the same.
-    return any((h.kind, h.alert_id) == (hold.kind, hold.alert_id) for h in holds)
+    return twin(holds, hold) is not None

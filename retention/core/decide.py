@@ -14,6 +14,11 @@ it to a policy's author; docs/glossary.md names each state and action.)
     protected, not in protect                 unchanged (manual hold) unless release_protection:
                                               {"doNotDelete": false, "expires": W(s) or now+grace}
 
+An extend (or a release of a kept snapshot) writes W(s) = max(H, now + 2L): when the lease
+makes it later than every rule's horizon H, a "lease" reason says so and gives W, so no
+reason's date is left to contradict the one written (a counted rule can keep a snapshot past
+its calendar horizon: monthly 12 counts months that have a snapshot).
+
 A hold record of protect.ids protects while now is before its end; once it has ended, its
 snapshot is decided as if it were not listed (the doNotDelete it got stays unless
 release_protection lifts it), and its reasons say the hold ended.
@@ -57,6 +62,7 @@ from retention.core.policy.holdrecords import ended
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.policy.spec import Item, Match
 from retention.core.snapshot import SnapshotPatch
+from retention.core.timestamps import ceil_to_second, format_timestamp
 
 # Why the rules do not count a snapshot (each is also the state it is decided as).
 Uncounted = Literal["incomplete", "awaiting-deletion", "inconsistent"]
@@ -337,9 +343,33 @@ def _kept(
     if s.expires is None or s.expires >= required:
         return Decision(s, "kept", reasons=reasons, policies=policies, expires_after=s.expires)
     return Decision(
-        s, "kept", "extend", reasons, policies, expires_after=written,
-        patch=ctx.expire_at(written),
+        s, "kept", "extend", _with_lease(reasons, horizon_at, written, ctx), policies,
+        expires_after=written, patch=ctx.expire_at(written),
     )  # fmt: skip
+
+
+def _with_lease(
+    reasons: list[Reason], horizon_at: datetime | None, written: datetime, ctx: _Context
+) -> list[Reason]:
+    """``reasons`` and, when the expiry ``written`` is later than the rules' horizon (the
+    latest date they give), the reason it is: the lease (or the grace period), with the
+    date written as its horizon. ``reasons`` alone when it has no rule's date (no horizon,
+    or a forecast's step, which leaves the rules' reasons out)."""
+    # Written is rounded up to the second: a horizon with a fraction of one is still its date.
+    if horizon_at is None or written <= ceil_to_second(horizon_at) or not reasons:
+        return reasons
+    ahead = "two leases ahead"
+    if written == ctx.merged.grace_until and written > ctx.lease.doubled:
+        ahead = "the grace period ahead"
+    when = format_timestamp(horizon_at)
+    if horizon_at <= ctx.now:
+        # A counted rule keeps it still: it counts back over the snapshots there are.
+        why = f"as the rules' horizon {when} has passed (they count the snapshots there are)"
+    else:
+        why = f"past the rules' horizon {when}"
+    text = f"lease: kept {ahead}, {why}"
+    lease = Reason(policy=None, rule="lease", counter=None, of=None, horizon=written, text=text)
+    return [*reasons, lease]
 
 
 def _unkept(s: SnapshotView, ctx: _Context, reasons: list[Reason]) -> Decision:
@@ -367,10 +397,11 @@ def _manual_hold(s: SnapshotView, v: _Verdicts, ctx: _Context, policies: list[st
         )
         return Decision(s, "manual-hold", reasons=[*v.kept.get(s.id, []), why], policies=policies)
     if s.id in v.kept:
-        _, written = ctx.lease.required_and_written(v.horizons.get(s.id))
+        horizon_at = v.horizons.get(s.id)
+        _, written = ctx.lease.required_and_written(horizon_at)
         written = max(written, merged.grace_until)
         lifted = note("release_protection", "release_protection: hold lifted, expiry set")
-        reasons = [*v.kept[s.id], lifted]
+        reasons = [*_with_lease(v.kept[s.id], horizon_at, written, ctx), lifted]
         return Decision(
             s, "kept", "release", reasons, policies, expires_after=written,
             patch=SnapshotPatch.release(written),

@@ -20,7 +20,8 @@ stopped takes no more); sizes follow the cadence's size and growth; config serve
 advisory, so only the service's own expiries change them.
 
 Counts after each step are the snapshots on the service then, but those whose expiry has
-passed (awaiting the service's reaper: no longer restorable, and gone within hours); the
+passed (awaiting the service's reaper: no longer restorable, and gone within hours; a plan
+counts them, so a forecast says how many of today's it leaves out: ``awaiting_deletion``); the
 oldest restore point is the oldest complete, consistent snapshot the run leaves in place
 (core.restorable.restore_points). The steady state is the count the last step ends with,
 reached on the first step from which the count never again differs from it by more than
@@ -66,6 +67,8 @@ class ClusterForecast:
     policies: list[str]
     steps: list[Step] = field(default_factory=list)
     ladder: Ladder | None = None  # the restore points after the last step
+    # Today's snapshots past their expiry: a plan counts them, step 0 does not.
+    awaiting_deletion: int = 0
 
 
 def steady_tolerance(count: int) -> int:
@@ -130,7 +133,9 @@ def forecast_cluster(  # noqa: PLR0913 - a cluster, its policies and cadence, an
         now = start + k * step
         if k:
             _take(live, cadence, start + (k - 1) * step, now)
-        _reap(live, now)  # today's too: a snapshot past its expiry is as good as gone
+        reaped = _reap(live, now)  # today's too: a snapshot past its expiry is as good as gone
+        if not k:
+            result.awaiting_deletion = reaped
         cluster = ClusterView(target, list(live.values()))
         decided = decide(cluster, policies, now=now, lease_for=lease_for, reasons=False)
         _apply(live, decided, approve_held=approve_held)
@@ -152,9 +157,12 @@ def _take(
         )
 
 
-def _reap(live: dict[str, SnapshotView], now: datetime) -> None:
-    for snapshot_id in [s.id for s in live.values() if awaiting_deletion(s, now)]:
+def _reap(live: dict[str, SnapshotView], now: datetime) -> int:
+    """Take out the snapshots whose expiry has passed; how many there were."""
+    gone = [s.id for s in live.values() if awaiting_deletion(s, now)]
+    for snapshot_id in gone:
         del live[snapshot_id]
+    return len(gone)
 
 
 def _apply(live: dict[str, SnapshotView], decided: ClusterDecisions, *, approve_held: bool) -> None:

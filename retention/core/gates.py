@@ -15,7 +15,7 @@ import msgspec
 from retention.core.ids import carries, id_problem
 from retention.core.merged import Merged
 from retention.core.model import AlertView, Decision, Hold, Target, note
-from retention.core.wording import counted
+from retention.core.wording import counted, decimal_text, share_above
 
 
 def hold_uncarried(decisions: list[Decision]) -> tuple[list[Decision], Hold | None]:
@@ -79,12 +79,15 @@ def gate_holds(
             if left_out
             else ""
         )
+        # The share with the decimals that show it above the limit: 95.2%, never a
+        # rounded 95% "more than" 0.95.
+        limit = merged.max_expire_fraction
+        percent = share_above(destructive, eligible, limit) if eligible else "100%"
         holds.append(
             Hold(
                 "max_expire_fraction",
-                f"{destructive} of {counted(eligible, 'snapshot')} would expire "
-                f"({share:.0%}), "
-                f"more than max_expire_fraction {merged.max_expire_fraction:g}{aside}",
+                f"{destructive} of {counted(eligible, 'snapshot')} would expire ({percent}), "
+                f"more than max_expire_fraction {decimal_text(limit)}{aside}",
                 setting=merged.fraction_setting(),
             )
         )

@@ -12,7 +12,9 @@ length (under 18 h: a sub-daily cadence; under 3.5 days: daily; under 18 days: w
 that keep an odd point from splitting a tier:
 
 - a lone coarser gap between two runs of one grain, each of two gaps or more, is a hole in
-  that tier (a daily tier missing two weeks);
+  that tier (a daily tier missing two weeks), when it misses no more buckets than the tier
+  would have points: a week of daily points a year after another is not a daily tier
+  missing 365 days;
 - then a lone finer gap is an extra point of the tier beside it (a newest manual snapshot;
   the weekly and the monthly snapshot a day apart), of the newer one between two tiers;
 - and finer gaps spanning no more than one and a half of the usual interval of the tier
@@ -20,7 +22,8 @@ that keep an odd point from splitting a tier:
   it: a snapshot held by hand mid-month, a few old ones held by hand below the monthly
   tier. At the newest end only a lone finer gap is, since the last few 6-hourly points
   before the daily ones are a tier of their own;
-- last, any other lone coarser gap between two runs of one grain is a hole in that tier.
+- last, any other lone coarser gap between two runs of one grain is a hole in that tier
+  (no longer, again, than its points).
   Reading extra points before these holes makes alternating weekly points and monthly
   points a day apart one weekly tier, not a daily one full of holes;
 - the gap where a tier meets the next coarser one (sub-daily and daily, daily and weekly,
@@ -38,7 +41,8 @@ its oldest plus one usual interval (24 hourly points: 24 hours), rounded up: in 
 36 h, in days beyond. A ladder whose newest point is old still reads the same; how old it is
 is the freshness's business (``retention.core.freshness``). Calendar buckets (days,
 ISO weeks, months, years) are UTC's; one with no point between two points of its tier is
-missing, and the tier says so; in a sub-daily tier, a gap longer than one and a half of its
+missing, and the tier says so in one list, oldest first ("2 weeks missing: weeks of
+2026-10-05 and 2026-10-19"); in a sub-daily tier, a gap longer than one and a half of its
 usual interval misses the intervals that would fit in it.
 """
 
@@ -52,7 +56,7 @@ from itertools import pairwise
 from statistics import median
 from typing import Literal
 
-from retention.core.wording import counted, plural
+from retention.core.wording import counted, joined, plural
 
 Grain = Literal["sub-daily", "daily", "weekly", "monthly", "yearly"]
 GRAINS: tuple[Grain, ...] = ("sub-daily", "daily", "weekly", "monthly", "yearly")
@@ -67,6 +71,10 @@ _UNITS: dict[Grain, str] = {"daily": "day", "weekly": "week", "monthly": "month"
 _HOLE_FACTOR = 1.5
 # A sub-daily tier's span is in hours up to this many, in days beyond.
 _HOURS_AT_MOST = 36
+# A tier's holes named in words; the rest are counted.
+_NAMED_HOLES = 3
+# How a weekly bucket is named ("week of 2026-09-28"); a list of them says it once.
+_WEEK_OF = "week of "
 
 
 def grain_of(gap: timedelta) -> Grain:
@@ -91,10 +99,11 @@ class Missing:
     first: str
     last: str
 
-    def words(self) -> str:
-        """ "14 days missing: 2026-10-02 to 2026-10-15", "1 month missing: 2026-03"."""
-        when = self.first if self.first == self.last else f"{self.first} to {self.last}"
-        return f"{self.count} {self.unit} missing: {when}"
+    def when(self) -> str:
+        """The buckets missing, without a weekly bucket's "week of": "2026-10-02 to
+        2026-10-15", "2026-03", "2026-09-28"."""
+        first, last = self.first.removeprefix(_WEEK_OF), self.last.removeprefix(_WEEK_OF)
+        return first if first == last else f"{first} to {last}"
 
 
 @dataclass(frozen=True)
@@ -122,11 +131,22 @@ class Tier:
         return f"{self.every} for {counted(self.span, self.unit)}"
 
     def holes(self) -> str:
-        """What the tier misses, the first three holes and a count of the rest: "3 days
-        missing: 2026-10-02 to 2026-10-04; 1 more hole"; empty when it misses nothing."""
-        text = "; ".join(m.words() for m in self.missing[:3])
-        more = len(self.missing) - 3
-        return text + (f"; {counted(more, 'more hole')}" if more > 0 else "")
+        """What the tier misses, in one list, oldest first: "2 weeks missing: weeks of
+        2026-10-05 and 2026-10-19", "5 days missing: 2026-10-02 to 2026-10-04 and
+        2026-10-09 to 2026-10-10"; the count is of every bucket missing, the first three
+        holes are named and the rest counted ("..., 2026-10-11 and 2 more holes"); empty
+        when it misses nothing."""
+        if not self.missing:
+            return ""
+        oldest_first = sorted(self.missing, key=lambda m: m.after)
+        count = sum(m.count for m in oldest_first)
+        named = [m.when() for m in oldest_first[:_NAMED_HOLES]]
+        more = len(oldest_first) - _NAMED_HOLES
+        listed = joined([*named, counted(more, "more hole")] if more > 0 else named)
+        if self.grain == "weekly":
+            listed = f"{plural('week', count)} of {listed}"
+        unit = "interval" if self.grain == "sub-daily" else _UNITS[self.grain]
+        return f"{counted(count, unit)} missing: {listed}"
 
     def words(self) -> str:
         """ "daily for 7 days", with what is missing: "(3 days missing: 2026-10-02 to ...)"."""
@@ -164,7 +184,7 @@ def ladder_of(points: Iterable[datetime]) -> Ladder:
     if len(ordered) == 1:
         return Ladder(1, ordered[0], ordered[0])
     gaps = [newer - older for newer, older in pairwise(ordered)]
-    runs = _smoothed([_Run(grain_of(g), i, i) for i, g in enumerate(gaps)], gaps)
+    runs = _smoothed([_Run(grain_of(g), i, i) for i, g in enumerate(gaps)], ordered, gaps)
     runs = _met(runs, ordered, gaps)
     tiers = tuple(_tier(run, ordered, gaps) for run in runs)
     return Ladder(len(ordered), ordered[0], ordered[-1], tiers)
@@ -179,7 +199,7 @@ class _Run:
     last: int
 
 
-def _smoothed(runs: list[_Run], gaps: list[timedelta]) -> list[_Run]:
+def _smoothed(runs: list[_Run], ordered: list[datetime], gaps: list[timedelta]) -> list[_Run]:
     """``runs`` merged, odd runs taking a neighbour's grain (the module docstring's
     smoothings, in its order) until none does. Each change merges two runs, so this ends."""
     runs = _merged(runs)
@@ -187,7 +207,11 @@ def _smoothed(runs: list[_Run], gaps: list[timedelta]) -> list[_Run]:
         grain = None
         for taken in (_hole_in_tiers, _extra_points_of, _hole_of):
             r, grain = next(
-                ((r, g) for r in range(len(runs)) if (g := taken(runs, r, gaps)) is not None),
+                (
+                    (r, g)
+                    for r in range(len(runs))
+                    if (g := taken(runs, r, ordered, gaps)) is not None
+                ),
                 (0, None),
             )
             if grain is not None:
@@ -199,7 +223,9 @@ def _smoothed(runs: list[_Run], gaps: list[timedelta]) -> list[_Run]:
     return runs
 
 
-def _extra_points_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+def _extra_points_of(
+    runs: list[_Run], r: int, ordered: list[datetime], gaps: list[timedelta]
+) -> Grain | None:
     """The grain of the tier whose extra points the finer run ``runs[r]`` holds, or None."""
     rank = GRAINS.index
     run = runs[r]
@@ -217,21 +243,29 @@ def _extra_points_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain |
     return newer.grain if sum(_seconds(gaps, run)) <= _HOLE_FACTOR * usual else None
 
 
-def _hole_in_tiers(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
+def _hole_in_tiers(
+    runs: list[_Run], r: int, ordered: list[datetime], gaps: list[timedelta]
+) -> Grain | None:
     """As ``_hole_of``, between two runs of two gaps or more only."""
     tiers = 0 < r < len(runs) - 1 and all(n.first < n.last for n in (runs[r - 1], runs[r + 1]))
-    return _hole_of(runs, r, gaps) if tiers else None
+    return _hole_of(runs, r, ordered, gaps) if tiers else None
 
 
-def _hole_of(runs: list[_Run], r: int, gaps: list[timedelta]) -> Grain | None:
-    """The grain of the tier the lone coarser gap ``runs[r]`` is a hole in, or None."""
+def _hole_of(
+    runs: list[_Run], r: int, ordered: list[datetime], gaps: list[timedelta]
+) -> Grain | None:
+    """The grain of the tier the lone coarser gap ``runs[r]`` is a hole in, or None: not
+    when it would miss more buckets of that tier than the tier would have points."""
     run = runs[r]
     if run.first != run.last or r == 0 or r + 1 == len(runs):
         return None
     newer, older = runs[r - 1], runs[r + 1]
     if newer.grain != older.grain or GRAINS.index(run.grain) < GRAINS.index(newer.grain):
         return None
-    return newer.grain
+    every = median([*_seconds(gaps, newer), *_seconds(gaps, older)])
+    hole = _hole(newer.grain, ordered[run.first + 1], ordered[run.first], every)
+    points = older.last - newer.first + 2
+    return newer.grain if hole is None or hole.count <= points else None
 
 
 def _met(runs: list[_Run], ordered: list[datetime], gaps: list[timedelta]) -> list[_Run]:

@@ -70,6 +70,9 @@ def cluster_entry(diff: ClusterDiff) -> dict[str, Any]:
         "shifts": [shift_entry(s) for s in diff.shifts],
         "holdsAdded": [hold_entry(h) for h in diff.holds_added],
         "holdsLifted": [hold_entry(h) for h in diff.holds_gone],
+        # Each side's holds in its own words: a fraction hold counts that side's snapshots.
+        "holdsBefore": [hold_entry(h) for h in diff.holds_before],
+        "holdsAfter": [hold_entry(h) for h in diff.holds_after],
         "errors": diff.errors,
         "restorePointsBefore": (
             restore_points_entry(diff.ladder_before) if diff.ladder_before else None

@@ -14,12 +14,10 @@ service are escaped: a cluster named ``a|b`` or ``<img>`` cannot break a table o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from retention.config.baseline import Baseline
-from retention.core.compare import ClusterDiff, SnapshotShift
-from retention.core.model import Hold
+from retention.core.compare import ClusterDiff, SnapshotShift, twin
 from retention.core.restorepoints import Ladder
 from retention.core.wording import counted, printable, size
 from retention.diff.review import Review, Totals
@@ -97,10 +95,8 @@ def _text_cluster(diff: ClusterDiff) -> list[str]:
         f"  restore points before: {_ladder(diff.ladder_before)}",
         f"  restore points after:  {_ladder(diff.ladder_after)}",
     ]
-    lines += [f"  hold added: {printable(h.reason)}" for h in diff.holds_added]
-    lines += [f"  hold lifted: {printable(h.reason)}" for h in diff.holds_gone]
+    lines += [f"  {label}: {printable(reason)}" for label, reason in hold_lines(diff)]
     lines += [f"  error: {printable(e)}" for e in diff.errors]
-    lines += [f"  held today by: {printable(reason)}" for reason in held_by(diff)]
     if diff.shifts:
         rows = [_row(s) for s in diff.shifts[:TEXT_ROWS]]
         header = ("snapshot", "created", "size", "change", "may be deleted from", "why: was -> now")
@@ -117,7 +113,7 @@ def _text_cluster(diff: ClusterDiff) -> list[str]:
 def _row(shift: SnapshotShift) -> tuple[str, str, str, str, str, str]:
     deletable = _minute(shift.deletable_from) if shift.deletable_from else "-"
     if shift.held:
-        deletable += " (held)"  # the gate is said once, above the table (held_by)
+        deletable += " (held)"  # the gates are said once, above the table (hold_lines)
     return (
         printable(shift.snapshot_id),
         _minute(shift.created),
@@ -166,10 +162,8 @@ def _markdown_cluster(diff: ClusterDiff) -> str:
         f"policies {_md(_names(diff.policies_before))} → {_md(_names(diff.policies_after))}\n",
         f"- restore points before: {_md(_ladder(diff.ladder_before))}",
         f"- restore points after: {_md(_ladder(diff.ladder_after))}",
-        *_markdown_holds("hold added", diff.holds_added),
-        *_markdown_holds("hold lifted", diff.holds_gone),
+        *(f"- {label}: {_md(_short(reason, 300))}" for label, reason in hold_lines(diff)),
         *(f"- error: {_md(_short(e, 300))}" for e in diff.errors),
-        *(f"- held today by: {_md(_short(reason, 300))}" for reason in held_by(diff)),
         "",
     ]
     if diff.shifts:
@@ -183,10 +177,6 @@ def _markdown_cluster(diff: ClusterDiff) -> str:
         if more > 0:
             lines.append(f"\n{counted(more, 'more snapshot')} in the JSON ({JSON_HINT}).")
     return "\n".join(lines) + "\n"
-
-
-def _markdown_holds(label: str, holds: Iterable[Hold]) -> list[str]:
-    return [f"- {label}: {_md(_short(h.reason, 300))}" for h in holds]
 
 
 def _markdown_row(shift: SnapshotShift) -> str:
@@ -219,10 +209,24 @@ def _markdown_errors(errors: list[str], room: int) -> str:
 # --- words shared by both ------------------------------------------------------------------
 
 
-def held_by(diff: ClusterDiff) -> list[str]:
-    """The gates that hold today what the new policies let go, each once: a snapshot so
-    held is only deleted once the gate lifts (an alert resolved, an approval)."""
-    return list(dict.fromkeys(s.held for s in diff.shifts if s.held))
+def hold_lines(diff: ClusterDiff) -> list[tuple[str, str]]:
+    """The cluster's holds, each with the side whose plan it holds, as (label, reason): a
+    hold of one side only is "hold after (added)" or "hold before (lifted)"; one of both
+    is "hold before and after" when its words are the same, else its "hold before" and
+    "hold after" lines (a fraction hold counts each side's snapshots). A change the table
+    marks "(held)" is held by the holds after: it is only deleted once they lift (an alert
+    resolved, an approval)."""
+    lines: list[tuple[str, str]] = []
+    for hold in diff.holds_after:
+        was = twin(diff.holds_before, hold)
+        if was is None:
+            lines.append(("hold after (added)", hold.reason))
+        elif was.reason == hold.reason:
+            lines.append(("hold before and after", hold.reason))
+        else:
+            lines += [("hold before", was.reason), ("hold after", hold.reason)]
+    gone = [h for h in diff.holds_before if twin(diff.holds_after, h) is None]
+    return lines + [("hold before (lifted)", h.reason) for h in gone]
 
 
 def _names(policies: list[str]) -> str:

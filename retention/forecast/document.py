@@ -59,7 +59,8 @@ def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> dict[
             "storageBytes": storage[-1],
             "trend": trend(counts),
         }
-    return {"series": series, "steady": steady}
+    # Today's snapshots past their expiry: the series leaves them out, a plan counts them.
+    return {"series": series, "steady": steady, "awaitingDeletion": forecast.awaiting_deletion}
 
 
 def cluster_entry(forecast: Forecast, cluster: ClusterOutlook) -> dict[str, Any]:
@@ -78,6 +79,7 @@ def cluster_entry(forecast: Forecast, cluster: ClusterOutlook) -> dict[str, Any]
             "sizeBytes": cadence.size_bytes,
             "growthPerDay": cadence.growth_per_day,
         },
+        "awaitingDeletion": cluster.current.awaiting_deletion,
         **outlook_entry(forecast, cluster.current),
     }
     if cluster.base is not None:

@@ -77,6 +77,8 @@ class Outlook:
     storage: array[int]
     oldest: array[int]
     ladder: Ladder | None  # the restore points after the last step
+    # Today's snapshots past their expiry, which the counts leave out and a plan counts.
+    awaiting_deletion: int = 0
 
     @classmethod
     def of(cls, forecast: ClusterForecast) -> Outlook:
@@ -87,6 +89,7 @@ class Outlook:
             array("q", (s.storage_bytes for s in forecast.steps)),
             array("q", (_epoch(s.oldest) for s in forecast.steps)),
             forecast.ladder,
+            forecast.awaiting_deletion,
         )
 
     @property
@@ -129,6 +132,8 @@ class Forecast:
     base_counts: array[int] = field(default_factory=lambda: array("q"))
     base_storage: array[int] = field(default_factory=lambda: array("q"))
     errors: list[str] = field(default_factory=list)
+    # Today's snapshots past their expiry, which the counts leave out (a plan counts them).
+    awaiting_deletion: int = 0
 
     def at(self, index: int) -> datetime:
         """The time of step ``index``."""
@@ -137,6 +142,7 @@ class Forecast:
     def add(self, cluster: ClusterOutlook) -> None:
         """Keep ``cluster`` and add its series to the fleet's."""
         self.clusters.append(cluster)
+        self.awaiting_deletion += cluster.current.awaiting_deletion
         _add(self.counts, cluster.current.counts)
         _add(self.storage, cluster.current.storage)
         if cluster.base is not None:

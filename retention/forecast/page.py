@@ -9,13 +9,20 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from retention.config.baseline import Baseline
 from retention.core.wording import counted, size
 from retention.forecast.charts import BASE, HEIGHT, MARGINS, TOP, WIDTH, Chart, chart
 from retention.forecast.forecaster import ASSUMPTIONS, ClusterOutlook, Forecast, Outlook
-from retention.forecast.render import at_the_end, cadence_words, every, instead, settles
+from retention.forecast.render import (
+    at_the_end,
+    awaiting_words,
+    cadence_words,
+    every,
+    instead,
+    settles,
+)
 from retention.report.render import html_environment, render_whole
 
 # Clusters charted, the largest change first; every cluster is in the table below them.
@@ -49,12 +56,12 @@ def write_forecast_html(
 
 def page_context(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> dict[str, Any]:
     """What forecast.html.j2 draws."""
-    fleet_base = (forecast.base_counts, forecast.base_storage) if base is not None else None
+    fleet_base = _Side(forecast.base_counts, forecast.base_storage) if base is not None else None
     fleet = _charted(
         forecast,
         "The fleet",
         counted(len(forecast.clusters), "cluster"),
-        (forecast.counts, forecast.storage),
+        _Side(forecast.counts, forecast.storage, forecast.awaiting_deletion),
         fleet_base,
     )
     clusters = [
@@ -63,8 +70,8 @@ def page_context(forecast: Forecast, base: Baseline | None, *, what_if: bool) ->
             c.target.name,
             f"{c.target.kind} {c.target.cluster_id}, project {c.target.project_id}; "
             f"cadence: {cadence_words(c.cadence)}",
-            (c.current.counts, c.current.storage),
-            None if c.base is None else (c.base.counts, c.base.storage),
+            _Side(c.current.counts, c.current.storage, c.current.awaiting_deletion),
+            None if c.base is None else _Side(c.base.counts, c.base.storage),
         )
         for c in forecast.clusters[:MAX_CHARTED]
     ]
@@ -85,14 +92,19 @@ def page_context(forecast: Forecast, base: Baseline | None, *, what_if: bool) ->
     }
 
 
+class _Side(NamedTuple):
+    """One side's series (the fleet's or a cluster's), and the snapshots past their expiry
+    today that its counts leave out."""
+
+    counts: array[int]
+    storage: array[int]
+    awaiting: int = 0
+
+
 def _charted(
-    forecast: Forecast,
-    title: str,
-    subtitle: str,
-    mine: tuple[array[int], array[int]],
-    theirs: tuple[array[int], array[int]] | None,
+    forecast: Forecast, title: str, subtitle: str, mine: _Side, theirs: _Side | None
 ) -> Charted:
-    counts, storage = mine
+    counts, storage, _ = mine
     count_series = [("current", "current policies", counts)]
     storage_series = [("current", "current policies", storage)]
     if theirs is not None:
@@ -123,18 +135,16 @@ def _charted(
     )
 
 
-def _steady_words(
-    forecast: Forecast,
-    mine: tuple[array[int], array[int]],
-    theirs: tuple[array[int], array[int]] | None,
-) -> str:
+def _steady_words(forecast: Forecast, mine: _Side, theirs: _Side | None) -> str:
     """ "at the end the current policies keep 41 instead of 312 snapshots, ..."."""
-    counts, storage = mine
+    counts, storage, awaiting = mine
     if not counts:
         return "Nothing forecast"
     if theirs is None:
+        aside = awaiting_words(counts[0], awaiting)
         return (
-            f"{counts[0]:,} snapshots ({size(storage[0])}) today, "
+            f"{counts[0]:,} snapshots ({size(storage[0])}) today"
+            f"{f' ({aside})' if aside else ''}, "
             f"{counts[-1]:,} ({size(storage[-1])}) {at_the_end(forecast, counts)}"
         )
     return "At the end the current policies keep " + instead(
@@ -149,6 +159,7 @@ def _row(forecast: Forecast, cluster: ClusterOutlook) -> dict[str, Any]:
         "target": cluster.target,
         "cadence": cadence_words(cluster.cadence),
         "today": mine.counts[0] if mine.counts else 0,
+        "awaiting": mine.awaiting_deletion,
         "steady": _steady(mine),
         "settles": settles(forecast, mine.counts),
         "base": None if theirs is None else _steady(theirs),

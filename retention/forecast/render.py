@@ -24,7 +24,7 @@ def text_lines(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> l
     lines = [
         f"Forecast from {when}, {counted(forecast.days, 'day')} ahead in steps of "
         f"{every(forecast.step)}, {counted(len(forecast.clusters), 'cluster')}:",
-        "fleet: " + _fleet(forecast, forecast.counts, forecast.storage),
+        "fleet: " + _fleet(forecast, forecast.counts, forecast.storage, forecast.awaiting_deletion),
     ]
     if base is not None:
         lines.append(
@@ -47,14 +47,26 @@ def text_lines(forecast: Forecast, base: Baseline | None, *, what_if: bool) -> l
     return lines
 
 
-def _fleet(forecast: Forecast, counts: array[int], storage: array[int]) -> str:
-    """ "3,012 snapshots (14.3 TiB) today -> 412 (2.1 TiB) from 2027-01-05"."""
+def _fleet(forecast: Forecast, counts: array[int], storage: array[int], awaiting: int = 0) -> str:
+    """ "3,012 snapshots (14.3 TiB) today -> 412 (2.1 TiB) from 2027-01-05", with today's
+    snapshots past their expiry when there are ``awaiting`` ("today (and 7 awaiting
+    deletion: a plan counts 3,019) -> ...")."""
     if not counts:
         return "no cluster forecast"
+    aside = awaiting_words(counts[0], awaiting)
     return (
-        f"{counts[0]:,} snapshots ({size(storage[0])}) today -> {counts[-1]:,} "
-        f"({size(storage[-1])}) {at_the_end(forecast, counts)}"
+        f"{counts[0]:,} snapshots ({size(storage[0])}) today{f' ({aside})' if aside else ''} "
+        f"-> {counts[-1]:,} ({size(storage[-1])}) {at_the_end(forecast, counts)}"
     )
+
+
+def awaiting_words(today: int, awaiting: int) -> str:
+    """What today's count leaves out: "and 7 awaiting deletion: a plan counts 2,346" (the
+    snapshots whose expiry has passed, which the service still lists until its reaper
+    comes); empty when there are none."""
+    if not awaiting:
+        return ""
+    return f"and {awaiting:,} awaiting deletion: a plan counts {today + awaiting:,}"
 
 
 def settles(forecast: Forecast, counts: array[int]) -> str:
@@ -85,8 +97,8 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
     t, mine = cluster.target, cluster.current
     rows = [
         ("cadence", cadence_words(cluster.cadence)),
-        ("policies", ", ".join(mine.policies) or "none (unmanaged)"),
-        ("today", _amount(mine, 0)),
+        ("policies", policies_words(cluster, mine)),
+        ("today", _today(mine)),
         (_at_end(mine), _ending(forecast, mine)),
         ("oldest at the end", _oldest(mine)),
         ("ladder at the end", mine.ladder.words() if mine.ladder else "no restore point"),
@@ -94,7 +106,7 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
     theirs = cluster.base
     if theirs is not None:
         rows += [
-            ("base policies", ", ".join(theirs.policies) or "none (unmanaged)"),
+            ("base policies", policies_words(cluster, theirs)),
             ("base " + _at_end(theirs), _ending(forecast, theirs)),
             ("base oldest", _oldest(theirs)),
             ("base ladder", theirs.ladder.words() if theirs.ladder else "no restore point"),
@@ -103,6 +115,23 @@ def _cluster_lines(forecast: Forecast, cluster: ClusterOutlook) -> list[str]:
     width = max(len(label) for label, _ in rows) + 1
     head = f"{printable(t.name)} ({t.kind} {printable(t.cluster_id)}, project {t.project_id})"
     return [head, *(f"  {(label + ':').ljust(width)} {value}" for label, value in rows)]
+
+
+def policies_words(cluster: ClusterOutlook, outlook: Outlook) -> str:
+    """The policies of one side: "production", "none (unmanaged)"; a config server's say
+    that they only advise: the service's own expiries alone change its snapshots."""
+    if not outlook.policies:
+        return "none (unmanaged)"
+    names = ", ".join(outlook.policies)
+    if cluster.target.kind == "config-server":
+        return f"{names} (advisory: a config server's changes are never sent)"
+    return names
+
+
+def _today(outlook: Outlook) -> str:
+    """ "28 snapshots (126.0 GiB), and 1 awaiting deletion: a plan counts 29"."""
+    aside = awaiting_words(outlook.counts[0], outlook.awaiting_deletion)
+    return _amount(outlook, 0) + (f", {aside}" if aside else "")
 
 
 def _at_end(outlook: Outlook) -> str:

@@ -36,7 +36,7 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.every import EveryRule, checked_count
 from retention.core.policy.holdrecords import HoldRecord, entry_id, id_entries
 from retention.core.snapshot import Kind
-from retention.core.wording import counted, joined, plural, show_value
+from retention.core.wording import counted, decimal_text, joined, plural, show_value
 
 DURATION_PATTERN = r"^\s*([0-9]+[ymdh])+\s*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -392,7 +392,7 @@ def _describe_safety(safety: Safety) -> list[str]:
     if safety.min_keep != 1:
         parts.append(f"min_keep {safety.min_keep}")
     if safety.max_expire_fraction != DEFAULT_MAX_EXPIRE_FRACTION:
-        parts.append(f"max_expire_fraction {safety.max_expire_fraction:g}")
+        parts.append(f"max_expire_fraction {decimal_text(safety.max_expire_fraction)}")
     if tuple(safety.hold_on_alerts) != DEFAULT_HOLD_ON_ALERTS:
         alerts = joined(safety.hold_on_alerts)
         parts.append(f"hold on {alerts}" if alerts else "no alert holds")
