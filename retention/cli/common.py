@@ -94,6 +94,18 @@ def shard_options(command: F) -> F:
     )(command)
 
 
+def strict_option(command: F) -> F:
+    """--strict: the policies' warnings are an error (exit 2), for CI and teams that want
+    them fixed rather than read."""
+    return click.option(
+        "--strict",
+        is_flag=True,
+        help="Exit 2 when the policies have warnings (a grace in months, an ended hold, a "
+        "protect rule that leaves holds behind, a glob that matches nothing), as validate "
+        "and the plan list them.",
+    )(command)
+
+
 def shard_from(shard: str | None, shard_count: int | None) -> Shard | None:
     """The shard the options ask for, or None for the whole fleet."""
     return choose_shard(shard, shard_count, os.environ.get("JOB_COMPLETION_INDEX"))
