@@ -108,7 +108,8 @@ def test_a_policy_that_matches_nothing_is_a_warning(
         f"WARN  policies: {policy}:2: match.clusters[0]: 'production-*' matches none of the "
         "4 clusters and config servers discovery found; the closest: "
     ) in out
-    assert "-> check its match: projects, cluster globs, kinds (retention clusters lists them)" in out
+    remedy = "-> check its match: projects, cluster globs, kinds (retention clusters lists them)"
+    assert remedy in out
     assert "WARN  coverage: 4 unmanaged (no policy matches, never changed): prod-big" in out
 
 

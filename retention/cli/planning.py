@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli.common import library, parse_at, shard_from, shard_options, strict_option
+from retention.cli.common import (
+    json_logs,
+    library,
+    parse_at,
+    shard_from,
+    shard_options,
+    strict_option,
+)
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option, show
 from retention.core.wording import counted
@@ -86,11 +93,11 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
     )
     ended = library(ctx).plan(request)
     if output == "json":
-        emit(plan_document(ended))
-    else:
-        _print_plan(ended.result, to_stderr=to_stdout)
+        emit(plan_document(ended))  # its exitCode and policyWarnings say what --strict did
+        return ended.code
+    _print_plan(ended.result, to_stderr=to_stdout)
     warned = ended.result.policy_warnings
-    if strict and warned:
+    if strict and warned and not json_logs(ctx):  # with JSON logs, stderr is JSON alone
         click.echo(
             f"--strict: {counted(len(warned), 'policy warning')} (listed above with the "
             f"plan's warnings): exit {ended.code}",
