@@ -180,6 +180,25 @@ def test_doctor_shows_them_as_warnings_and_strict_exits_2(
     )
 
 
+def test_the_strict_setting_in_the_environment_is_strict(
+    sim: Simulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RETENTION_STRICT=1, the setting a CI job or a CronJob gives once, is --strict for
+    plan and doctor: their policy warnings exit 2; =0 leaves them warnings."""
+    write_config(folder, sim.base_url)
+
+    monkeypatch.setenv("RETENTION_STRICT", "1")
+    plan, plan_doc, _ = json_run(capsys, sim, "plan")
+    doctor, _, _ = json_run(capsys, sim, "doctor")
+    monkeypatch.setenv("RETENTION_STRICT", "0")
+    lenient, _, _ = json_run(capsys, sim, "doctor")
+
+    assert (plan, plan_doc["exitCode"], doctor, lenient) == (2, 2, 2, 0)
+
+
 def test_a_shards_plan_judges_the_globs_against_the_whole_fleet(
     sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -95,14 +95,15 @@ def shard_options(command: F) -> F:
 
 
 def strict_option(command: F) -> F:
-    """--strict: the policies' warnings are an error (exit 2), for CI and teams that want
-    them fixed rather than read."""
+    """--strict (or RETENTION_STRICT=1, the setting of a CI job or a CronJob): the policies'
+    warnings are an error (exit 2), for teams that want them fixed rather than read."""
     return click.option(
         "--strict",
         is_flag=True,
+        envvar="RETENTION_STRICT",
         help="Exit 2 when the policies have warnings (a grace in months, an ended hold, a "
         "protect rule that leaves holds behind, a glob that matches nothing), as validate "
-        "and the plan list them.",
+        "and the plan list them. RETENTION_STRICT=1 sets it for every command that takes it.",
     )(command)
 
 

@@ -33,6 +33,6 @@ def clusters(ctx: click.Context, output: str) -> int:
     from retention.library.requests import ClustersRequest
 
     progress = Progress(output == "json" or json_logs(ctx))
-    listed = library(ctx, progress).clusters(ClustersRequest()).result
-    show(output, listed.document, listed.lines)
-    return listed.code
+    ended = library(ctx, progress).clusters(ClustersRequest())
+    show(output, ended.result.document, ended.result.lines)
+    return ended.code
