@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from retention.library.lifecycle import Ended, Progress
     from retention.library.requests import (
         ApplyRequest,
+        ClustersRequest,
         DiffRequest,
+        DoctorRequest,
         ExplainRequest,
         ForecastRequest,
         PlanRequest,
@@ -36,7 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApplyRequest",
+    "ClustersRequest",
     "DiffRequest",
+    "DoctorRequest",
     "Ended",
     "ExplainRequest",
     "ForecastRequest",

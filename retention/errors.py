@@ -5,6 +5,7 @@
     │   └── PlanFileError               exit 2  a plan file apply must not trust (nothing sent)
     ├── ConfigError                     exit 2  bad retention.yaml or environment (nothing was sent)
     │   └── PolicyError                 exit 2  bad policy files (nothing was sent)
+    │       └── StrictError             exit 2  --strict, and the policies warn (nothing sent)
     ├── LockHeldError                   exit 4  another run holds the lock
     ├── StopRequestedError              130/143 SIGINT or SIGTERM asked the command to stop
     └── ApiError                        exit 1  something went wrong talking to the API
@@ -141,6 +142,11 @@ class ConfigError(RetentionError):
 
 class PolicyError(ConfigError):
     """One or more policy files are invalid; ``problems`` lists every one of them."""
+
+
+class StrictError(PolicyError):
+    """--strict was given and the policies have warnings (``problems``): a run stops once
+    its plan is written, before it sends anything."""
 
 
 class LockHeldError(RetentionError):

@@ -90,7 +90,8 @@ def test_a_policy_that_matches_nothing_is_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A glob that misses (production-* for prod-*) passes validation but not unnoticed:
-    doctor warns about the policy and lists the clusters no policy manages."""
+    doctor warns about the glob with the real names closest to it, about the policy, and
+    lists the clusters no policy manages."""
     with live() as sim:
         config = config_for(tmp_path, sim.base_url)
         (tmp_path / "policies" / "p.yaml").write_text(
@@ -103,7 +104,12 @@ def test_a_policy_that_matches_nothing_is_a_warning(
     assert (
         f"WARN  policies: policy 'production' ({policy}) matches no cluster or config server"
     ) in out
-    assert "-> check its match: projects, cluster globs (prod-* is not production-*), kinds" in out
+    assert (
+        f"WARN  policies: {policy}:2: match.clusters[0]: 'production-*' matches none of the "
+        "4 clusters and config servers discovery found; the closest: "
+    ) in out
+    remedy = "-> check its match: projects, cluster globs, kinds (retention clusters lists them)"
+    assert remedy in out
     assert "WARN  coverage: 4 unmanaged (no policy matches, never changed): prod-big" in out
 
 

@@ -6,10 +6,10 @@ sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5
 or authenticate to the API (nothing sent).
 
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
-schema, config, doctor), reviewing.py (diff), forecasting.py (forecast), running.py (run,
-apply, demo), undoing.py (undo), pruning.py (prune) and simulating.py; each adds its
-commands to the ``cli`` group (group.py) when it is imported below. ending.py is what a run
-shows (progress, summary, JSON), output.py --format json.
+schema, config, doctor), listing.py (clusters), reviewing.py (diff), forecasting.py
+(forecast), running.py (run, apply, demo), undoing.py (undo), pruning.py (prune) and
+simulating.py; each adds its commands to the ``cli`` group (group.py) when it is imported
+below. ending.py is what a run shows (progress, summary, JSON), output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
@@ -30,6 +30,7 @@ import click
 # Imported for their side effect: each registers its commands on the group.
 from retention.cli import (
     forecasting,
+    listing,
     planning,
     pruning,
     reviewing,
@@ -182,6 +183,7 @@ def _is_terminal(stream: object) -> bool:
 __all__ = [
     "cli",
     "forecasting",
+    "listing",
     "main",
     "planning",
     "pruning",

@@ -94,6 +94,19 @@ def shard_options(command: F) -> F:
     )(command)
 
 
+def strict_option(command: F) -> F:
+    """--strict (or RETENTION_STRICT=1, the setting of a CI job or a CronJob): the policies'
+    warnings are an error (exit 2), for teams that want them fixed rather than read."""
+    return click.option(
+        "--strict",
+        is_flag=True,
+        envvar="RETENTION_STRICT",
+        help="Exit 2 when the policies have warnings (a grace in months, an ended hold, a "
+        "protect rule that leaves holds behind, a glob that matches nothing), as validate "
+        "and the plan list them. RETENTION_STRICT=1 sets it for every command that takes it.",
+    )(command)
+
+
 def shard_from(shard: str | None, shard_count: int | None) -> Shard | None:
     """The shard the options ask for, or None for the whole fleet."""
     return choose_shard(shard, shard_count, os.environ.get("JOB_COMPLETION_INDEX"))

@@ -8,9 +8,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from retention.cli.common import library, parse_at, shard_from, shard_options
+from retention.cli.common import (
+    json_logs,
+    library,
+    parse_at,
+    shard_from,
+    shard_options,
+    strict_option,
+)
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option, show
+from retention.core.wording import counted
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
     "plan, to review; apply refuses it.",
 )
 @shard_options
+@strict_option
 @format_option
 @click.pass_context
 def plan(  # noqa: PLR0913 - click passes each option of the command as a keyword
@@ -47,13 +56,17 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
     at: str | None,
     shard: str | None,
     shard_count: int | None,
+    strict: bool,
     output: str,
 ) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
 
     Writes plan.json and decisions.jsonl.zst (one line per snapshot: what and why) and prints a
-    summary. Exit 0: plan written; 1: some clusters could not be walked; 3: a safety gate
-    held destructive changes; 2: bad configuration or policies; 5: API unreachable.
+    summary, with the policies' warnings (those validate gives, and each glob that matches
+    no cluster, with the closest real names). Exit 0: plan written; 1: some clusters could
+    not be walked; 3: a safety gate held destructive changes; 2: bad configuration or
+    policies, or policy warnings with --strict (the plan is written all the same); 5: API
+    unreachable.
 
     \b
     Examples:
@@ -61,6 +74,7 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
       retention plan --out /tmp/plan.json
       retention plan --at 2027-01-01T00:00:00Z   # what-if: review only, apply refuses it
       retention plan --shard 0/4                 # a quarter of the fleet
+      retention plan --strict                    # in CI: policy warnings exit 2
       retention plan --out - | jq .summary       # the plan itself on stdout
       retention plan --format json | jq .plan.summary.byAction
     """
@@ -75,12 +89,20 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
         report_dir=Path(report_dir) if report_dir else None,
         at=parse_at(at),
         shard=shard_from(shard, shard_count),
+        strict=strict,
     )
     ended = library(ctx).plan(request)
     if output == "json":
-        emit(plan_document(ended))
-    else:
-        _print_plan(ended.result, to_stderr=to_stdout)
+        emit(plan_document(ended))  # its exitCode and policyWarnings say what --strict did
+        return ended.code
+    _print_plan(ended.result, to_stderr=to_stdout)
+    warned = ended.result.policy_warnings
+    if strict and warned and not json_logs(ctx):  # with JSON logs, stderr is JSON alone
+        click.echo(
+            f"--strict: {counted(len(warned), 'policy warning')} (listed above with the "
+            f"plan's warnings): exit {ended.code}",
+            err=True,
+        )
     return ended.code
 
 
@@ -241,21 +263,27 @@ def config_show(ctx: click.Context, output: str) -> None:
 
 
 @cli.command()
+@strict_option
 @format_option
 @click.pass_context
-def doctor(ctx: click.Context, output: str) -> int:
+def doctor(ctx: click.Context, strict: bool, output: str) -> int:
     """Check everything the job needs before you schedule it: configuration, policies, the
     API (reachable, TLS, credentials, version), the clock, and each target project.
 
-    One line per check: passed, warning or failed with what to do. Exit 0 when nothing
-    failed, 5 when the API cannot be reached or refuses the keys, 2 for configuration or
-    policy problems, 1 for any other failed check.
+    One line per check: passed, warning or failed with what to do. The policies' warnings
+    (those validate gives, a policy or a glob that matches nothing discovery found, with the
+    closest real names) are WARN lines. Exit 0 when nothing failed, 5 when the API cannot be
+    reached or refuses the keys, 2 for configuration or policy problems (or policy warnings
+    with --strict), 1 for any other failed check.
 
     \b
     Examples:
       retention doctor
+      retention doctor --strict          # in CI: policy warnings exit 2
       retention doctor --format json
     """
-    report = library(ctx).doctor()
+    from retention.library.requests import DoctorRequest
+
+    report = library(ctx).doctor(DoctorRequest(strict=strict))
     show(output, report.document, report.lines)
     return report.code

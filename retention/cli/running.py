@@ -15,6 +15,7 @@ from retention.cli.common import (
     library,
     shard_from,
     shard_options,
+    strict_option,
 )
 from retention.cli.ending import Progress, metrics_options, metrics_target, show_demo, show_run
 from retention.cli.group import cli
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 @click.option("--dry-run", is_flag=True, help="Plan and report, but send no PATCH at all.")
 @click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
 @shard_options
+@strict_option
 @metrics_options
 @format_option
 @click.pass_context
@@ -41,6 +43,7 @@ def run_command(  # noqa: PLR0913 - click passes each option of the command as a
     quiet: bool,
     shard: str | None,
     shard_count: int | None,
+    strict: bool,
     metrics_file: str | None,
     pushgateway: str | None,
     output: str,
@@ -48,14 +51,19 @@ def run_command(  # noqa: PLR0913 - click passes each option of the command as a
     """Plan, check the safety gates, apply, and write the reports: what cron runs.
 
     Each run writes reports/<UTC time>-<run id>/ with plan.json, decisions.jsonl.zst,
-    results.jsonl, report.html and report.md. Exit 0 done; 1 failures (a cluster could not
-    be walked, a PATCH failed); 2 bad configuration or policies; 3 a safety gate held
-    destructive changes; 4 another run holds the lock; 5 API unreachable or keys refused.
+    results.jsonl, report.html and report.md. The policies' warnings (those validate
+    gives, and each glob that matches no cluster) are in the summary, the reports, the
+    notice and the JSON; with --strict they stop the run once its plan is written, before
+    anything is sent (exit 2). Exit 0 done; 1 failures (a cluster could not be walked, a
+    PATCH failed); 2 bad configuration or policies (or policy warnings with --strict); 3 a
+    safety gate held destructive changes; 4 another run holds the lock; 5 API unreachable
+    or keys refused.
 
     \b
     Examples:
       retention run --dry-run        # the whole job, nothing sent
       retention run                  # what cron runs
+      retention run --strict         # and refuse to send while the policies warn
       retention run --shard-count 4  # in a Kubernetes Indexed Job of 4 pods
       retention run --metrics-file /var/lib/node_exporter/textfile_collector/retention.prom
       retention run --dry-run --format json | jq .summary.byAction
@@ -66,6 +74,7 @@ def run_command(  # noqa: PLR0913 - click passes each option of the command as a
         dry_run=dry_run,
         shard=shard_from(shard, shard_count),
         metrics=metrics_target(metrics_file, pushgateway),
+        strict=strict,
     )
     progress = Progress(quiet or json_logs(ctx))
     return show_run(library(ctx, progress).run(request), output)

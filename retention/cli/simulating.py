@@ -151,6 +151,15 @@ def _announce(sim: Simulator, output: str, faults: str) -> None:
     _print_started(sim, faults=faults, summary=summary, snapshots=snapshots)
 
 
+# Names said per project in the start banner; --format json has them all.
+NAMES_LISTED = 8
+
+
+def _listed(names: list[str]) -> str:
+    more = f" and {len(names) - NAMES_LISTED} more" if len(names) > NAMES_LISTED else ""
+    return ", ".join(names[:NAMES_LISTED]) + more
+
+
 def _serve_until(stop: threading.Event, sim: Simulator) -> None:
     """Serve until ``stop`` (SIGTERM) or Ctrl-C, then stop the simulator."""
     try:
@@ -182,10 +191,22 @@ def _started_document(
                 "id": p["id"],
                 "name": p["name"],
                 "clusters": sum(1 for c in p["clusters"] if c["snapshots"]),
+                "clusterNames": _cluster_names(p),
+                "configServers": _config_servers(p),
             }
             for p in summary["projects"]
         ],
     }
+
+
+def _cluster_names(project: dict[str, Any]) -> list[str]:
+    """The names of a project's clusters that own snapshots (not their shards), sorted."""
+    return sorted(c["name"] for c in project["clusters"] if c["snapshots"])
+
+
+def _config_servers(project: dict[str, Any]) -> list[str]:
+    """The host names of a project's legacy config servers (hosts that own snapshots)."""
+    return sorted(h["hostname"] or h["id"] for h in project["hosts"] if h["snapshots"])
 
 
 def _print_started(sim: Simulator, *, faults: str, summary: dict[str, Any], snapshots: int) -> None:
@@ -200,10 +221,12 @@ def _print_started(sim: Simulator, *, faults: str, summary: dict[str, Any], snap
     click.echo(f"  admin:       {sim.admin_url}/counters")
     click.echo(f"  faults:      {FaultSpec.parse(faults)}; latency {latency_ms:g} ms")
     for project in summary["projects"]:
-        owners = [c for c in project["clusters"] if c["snapshots"]]
-        click.echo(
-            f"  project {project['id']} ({project['name']}): {counted(len(owners), 'cluster')}"
-        )
+        names, servers = _cluster_names(project), _config_servers(project)
+        said = f"  project {project['id']} ({project['name']}): {counted(len(names), 'cluster')}"
+        said += f" ({_listed(names)})" if names else ""
+        if servers:
+            said += f", {counted(len(servers), 'legacy config server')} ({_listed(servers)})"
+        click.echo(said)
     example = next(
         ((p["id"], c["id"]) for p in summary["projects"] for c in p["clusters"] if c["snapshots"]),
         None,

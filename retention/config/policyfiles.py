@@ -139,7 +139,15 @@ def validate_policies(source: Path | Sequence[Path], now: datetime) -> Validated
     """The policies at ``source``, and their warnings as of ``now``; PolicyError (exit 2)
     listing every problem when they do not load."""
     policies = load_policies(source)
+    return Validated(policies, policy_warnings(policies, now))
+
+
+def policy_warnings(policies: PolicySet, now: datetime) -> list[tuple[str, str]]:
+    """What is worth a warning in ``policies`` as of ``now`` without asking the API, each
+    with its event: a grace in months, hold records that ended or end soon, protect rules
+    that leave a trail. validate says them; a plan, a run and doctor say them too, with the
+    globs that match nothing (retention.core.policy.globs), which need discovery."""
     found = [(w, "grace-warning") for w in grace_warnings(policies)]
     found += [(w, "hold-warning") for w in hold_record_warnings(policies, now)]
     found += [(w, "protect-warning") for w in protect_trail_warnings(policies)]
-    return Validated(policies, found)
+    return found

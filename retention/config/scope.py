@@ -30,8 +30,9 @@ class Scope:
     """The fleet a job plans for and how: its projects, the policies, the job's schedule
     (the lease of kept snapshots) and its floor, the requests it sends at once
     (``concurrency``), the processes that decide (``workers``), the shard of the fleet it
-    takes (None: all of it), and whether a run acknowledges the expiry-audit alerts its
-    own changes open."""
+    takes (None: all of it), whether a run acknowledges the expiry-audit alerts its own
+    changes open, and whether the policies' warnings stop a run before it sends anything
+    (``strict``: --strict)."""
 
     policies: PolicySet
     projects: Sequence[ProjectTargets]
@@ -41,6 +42,7 @@ class Scope:
     workers: int = 1
     shard: Shard | None = None
     acknowledge_audit_alerts: bool = False
+    strict: bool = False
 
     @classmethod
     def of(cls, config: RetentionConfig, policies: PolicySet, shard: Shard | None = None) -> Scope:

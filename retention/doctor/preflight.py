@@ -5,14 +5,15 @@ configuration and policies; where the notices go (redacted, nothing sent to them
 reachable with TLS verified; the credentials accepted; the service version; the clock skew
 from the Date header (expiry decisions depend on the clock); backups that stopped, as the
 newest plan in the reports folder found them; and per target project the backup agents'
-link, discovery, one snapshot page and the alerts. Returns the checks, with their exit code
-and their words; the CLI prints them.
+link, discovery, one snapshot page and the alerts; what the policies warn about (as
+``validate`` and a plan say it, with each glob that matches nothing discovery found).
+Returns the checks, with their exit code and their words; the CLI prints them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
@@ -22,7 +23,7 @@ from retention.api.client import OpsManagerClient
 from retention.config.connect import open_client
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.notifyurls import ENV_NOTIFY_URLS
-from retention.config.policyfiles import load_policies
+from retention.config.policyfiles import validate_policies
 from retention.config.scope import ProjectTargets, project_targets
 from retention.config.writable import WRITE_FIX, unwritable
 from retention.core.freshness import age_words
@@ -30,6 +31,7 @@ from retention.core.horizon import lease, schedule_lease
 from retention.core.model import Target
 from retention.core.outage import span_words, tolerance_text
 from retention.core.planfile import ClusterEntry
+from retention.core.policy.globs import glob_warnings
 from retention.core.policy.loader import PolicySet
 from retention.core.wording import counted, unmanaged_text
 from retention.errors import (
@@ -73,10 +75,14 @@ class Check:
 class Report:
     """All checks, and why they stopped early, if they did: "configuration" (the
     configuration, the policies or the reports folder failed: exit 2) or "unreachable" (the
-    API cannot be reached or refuses the keys: exit 5)."""
+    API cannot be reached or refuses the keys: exit 5). ``strict`` (--strict): a warning of
+    the policies (``policy_warnings``: what validate says, and each glob that matches
+    nothing, as a plan counts them) is exit 2."""
 
     checks: list[Check]
     stopped: Literal["configuration", "unreachable"] | None = None
+    strict: bool = False
+    policy_warnings: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -85,14 +91,17 @@ class Report:
 
     @property
     def code(self) -> int:
-        """2 or 5 when the checks stopped early (see the class), 1 when any failed, else 0."""
+        """2 or 5 when the checks stopped early (see the class), 2 with ``strict`` and a
+        policy warning, 1 when any failed, else 0."""
         stopped = {"configuration": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}
+        if self.stopped is None and self.strict and self.policy_warnings:
+            return EXIT_USAGE
         return stopped.get(self.stopped or "", EXIT_FAILURES if self.failed else 0)
 
     def document(self) -> dict[str, Any]:
         """doctor --format json."""
         checks = [c.as_json() for c in self.checks]
-        return {"command": "doctor", "exitCode": self.code, "checks": checks}
+        return {"command": "doctor", "exitCode": self.code, "strict": self.strict, "checks": checks}
 
     def lines(self) -> list[str]:
         """One line a check (and what to do, when it did not pass), then the totals."""
@@ -106,16 +115,39 @@ class Report:
         warned = sum(c.status == "warn" for c in self.checks)
         checks, warnings = counted(len(self.checks), "check"), counted(warned, "warning")
         lines.append(f"\n{checks}: {failed} failed, {warnings}.")
+        if self.stopped is None and self.strict and self.policy_warnings:
+            said = counted(len(self.policy_warnings), "policy warning")
+            lines.append(f"--strict: {said} (WARN policies lines above): exit {self.code}.")
         return lines
 
 
 def run_doctor(
-    config_path: str | Path | None, *, clock: Clock, interactive: bool = False
+    config_path: str | Path | None, *, clock: Clock, interactive: bool = False, strict: bool = False
 ) -> Report:
     """Run every check that can run; stop early when a later check could not mean anything.
     The clock check compares the API's Date header with ``clock``; ``interactive`` (a
-    person waits at a terminal): a refused connection fails after a short try."""
+    person waits at a terminal): a refused connection fails after a short try; ``strict``:
+    a warning of the policies is exit 2 (Report.code)."""
     checks: list[Check] = []
+    warned: list[str] = []
+    report = _checks(
+        config_path, clock=clock, interactive=interactive, checks=checks, warned=warned
+    )
+    report.strict, report.policy_warnings = strict, warned
+    return report
+
+
+def _checks(
+    config_path: str | Path | None,
+    *,
+    clock: Clock,
+    interactive: bool,
+    checks: list[Check],
+    warned: list[str],
+) -> Report:
+    """The checks of run_doctor, into ``checks``; the policies' warnings (those --strict
+    counts) into ``warned`` too. A policy that matches nothing is a warning but not one of
+    them: a glob that misses is said by its own warning, and a plan counts the same."""
     try:
         loaded = load_config(config_path, clock=clock)
     except ConfigError as exc:
@@ -134,15 +166,19 @@ def run_doctor(
     checks.append(_notices(loaded))
     checks.append(_outage(loaded, clock))
     try:
-        policies = load_policies(loaded.config.policies)
+        validated = validate_policies(loaded.config.policies, clock())
     except ConfigError as exc:
         checks.append(
             Check("policies", "fail", "; ".join(exc.problems), "retention validate lists them")
         )
         return Report(checks, "configuration")
+    policies = validated.policies
     checks.append(
         Check("policies", "pass", f"{len(policies)} valid: {', '.join(p.name for p in policies)}")
     )
+    # What validate warns about, which a plan warns about too: doctor is not "ok" over it.
+    warned += [warning for warning, _ in validated.warnings]
+    checks.extend(Check("policies", "warn", warning) for warning in warned)
     reports = loaded.config.reports.dir
     problem = unwritable(reports)
     if problem is not None:
@@ -156,10 +192,21 @@ def run_doctor(
         _tls(loaded, checks)
         _version_and_clock(client, checks)
         targets: list[Target] | None = []
-        for wanted in project_targets(loaded.config):
+        named: list[Target] = []  # those whose names discovery knows
+        wanted_projects = project_targets(loaded.config)
+        for wanted in wanted_projects:
             found = _project(client, wanted, checks)
             targets = None if found is None or targets is None else [*targets, *found]
+            # A cluster listed by id is named by its snapshots, which doctor does not walk.
+            listed = wanted.clusters is not None
+            named += [t for t in found or [] if not (listed and t.kind == "cluster")]
         if targets is not None:
+            projects = [wanted.project_id for wanted in wanted_projects]
+            # Nor can a glob be judged in a project whose clusters are listed by id.
+            unnamed = [wanted.project_id for wanted in wanted_projects if wanted.clusters]
+            misses = glob_warnings(policies, named, projects, unnamed)
+            warned += misses
+            checks.extend(Check("policies", "warn", warning) for warning in misses)
             _coverage(policies, targets, checks)
     return Report(checks)
 
@@ -368,7 +415,9 @@ def _coverage(policies: PolicySet, targets: list[Target], checks: list[Check]) -
     for loaded in policies:
         if loaded.name not in used:
             unused = f"policy {loaded.name!r} ({loaded.path}) matches no cluster or config server"
-            remedy = "check its match: projects, cluster globs (prod-* is not production-*), kinds"
+            remedy = (
+                "check its match: projects, cluster globs, kinds (retention clusters lists them)"
+            )
             checks.append(Check("policies", "warn", unused, remedy))
     if unmanaged:
         remedy = "add a policy that matches them, or leave them out of management on purpose"

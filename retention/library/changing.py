@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,7 @@ from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
 from retention.ops.clock import Clock
 from retention.ops.logs import RUN_LOGGER
 from retention.ops.metrics import NewestRestorable
-from retention.plan.planner import make_plan, planning_stopped
+from retention.plan.planner import make_plan, planning_stopped, strict_refusal
 from retention.report import render_run
 from retention.runfolder.folder import RunFolder
 from retention.undo.reports import render_undo_reports
@@ -51,7 +51,8 @@ def run_job(
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``; the
     listener hears of each walked cluster and of each change applied. A stop while
     planning raises StopRequestedError once the folder says so (nothing sent); while
-    applying, the result's ``interrupted`` names the signal."""
+    applying, the result's ``interrupted`` names the signal. With ``scope.strict``, a plan
+    with policy warnings raises StrictError (exit 2) once written: nothing is sent."""
     hears = listener or Quiet()
     started = clock()
     folder = RunFolder.new(reports, started)
@@ -61,6 +62,8 @@ def run_job(
         mode: Mode = "dry-run" if dry_run else "run"
         where = folder.mark_interrupted(mode, exc.signal_name, started, clock())
         raise planning_stopped(exc, f"nothing was sent ({where})") from None
+    if scope.strict and planned.policy_warnings:
+        raise strict_refusal(planned, "dry-run" if dry_run else "run")
     plan = planned.plan
     result = RunResult(folder.run_id, folder.path, started, plan, index_of(plan.read_clusters()))
     if not dry_run:
@@ -201,6 +204,7 @@ class RunJob(_PlanEnding):
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], RunResult]:
         """Load the policies (a policy error stops the run before the lock)."""
         scope = Scope.of(config, load_policies(config.policies), self.request.shard)
+        scope = replace(scope, strict=self.request.strict)
 
         def step(run: JobContext) -> RunResult:
             return run_job(

@@ -24,8 +24,9 @@ LISTED = 10
 
 
 def plan_document(ended: Ended[PlanResult]) -> dict[str, Any]:
-    """plan --format json: where the plan is, its clusters whose backups stopped, and the
-    plan itself (its clusters read from its file as they are written out)."""
+    """plan --format json: where the plan is, its clusters whose backups stopped, which of
+    its warnings are the policies' (what --strict refuses), and the plan itself (its
+    clusters read from its file as they are written out)."""
     plan = ended.result.plan
     return {
         "command": "plan",
@@ -33,6 +34,7 @@ def plan_document(ended: Ended[PlanResult]) -> dict[str, Any]:
         "planPath": str(plan.path),
         "decisionsPath": str(plan.decisions),
         "staleBackups": [c.document() for c in stale_clusters(plan.head, plan.read_clusters())],
+        "policyWarnings": list(ended.result.policy_warnings),
         "plan": plan.document(),
     }
 
@@ -52,6 +54,7 @@ def run_document(ended: Ended[RunResult]) -> dict[str, Any]:
         "runDir": str(result.run_dir),
         "reports": [str(path) for path in ended.reports],
         "summary": result.head["summary"],
+        "warnings": list(result.head["warnings"]),
         "staleBackups": [c.document() for c in stale_clusters(plan.head, plan.read_clusters())],
         "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
         "interrupted": result.interrupted,

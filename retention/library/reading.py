@@ -1,6 +1,6 @@
 """The jobs that change nothing on the service: a plan, a review of a policy change, a
-forecast (each reads the API, none takes the lock), and a prune of old run folders (which
-takes the lock, when it removes, and asks no API).
+forecast, a listing of the clusters (each reads the API, none takes the lock), and a prune
+of old run folders (which takes the lock, when it removes, and asks no API).
 
 None of them leaves a record of its own (reports, notice, run-finished event): what they
 find goes to their result. A plan still writes its files, into a run folder of its own
@@ -16,11 +16,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retention.clusters.listing import Clusters, list_clusters
 from retention.config.baseline import Baseline, both_sides, current_policies
 from retention.config.policyfiles import load_policies
 from retention.config.scope import Scope
 from retention.config.writable import require_writable
 from retention.core.policy.loader import PolicySet
+from retention.core.wording import counted
 from retention.diff import render as diff_render
 from retention.diff.document import review_document
 from retention.diff.review import Review, review
@@ -28,6 +30,8 @@ from retention.errors import (
     EXIT_FAILURES,
     EXIT_HELD,
     EXIT_OK,
+    EXIT_USAGE,
+    PolicyError,
     StopRequestedError,
     UsageError,
 )
@@ -36,7 +40,13 @@ from retention.forecast.forecaster import Forecast, forecast_fleet
 from retention.forecast.page import write_forecast_html
 from retention.forecast.render import text_lines as forecast_lines
 from retention.library.lifecycle import Job, JobContext
-from retention.library.requests import DiffRequest, ForecastRequest, PlanRequest, PruneRequest
+from retention.library.requests import (
+    ClustersRequest,
+    DiffRequest,
+    ForecastRequest,
+    PlanRequest,
+    PruneRequest,
+)
 from retention.plan.planner import PlanResult, make_plan, planning_stopped
 from retention.prune.pruning import PruneResult, prune_reports
 from retention.runfolder.folder import RunFolder
@@ -91,6 +101,13 @@ class PlanJob(Job[PlanResult]):
         base = report_dir or config.reports.dir
         require_writable(base, "--report-dir" if report_dir else "reports.dir")
         return RunFolder.new(base, created).plan
+
+    def code(self, result: PlanResult) -> int:
+        """2 when --strict and the plan has policy warnings (the plan is written all the
+        same, for a person to read), else as every job."""
+        if self.request.strict and result.policy_warnings:
+            return EXIT_USAGE
+        return super().code(result)
 
     def failed(self, result: PlanResult) -> bool:
         """A cluster could not be walked."""
@@ -216,6 +233,39 @@ class ForecastJob(Job[Forecasted]):
 
     def code(self, result: Forecasted) -> int:
         """See Forecasted.code."""
+        return result.code
+
+
+@dataclass(frozen=True)
+class ClustersJob(Job[Clusters]):
+    """What discovery finds, each target walked for its snapshot count and newest snapshot
+    and matched with the policies: one read-only pass, no lock."""
+
+    request: ClustersRequest
+    mode = "clusters"
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], Clusters]:
+        """Load the policies; when they do not load, the clusters are listed without them
+        (the listing is what a person needs to write their first match: clusters)."""
+        unmatched = None
+        try:
+            policies = load_policies(config.policies)
+        except PolicyError as exc:
+            policies = PolicySet([])
+            said = counted(len(exc.problems), "problem") if exc.problems else str(exc)
+            unmatched = f"the policies do not load ({said}; retention validate lists them)"
+        scope = Scope.of(config, policies)
+
+        def step(run: JobContext) -> Clusters:
+            with _read_only("listing the clusters", "the list was whole"):
+                return list_clusters(
+                    run.client, scope, unmatched=unmatched, on_walk=run.progress.walk
+                )
+
+        return step
+
+    def code(self, result: Clusters) -> int:
+        """See Clusters.code."""
         return result.code
 
 

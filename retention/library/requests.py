@@ -23,21 +23,26 @@ from retention.runfolder.approvelist import read_approve_list
 class PlanRequest:
     """A plan (nothing is sent): to ``out`` (None: plan.json in a new run folder under
     ``report_dir``, else reports.dir), as of ``at`` (a what-if plan, which apply refuses)
-    or now, for ``shard`` of the fleet (None: all of it)."""
+    or now, for ``shard`` of the fleet (None: all of it); ``strict``: the plan is written,
+    and its policy warnings make the exit code 2."""
 
     out: Path | None = None
     report_dir: Path | None = None
     at: datetime | None = None
     shard: Shard | None = None
+    strict: bool = False
 
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What cron runs: plan, check the gates, apply (unless ``dry_run``) and report."""
+    """What cron runs: plan, check the gates, apply (unless ``dry_run``) and report;
+    ``strict``: policy warnings stop it once its plan is written, before it sends
+    anything (StrictError, exit 2)."""
 
     dry_run: bool = False
     shard: Shard | None = None
     metrics: MetricsTarget = field(default_factory=MetricsTarget)
+    strict: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,21 @@ class ExplainRequest:
     snapshot_id: str
     plan: Path | None = None
     policies: Path | None = None
+
+
+@dataclass(frozen=True)
+class ClustersRequest:
+    """List what discovery finds in the configuration's projects: every cluster and legacy
+    config server, its snapshots counted, and the policies that match it (read-only). It
+    asks for nothing more yet; it is a value so that a script's call stays the same when
+    it does."""
+
+
+@dataclass(frozen=True)
+class DoctorRequest:
+    """Check everything the job needs; ``strict``: a warning of the policies is exit 2."""
+
+    strict: bool = False
 
 
 @dataclass(frozen=True)

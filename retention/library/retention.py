@@ -22,6 +22,7 @@ import logging
 from pathlib import Path
 
 from retention.apply.applying import RunResult
+from retention.clusters.listing import Clusters
 from retention.config.loading import LoadedConfig
 from retention.config.policyfiles import Validated, load_policies, validate_policies
 from retention.doctor.preflight import Report, run_doctor
@@ -30,10 +31,20 @@ from retention.explain.explanation import Explained, Policies, explain_snapshot
 from retention.library.changing import ApplyJob, RunJob, UndoJob
 from retention.library.ending import MetricsTarget
 from retention.library.lifecycle import Ended, Job, Progress, Quiet, R, Setup, load, run_lifecycle
-from retention.library.reading import DiffJob, Forecasted, ForecastJob, PlanJob, PruneJob, Reviewed
+from retention.library.reading import (
+    ClustersJob,
+    DiffJob,
+    Forecasted,
+    ForecastJob,
+    PlanJob,
+    PruneJob,
+    Reviewed,
+)
 from retention.library.requests import (
     ApplyRequest,
+    ClustersRequest,
     DiffRequest,
+    DoctorRequest,
     ExplainRequest,
     ForecastRequest,
     PlanRequest,
@@ -104,6 +115,11 @@ class Retention:
         """What the policies keep in the months ahead, read-only."""
         return self._run(ForecastJob(request or ForecastRequest()))
 
+    def clusters(self, request: ClustersRequest | None = None) -> Ended[Clusters]:
+        """What discovery finds: every cluster and config server, its kind, typeName,
+        snapshots and newest snapshot, and the policies that match it; read-only."""
+        return self._run(ClustersJob(request or ClustersRequest()))
+
     def prune(self, request: PruneRequest | None = None) -> Ended[PruneResult]:
         """Remove old run folders that nothing can still undo."""
         return self._run(PruneJob(request or PruneRequest()))
@@ -153,6 +169,9 @@ class Retention:
         shown = ", ".join(map(str, source)) if isinstance(source, list) else str(source)
         return Policies(load_policies(source), shown)
 
-    def doctor(self) -> Report:
+    def doctor(self, request: DoctorRequest | None = None) -> Report:
         """Check everything the job needs before it is scheduled, one check a line."""
-        return run_doctor(self.config, clock=self.clock, interactive=self.interactive)
+        strict = (request or DoctorRequest()).strict
+        return run_doctor(
+            self.config, clock=self.clock, interactive=self.interactive, strict=strict
+        )

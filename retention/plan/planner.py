@@ -17,12 +17,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
+from retention.config.policyfiles import policy_warnings
 from retention.config.scope import Scope
 from retention.core.horizon import lease, previous_run
 from retention.core.model import Target
 from retention.core.outage import LastRun
+from retention.core.policy.globs import glob_warnings
 from retention.core.policy.loader import LoadedPolicy
-from retention.errors import StopRequestedError
+from retention.core.wording import counted
+from retention.errors import StopRequestedError, StrictError
 from retention.ops.stopping import Stop
 from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.approvelist import Approvable, write_approve_list
@@ -43,10 +46,12 @@ CONFIG_SERVER_NOTICE = (
 
 @dataclass(frozen=True)
 class PlanResult:
-    """A written plan, opened (its head; its files read the rest), and its errors."""
+    """A written plan, opened (its head; its files read the rest), its errors, and which
+    of its warnings are about the policies (what --strict refuses)."""
 
     plan: PlanFile
     errors: list[str]  # the plan's own and every cluster's walk error
+    policy_warnings: list[str] = field(default_factory=list)
 
     @property
     def held(self) -> bool:
@@ -96,7 +101,18 @@ def make_plan(
     decisions_partial.replace(decisions_to)
     partial_path(plan_path).replace(plan_path)
     _list_approvable(plan_path, approvable)
-    return PlanResult(open_plan(plan_path), found.errors + walk_errors)
+    return PlanResult(open_plan(plan_path), found.errors + walk_errors, found.policy_warnings)
+
+
+def strict_refusal(result: PlanResult, mode: str) -> StrictError:
+    """The error of a --strict ``mode`` (run, dry-run) whose plan has policy warnings: it
+    sends nothing, and says where the plan is."""
+    warned = counted(len(result.policy_warnings), "policy warning")
+    return StrictError(
+        f"--strict: {warned}, so this {mode} sent nothing; its plan, with them, is "
+        f"{result.plan.path}",
+        list(result.policy_warnings),
+    )
 
 
 def _list_approvable(plan_path: Path, approvable: list[Approvable]) -> None:
@@ -165,6 +181,7 @@ class _Planning:
                 last_run,
             )
             walk_errors, approvable = self._walk_and_decide(found, builder, shared)
+            found.policy_warnings = _policy_warnings(scope, found, evaluated)
             builder.service_version = self.client.service_version
             _write_whole(plan_path, builder, found)
         return found, walk_errors, approvable
@@ -185,6 +202,7 @@ class _Planning:
             for walk in walk_all(
                 self.client, found.targets, concurrency=concurrency, on_done=self.on_walk
             ):
+                found.named(walk.target)
                 if walk.error:
                     walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
                 yield walk
@@ -206,11 +224,28 @@ class _Found:
     survey: FleetSurvey
     targets: list[Target]
     notices: list[str] = field(default_factory=list)  # facts, not warnings: nothing to act on
+    policy_warnings: list[str] = field(default_factory=list)
+    # Every target discovered (other shards' too), under the name its walk found: a
+    # cluster listed by id in the configuration is named by its snapshots.
+    fleet: dict[tuple[str, str], Target] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.fleet.update({(t.project_id, t.cluster_id): t for t in self.survey.targets})
+
+    def named(self, target: Target) -> None:
+        """``target`` as its walk named it."""
+        self.fleet[target.project_id, target.cluster_id] = target
 
     @property
     def errors(self) -> list[str]:
         """plan.json's top-level errors: alerts unread, discovery failed."""
         return self.survey.errors
+
+    @property
+    def warnings(self) -> list[str]:
+        """plan.json's warnings before its clusters' own: what discovery could not place,
+        then what is worth a warning in the policies."""
+        return [*self.survey.warnings, *self.policy_warnings]
 
 
 def _survey(client: OpsManagerClient, scope: Scope) -> _Found:
@@ -226,7 +261,34 @@ def _write_whole(plan_path: Path, builder: PlanBuilder, found: _Found) -> None:
     """plan.json into its partial file (make_plan renames it): readers never see half a
     plan."""
     with partial_path(plan_path).open("wb", buffering=WRITE_BUFFER) as out:
-        builder.write(out, found.errors, found.survey.warnings, found.notices)
+        builder.write(out, found.errors, found.warnings, found.notices)
+
+
+def _policy_warnings(scope: Scope, found: _Found, now: datetime) -> list[str]:
+    """What is worth a warning in the policies as of ``now`` (the plan's time: a what-if
+    plan's hold records end by its --at), and the globs that match nothing the survey
+    found in the whole fleet (a shard's plan does not warn of what another shard has).
+    They go into the plan's warnings, so that what ``validate`` says reaches the runs cron
+    starts: their summary, reports, notice and JSON."""
+    projects = [p.project_id for p in scope.projects]
+    fleet = list(found.fleet.values())
+    # A cluster listed by id that this plan did not walk (another shard's, or its walk
+    # failed) has no name here: the globs of its project cannot be judged.
+    unnamed = {
+        t.project_id
+        for t in fleet
+        if t.kind == "cluster" and t.name == t.cluster_id and _listed_by_id(scope, t)
+    }
+    undiscovered = [*found.survey.undiscovered, *sorted(unnamed)]
+    return [
+        *(warning for warning, _ in policy_warnings(scope.policies, now)),
+        *glob_warnings(scope.policies, fleet, projects, undiscovered),
+    ]
+
+
+def _listed_by_id(scope: Scope, target: Target) -> bool:
+    """Whether the configuration lists ``target``'s project's clusters by id."""
+    return any(p.project_id == target.project_id and p.clusters is not None for p in scope.projects)
 
 
 def _last_run(

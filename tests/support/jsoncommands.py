@@ -109,6 +109,18 @@ def _doctor(stage: Stage) -> list[Invocation]:
     return [Invocation(["doctor"], 0), Invocation(["doctor", "--config", str(bad)], 2)]
 
 
+def _warned_config(stage: Stage) -> Path:
+    """A configuration whose one policy has a warning (a grace in months), for --strict."""
+    warned = stage.folder / "warned"
+    warned.mkdir(exist_ok=True)
+    (warned / "p.yaml").write_text(POLICY + "grace: 30m\n")
+    config = stage.folder / "warned.yaml"
+    config.write_text(
+        stage.config.read_text().replace("policies: policies/", f"policies: {warned}")
+    )
+    return config
+
+
 INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
     "init": lambda _stage: [
         Invocation(["init", "starter"], 0),
@@ -123,9 +135,15 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["config", "show", "--config", "no-such.yaml"], 2),
     ],
     "doctor": _doctor,
-    "plan": lambda _stage: [
+    "clusters": lambda _stage: [
+        Invocation(["clusters"], 0),
+        Invocation(["clusters", "--config", "no-such.yaml"], 2),
+    ],
+    "plan": lambda stage: [
         Invocation(["plan"], 0),
         Invocation(["plan", "--at", "yesterday"], 2),
+        # The plan is written and reported; its policy warning is the exit code.
+        Invocation(["plan", "--strict", "--config", str(_warned_config(stage))], 2),
     ],
     "explain": _explain,
     "diff": lambda _stage: [
