@@ -23,6 +23,7 @@ from retention.simulator.server import Simulator
 from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.digest import DigestChecker
 from tests.support.fakeapi import FakeApi, list_page, paged, snapshot
+from tests.support.reportpage import ReportPage
 from tests.support.simfleet import BIG, KEY, NOW, SMALL, P
 from tests.support.wire_server import closed_port
 
@@ -321,3 +322,36 @@ def test_log_format_json_writes_one_json_object_per_line(
     assert {"time", "level", "logger", "message"} <= set(records[0])
     assert any(r["level"] == "warning" and "verify_tls" in r["message"] for r in records)
     assert not any("deprecated" in r["message"] for r in records)
+
+
+@pytest.mark.usefixtures("keys")
+def test_plan_writes_its_reports_titled_as_a_plan_that_sent_nothing(
+    sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """plan writes report.html and report.md into its run folder, each saying it is a plan
+    that sent nothing and how to apply it; --out FILE writes none unless --report, which
+    writes NAME.report.html and NAME.report.md beside the file."""
+    config = write_config(tmp_path, sim.base_url)
+    base = ["--config", str(config), "plan"]
+
+    assert cli.main(base, clock=sim.clock.now) == 0
+    [run_dir] = (tmp_path / "reports").glob("*/")
+    out = capsys.readouterr().out
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    markdown = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert f"  report.html: {run_dir / 'report.html'}" in out.splitlines()
+    assert markdown.startswith(f"**retention plan {run_dir.name.rpartition('-')[2]}: exit 0")
+    assert "**plan: nothing was sent.**" in markdown.splitlines()[0]
+    assert f"retention apply {run_dir / 'plan.json'}" in ReportPage.of(
+        run_dir / "report.html"
+    ).text_of("dry-run")
+    assert "dry run: nothing was changed" not in html
+    assert not (run_dir / "results.jsonl").exists()
+
+    assert cli.main([*base, "--out", str(tmp_path / "a.json")], clock=sim.clock.now) == 0
+    assert not list(tmp_path.glob("a.report.*"))
+    assert (
+        cli.main([*base, "--out", str(tmp_path / "b.json"), "--report"], clock=sim.clock.now) == 0
+    )
+    assert sorted(p.name for p in tmp_path.glob("b.report.*")) == ["b.report.html", "b.report.md"]
+    assert "**retention plan b: exit 0" in (tmp_path / "b.report.md").read_text(encoding="utf-8")

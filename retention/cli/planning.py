@@ -44,6 +44,12 @@ if TYPE_CHECKING:
     help="Evaluate as of this time instead of now, e.g. 2027-01-01T00:00:00Z: a what-if "
     "plan, to review; apply refuses it.",
 )
+@click.option(
+    "--report",
+    is_flag=True,
+    help="With --out FILE, also write its report.html and report.md beside it, as "
+    "NAME.report.html and NAME.report.md (a plan in its run folder always gets them).",
+)
 @shard_options
 @strict_option
 @format_option
@@ -57,21 +63,24 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
     shard: str | None,
     shard_count: int | None,
     strict: bool,
+    report: bool,
     output: str,
 ) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
 
-    Writes plan.json and decisions.jsonl.zst (one line per snapshot: what and why) and prints a
-    summary, with the policies' warnings (those validate gives, and each glob that matches
-    no cluster, with the closest real names). Exit 0: plan written; 1: some clusters could
-    not be walked; 3: a safety gate held destructive changes; 2: bad configuration or
-    policies, or policy warnings with --strict (the plan is written all the same); 5: API
-    unreachable.
+    Writes plan.json and decisions.jsonl.zst (one line per snapshot: what and why), and
+    report.html and report.md to review it in a browser (titled as a plan: nothing sent),
+    and prints a summary, with the policies' warnings (those validate gives, and each glob
+    that matches no cluster, with the closest real names). Exit 0: plan written; 1: some
+    clusters could not be walked; 3: a safety gate held destructive changes; 2: bad
+    configuration or policies, or policy warnings with --strict (the plan is written all
+    the same); 5: API unreachable.
 
     \b
     Examples:
       retention plan
       retention plan --out /tmp/plan.json
+      retention plan --out review.json --report  # and review.report.html beside it
       retention plan --at 2027-01-01T00:00:00Z   # what-if: review only, apply refuses it
       retention plan --shard 0/4                 # a quarter of the fleet
       retention plan --strict                    # in CI: policy warnings exit 2
@@ -90,6 +99,7 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
         at=parse_at(at),
         shard=shard_from(shard, shard_count),
         strict=strict,
+        report=report,
     )
     ended = library(ctx).plan(request)
     if output == "json":
@@ -117,6 +127,8 @@ def _print_plan(result: PlanResult, *, to_stderr: bool) -> None:
     for line in summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path):
         click.echo(line, err=to_stderr)
     click.echo(f"\nSaved {plan.path} and {plan.decisions.name} beside it.", err=to_stderr)
+    for path in result.reports:
+        click.echo(f"  {path.name}: {path}", err=to_stderr)
     if result.what_if:
         click.echo(
             "This is a what-if plan (--at): it shows what the policies would do then, and "

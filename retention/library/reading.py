@@ -9,13 +9,15 @@ unless told where; stopped by a signal, that folder says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retention import __version__
 from retention.clusters.listing import Clusters, list_clusters
 from retention.config.baseline import Baseline, both_sides, current_policies
 from retention.config.policyfiles import load_policies
@@ -49,11 +51,26 @@ from retention.library.requests import (
 )
 from retention.plan.planner import PlanResult, make_plan, planning_stopped
 from retention.prune.pruning import PruneResult, prune_reports
+from retention.report.render import render_plan
+from retention.report.summary import RunInfo
 from retention.runfolder.folder import RunFolder
 
 if TYPE_CHECKING:
     from retention.config.settings import RetentionConfig
     from retention.ops.sharding import Shard
+
+log = logging.getLogger("retention.plan")
+
+
+def _plan_reports(result: PlanResult, info: RunInfo, formats: Sequence[str]) -> tuple[Path, ...]:
+    """The plan's report.html and report.md, for a reviewer's browser; a report that cannot
+    be written is a warning (the plan is written, and apply needs nothing more)."""
+    try:
+        return tuple(render_plan(result.plan.path, info, formats))
+    except OSError as exc:
+        text = f"warning: cannot write the plan's reports: {exc.strerror or exc}"
+        log.warning("%s", text, extra={"text": text, "fields": {"event": "report-failed"}})
+        return ()
 
 
 @dataclass(frozen=True)
@@ -77,7 +94,7 @@ class PlanJob(Job[PlanResult]):
             created = run.clock()
             plan_path = self._plan_path(config, created)
             try:
-                return make_plan(
+                result = make_plan(
                     run.client, scope, plan_path=plan_path, now=created, at=self.request.at
                 )
             except StopRequestedError as exc:
@@ -89,6 +106,17 @@ class PlanJob(Job[PlanResult]):
                     "plan", exc.signal_name, created, run.clock()
                 )
                 raise planning_stopped(exc, f"the run folder says so ({where})") from None
+            if out is not None and not self.request.report:
+                return result
+            info = RunInfo(
+                RunFolder(plan_path.parent).run_id if out is None else plan_path.stem,
+                self.mode,
+                created,
+                run.clock(),
+                self.code(result),
+                __version__,
+            )
+            return replace(result, reports=_plan_reports(result, info, config.reports.formats))
 
         return step
 

@@ -24,13 +24,15 @@ class PlanRequest:
     """A plan (nothing is sent): to ``out`` (None: plan.json in a new run folder under
     ``report_dir``, else reports.dir), as of ``at`` (a what-if plan, which apply refuses)
     or now, for ``shard`` of the fleet (None: all of it); ``strict``: the plan is written,
-    and its policy warnings make the exit code 2."""
+    and its policy warnings make the exit code 2. A plan in its run folder gets its reports
+    there; ``report`` writes those of a plan ``out`` beside it too."""
 
     out: Path | None = None
     report_dir: Path | None = None
     at: datetime | None = None
     shard: Shard | None = None
     strict: bool = False
+    report: bool = False
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class PlanResult:
     plan: PlanFile
     errors: list[str]  # the plan's own and every cluster's walk error
     policy_warnings: list[str] = field(default_factory=list)
+    reports: tuple[Path, ...] = ()  # report.html and report.md of the plan, when written
 
     @property
     def held(self) -> bool:

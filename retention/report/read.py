@@ -361,12 +361,15 @@ def _advisory_rows(plan: PlanFile, limit: int) -> list[AdvisoryRow]:
     ]
 
 
-def collect(run_dir: Path, run: RunInfo) -> ReportData:
-    """Read the run folder's files into what the templates show."""
+def collect(run_dir: Path, run: RunInfo, plan_path: Path | None = None) -> ReportData:
+    """Read the run folder's files into what the templates show; with ``plan_path``, a plan
+    saved under another name (and its decisions beside it), which nothing applied."""
     folder = RunFolder(run_dir)
-    plan = open_plan(folder.plan)
+    plan = open_plan(plan_path or folder.plan)
     head = plan.head
-    outcomes = read_results(folder.results, max_listed=MAX_LISTED)
+    outcomes = (
+        None if plan_path is not None else read_results(folder.results, max_listed=MAX_LISTED)
+    )
     clusters, stale = _cluster_rows(plan, outcomes)
     changed = sorted((c for c in clusters if c.changes), key=_rank)
     drawn = changed[:MAX_TIMELINES]
@@ -377,7 +380,7 @@ def collect(run_dir: Path, run: RunInfo) -> ReportData:
         problems.append(f"{RESULTS}: {counted(outcomes.unreadable, 'unreadable line')} skipped")
     policies = _policy_rows(head, clusters)
     scan = _DecisionScan(head["evaluatedAt"], clusters, policies, drawn, outcomes)
-    problems += _scan(folder.decisions, scan, project_names(head))
+    problems += _scan(plan.decisions, scan, project_names(head))
     records = sorted(
         (HoldRecordRow.of(h) for h in head.get("holdRecords", [])), key=lambda h: h.rank
     )
@@ -391,8 +394,8 @@ def collect(run_dir: Path, run: RunInfo) -> ReportData:
             clusters=clusters,
             calendar=scan.calendar,
             hold_records=records,
-            bytes_applied=scan.bytes_applied if folder.decisions.exists() else None,
-            plan_path=folder.plan,
+            bytes_applied=scan.bytes_applied if plan.decisions.exists() else None,
+            plan_path=plan.path,
         ),
         clusters=clusters,
         changed=changed,

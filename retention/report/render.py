@@ -40,7 +40,7 @@ from retention.report.summary import (
     outcome_counts,
 )
 from retention.report.svg import CALENDAR_MARGINS, TIMELINE_MARGINS, percent
-from retention.runfolder.folder import REPORTS, RunFolder, partial_path
+from retention.runfolder.folder import REPORTS, RunFolder, partial_path, plan_report_path
 
 # Where a cluster's expected age of its newest restorable snapshot comes from, in words.
 EXPECTED_FROM = {
@@ -217,6 +217,20 @@ def render_run(
     return RenderedRun(paths, summary)
 
 
+def render_plan(plan: Path, run: RunInfo, formats: Sequence[str]) -> list[Path]:
+    """Write the reports of the plan at ``plan`` (a run of mode "plan": nothing sent) beside
+    it: report.html and report.md in its run folder, NAME.report.html and NAME.report.md
+    beside any other NAME.json; return their paths."""
+    _check_formats(formats)
+    data = collect(plan.parent, run, plan_path=plan)
+    summary = data.summary
+    context = {"data": data, "run": run, "summary": summary, "plan": summary.plan}
+    return [
+        _render_format(fmt, REPORT_TEMPLATES, context, plan_report_path(plan, fmt))
+        for fmt in dict.fromkeys(formats)
+    ]
+
+
 def render_reports(
     run_dir: Path, run: RunInfo, formats: Sequence[str] = ("html", "markdown")
 ) -> list[Path]:
@@ -243,13 +257,20 @@ def write_reports(
     file in ``run_dir``; return the paths. Each is written beside and renamed, so a reader
     never sees half a report."""
     _check_formats(formats)
-    written: list[Path] = []
-    for fmt in dict.fromkeys(formats):
-        env = html_environment() if fmt == "html" else markdown_environment()
-        path = RunFolder(run_dir).report(fmt)
-        render_whole(env.get_template(templates[fmt]), context, path)
-        written.append(path)
-    return written
+    folder = RunFolder(run_dir)
+    return [
+        _render_format(fmt, templates, context, folder.report(fmt))
+        for fmt in dict.fromkeys(formats)
+    ]
+
+
+def _render_format(
+    fmt: str, templates: Mapping[str, str], context: Mapping[str, Any], path: Path
+) -> Path:
+    """Render the template of format ``fmt`` with ``context`` into ``path``; the path."""
+    env = html_environment() if fmt == "html" else markdown_environment()
+    render_whole(env.get_template(templates[fmt]), context, path)
+    return path
 
 
 def render_whole(template: jinja2.Template, context: Mapping[str, Any], path: Path) -> None:

@@ -391,6 +391,11 @@ class RunSummary:
         chosen = approve_names(((c.name, c.cluster_id) for c in self.approvable), self.names)
         return approve_hint(self.plan_path, chosen)
 
+    @property
+    def apply_plan_command(self) -> str:
+        """The command that applies this run's plan as it stands (nothing approved)."""
+        return apply_command(self.plan_path or Path("PLAN"))
+
     def approve_one(self, name: str, cluster_id: str) -> str:
         """The command that approves one cluster of this run's plan."""
         plan = self.plan_path or Path("PLAN")

@@ -79,6 +79,13 @@ def approve_list_path(plan_path: Path) -> Path:
     return plan_path.with_name(prefix + APPROVE)
 
 
+def plan_report_path(plan_path: Path, output: str) -> Path:
+    """Where a plan's report of format ``output`` ("html" or "markdown") is: report.html
+    beside plan.json (its run folder's), NAME.report.html beside any other NAME.json."""
+    prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
+    return plan_path.with_name(prefix + REPORTS[output])
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """A run folder: where each of its files is, and undo.json and interrupted.json read and
