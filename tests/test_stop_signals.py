@@ -36,6 +36,7 @@ from tests.support.client import PUBLIC_KEY, make_client
 from tests.support.examples import examples
 from tests.support.journal import intent_lines, outcome_lines
 from tests.support.notices import Receiver
+from tests.support.reportpage import ReportPage
 from tests.support.waiting import wait_for
 
 KEY = "stop-test-secret"
@@ -275,6 +276,53 @@ def test_a_signal_stops_an_apply_and_the_journal_says_exactly_what_was_sent(
     assert notice["type"] == "failure"
     assert f"exit {code}" in notice["title"]
     assert f"Stopped by {name} before the end" in notice["message"]
+
+
+def test_a_stopped_apply_names_the_command_that_finishes_it_with_its_approvals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An apply that approved two held clusters, stopped by Ctrl-C after 20 PATCHes, prints
+    and writes into both reports the exact command that finishes it: the apply of its run
+    folder with an --approve for each; pasted as printed, it sends the rest of both
+    clusters' held changes and holds only the cluster never approved."""
+    with served(tmp_path, latency_ms=50, clusters=3) as setup:
+        (setup.folder / "policies" / "short.yaml").write_text(
+            POLICY.replace("max_expire_fraction: 1.0", "max_expire_fraction: 0.5")
+        )
+        monkeypatch.chdir(setup.folder)
+        monkeypatch.setenv("RETENTION_PUBLIC_KEY", PUBLIC_KEY)
+        monkeypatch.setenv("RETENTION_PRIVATE_KEY", KEY)
+        base = ["--config", str(setup.config)]
+        assert cli.main([*base, "plan", "--out", "plan.json"]) == 3
+        proc = setup.start("apply", "plan.json", "--approve", "prod-00", "--approve", "prod-02")
+        wait_for(lambda: len(setup.patches()) >= 20, "20 PATCHes")
+        proc.proc.send_signal(signal.SIGINT)
+        out, err = proc.finish(timeout=60)
+        [run_dir] = setup.run_folders()
+        finish = f"    retention apply {run_dir} "  # the run folder: not its plan.json
+        [command] = [line.strip() for line in out.splitlines() if line.startswith(finish)]
+
+        assert proc.returncode == 130, err
+        words = command.split()
+        assert words[:3] == ["retention", "apply", str(run_dir)]
+        assert sorted(zip(words[3::2], words[4::2], strict=True)) == [
+            ("--approve", "prod-00"),
+            ("--approve", "prod-02"),
+        ]
+        assert f"Finish it with `{command}`" in (run_dir / "report.md").read_text()
+        assert command in ReportPage.of(run_dir / "report.html").text_of("stopped")
+        sent_before = len(setup.patches())
+        code = cli.main([*base, *command.split()[1:], "--quiet"])
+        finished = sorted(setup.run_folders())[-1]
+        sent_after = len(setup.patches())
+
+    lines = outcome_lines(finished / "results.jsonl")
+    outcomes = Counter(line["outcome"] for line in lines)
+    assert code == 3  # prod-01, never approved, is held as before
+    assert "not-sent" not in outcomes
+    approved = {line["clusterName"] for line in lines if line.get("approved")}
+    assert approved == {"prod-00", "prod-02"}
+    assert outcomes["applied"] == sent_after - sent_before > 0
 
 
 def test_a_second_ctrl_c_exits_at_once_and_undo_settles_what_was_in_doubt(

@@ -99,12 +99,14 @@ def run_lines(ended: Ended[RunResult]) -> list[str]:
         lines.append("Dry run: nothing was sent to the API.")
     if result.interrupted:
         not_sent = result.applied.counts.get("not-sent", 0) if result.applied else 0
+        finish = summary.finish_command if summary else f"retention apply {result.run_dir}"
         lines.append(
             f"Stopped by {result.interrupted} before the end: {counted(not_sent, 'change')} "
             f"{'was' if not_sent == 1 else 'were'} not sent (journalled not-sent in "
-            "results.jsonl). Run again to finish, or put back "
-            f"what this run shortened: retention undo {result.run_dir}"
+            "results.jsonl). Finish it (what was done is skipped as unchanged):"
         )
+        lines.append(f"    {finish}")
+        lines.append(f"  or put back what it shortened: retention undo {result.run_dir}")
     if result.acknowledged:
         alerts = counted(len(result.acknowledged), "audit alert")
         lines.append(f"Acknowledged {alerts} this run caused.")

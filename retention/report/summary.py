@@ -26,6 +26,7 @@ from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.core.wording import counted
 from retention.errors import SIGNAL_EXITS
 from retention.runfolder.approvelist import apply_command, approve_hint, approve_names
+from retention.runfolder.folder import PLAN
 
 if TYPE_CHECKING:
     from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
@@ -390,6 +391,16 @@ class RunSummary:
             return None
         chosen = approve_names(((c.name, c.cluster_id) for c in self.approvable), self.names)
         return approve_hint(self.plan_path, chosen)
+
+    @property
+    def finish_command(self) -> str:
+        """The command that finishes this run or apply after a stop: apply its run folder's
+        copy of the plan, with an --approve for each cluster it approved (without them, what
+        the person approved would be held again). What was done is skipped as unchanged."""
+        plan = self.plan_path or Path("PLAN")
+        target = plan.parent if plan.name == PLAN else plan
+        chosen = approve_names(((c.name, c.cluster_id) for c in self.approved), self.names)
+        return apply_command(target, chosen)
 
     @property
     def apply_plan_command(self) -> str:
