@@ -48,9 +48,9 @@ from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageE
 from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
-from retention.runfolder.folder import PLAN, RunFolder
+from retention.runfolder.folder import RunFolder
 from retention.runfolder.journal import JournalFile, read_apply_journal
-from retention.runfolder.lineage import applies_of, interrupted, unapplied
+from retention.runfolder.lineage import applies_of, newest_apply, unapplied, without_plan
 from retention.runfolder.planread import open_plan
 
 log = logging.getLogger("retention.undo")
@@ -133,18 +133,19 @@ def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) 
             f"{run_dir} is an undo: an undo is not undone. To apply the policy again, run "
             "`retention run` (or plan and apply)"
         )
+    places = [run_dir.parent]
+    if reports is not None and reports.resolve() != run_dir.parent.resolve():
+        places.append(reports)
     if not folder.plan.is_file():
-        stopped = interrupted(folder)
-        if stopped is not None and stopped["step"] == "plan":
-            raise UsageError(
-                f"{run_dir} is a {stopped['mode']} that {stopped['signal']} stopped while "
-                "planning: no plan was written and nothing was sent, so there is nothing to undo"
-            )
-        raise UsageError(f"{run_dir} is not a run folder: it has no {PLAN}")
+        said = f"{run_dir} is {without_plan(folder)}, so there is nothing to undo"
+        newest = newest_apply(places)
+        if newest is None:
+            raise UsageError(said)
+        raise UsageError(
+            f"{said}. The newest run folder that applied changes:\n"
+            f"  retention undo {shlex.quote(str(newest))}"
+        )
     if (what := unapplied(folder)) is not None:
-        places = [run_dir.parent]
-        if reports is not None and reports.resolve() != run_dir.parent.resolve():
-            places.append(reports)
         raise UsageError(_not_an_apply(run_dir, what, applies_of(folder, places), places))
     head = open_plan(folder.plan).head
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
@@ -207,8 +208,11 @@ def undo_run(
     items: list[Item] = []
     try:
         items.extend(ordered(work, restorations(lines), workers=concurrency, name="undo"))
-    finally:
+    except BaseException:
         journal.close()
+        _forget_if_empty(folder)
+        raise
+    journal.close()
     where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
     result = UndoResult(
         folder.run_id,
@@ -222,6 +226,19 @@ def undo_run(
     )
     folder.write_undo(result.document)
     return result
+
+
+def _forget_if_empty(folder: RunFolder) -> None:
+    """Remove the folder of an undo that failed before its journal had a line (the API
+    unreachable, the key refused): it read and sent nothing, and an empty folder would read
+    as a run to the next `retention undo "$(ls -d reports/*/ | tail -1)"`. A journal with
+    lines stays, to say what was sent."""
+    try:
+        if folder.results.stat().st_size == 0:
+            folder.results.unlink()
+            folder.path.rmdir()
+    except OSError:
+        pass  # gone already, or something more in it: left as it is
 
 
 def _undo_one(
