@@ -42,6 +42,9 @@ EXIT_LOCKED = 4
 EXIT_UNREACHABLE = 5
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 EXIT_TERMINATED = 143  # SIGTERM (128 + 15): Kubernetes' deadline, eviction, job deletion
+# The reader of stdout went away (`retention diff | head`): what a shell reports for a
+# process SIGPIPE ended (128 + 13), as `git log | head` or `grep | head` exit.
+EXIT_CLOSED_OUTPUT = 141
 
 EXIT_MEANINGS: dict[int, str] = {
     EXIT_OK: "done",
@@ -52,6 +55,7 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
     EXIT_INTERRUPTED: "stopped by SIGINT (Ctrl-C) before the end",
     EXIT_TERMINATED: "stopped by SIGTERM before the end",
+    EXIT_CLOSED_OUTPUT: "stopped writing: the reader of its output went away (a closed pipe)",
 }
 
 
