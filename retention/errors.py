@@ -211,9 +211,26 @@ class ApiError(RetentionError):
 
 
 class TransportError(ApiError):
-    """No HTTP answer came back: the API could not be reached."""
+    """No HTTP answer came back: the API could not be reached. ``diagnosis`` says what
+    happened and ``remedy`` (when one is known) what to change; the message is both, so
+    that a reader of one line gets one diagnosis, and doctor shows them apart."""
 
     exit_code = EXIT_UNREACHABLE
+    _joined_by = "; "
+
+    def __init__(
+        self,
+        diagnosis: str,
+        *,
+        endpoint: str,
+        request: RequestInfo | None = None,
+        response: ResponseInfo | None = None,
+        remedy: str | None = None,
+    ) -> None:
+        self.diagnosis = diagnosis
+        self.remedy = remedy
+        message = diagnosis if remedy is None else f"{diagnosis}{self._joined_by}{remedy}"
+        super().__init__(message, endpoint=endpoint, request=request, response=response)
 
 
 class ConnectError(TransportError):
@@ -222,6 +239,8 @@ class ConnectError(TransportError):
 
 class TLSError(TransportError):
     """The TLS handshake or the certificate check failed."""
+
+    _joined_by = ": "
 
 
 class RequestTimeoutError(TransportError):

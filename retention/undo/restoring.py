@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
+from retention.api.values import BASE_URL_SETTING
 from retention.core.restore import (
     LEFT_ALONE,
     SETTLED,
@@ -121,10 +122,13 @@ class UndoResult:
         return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
 
 
-def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) -> None:
+def check_run_dir(
+    run_dir: Path, base_url: str, *, reports: Path | None = None, url_from: str = BASE_URL_SETTING
+) -> None:
     """UsageError (exit 2, nothing sent) unless ``run_dir`` is a run that applied changes
-    against the service at ``base_url``, and not an undo. A plan's or a dry run's folder is
-    refused with the folders (beside it, or under ``reports``) whose apply used its plan."""
+    against the service at ``base_url`` (set by ``url_from``), and not an undo. A plan's or
+    a dry run's folder is refused with the folders (beside it, or under ``reports``) whose
+    apply used its plan."""
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run folder (give a folder under reports.dir)")
     folder = RunFolder(run_dir)
@@ -150,8 +154,8 @@ def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) 
     head = open_plan(folder.plan).head
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
         raise UsageError(
-            f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
-            "the configuration of that service"
+            f"{run_dir} was a run against {head['baseUrl']}, not {base_url} (from {url_from}): "
+            "undo it with the configuration of that service"
         )
 
 
@@ -186,7 +190,7 @@ def undo_run(
     items left are ``not-sent`` and the result's ``interrupted`` names the signal.
     """
     stop = client.stop or Stop()
-    check_run_dir(run_dir, client.base_url, reports=reports)
+    check_run_dir(run_dir, client.base_url, reports=reports, url_from=client.base_url_setting)
     undone = RunFolder(run_dir).results
     lines, bad = read_apply_journal(undone)
     started = clock()
