@@ -1,5 +1,5 @@
-"""What a run folder without an apply in it holds, which applies used its plan, and the
-newest plans of a reports folder.
+"""What a run folder without an apply in it holds, which applies used its plan, which
+undos took it back already, and the newest plans of a reports folder.
 
 A folder with plan.json and no results.jsonl sent nothing: it is a plan (`retention plan`,
 which writes plan.json and decisions.jsonl only) or a dry run (`retention run --dry-run`,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from retention.core.runfiles import InterruptedDocument
+from retention.core.runfiles import EarlierUndo, InterruptedDocument
 from retention.errors import UsageError
 from retention.runfolder.folder import PLAN, REPORTS, RunFolder, made_at
 
@@ -124,6 +124,33 @@ def applies_of(folder: RunFolder, places: Iterable[Path]) -> list[Path]:
             if digest is not None and _sha256(copy) == digest:
                 found[where] = candidate.path
     return sorted(found.values(), key=lambda path: path.name)
+
+
+def undos_of(run_dir: Path, places: Iterable[Path]) -> list[EarlierUndo]:
+    """The undos in ``places`` (reports folders) that took back the run in ``run_dir``, dry
+    runs aside (they sent nothing): the folders whose undo.json names it. Oldest first; an
+    undo.json that cannot be read is passed over with a warning."""
+    wanted = run_dir.resolve()
+    found: dict[Path, EarlierUndo] = {}
+    for place in places:
+        for candidate in map(RunFolder, _folders(place)):
+            where = candidate.path.resolve()
+            if where in found or not candidate.undo.is_file():
+                continue
+            try:
+                document = candidate.read_undo()
+            except (OSError, ValidationError) as exc:
+                log.warning("%s cannot be read: %s", candidate.undo, exc)
+                continue
+            if document["dryRun"] or Path(document["undoOf"]).resolve() != wanted:
+                continue
+            found[where] = {
+                "runDir": str(candidate.path.absolute()),
+                "createdAt": document["createdAt"],
+                "restored": document["counts"].get("restored", 0),
+                "interrupted": document["interrupted"],
+            }
+    return sorted(found.values(), key=lambda undo: (undo["createdAt"], undo["runDir"]))
 
 
 def newest_apply(places: Iterable[Path]) -> Path | None:

@@ -4,7 +4,9 @@ An undo is itself a run. It writes a run folder of its own: ``undo.json`` (which
 undoes, and every item with its verdict), ``results.jsonl`` (one line per snapshot, flushed
 before the next PATCH, as apply's journal), and report.html / report.md. It is refused for
 an undo's folder (an undo of an undo would redo the bad run: run the policy again instead)
-and for a run made against another service. The CLI holds the run lock around it.
+and for a run made against another service. A run undone already may be undone again (to
+finish an undo that was stopped or failed); undo.json names the undos before it, so that
+the summary and the reports can say so. The CLI holds the run lock around it.
 
 Its journal is written ahead, as apply's: an intent line (``"intent": true`` and the bodies
 about to be sent) before a snapshot's PATCHes, its item after. After a stop no restore
@@ -19,7 +21,7 @@ import logging
 import os
 import shlex
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,6 +39,7 @@ from retention.core.restore import (
 )
 from retention.core.runfiles import (
     UNDO_FORMAT,
+    EarlierUndo,
     UndoDocument,
     UndoIntent,
     UndoItem,
@@ -51,7 +54,13 @@ from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.runfolder.folder import RunFolder
 from retention.runfolder.journal import JournalFile, read_apply_journal
-from retention.runfolder.lineage import applies_of, newest_apply, unapplied, without_plan
+from retention.runfolder.lineage import (
+    applies_of,
+    newest_apply,
+    unapplied,
+    undos_of,
+    without_plan,
+)
 from retention.runfolder.planread import open_plan
 
 log = logging.getLogger("retention.undo")
@@ -101,6 +110,7 @@ class UndoResult:
     unreadable: int = 0  # journal lines cut short, or not of the journal's model
     reports: list[Path] = field(default_factory=list)
     interrupted: str | None = None  # the signal that stopped the undo (SIGINT, SIGTERM)
+    undone_before: list[EarlierUndo] = field(default_factory=list)  # oldest first
     document: UndoDocument = field(init=False)  # undo.json
 
     def __post_init__(self) -> None:
@@ -121,6 +131,28 @@ class UndoResult:
         """Something could not be put back, or the API failed: exit 1."""
         return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
 
+    @property
+    def already_undone(self) -> EarlierUndo | None:
+        """The undo before this one that took the run back, when this one found nothing
+        left to do (already_undone)."""
+        outcomes = [item.outcome for item in self.items]
+        return already_undone(self.undone_before, outcomes, self.unreadable)
+
+
+def already_undone(
+    earlier: Sequence[EarlierUndo], outcomes: Sequence[str], unreadable: int
+) -> EarlierUndo | None:
+    """The undo in ``earlier`` (oldest first) that put the run's snapshots back, when an
+    undo found nothing left to do: every snapshot the run shortened is as before the run
+    (``outcomes`` all ``unchanged``) and its journal was read whole. The newest undo that
+    put any back, else the newest; None when there is something to do, or no undo before."""
+    if not earlier or not outcomes or unreadable:
+        return None
+    if any(outcome != "unchanged" for outcome in outcomes):
+        return None
+    did = [undo for undo in earlier if undo["restored"]]
+    return (did or earlier)[-1]
+
 
 def check_run_dir(
     run_dir: Path, base_url: str, *, reports: Path | None = None, url_from: str = BASE_URL_SETTING
@@ -137,9 +169,7 @@ def check_run_dir(
             f"{run_dir} is an undo: an undo is not undone. To apply the policy again, run "
             "`retention run` (or plan and apply)"
         )
-    places = [run_dir.parent]
-    if reports is not None and reports.resolve() != run_dir.parent.resolve():
-        places.append(reports)
+    places = _places(run_dir, reports)
     if not folder.plan.is_file():
         said = f"{run_dir} is {without_plan(folder)}, so there is nothing to undo"
         newest = newest_apply(places)
@@ -157,6 +187,15 @@ def check_run_dir(
             f"{run_dir} was a run against {head['baseUrl']}, not {base_url} (from {url_from}): "
             "undo it with the configuration of that service"
         )
+
+
+def _places(run_dir: Path, reports: Path | None) -> list[Path]:
+    """The reports folders where the runs related to ``run_dir`` are: beside it, and
+    ``reports`` (reports.dir) when that is elsewhere."""
+    places = [run_dir.parent]
+    if reports is not None and reports.resolve() != run_dir.parent.resolve():
+        places.append(reports)
+    return places
 
 
 def _not_an_apply(run_dir: Path, what: str, applies: list[Path], places: list[Path]) -> str:
@@ -193,6 +232,7 @@ def undo_run(
     check_run_dir(run_dir, client.base_url, reports=reports, url_from=client.base_url_setting)
     undone = RunFolder(run_dir).results
     lines, bad = read_apply_journal(undone)
+    before = undos_of(run_dir, _places(run_dir, reports))
     started = clock()
     folder = RunFolder.new(reports, started)
     folder.path.mkdir(parents=True)
@@ -227,6 +267,7 @@ def undo_run(
         items,
         unreadable=bad,
         interrupted=stop.name if stop.requested else None,
+        undone_before=before,
     )
     folder.write_undo(result.document)
     return result
@@ -348,5 +389,6 @@ def undo_document(result: UndoResult) -> UndoDocument:
         "unreadableLines": result.unreadable,
         "inDoubt": result.in_doubt,
         "interrupted": result.interrupted,
+        "undoneBefore": result.undone_before,
         "items": [item.document() for item in result.items],
     }
