@@ -204,6 +204,7 @@ def test_an_undo_of_a_run_undone_already_says_so(
     [line] = [x for x in report.read_text().splitlines() if x.startswith("- Already undone by ")]
     assert Path(first["runDir"]).name in line
     assert line.endswith("every snapshot that run shortened is as before it, nothing to put back.")
+    assert 'id="already-undone">Already undone by' in report.with_suffix(".html").read_text()
     assert third["counts"] == {"unchanged": 2}
     assert [undo["runDir"] for undo in third["undoneBefore"]] == [
         first["runDir"],
