@@ -43,6 +43,9 @@ EXIT_LOCKED = 4
 EXIT_UNREACHABLE = 5
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 EXIT_TERMINATED = 143  # SIGTERM (128 + 15): Kubernetes' deadline, eviction, job deletion
+# The reader of stdout went away (`retention diff | head`): what a shell reports for a
+# process SIGPIPE ended (128 + 13), as `git log | head` or `grep | head` exit.
+EXIT_CLOSED_OUTPUT = 141
 
 EXIT_MEANINGS: dict[int, str] = {
     EXIT_OK: "done",
@@ -53,6 +56,7 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_UNREACHABLE: "API unreachable or authentication failed: nothing was sent",
     EXIT_INTERRUPTED: "stopped by SIGINT (Ctrl-C) before the end",
     EXIT_TERMINATED: "stopped by SIGTERM before the end",
+    EXIT_CLOSED_OUTPUT: "stopped writing: the reader of its output went away (a closed pipe)",
 }
 
 
@@ -213,9 +217,26 @@ class ApiError(RetentionError):
 
 
 class TransportError(ApiError):
-    """No HTTP answer came back: the API could not be reached."""
+    """No HTTP answer came back: the API could not be reached. ``diagnosis`` says what
+    happened and ``remedy`` (when one is known) what to change; the message is both, so
+    that a reader of one line gets one diagnosis, and doctor shows them apart."""
 
     exit_code = EXIT_UNREACHABLE
+    _joined_by = "; "
+
+    def __init__(
+        self,
+        diagnosis: str,
+        *,
+        endpoint: str,
+        request: RequestInfo | None = None,
+        response: ResponseInfo | None = None,
+        remedy: str | None = None,
+    ) -> None:
+        self.diagnosis = diagnosis
+        self.remedy = remedy
+        message = diagnosis if remedy is None else f"{diagnosis}{self._joined_by}{remedy}"
+        super().__init__(message, endpoint=endpoint, request=request, response=response)
 
 
 class ConnectError(TransportError):
@@ -224,6 +245,8 @@ class ConnectError(TransportError):
 
 class TLSError(TransportError):
     """The TLS handshake or the certificate check failed."""
+
+    _joined_by = ": "
 
 
 class RequestTimeoutError(TransportError):

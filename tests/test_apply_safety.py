@@ -368,3 +368,29 @@ def test_approving_every_held_cluster_ends_the_hold(
     assert code == 0
     assert "Approved by --approve: prod-big, " in out
     assert "Held by safety gates" not in out
+
+
+def test_a_plan_of_another_url_names_retention_base_url_when_it_overrides(
+    sim: Simulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plan made against api.base_url, applied with RETENTION_BASE_URL naming the same
+    service by another address: refused (exit 2, nothing sent), the refusal saying the
+    address came from the variable that overrides api.base_url."""
+    configure(folder, sim.base_url)
+    assert retention("plan", "--out", "plan.json", clock=sim.clock.now) == 3
+    other = sim.base_url.replace("127.0.0.1", "localhost")
+    monkeypatch.setenv("RETENTION_BASE_URL", other)
+    capsys.readouterr()
+
+    code = retention("apply", "plan.json", clock=sim.clock.now)
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (
+        f"not {other!r} (from RETENTION_BASE_URL, set in the environment where it overrides "
+        "api.base_url); plan again against this API"
+    ) in err
+    assert patches(sim) == []

@@ -205,3 +205,26 @@ def test_policies_can_be_given_on_the_command_line(
         "  policy production (policies/production.yaml):",
         "    keep     last #2 of 2",
     ]
+
+
+def test_plan_takes_a_run_folder_as_apply_and_undo_do(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--plan RUN_FOLDER explains from the folder's plan.json, word for word as --plan
+    RUN_FOLDER/plan.json does; a folder without a plan.json is exit 2 naming the file."""
+    make_plan(folder, sim)
+    assert cli.main(["plan", "--at", AT], clock=sim.clock.now) == 0
+    [run_dir] = (folder / "reports").iterdir()
+    without = folder / "reports" / "elsewhere"
+    without.mkdir()
+
+    from_folder = explain("big0011", run_dir, capsys)
+    from_file = explain("big0011", run_dir / "plan.json", capsys)
+    code = cli.main(["explain", "big0011", "--plan", str(without)])
+    err = capsys.readouterr().err
+
+    assert from_folder == from_file
+    assert "  decision:  unkept; action: shorten" in from_folder
+    assert code == 2
+    assert f"--plan {without} is not a run folder: it has no plan.json; give a plan file" in err
+    assert "is a directory" not in err

@@ -4,6 +4,7 @@ the run folder and reports it writes, its metrics, and the exit code of a refusa
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from retention import cli
 from retention.ops.clock import Clock
 from retention.simulator.server import Simulator
-from tests.support.simfleet import shorten_small_in
+from tests.support.simfleet import NOW, clock_at, shorten_small_in
 
 
 def bad_run(capsys: pytest.CaptureFixture[str], clock: Clock) -> str:
@@ -170,3 +171,84 @@ def test_undo_of_an_apply_that_found_everything_done_has_nothing_to_undo(
 
     assert code == 0
     assert "nothing to undo: that run applied no destructive change" in capsys.readouterr().out
+
+
+def test_an_undo_of_a_run_undone_already_says_so(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Undoing a run a second time puts nothing back and says which undo took it back and
+    when, at the terminal, in report.md and in --format json (undoneBefore); exit 0."""
+    shorten_small_in(folder, sim.base_url, "typo")
+    run_dir = bad_run(capsys, sim.clock.now)
+    assert cli.main(["undo", run_dir, "--format", "json"], clock=sim.clock.now) == 0
+    first = json.loads(capsys.readouterr().out)
+    patches = len(sim.admin("patches")["patches"])
+
+    # Each undo a minute after the one before, as a person would run them (the simulator's
+    # own clock stands still).
+    code = cli.main(["undo", run_dir], clock=clock_at(NOW + timedelta(minutes=1)))
+    out = capsys.readouterr().out
+    dry = ["undo", run_dir, "--dry-run", "--format", "json"]
+    assert cli.main(dry, clock=clock_at(NOW + timedelta(minutes=2))) == 0
+    third = json.loads(capsys.readouterr().out)
+
+    said = f"already undone by {first['runDir']} at {NOW:%Y-%m-%dT%H:%M:%SZ}"
+    assert code == 0
+    assert (
+        f"  {said}: all 2 snapshots that run shortened are as before it; nothing to put back"
+        in out.splitlines()
+    )
+    assert "put back 0 of" not in out
+    assert len(sim.admin("patches")["patches"]) == patches
+    [report] = [Path(line.split()[-1]) for line in out.splitlines() if "report.md" in line]
+    [line] = [x for x in report.read_text().splitlines() if x.startswith("- Already undone by ")]
+    assert Path(first["runDir"]).name in line
+    assert line.endswith("every snapshot that run shortened is as before it, nothing to put back.")
+    assert 'id="already-undone">Already undone by' in report.with_suffix(".html").read_text()
+    assert third["counts"] == {"unchanged": 2}
+    assert [undo["runDir"] for undo in third["undoneBefore"]] == [
+        first["runDir"],
+        str(report.parent),
+    ]
+    assert [undo["restored"] for undo in third["undoneBefore"]] == [2, 0]
+
+
+def test_undo_report_md_counts_each_cluster_instead_of_listing_every_snapshot(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An undo of a run that shortened more than a thousand snapshots of two clusters:
+    report.md is a table of counts per cluster and a total, with no snapshot rows and no
+    'And N more' (report.html and undo.json list the snapshots)."""
+    shorten_small_in(folder, sim.base_url, "typo")
+    policy = folder / "policies" / "typo.yaml"
+    policy.write_text(policy.read_text().replace("[prod-small]", "[prod-*]"))
+    run_dir = bad_run_of_every_cluster(capsys, sim.clock.now)
+
+    assert cli.main(["undo", run_dir, "--format", "json"], clock=sim.clock.now) == 0
+    document = json.loads(capsys.readouterr().out)
+
+    per_cluster: dict[str, int] = {}
+    for item in document["items"]:
+        per_cluster[item["clusterName"]] = per_cluster.get(item["clusterName"], 0) + 1
+    total = len(document["items"])
+    assert document["counts"] == {"restored": total}
+    assert sorted(per_cluster) == ["prod-big", "prod-small"]
+    assert total > 1000
+    markdown = Path(document["runDir"], "report.md").read_text()
+    table = [line for line in markdown.splitlines() if line.startswith("|")]
+    assert table == [
+        "| Cluster | restored | Snapshots |",
+        "|---|---:|---:|",
+        *(f"| {name} | {n} | {n} |" for name, n in sorted(per_cluster.items())),
+        f"| **2 clusters** | **{total}** | **{total}** |",
+    ]
+    assert "more: see undo.json" not in markdown
+    assert f"{total} snapshots, counted by cluster above" in markdown
+
+
+def bad_run_of_every_cluster(capsys: pytest.CaptureFixture[str], clock: Clock) -> str:
+    """Run the bad policy for real on every cluster, at ``clock``'s time; the run folder."""
+    assert cli.main(["run", "--format", "json"], clock=clock) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert set(document["outcomes"]) == {"applied"}
+    return str(document["runDir"])

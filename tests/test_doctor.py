@@ -224,3 +224,47 @@ def test_an_unwritable_reports_folder_fails_doctor_with_exit_2(
     assert f"FAIL  reports: cannot create {blocker / 'reports'}: {blocker} is not a folder" in out
     assert "mount a volume there" in out
     assert requests == 0
+
+
+def test_https_to_the_plain_http_simulator_is_one_diagnosis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """https:// in api.base_url to a port that speaks plain HTTP fails reachable once, with
+    one remedy (use http:// in api.base_url of that file), and no word of a CA bundle."""
+    with live() as sim:
+        config = config_for(tmp_path, sim.base_url.replace("http://", "https://"))
+        code, out = doctor(config, capsys)
+        _, text = doctor(config, capsys, "--format", "json")
+
+    [reachable] = [c for c in json.loads(text)["checks"] if c["name"] == "reachable"]
+    assert code == 5
+    assert "ca_bundle" not in out
+    assert reachable["status"] == "fail"
+    assert reachable["detail"].endswith("does not answer TLS (wrong version number)")
+    assert reachable["remedy"] == (
+        f"if it serves plain HTTP, use http:// in api.base_url of {config}; otherwise check "
+        "the port"
+    )
+    assert f"      -> {reachable['remedy']}" in out.splitlines()
+
+
+@pytest.mark.usefixtures("instant_retries")
+def test_a_wrong_port_from_retention_base_url_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """retention.yaml names the simulator, RETENTION_BASE_URL a closed port: reachable fails
+    and its remedy says the variable is set and overrides api.base_url, where the file's
+    setting would be blamed in vain."""
+    with live() as sim:
+        config = config_for(tmp_path, sim.base_url)
+        url = f"http://127.0.0.1:{closed_port()}/api/public/v1.0"
+        monkeypatch.setenv("RETENTION_BASE_URL", url)
+        code, text = doctor(config, capsys, "--format", "json")
+
+    [reachable] = [c for c in json.loads(text)["checks"] if c["name"] == "reachable"]
+    assert code == 5
+    assert reachable["remedy"] == (
+        "check RETENTION_BASE_URL, set in the environment where it overrides api.base_url "
+        "(and DNS, proxies and firewalls)"
+    )
+    assert "check api.base_url" not in reachable["detail"]

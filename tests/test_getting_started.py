@@ -229,7 +229,9 @@ def test_apply_takes_a_run_folder_for_its_plan(
 
     code, _, err = run(capsys, "apply", "empty", clock=sim.clock.now)
     assert code == 2
-    assert "empty is a folder without a plan.json: give the plan file" in err
+    assert (
+        "empty is not a run folder: it has no plan.json; give a plan file, or a run folder" in err
+    )
 
     code, out, _ = run(capsys, "apply", str(run_dir), clock=sim.clock.now)
     assert code == 0

@@ -375,7 +375,7 @@ def test_a_signal_stops_a_run_while_it_applies_and_then_an_undo_while_it_restore
     """`run` stopped by SIGINT while applying says so as a run (interrupted.json mode run,
     exit 130); `undo` of that folder stopped by SIGTERM exits 143, restores nothing after
     the signal but what was on the wire, and says so in undo.json and its report; the same
-    undo run again finishes the job."""
+    undo run again finishes the job and names the stopped undo before it."""
     with served(tmp_path, latency_ms=50) as setup:
         run = setup.start("run")
         wait_for(lambda: len(setup.patches()) >= 30, "30 PATCHes")
@@ -415,6 +415,16 @@ def test_a_signal_stops_a_run_while_it_applies_and_then_an_undo_while_it_restore
     assert again == 0
     assert finished["counts"].get("not-sent", 0) == 0
     assert finished["counts"]["restored"] == document["counts"]["not-sent"]
+    [before] = finished["undoneBefore"]
+    assert Path(before["runDir"]).resolve() == undo_dir.resolve()
+    assert (before["interrupted"], before["restored"]) == (
+        "SIGTERM",
+        document["counts"].get("restored", 0),
+    )
+    [markdown] = [Path(path) for path in finished["reports"] if path.endswith(".md")]
+    assert f"{undo_dir.name} at {document['createdAt']} (stopped by SIGTERM)." in (
+        markdown.read_text()
+    )
 
 
 def wait_for_the_walk(sim: Simulator) -> None:

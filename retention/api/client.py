@@ -67,7 +67,7 @@ from retention.api.retrying import (
     tries_made,
 )
 from retention.api.transport import DigestAuth, build_session, is_stale_challenge, rate_limiter
-from retention.api.values import Credentials, Timeouts, TLSConfig
+from retention.api.values import BASE_URL_SETTING, Credentials, Timeouts, TLSConfig
 from retention.api.walked import WALK_DECODER, WalkedSnapshot
 from retention.core.snapshot import SnapshotPatch
 from retention.core.wording import counted
@@ -112,10 +112,13 @@ class OpsManagerClient:
         clock: Clock,
         stop: Stop | None = None,
         interactive: bool = False,
+        base_url_setting: str = BASE_URL_SETTING,
     ) -> None:
         if not 1 <= items_per_page <= MAX_ITEMS_PER_PAGE:
             raise ValueError(f"items_per_page must be 1..{MAX_ITEMS_PER_PAGE}")
         self.base_url = base_url.rstrip("/")
+        # Where base_url was set, as the errors that blame it say (values.BASE_URL_SETTING).
+        self.base_url_setting = base_url_setting
         self.timeouts = timeouts or Timeouts()
         self.retry = retry or RetryPolicy()
         self.tls = tls or TLSConfig()
@@ -370,10 +373,9 @@ class OpsManagerClient:
         in ConnectionError, so the urllib3 cause decides, not the requests class."""
         cause = urllib3_cause(exc)
         if isinstance(exc, requests.exceptions.SSLError) or isinstance(cause, Urllib3SSLError):
+            failure = describe_tls_failure(exc, self.base_url, self.tls, self.base_url_setting)
             return TLSError(
-                describe_tls_failure(exc, self.base_url, self.tls),
-                endpoint=name,
-                request=request,
+                failure.diagnosis, remedy=failure.remedy, endpoint=name, request=request
             )
         tries = counted(tries_made(), "try")
         if isinstance(exc, requests.exceptions.ReadTimeout) or isinstance(cause, ReadTimeoutError):
@@ -384,13 +386,10 @@ class OpsManagerClient:
             )
         described = connection_failure(cause, host_port(self.base_url)) or first_line(exc)
         # Nothing has answered yet: the URL itself is the likeliest mistake.
-        check = (
-            "; check api.base_url in the configuration (RETENTION_BASE_URL overrides it)"
-            if not self.notes.answered
-            else ""
-        )
+        check = f"check {self.base_url_setting}" if not self.notes.answered else None
         return ConnectError(
-            f"cannot reach the API at {self.base_url}: {described}, after {tries}{check}",
+            f"cannot reach the API at {self.base_url}: {described}, after {tries}",
+            remedy=check,
             endpoint=name,
             request=request,
         )

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from urllib3.exceptions import MaxRetryError
 
-from retention.api.values import TLSConfig
+from retention.api.values import BASE_URL_SETTING, TLSConfig
 from retention.errors import ResponseInfo
 
 
@@ -78,11 +79,20 @@ _NOT_YET_VALID_CODE = 9
 _MISMATCH_CODES = frozenset({62, 63, 64})
 
 
+@dataclass(frozen=True)
+class TLSFailure:
+    """A TLS failure in words: what happened, and the one thing to change."""
+
+    diagnosis: str
+    remedy: str
+
+
 def describe_tls_failure(  # noqa: PLR0911 - one return per kind of failure
-    exc: BaseException, base_url: str, tls: TLSConfig
-) -> str:
-    """What a TLS failure means and what to do about it, in one line: a server that does
-    not speak TLS, a certificate we do not trust, one for another name, an expired one."""
+    exc: BaseException, base_url: str, tls: TLSConfig, setting: str = BASE_URL_SETTING
+) -> TLSFailure:
+    """What a TLS failure means and what to do about it: a server that does not speak TLS,
+    a certificate we do not trust, one for another name, an expired one. ``setting`` names
+    where the base URL was set (api.base_url, or the variable that overrides it)."""
     where = host_port(base_url)
     found = _ssl_error(exc)
     detail = _ssl_detail(found) if found is not None else first_line(exc)
@@ -90,19 +100,19 @@ def describe_tls_failure(  # noqa: PLR0911 - one return per kind of failure
     code = getattr(found, "verify_code", None)
     if isinstance(found, ssl.SSLCertVerificationError) or code is not None:
         if code in _MISMATCH_CODES or "mismatch" in lowered or "doesn't match" in lowered:
-            return (
-                f"the TLS certificate of {where} is for another name ({detail}): use the name "
-                "in the certificate in api.base_url, or have the certificate fixed"
+            return TLSFailure(
+                f"the TLS certificate of {where} is for another name ({detail})",
+                f"use the name in the certificate in {setting}, or have the certificate fixed",
             )
         if code == _EXPIRED_CODE or "certificate has expired" in lowered:
-            return (
-                f"the TLS certificate of {where} has expired ({detail}): the server needs a "
-                "renewed certificate (check this host's clock too)"
+            return TLSFailure(
+                f"the TLS certificate of {where} has expired ({detail})",
+                "the server needs a renewed certificate (check this host's clock too)",
             )
         if code == _NOT_YET_VALID_CODE or "not yet valid" in lowered:
-            return (
-                f"the TLS certificate of {where} is not valid yet ({detail}): check this "
-                "host's clock, and the server's certificate"
+            return TLSFailure(
+                f"the TLS certificate of {where} is not valid yet ({detail})",
+                "check this host's clock, and the server's certificate",
             )
         if code in _UNTRUSTED_CODES or "certificate_verify_failed" in lowered:
             bundle = (
@@ -111,18 +121,20 @@ def describe_tls_failure(  # noqa: PLR0911 - one return per kind of failure
                 if tls.ca_bundle
                 else "set api.ca_bundle to the PEM file of the CA that signed it"
             )
-            return f"the TLS certificate of {where} is not trusted ({detail}): {bundle}"
+            return TLSFailure(f"the TLS certificate of {where} is not trusted ({detail})", bundle)
     if any(marker in lowered for marker in _NOT_TLS):
-        return (
-            f"{where} does not answer TLS ({detail}): if it serves plain HTTP, use http:// in "
-            "api.base_url; otherwise check the port"
+        return TLSFailure(
+            f"{where} does not answer TLS ({detail})",
+            f"if it serves plain HTTP, use http:// in {setting}; otherwise check the port",
         )
     if "eof" in lowered or "connection reset" in lowered:
-        return (
-            f"{where} closed the connection during the TLS handshake ({detail}): check the "
-            "port, and that it serves HTTPS (a proxy may refuse this host)"
+        return TLSFailure(
+            f"{where} closed the connection during the TLS handshake ({detail})",
+            "check the port, and that it serves HTTPS (a proxy may refuse this host)",
         )
-    return f"TLS failed with {where}: {detail} (check api.ca_bundle, or the server's certificate)"
+    return TLSFailure(
+        f"TLS failed with {where}: {detail}", "check api.ca_bundle, or the server's certificate"
+    )
 
 
 def host_port(base_url: str) -> str:

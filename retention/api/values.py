@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
+# Where a client's base URL was set, as the messages that blame the URL name it ("check
+# ...", "use http:// in ..."): api.base_url unless the configuration says more (it knows
+# when RETENTION_BASE_URL overrides it: retention.config.connect).
+BASE_URL_SETTING = "api.base_url"
+
 
 @dataclass(frozen=True)
 class Credentials:

@@ -121,7 +121,12 @@ def apply_saved(
             copy = folder.copy_plan(saved.path)
             plan = open_plan(copy, copy_of=saved.path).opened()
             trusted = trust(
-                plan.head, plan.clusters, saved.asked, base_url=client.base_url, now=started
+                plan.head,
+                plan.clusters,
+                saved.asked,
+                base_url=client.base_url,
+                now=started,
+                url_from=client.base_url_setting,
             )
             changes = stack.enter_context(
                 checked_changes(plan.changes, trusted, shown=saved.path, spool_dir=folder.path)

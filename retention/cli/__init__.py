@@ -3,7 +3,8 @@ the only place that prints for humans and chooses exit codes.
 
 Exit codes: 0 done; 1 finished with failures; 2 bad usage, configuration or policy (nothing
 sent); 3 a safety gate held destructive changes; 4 another run holds the lock; 5 cannot reach
-or authenticate to the API (nothing sent).
+or authenticate to the API (nothing sent); 130 and 143 stopped by SIGINT or SIGTERM; 141 the
+reader of stdout went away (`retention diff | head`), said nowhere.
 
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
 schema, config, doctor), listing.py (clusters), reviewing.py (diff), forecasting.py
@@ -20,6 +21,7 @@ run (cron, a Kubernetes Job) retries it fully, as for a service restarting.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -39,8 +41,9 @@ from retention.cli import (
     starting,
     undoing,
 )
-from retention.cli.group import accept_global_options, cli
+from retention.cli.group import OutputClosedError, accept_global_options, cli
 from retention.errors import (
+    EXIT_CLOSED_OUTPUT,
     EXIT_FAILURES,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -150,7 +153,7 @@ def main(
                 "interactive": on_terminal() if interactive is None else interactive,
             },
         )
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         # click turns Ctrl-C inside a command into Abort; no command prompts, so that is it.
         return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
     except click.ClickException as exc:
@@ -158,12 +161,29 @@ def main(
     except RetentionError as exc:
         _report(exc, clock, as_json=as_json)
         return exc.exit_code
-    except KeyboardInterrupt:
-        return say("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
+    except OutputClosedError:
+        # What a Unix tool does when its reader has gone (`retention diff | head`): stop
+        # writing and exit quietly, with the code a shell gives a process SIGPIPE ended.
+        _silence_closed_output()
+        return EXIT_CLOSED_OUTPUT
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         _report_bug(exc, clock, as_json=as_json, debug=debug)
         return EXIT_FAILURES
     return result if isinstance(result, int) else 0
+
+
+def _silence_closed_output() -> None:
+    """Point this process's stdout and stderr at /dev/null: what is still in their buffers
+    would otherwise fail again as Python exits, with an "Exception ignored" message on
+    stderr. Only the real streams (not a test's capture of them)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream, real in ((sys.stdout, sys.__stdout__), (sys.stderr, sys.__stderr__)):
+            if stream is real and stream is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def on_terminal() -> bool:

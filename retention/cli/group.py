@@ -5,6 +5,10 @@ commands to ``cli``; retention.cli imports them all, then ``accept_global_option
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import click
 
 from retention.ops import logs
@@ -14,7 +18,44 @@ from retention.version import __version__, core_form
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+class OutputClosedError(Exception):
+    """The reader of stdout or stderr went away (`retention diff | head`): not a failure of
+    the command, and not an OSError, so that click's own handling (which ends the process
+    with exit 1, the code of a failed walk) lets it through to retention.cli.main."""
+
+
+@contextmanager
+def _closed_output() -> Iterator[None]:
+    """A BrokenPipeError (EPIPE) raised as OutputClosedError. Only the command line writes
+    to stdout and stderr; below it, a broken pipe to the API is an ApiError."""
+    try:
+        yield
+    except BrokenPipeError as exc:
+        raise OutputClosedError(str(exc)) from exc
+
+
+class RetentionGroup(click.Group):
+    """The ``retention`` group: a closed stdout or stderr while the command line parses
+    (``--help``) or a command runs ends it as OutputClosedError."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """The group's context, its help and usage written under _closed_output."""
+        with _closed_output():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command, its own parsing and help included, under _closed_output."""
+        with _closed_output():
+            return super().invoke(ctx)
+
+
+@click.group(cls=RetentionGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(
     __version__,
     "-V",

@@ -176,8 +176,9 @@ def validate(ctx: click.Context, policies_path: str | None, output: str) -> None
 @click.option(
     "--plan",
     "plan_path",
-    type=click.Path(dir_okay=False),
-    help="The plan to explain from (default: the newest plan in the reports folder).",
+    type=click.Path(),
+    help="The plan to explain from: a plan file, or a run folder (its plan.json). Default: "
+    "the newest plan in the reports folder.",
 )
 @click.option(
     "--policies",
@@ -204,7 +205,7 @@ def explain(
     \b
     Examples:
       retention explain 5e4e593f70dfbf1e2f6e1d36
-      retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d/plan.json
+      retention explain 5e4e593f70dfbf1e2f6e1d36 --plan reports/20261121T030000Z-1a2b3c4d
       retention explain 5e4e593f70dfbf1e2f6e1d36 --policies policies/ --format json
     """
     from retention.library.requests import ExplainRequest

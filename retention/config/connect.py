@@ -4,9 +4,10 @@ and the credentials become an OpsManagerClient."""
 from __future__ import annotations
 
 from retention.api.client import OpsManagerClient
-from retention.api.values import Timeouts, TLSConfig
+from retention.api.values import BASE_URL_SETTING, Timeouts, TLSConfig
 from retention.config.credentials import MISSING_KEYS
 from retention.config.loading import LoadedConfig
+from retention.config.settings import ENV_BASE_URL
 from retention.errors import ConfigError
 from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
@@ -38,4 +39,14 @@ def open_client(
         stop=stop,
         clock=clock,
         interactive=interactive,
+        base_url_setting=BASE_URL_SETTING if base_url else base_url_setting(loaded),
     )
+
+
+def base_url_setting(loaded: LoadedConfig) -> str:
+    """Where the base URL of ``loaded`` was set, in the words of a message that blames it:
+    RETENTION_BASE_URL when it is set (it overrides the file, which a person would otherwise
+    edit in vain), else api.base_url of the configuration file."""
+    if loaded.sources.get("api.base_url") == f"env {ENV_BASE_URL}":
+        return f"{ENV_BASE_URL}, set in the environment where it overrides api.base_url"
+    return f"api.base_url of {loaded.path}"

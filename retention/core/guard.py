@@ -34,6 +34,9 @@ from retention.core.wording import printable
 # A plan is evaluated at the time it is made; more apart than this, it was made with --at
 # (or edited) and answers a question about another time.
 MAX_EVALUATION_SKEW = timedelta(minutes=5)
+# Where the base URL a plan is checked against was set, unless the caller says more (the
+# client knows when RETENTION_BASE_URL overrides api.base_url).
+URL_FROM = "api.base_url"
 
 # Which members each action's body has: a protect never carries expires (the API removes
 # it, and doNotDelete: true with expires is refused).
@@ -85,9 +88,12 @@ def index_of(entries: Iterable[ClusterEntry]) -> ClusterIndex:
     return {(c["projectId"], c["clusterId"]): facts_of(c) for c in entries}
 
 
-def plan_refusal(head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta) -> str | None:
-    """Why a plan must not be applied at all (None: its head is fine). A plan of another
-    format is refused as it is read (runfolder.planread)."""
+def plan_refusal(
+    head: PlanHead, *, base_url: str, now: datetime, max_age: timedelta, url_from: str = URL_FROM
+) -> str | None:
+    """Why a plan must not be applied at all (None: its head is fine); ``url_from`` says
+    where ``base_url`` was set. A plan of another format is refused as it is read
+    (runfolder.planread)."""
     if head["whatIf"]:
         return (
             f"this is a what-if plan, made with --at {format_timestamp(head['evaluatedAt'])}: "
@@ -103,8 +109,8 @@ def plan_refusal(head: PlanHead, *, base_url: str, now: datetime, max_age: timed
         )
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
         return (
-            f"the plan was made against {head['baseUrl']!r}, not the configured "
-            f"{base_url!r}; plan again against this API"
+            f"the plan was made against {head['baseUrl']!r}, not {base_url!r} (from "
+            f"{url_from}); plan again against this API"
         )
     age = now - head["createdAt"]
     if age > max_age:
@@ -412,10 +418,13 @@ def trust(
     *,
     base_url: str,
     now: datetime,
+    url_from: str = URL_FROM,
 ) -> Trusted:
     """Check a plan's head (plan_refusal), take the facts of its cluster ``entries`` and
     resolve the approvals ``asked`` against them; RefusalError says why not."""
-    refusal = plan_refusal(head, base_url=base_url, now=now, max_age=asked.max_age)
+    refusal = plan_refusal(
+        head, base_url=base_url, now=now, max_age=asked.max_age, url_from=url_from
+    )
     if refusal is not None:
         raise RefusalError(refusal, whole=True)
     clusters = index_of(entries)

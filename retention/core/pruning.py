@@ -33,6 +33,9 @@ class FolderFacts:
     # snapshot without an expiry): the folder stays.
     undo_unknown: str | None = None
     size: int = 0  # bytes, its files together
+    # What a folder without a plan is, in words (an empty one, a plan a signal stopped);
+    # None for the folder of a plan, a run, an apply or an undo.
+    what: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Verdict:
     remove: bool
     why: str
     size: int = 0
+    what: str | None = None  # FolderFacts.what
 
 
 def prune_verdicts(
@@ -66,5 +70,5 @@ def prune_verdicts(
         else:
             left = "nothing left to undo" if f.undo_until is not None else "nothing to undo"
             why, remove = f"older than {keep}, {left}", True
-        out.append(Verdict(f.name, remove, why, f.size))
+        out.append(Verdict(f.name, remove, why, f.size, f.what))
     return out

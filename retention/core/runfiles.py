@@ -18,7 +18,7 @@ docs/plan-file.md describes the bytes.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, final
+from typing import Annotated, Any, Literal, NotRequired, final
 
 from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, with_config
 from typing_extensions import TypedDict
@@ -166,8 +166,21 @@ UNDO_ITEM_LINE = TypeAdapter(UndoItemLine)
 
 
 @with_config(_STRICT)
+class EarlierUndo(TypedDict):
+    """An undo of the same run made before this one (not a dry run): its folder, when it
+    started, how many snapshots it put back, and the signal that stopped it (None: it ran
+    to the end)."""
+
+    runDir: str
+    createdAt: TimestampText
+    restored: int
+    interrupted: str | None
+
+
+@with_config(_STRICT)
 class UndoDocument(TypedDict):
-    """undo.json: which run was undone, when, the counts, and every item."""
+    """undo.json: which run was undone, when, the counts, and every item; the undos of that
+    run before this one (undo.json of older versions has no such list)."""
 
     format: Literal["retention-undo/v1"]
     runId: str
@@ -178,6 +191,7 @@ class UndoDocument(TypedDict):
     unreadableLines: int
     inDoubt: int
     interrupted: str | None
+    undoneBefore: NotRequired[list[EarlierUndo]]  # oldest first
     items: list[UndoItem]
 
 

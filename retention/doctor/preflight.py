@@ -189,7 +189,7 @@ def _checks(
     with open_client(loaded, clock=clock, interactive=interactive) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
-        _tls(loaded, checks)
+        _tls(loaded, client.base_url_setting, checks)
         _version_and_clock(client, checks)
         targets: list[Target] | None = []
         named: list[Target] = []  # those whose names discovery knows
@@ -292,12 +292,13 @@ def _connection(client: OpsManagerClient, loaded: LoadedConfig, checks: list[Che
     try:
         client.get_agent_links(loaded.config.targets[0].project)
     except TLSError as exc:
-        remedy = "set api.ca_bundle to your CA, or fix the server certificate"
-        checks.append(Check("reachable", "fail", str(exc), remedy))
+        # The error's own remedy, the one for what failed: a plain-HTTP port behind https://
+        # needs http://, not a CA bundle.
+        checks.append(Check("reachable", "fail", f"{exc.endpoint}: {exc.diagnosis}", exc.remedy))
         return False
     except TransportError as exc:
-        remedy = f"check api.base_url ({base}), DNS, proxies and firewalls"
-        checks.append(Check("reachable", "fail", str(exc), remedy))
+        remedy = f"check {client.base_url_setting} (and DNS, proxies and firewalls)"
+        checks.append(Check("reachable", "fail", f"{exc.endpoint}: {exc.diagnosis}", remedy))
         return False
     except (AuthenticationError, PermissionDeniedError) as exc:
         remedy = (
@@ -321,11 +322,12 @@ def _public_key(loaded: LoadedConfig) -> str:
     return loaded.credentials.public_key if loaded.credentials else "?"
 
 
-def _tls(loaded: LoadedConfig, checks: list[Check]) -> None:
+def _tls(loaded: LoadedConfig, setting: str, checks: list[Check]) -> None:
     api = loaded.config.api
     if not api.base_url.startswith("https://"):
         plain = "plain HTTP: answers are neither encrypted nor verified"
-        checks.append(Check("tls", "warn", plain, "use the https:// address of the API"))
+        remedy = f"use the https:// address of the API in {setting}"
+        checks.append(Check("tls", "warn", plain, remedy))
     elif not api.verify_tls:
         off = "verification is off (verify_tls: false)"
         checks.append(Check("tls", "warn", off, "set verify_tls: true and api.ca_bundle"))

@@ -20,7 +20,7 @@ from retention.config.policyfiles import load_policies
 from retention.config.scope import Scope
 from retention.core.guard import index_of
 from retention.core.runfiles import Mode
-from retention.errors import StopRequestedError, UsageError
+from retention.errors import StopRequestedError
 from retention.library.lifecycle import Facts, Job, JobContext, Progress, Quiet
 from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
 from retention.ops.clock import Clock
@@ -29,6 +29,7 @@ from retention.ops.metrics import NewestRestorable
 from retention.plan.planner import make_plan, planning_stopped, strict_refusal
 from retention.report import render_run
 from retention.runfolder.folder import RunFolder
+from retention.runfolder.lineage import plan_file
 from retention.undo.reports import render_undo_reports
 from retention.undo.restoring import UndoResult, undo_run
 
@@ -227,12 +228,9 @@ class ApplyJob(_PlanEnding):
     mode = "apply"
 
     def check(self) -> None:
-        """UsageError (exit 2) when there is no plan file at the request's plan."""
-        plan, found = self.request.plan, self.request.plan_file
-        if plan.is_dir() and not found.is_file():
-            raise UsageError(f"{plan} is a folder without a plan.json: give the plan file")
-        if not found.is_file():
-            raise UsageError(f"{found}: no such plan file")
+        """UsageError (exit 2) when there is no plan file at the request's plan (a folder
+        without one is said for what it is: an empty run folder, a stopped plan...)."""
+        plan_file(self.request.plan)
 
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], RunResult]:
         """The approve list (--approve-from) is read before the lock; the plan is checked

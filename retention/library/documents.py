@@ -138,6 +138,7 @@ def undo_document(ended: Ended[UndoResult]) -> dict[str, Any]:
         "unreadableLines": document["unreadableLines"],
         "inDoubt": document["inDoubt"],
         "interrupted": document["interrupted"],
+        "undoneBefore": result.undone_before,
         "items": document["items"],
         "reports": [str(path) for path in ended.reports],
     }
@@ -152,12 +153,25 @@ def undo_lines(ended: Ended[UndoResult]) -> list[str]:
     lines = [
         f"retention undo {result.run_id} of {result.undo_of}: exit {code}, {exit_meaning(code)}"
     ]
+    already = result.already_undone
     if not result.items:
         lines.append("  nothing to undo: that run applied no destructive change")
+    elif already is not None:
+        shortened = (
+            "the snapshot that run shortened is"
+            if len(result.items) == 1
+            else f"all {len(result.items)} snapshots that run shortened are"
+        )
+        lines.append(
+            f"  already undone by {already['runDir']} at {already['createdAt']}: {shortened} "
+            "as before it; nothing to put back"
+        )
     else:
         shortened = counted(len(result.items), "snapshot")
         lines.append(f"  {what} {back} of {shortened} that run shortened")
-    if counts.get("unchanged"):
+        if result.undone_before:
+            lines.append(f"  undone before: {earlier_undos(result)}")
+    if counts.get("unchanged") and already is None:
         lines.append(f"  already as before the run: {counts['unchanged']}")
     if counts.get("protected"):
         lines.append(
@@ -189,3 +203,12 @@ def undo_lines(ended: Ended[UndoResult]) -> list[str]:
         lines.append(f"  {unread} could not be read and {verb} not undone")
     lines.extend(f"  report: {path}" for path in ended.reports)
     return lines
+
+
+def earlier_undos(result: UndoResult) -> str:
+    """The undos of the same run before this one, in words: the newest, and how many more."""
+    newest = result.undone_before[-1]
+    stopped = f", stopped by {newest['interrupted']}" if newest["interrupted"] else ""
+    more = len(result.undone_before) - 1
+    also = f" (and {counted(more, 'earlier undo')})" if more else ""
+    return f"{newest['runDir']} at {newest['createdAt']}{stopped}{also}"

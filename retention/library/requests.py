@@ -116,8 +116,9 @@ class PruneRequest:
 
 @dataclass(frozen=True)
 class ExplainRequest:
-    """Explain one snapshot of a plan (None: the newest in reports.dir), tracing the rules
-    with ``policies`` (None: the configuration's)."""
+    """Explain one snapshot of a plan (a plan file, or a run folder: its plan.json; None:
+    the newest in reports.dir), tracing the rules with ``policies`` (None: the
+    configuration's)."""
 
     snapshot_id: str
     plan: Path | None = None

@@ -56,7 +56,7 @@ from retention.library.requests import (
 from retention.ops.clock import Clock, system_clock
 from retention.plan.planner import PlanResult
 from retention.prune.pruning import PruneResult
-from retention.runfolder.lineage import newest_plans
+from retention.runfolder.lineage import newest_plans, plan_file
 from retention.undo.restoring import UndoResult
 
 
@@ -143,7 +143,7 @@ class Retention:
     def explain(self, request: ExplainRequest) -> Explained:
         """What a plan decided for one snapshot, and what each rule did with it."""
         loaded: list[LoadedConfig] = []
-        path = request.plan
+        path = None if request.plan is None else plan_file(request.plan, "--plan")
         if path is None:
             loaded.append(self.loaded())
             reports = Path(loaded[0].config.reports.dir)

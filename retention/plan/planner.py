@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -81,13 +81,14 @@ def make_plan(
     Survey the projects, walk and decide each target into the builder (decisions stream
     out), then write plan.json. Both files are written under partial names and renamed
     when the plan is whole: a plan that stops half way (an error, a StopRequestedError)
-    leaves neither, and an earlier plan at ``plan_path`` stays as it was. ``client.stop``
+    leaves neither, nor the folder it made for them (a caller that records a stop makes it
+    again), and an earlier plan at ``plan_path`` stays as it was. ``client.stop``
     is looked at between clusters and before the renames, and a stop wins over whatever
     error it caused on the way (a planning worker killed by the same SIGTERM).
     """
     stop = client.stop or Stop()
     decisions_to = decisions_path(plan_path)
-    plan_path.parent.mkdir(parents=True, exist_ok=True)
+    made = _make_folder(plan_path.parent)
     decisions_partial = partial_path(decisions_to)
     planning = _Planning(client, scope, now, at, on_walk, stop)
     try:
@@ -96,6 +97,8 @@ def make_plan(
     except BaseException as exc:
         decisions_partial.unlink(missing_ok=True)
         partial_path(plan_path).unlink(missing_ok=True)
+        if made:
+            _remove_if_empty(plan_path.parent)
         if stop.requested and not isinstance(exc, StopRequestedError):
             raise stop.error(f"the plan was whole ({type(exc).__name__} meanwhile)") from exc
         raise
@@ -124,6 +127,20 @@ def _list_approvable(plan_path: Path, approvable: list[Approvable]) -> None:
     except OSError as exc:
         text = f"warning: cannot write the list of approvable clusters: {exc.strerror or exc}"
         log.warning("%s", text, extra={"text": text, "fields": {"event": "approve-list"}})
+
+
+def _make_folder(folder: Path) -> bool:
+    """Make ``folder`` (and its parents) unless it is there; whether this call made it."""
+    there = folder.is_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    return not there
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove the run folder a failed plan made, unless something else is in it: an empty
+    folder would read as a run to undo, explain and `ls -d reports/*/ | tail -1`."""
+    with suppress(OSError):  # not empty (or gone already): left as it is
+        folder.rmdir()
 
 
 def planning_stopped(error: StopRequestedError, what_is_left: str) -> StopRequestedError:

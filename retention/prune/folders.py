@@ -20,6 +20,7 @@ from retention.core.restore import in_doubt, paired, restorations
 from retention.core.wording import counted
 from retention.runfolder.folder import RunFolder, made_at
 from retention.runfolder.journal import read_apply_journal
+from retention.runfolder.lineage import without_plan
 
 log = logging.getLogger("retention.prune")
 
@@ -66,6 +67,9 @@ def facts_of(folder: RunFolder, made: datetime) -> FolderFacts:
     """What pruning needs to know of ``folder``, from its files."""
     name = folder.path.name
     whole = folder.plan.is_file() and not folder.interrupted.exists()
+    if not folder.plan.is_file() and not folder.undo.exists():
+        # Nothing to undo from it: no plan was sent, and an undo cut short is not undone.
+        return FolderFacts(name, made, successful=False, what=without_plan(folder))
     if folder.undo.exists() or not folder.results.exists():
         # An undo is not undone; a plan or a dry run sent nothing.
         return FolderFacts(name, made, successful=whole)

@@ -65,7 +65,7 @@ class PruneResult:
             "reportsDir": str(self.reports),
             "keep": str(self.keep),
             "folders": [
-                {"name": v.name, "remove": v.remove, "why": v.why, "bytes": v.size}
+                {"name": v.name, "remove": v.remove, "why": v.why, "what": v.what, "bytes": v.size}
                 for v in pruned.verdicts
             ],
             "removed": pruned.removed,
@@ -77,7 +77,9 @@ class PruneResult:
         pruned, reports = self.pruned, self.reports
         going = [v for v in pruned.verdicts if v.remove]
         lines = [
-            f"  {'remove' if v.remove else 'keep  '}  {v.name}  {v.why}" for v in pruned.verdicts
+            f"  {'remove' if v.remove else 'keep  '}  {v.name}  {v.why}"
+            + (f"; it is {v.what}" if v.what else "")
+            for v in pruned.verdicts
         ]
         size = sum(v.size for v in going if self.dry_run or v.name in pruned.removed)
         folders = counted(len(going) if self.dry_run else len(pruned.removed), "run folder")

@@ -1,5 +1,5 @@
-"""What a run folder without an apply in it holds, which applies used its plan, and the
-newest plans of a reports folder.
+"""What a run folder without an apply in it holds, which applies used its plan, which
+undos took it back already, and the newest plans of a reports folder.
 
 A folder with plan.json and no results.jsonl sent nothing: it is a plan (`retention plan`,
 which writes plan.json and decisions.jsonl only) or a dry run (`retention run --dry-run`,
@@ -7,6 +7,10 @@ which also writes the reports). A command stopped while planning leaves interrup
 and no plan. An apply of such a plan sent from a folder of its own, into which it copied
 the plan byte for byte (apply.applying.apply_saved): the applies of a plan are the folders
 whose plan.json has the same bytes and that have a journal.
+
+A plan, run or undo that fails removes the folder it made when it leaves nothing in it;
+``without_plan`` says what any other folder without a plan is (an empty one from an older
+version, an undo cut short), in the words undo, explain, apply and prune use.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from retention.core.runfiles import InterruptedDocument
-from retention.runfolder.folder import REPORTS, RunFolder
+from retention.core.runfiles import EarlierUndo, InterruptedDocument
+from retention.errors import UsageError
+from retention.runfolder.folder import PLAN, REPORTS, RunFolder, made_at
 
 log = logging.getLogger("retention.runfolder")
 
@@ -38,6 +43,54 @@ def interrupted(folder: RunFolder) -> InterruptedDocument | None:
     except (OSError, ValidationError) as exc:
         log.warning("%s cannot be read: %s", folder.interrupted, exc)
         return None
+
+
+# What an empty run folder is: a command that failed before its first file (older versions
+# left one behind when a plan could not reach the API or its key was refused).
+EMPTY = (
+    "an empty run folder, left by a plan or run that failed before it wrote its plan (an "
+    "unreachable API, a refused key): nothing was sent from it"
+)
+
+
+def without_plan(folder: RunFolder) -> str:
+    """What ``folder`` is, in words, when it has no plan.json (and is no undo): a command a
+    signal stopped while planning, an undo cut short before its undo.json, an empty folder,
+    or no run folder at all."""
+    stopped = interrupted(folder)
+    if stopped is not None and stopped["step"] == "plan":
+        return (
+            f"a {stopped['mode']} that {stopped['signal']} stopped while planning: no plan was "
+            "written and nothing was sent"
+        )
+    if folder.results.is_file():
+        return (
+            "an undo cut short before it wrote undo.json (the API failed under it): its "
+            "results.jsonl lists what it read and sent"
+        )
+    try:
+        empty = not any(folder.path.iterdir())
+    except OSError:
+        empty = False
+    if empty and made_at(folder.path.name) is not None:
+        return EMPTY
+    return f"not a run folder: it has no {PLAN}"
+
+
+def plan_file(path: Path, option: str = "") -> Path:
+    """The plan ``path`` names (given as ``option``, when it is one): the file itself, or
+    the plan.json of a run folder. UsageError (exit 2) when it names nothing, or a folder
+    without a plan (saying what that folder is)."""
+    folder, given = RunFolder(path), f"{option} " if option else ""
+    if path.is_dir() and not folder.plan.is_file():
+        what = "an undo: it has no plan" if folder.undo.exists() else without_plan(folder)
+        raise UsageError(
+            f"{given}{path} is {what}; give a plan file, or a run folder with its {PLAN}"
+        )
+    found = folder.plan if path.is_dir() else path
+    if not found.is_file():
+        raise UsageError(f"{given}{found}: no such plan file")
+    return found
 
 
 def unapplied(folder: RunFolder) -> str | None:
@@ -71,6 +124,45 @@ def applies_of(folder: RunFolder, places: Iterable[Path]) -> list[Path]:
             if digest is not None and _sha256(copy) == digest:
                 found[where] = candidate.path
     return sorted(found.values(), key=lambda path: path.name)
+
+
+def undos_of(run_dir: Path, places: Iterable[Path]) -> list[EarlierUndo]:
+    """The undos in ``places`` (reports folders) that took back the run in ``run_dir``, dry
+    runs aside (they sent nothing): the folders whose undo.json names it. Oldest first; an
+    undo.json that cannot be read is passed over with a warning."""
+    wanted = run_dir.resolve()
+    found: dict[Path, EarlierUndo] = {}
+    for place in places:
+        for candidate in map(RunFolder, _folders(place)):
+            where = candidate.path.resolve()
+            if where in found or not candidate.undo.is_file():
+                continue
+            try:
+                document = candidate.read_undo()
+            except (OSError, ValidationError) as exc:
+                log.warning("%s cannot be read: %s", candidate.undo, exc)
+                continue
+            if document["dryRun"] or Path(document["undoOf"]).resolve() != wanted:
+                continue
+            found[where] = {
+                "runDir": str(candidate.path.absolute()),
+                "createdAt": document["createdAt"],
+                "restored": document["counts"].get("restored", 0),
+                "interrupted": document["interrupted"],
+            }
+    return sorted(found.values(), key=lambda undo: (undo["createdAt"], undo["runDir"]))
+
+
+def newest_apply(places: Iterable[Path]) -> Path | None:
+    """The newest run folder in ``places`` (reports folders) that applied a plan: a plan
+    and a journal, and no undo (the name starts with the UTC time); None when none did."""
+    found = [
+        candidate.path
+        for place in places
+        for candidate in map(RunFolder, _folders(place))
+        if candidate.plan.is_file() and candidate.results.is_file() and not candidate.undo.exists()
+    ]
+    return max(found, key=lambda path: path.name, default=None)
 
 
 def newest_plans(reports: Path) -> list[Path]:

@@ -4,7 +4,9 @@ An undo is itself a run. It writes a run folder of its own: ``undo.json`` (which
 undoes, and every item with its verdict), ``results.jsonl`` (one line per snapshot, flushed
 before the next PATCH, as apply's journal), and report.html / report.md. It is refused for
 an undo's folder (an undo of an undo would redo the bad run: run the policy again instead)
-and for a run made against another service. The CLI holds the run lock around it.
+and for a run made against another service. A run undone already may be undone again (to
+finish an undo that was stopped or failed); undo.json names the undos before it, so that
+the summary and the reports can say so. The CLI holds the run lock around it.
 
 Its journal is written ahead, as apply's: an intent line (``"intent": true`` and the bodies
 about to be sent) before a snapshot's PATCHes, its item after. After a stop no restore
@@ -19,13 +21,14 @@ import logging
 import os
 import shlex
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
+from retention.api.values import BASE_URL_SETTING
 from retention.core.restore import (
     LEFT_ALONE,
     SETTLED,
@@ -36,6 +39,7 @@ from retention.core.restore import (
 )
 from retention.core.runfiles import (
     UNDO_FORMAT,
+    EarlierUndo,
     UndoDocument,
     UndoIntent,
     UndoItem,
@@ -48,9 +52,15 @@ from retention.errors import ApiError, NotFoundError, StopRequestedError, UsageE
 from retention.ops.clock import Clock
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
-from retention.runfolder.folder import PLAN, RunFolder
+from retention.runfolder.folder import RunFolder
 from retention.runfolder.journal import JournalFile, read_apply_journal
-from retention.runfolder.lineage import applies_of, interrupted, unapplied
+from retention.runfolder.lineage import (
+    applies_of,
+    newest_apply,
+    unapplied,
+    undos_of,
+    without_plan,
+)
 from retention.runfolder.planread import open_plan
 
 log = logging.getLogger("retention.undo")
@@ -100,6 +110,7 @@ class UndoResult:
     unreadable: int = 0  # journal lines cut short, or not of the journal's model
     reports: list[Path] = field(default_factory=list)
     interrupted: str | None = None  # the signal that stopped the undo (SIGINT, SIGTERM)
+    undone_before: list[EarlierUndo] = field(default_factory=list)  # oldest first
     document: UndoDocument = field(init=False)  # undo.json
 
     def __post_init__(self) -> None:
@@ -120,11 +131,36 @@ class UndoResult:
         """Something could not be put back, or the API failed: exit 1."""
         return self.unreadable > 0 or any(i.outcome not in SETTLED for i in self.items)
 
+    @property
+    def already_undone(self) -> EarlierUndo | None:
+        """The undo before this one that took the run back, when this one found nothing
+        left to do (already_undone)."""
+        outcomes = [item.outcome for item in self.items]
+        return already_undone(self.undone_before, outcomes, self.unreadable)
 
-def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) -> None:
+
+def already_undone(
+    earlier: Sequence[EarlierUndo], outcomes: Sequence[str], unreadable: int
+) -> EarlierUndo | None:
+    """The undo in ``earlier`` (oldest first) that put the run's snapshots back, when an
+    undo found nothing left to do: every snapshot the run shortened is as before the run
+    (``outcomes`` all ``unchanged``) and its journal was read whole. The newest undo that
+    put any back, else the newest; None when there is something to do, or no undo before."""
+    if not earlier or not outcomes or unreadable:
+        return None
+    if any(outcome != "unchanged" for outcome in outcomes):
+        return None
+    did = [undo for undo in earlier if undo["restored"]]
+    return (did or earlier)[-1]
+
+
+def check_run_dir(
+    run_dir: Path, base_url: str, *, reports: Path | None = None, url_from: str = BASE_URL_SETTING
+) -> None:
     """UsageError (exit 2, nothing sent) unless ``run_dir`` is a run that applied changes
-    against the service at ``base_url``, and not an undo. A plan's or a dry run's folder is
-    refused with the folders (beside it, or under ``reports``) whose apply used its plan."""
+    against the service at ``base_url`` (set by ``url_from``), and not an undo. A plan's or
+    a dry run's folder is refused with the folders (beside it, or under ``reports``) whose
+    apply used its plan."""
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run folder (give a folder under reports.dir)")
     folder = RunFolder(run_dir)
@@ -133,25 +169,33 @@ def check_run_dir(run_dir: Path, base_url: str, *, reports: Path | None = None) 
             f"{run_dir} is an undo: an undo is not undone. To apply the policy again, run "
             "`retention run` (or plan and apply)"
         )
+    places = _places(run_dir, reports)
     if not folder.plan.is_file():
-        stopped = interrupted(folder)
-        if stopped is not None and stopped["step"] == "plan":
-            raise UsageError(
-                f"{run_dir} is a {stopped['mode']} that {stopped['signal']} stopped while "
-                "planning: no plan was written and nothing was sent, so there is nothing to undo"
-            )
-        raise UsageError(f"{run_dir} is not a run folder: it has no {PLAN}")
+        said = f"{run_dir} is {without_plan(folder)}, so there is nothing to undo"
+        newest = newest_apply(places)
+        if newest is None:
+            raise UsageError(said)
+        raise UsageError(
+            f"{said}. The newest run folder that applied changes:\n"
+            f"  retention undo {shlex.quote(str(newest))}"
+        )
     if (what := unapplied(folder)) is not None:
-        places = [run_dir.parent]
-        if reports is not None and reports.resolve() != run_dir.parent.resolve():
-            places.append(reports)
         raise UsageError(_not_an_apply(run_dir, what, applies_of(folder, places), places))
     head = open_plan(folder.plan).head
     if head["baseUrl"].rstrip("/") != base_url.rstrip("/"):
         raise UsageError(
-            f"{run_dir} was a run against {head['baseUrl']}, not {base_url}: undo it with "
-            "the configuration of that service"
+            f"{run_dir} was a run against {head['baseUrl']}, not {base_url} (from {url_from}): "
+            "undo it with the configuration of that service"
         )
+
+
+def _places(run_dir: Path, reports: Path | None) -> list[Path]:
+    """The reports folders where the runs related to ``run_dir`` are: beside it, and
+    ``reports`` (reports.dir) when that is elsewhere."""
+    places = [run_dir.parent]
+    if reports is not None and reports.resolve() != run_dir.parent.resolve():
+        places.append(reports)
+    return places
 
 
 def _not_an_apply(run_dir: Path, what: str, applies: list[Path], places: list[Path]) -> str:
@@ -185,9 +229,10 @@ def undo_run(
     items left are ``not-sent`` and the result's ``interrupted`` names the signal.
     """
     stop = client.stop or Stop()
-    check_run_dir(run_dir, client.base_url, reports=reports)
+    check_run_dir(run_dir, client.base_url, reports=reports, url_from=client.base_url_setting)
     undone = RunFolder(run_dir).results
     lines, bad = read_apply_journal(undone)
+    before = undos_of(run_dir, _places(run_dir, reports))
     started = clock()
     folder = RunFolder.new(reports, started)
     folder.path.mkdir(parents=True)
@@ -207,8 +252,11 @@ def undo_run(
     items: list[Item] = []
     try:
         items.extend(ordered(work, restorations(lines), workers=concurrency, name="undo"))
-    finally:
+    except BaseException:
         journal.close()
+        _forget_if_empty(folder)
+        raise
+    journal.close()
     where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
     result = UndoResult(
         folder.run_id,
@@ -219,9 +267,23 @@ def undo_run(
         items,
         unreadable=bad,
         interrupted=stop.name if stop.requested else None,
+        undone_before=before,
     )
     folder.write_undo(result.document)
     return result
+
+
+def _forget_if_empty(folder: RunFolder) -> None:
+    """Remove the folder of an undo that failed before its journal had a line (the API
+    unreachable, the key refused): it read and sent nothing, and an empty folder would read
+    as a run to the next `retention undo "$(ls -d reports/*/ | tail -1)"`. A journal with
+    lines stays, to say what was sent."""
+    try:
+        if folder.results.stat().st_size == 0:
+            folder.results.unlink()
+            folder.path.rmdir()
+    except OSError:
+        pass  # gone already, or something more in it: left as it is
 
 
 def _undo_one(
@@ -327,5 +389,6 @@ def undo_document(result: UndoResult) -> UndoDocument:
         "unreadableLines": result.unreadable,
         "inDoubt": result.in_doubt,
         "interrupted": result.interrupted,
+        "undoneBefore": result.undone_before,
         "items": [item.document() for item in result.items],
     }
