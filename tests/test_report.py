@@ -838,3 +838,23 @@ def test_a_config_servers_advisory_changes_have_their_column(tmp_path: Path) -> 
     assert "| cfg0.legacy.example.net | config-server | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 2 | 0 |" in (
         markdown
     )
+
+
+def test_the_clusters_approve_can_let_through_come_first_under_holds(tmp_path: Path) -> None:
+    """A cluster only max_expire_fraction holds is the first card under Holds, before one an
+    OPEN alert holds that comes first in the plan: the decision the page is read for."""
+    alerted = cluster(
+        "a-alerted",
+        [shortened("s1", 30, 500, 22, held="held")],
+        holds=[Hold("alert", "OPEN alert BAD_CLUSTERSHOTS (a1)", "a1")],
+    )
+    fraction = cluster(
+        "b-fraction",
+        [shortened("s2", 30, 500, 22, held="held")],
+        holds=[Hold("max_expire_fraction", "1 of 1 would expire (100%)", None)],
+    )
+    page, markdown = render(write_run(tmp_path / "run", [alerted, fraction]), info("plan", 3))
+
+    assert page.text_of("held-1").startswith("b-fraction ")
+    assert page.text_of("held-2").startswith("a-alerted ")
+    assert markdown.index("**b-fraction**") < markdown.index("**a-alerted**")

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from retention.core.approving import cut_words, is_long_cut
+from retention.core.guard import APPROVABLE
 from retention.core.planfile import Body, ClusterEntry, HoldEntry, MemberEntry
 from retention.report.heldview import HeldView
 from retention.report.holdrecords import HoldRecordRow
@@ -406,10 +407,13 @@ class ReportData:
 
     @property
     def held(self) -> list[ClusterRow]:
-        """The clusters a gate still holds after this run, in plan order: one row each,
-        whatever the number of holds (a cluster's held changes are counted once, not once
-        per hold). A cluster an --approve let through is not among them."""
-        return [c for c in self.clusters if c.held_now]
+        """The clusters a gate still holds after this run: one row each, whatever the
+        number of holds (a cluster's held changes are counted once, not once per hold).
+        Those --approve can let through come first, in plan order: they are the decision
+        the page is read for; then those an alert or a failed walk holds. A cluster an
+        --approve let through is not among them."""
+        held = [c for c in self.clusters if c.held_now]
+        return sorted(held, key=lambda c: any(h["kind"] not in APPROVABLE for h in c.holds))
 
     @property
     def unmanaged(self) -> list[ClusterRow]:
