@@ -8,8 +8,9 @@ or authenticate to the API (nothing sent).
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
 schema, config, doctor), reviewing.py (diff), forecasting.py (forecast), running.py (run,
 apply, demo), undoing.py (undo), pruning.py (prune) and simulating.py; each adds its
-commands to the ``cli`` group (group.py) when it is imported below. ending.py is what a run
-shows (progress, summary, JSON), output.py --format json.
+commands to the ``cli`` group (group.py) when it is imported below. progress.py is the
+progress of the long commands on a terminal, ending.py how a run ends (summary, JSON),
+output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
@@ -38,6 +39,7 @@ from retention.cli import (
     starting,
     undoing,
 )
+from retention.cli.common import is_terminal
 from retention.cli.group import accept_global_options, cli
 from retention.errors import (
     EXIT_FAILURES,
@@ -168,15 +170,7 @@ def main(
 def on_terminal() -> bool:
     """Whether a person runs this command at a terminal: stdin and stderr are both one
     (under cron, in a pod or with input from a pipe or /dev/null, one of them is not)."""
-    return all(_is_terminal(stream) for stream in (sys.stdin, sys.stderr))
-
-
-def _is_terminal(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return callable(isatty) and bool(isatty())
-    except (OSError, ValueError):  # a closed or detached stream
-        return False
+    return all(is_terminal(stream) for stream in (sys.stdin, sys.stderr))
 
 
 __all__ = [

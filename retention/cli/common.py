@@ -48,6 +48,15 @@ def interactive(ctx: click.Context) -> bool:
     return bool(obj.get("interactive", False)) if isinstance(obj, dict) else False
 
 
+def is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (a closed or detached one is not)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return callable(isatty) and bool(isatty())
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
 def json_logs(ctx: click.Context) -> bool:
     """Whether --log-format json (before or after the command, or from the environment)
     is in force: then every stderr line must be JSON and stdout defaults to JSON too."""

@@ -11,6 +11,7 @@ import click
 from retention.cli.common import library, parse_at, shard_from, shard_options
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option, show
+from retention.cli.progress import TerminalProgress, quiet_option
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     "plan, to review; apply refuses it.",
 )
 @shard_options
+@quiet_option
 @format_option
 @click.pass_context
 def plan(  # noqa: PLR0913 - click passes each option of the command as a keyword
@@ -47,6 +49,7 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
     at: str | None,
     shard: str | None,
     shard_count: int | None,
+    quiet: bool,
     output: str,
 ) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
@@ -76,7 +79,7 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
         at=parse_at(at),
         shard=shard_from(shard, shard_count),
     )
-    ended = library(ctx).plan(request)
+    ended = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).plan(request)
     if output == "json":
         emit(plan_document(ended))
     else:

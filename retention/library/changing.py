@@ -56,7 +56,7 @@ def run_job(
     started = clock()
     folder = RunFolder.new(reports, started)
     try:
-        planned = make_plan(client, scope, plan_path=folder.plan, now=started, on_walk=hears.walk)
+        planned = make_plan(client, scope, plan_path=folder.plan, now=started, listener=hears)
     except StopRequestedError as exc:
         mode: Mode = "dry-run" if dry_run else "run"
         where = folder.mark_interrupted(mode, exc.signal_name, started, clock())
@@ -266,6 +266,7 @@ class UndoJob(Job[UndoResult]):
                 dry_run=self.request.dry_run,
                 concurrency=config.api.concurrency,
                 clock=run.clock,
+                listener=run.progress,
             )
 
         return step
