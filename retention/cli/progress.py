@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 # order of every outcome there: results.jsonl's words (core.runfiles.OutcomeName).
 APPLY_SHOWN = ("applied", "unchanged", "stale", "failed")
 APPLY_ORDER = (*APPLY_SHOWN, "held", "refused", "not-sent")
-# Undo's words (core.runfiles.UndoOutcome), each shown once it happens.
+# Undo's words (core.runfiles.UndoOutcome): the first ones shown from the start, as apply's
+# (restored, or would-restore in a dry run, once it happens), the others once they happen.
+UNDO_SHOWN = ("unchanged", "stale", "failed")
 UNDO_ORDER = (
     "restored",
     "would-restore",
@@ -98,8 +100,8 @@ class TerminalProgress:
 
     def undo(self, total: int) -> None:
         """Undoing starts: ``total`` snapshots to look at."""
-        self._outcomes = Counter()
-        self._start("undoing", total, "snapshots", "")
+        self._outcomes = Counter(dict.fromkeys(UNDO_SHOWN, 0))
+        self._start("undoing", total, "snapshots", _counts(self._outcomes, UNDO_ORDER))
 
     def undone(self, outcome: UndoOutcome) -> None:
         """One snapshot done."""
