@@ -49,9 +49,11 @@ class Setup:
     folder: Path
     env: dict[str, str]
 
-    def on_terminal(self, *args: str, stdout_too: bool = False) -> Ended:
+    def on_terminal(self, *args: str, stdout_too: bool = False, term: str = "xterm") -> Ended:
         """`retention ARGS` with stderr (``stdout_too``: and stdout) on a terminal."""
-        return run_on_terminal(list(args), cwd=self.folder, env=self.env, stdout_too=stdout_too)
+        return run_on_terminal(
+            list(args), cwd=self.folder, env=self.env, stdout_too=stdout_too, term=term
+        )
 
     def on_pipes(self, *args: str) -> Ended:
         """`retention ARGS` with stdout and stderr on pipes, as cron runs it."""
@@ -224,6 +226,14 @@ def test_quiet_and_json_logs_draw_nothing_even_on_a_terminal(
     assert seen.code == 0, seen.raw
     assert "walking" not in seen.seen
     assert "\x1b" not in seen.raw
+
+
+def test_a_terminal_that_cannot_redraw_gets_no_progress(setup: Setup) -> None:
+    """On a terminal that cannot move its cursor (TERM=dumb), no frame of the progress is
+    written: each would stay on the screen."""
+    seen = setup.on_terminal("plan", term="dumb")
+    assert seen.code == 0, seen.raw
+    assert seen.raw == ""
 
 
 def test_the_time_left_waits_for_a_measured_rate_and_then_follows_it() -> None:

@@ -82,12 +82,18 @@ class Bars:
     """rich's Progress on stderr, transient: a task a stage, the last one advancing."""
 
     def __init__(self, get_time: Callable[[], float] | None = None) -> None:
+        console = Console(stderr=True)
         self._progress = Progress(
             *columns(),
-            console=Console(stderr=True),
+            console=console,
             transient=True,
             refresh_per_second=5,
             get_time=get_time,
+            # stdout is the command's output, perhaps a pipe: never drawn into, never
+            # taken over (rich would send what is written to it to the terminal).
+            redirect_stdout=False,
+            # A terminal that cannot redraw a line (TERM=dumb) would get every frame.
+            disable=not console.is_interactive,
         )
         self._task: TaskID | None = None
         self._logs: list[tuple[logging.StreamHandler[IO[str]], IO[str]]] = []

@@ -46,16 +46,17 @@ def run_on_terminal(
     cwd: Path,
     env: dict[str, str],
     stdout_too: bool = False,
+    term: str = "xterm-256color",
     timeout: float = 120,
 ) -> Ended:
-    """`python -m retention ARGS` with stderr on a pseudo-terminal (``stdout_too``: stdout
-    as well, as in a person's shell), stdin from /dev/null."""
+    """`python -m retention ARGS` with stderr on a pseudo-terminal of type ``term``
+    (``stdout_too``: stdout as well, as in a person's shell), stdin from /dev/null."""
     leader, follower = os.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     proc = subprocess.Popen(
         [sys.executable, "-m", "retention", *args],
         cwd=cwd,
-        env={**env, "TERM": "xterm-256color"},
+        env={**env, "TERM": term},
         stdin=subprocess.DEVNULL,
         stdout=follower if stdout_too else subprocess.PIPE,
         stderr=follower,
