@@ -9,16 +9,24 @@ which read the same clock: the fleet is built from now, so these tests pass on a
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from rich.progress import Progress
 
 from retention.cli.bars import SETTLE_ITEMS, SETTLE_SECONDS, time_left
+from retention.core.model import Target
+from retention.library.lifecycle import Quiet
+from retention.library.stages import StageLog
+from retention.ops.logs import RUN_LOGGER
 from retention.simulator.server import Simulator, SimulatorConfig
+from retention.walk.inventory import Walk
 from tests.support.client import PUBLIC_KEY
 from tests.support.journal import outcome_lines
 from tests.support.terminal import Ended, plain, run_on_pipes, run_on_terminal
@@ -267,3 +275,68 @@ def test_plain_takes_the_escapes_out() -> None:
     assert (
         plain("\x1b[?25l\r\x1b[2Kwalking \x1b[32m1/4 clusters\x1b[0m") == "\rwalking 1/4 clusters"
     )
+
+
+def test_an_unattended_run_logs_one_line_a_stage_and_no_progress(setup: Setup) -> None:
+    """With --log-format json on pipes (a collector's run), run logs one stage-ended line
+    for the walk and one for applying, with the counts the bars would show, and nothing
+    drawn; in text mode (cron) stderr stays empty."""
+    snapshots = setup.snapshots()
+    piped = setup.on_pipes("--log-format", "json", "run")
+    assert piped.code == 0, piped.raw
+    assert "\x1b" not in piped.raw
+    assert "\r" not in piped.raw
+    lines = [json.loads(line) for line in piped.raw.splitlines()]
+    stages = [line for line in lines if line.get("event") == "stage-ended"]
+    changes = len(outcome_lines(setup.last_run() / "results.jsonl"))
+    assert [(s["stage"], s["done"], s["total"]) for s in stages] == [
+        ("walk", CLUSTERS, CLUSTERS),
+        ("apply", changes, changes),
+    ]
+    assert stages[0]["snapshots"] == snapshots
+    assert stages[1]["outcomes"] == {"applied": changes}
+    assert stages[0]["message"] == (
+        f"walk: {CLUSTERS} of {CLUSTERS} clusters, {snapshots:,} snapshots read in "
+        f"{stages[0]['durationSeconds']:.1f} s"
+    )
+    assert [line["event"] for line in lines] == ["stage-ended", "stage-ended", "run-finished"]
+
+    assert setup.on_pipes("run").raw == ""
+
+
+def test_a_stage_cut_short_is_logged_as_far_as_it_got(caplog: pytest.LogCaptureFixture) -> None:
+    """A walk the job leaves after 2 of 5 clusters (a stop, an error) is logged when the
+    job closes, with the 2 done, what they read and the time taken on the job's clock;
+    the progress it tells on hears every call."""
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    times = iter([start, start + timedelta(seconds=7)])
+    heard: list[str] = []
+
+    class Heard(Quiet):
+        def walk(self, walk: Walk) -> None:
+            heard.append(walk.target.cluster_id)
+
+        def close(self) -> None:
+            heard.append("closed")
+
+    stages = StageLog(Heard(), lambda: next(times))
+    target = Target("p", "c1", "prod-a")
+    with caplog.at_level(logging.INFO, logger=RUN_LOGGER):
+        stages.walks(5)
+        stages.walk(Walk(target, snapshots=[]))
+        stages.walk(Walk(target, error="HTTP 500"))
+        stages.close()
+
+    [record] = caplog.records
+    assert record.getMessage() == "walk: 2 of 5 clusters, 0 snapshots read (failed 1) in 7.0 s"
+    assert record.fields == {  # type: ignore[attr-defined]
+        "event": "stage-ended",
+        "stage": "walk",
+        "done": 2,
+        "total": 5,
+        "unit": "cluster",
+        "snapshots": 0,
+        "outcomes": {"failed": 1},
+        "durationSeconds": 7.0,
+    }
+    assert heard == ["c1", "c1", "closed"]

@@ -32,6 +32,7 @@ from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import exit_code_for
 from retention.library.ending import Metrics, MetricsTarget, Notifier, log_run_finished
+from retention.library.stages import StageLog
 from retention.ops.clock import Clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
@@ -239,7 +240,8 @@ def load(
 
 def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
     """Run ``job`` from its configuration to its metrics (see the module's docstring)."""
-    clock, progress = setup.clock, setup.progress
+    clock = setup.clock
+    progress = StageLog(setup.progress, clock)  # and a log line as each stage ends
     started = clock()
     metrics = Metrics(started, job.shard, setup.metrics, clock)
     with on_signals(Stop()) as stop, metrics:
