@@ -22,8 +22,7 @@ from rich.progress import Progress
 
 from retention.cli.bars import SETTLE_ITEMS, SETTLE_SECONDS, time_left
 from retention.core.model import Target
-from retention.library.lifecycle import Quiet
-from retention.library.stages import StageLog
+from retention.library.stages import Quiet, StageLog
 from retention.ops.logs import RUN_LOGGER
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import Walk

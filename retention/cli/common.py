@@ -16,8 +16,8 @@ from retention.ops.clock import Clock, system_clock
 from retention.ops.sharding import Shard, choose_shard
 
 if TYPE_CHECKING:
-    from retention.library.lifecycle import Progress
     from retention.library.retention import Retention
+    from retention.library.stages import Progress
 
 __all__ = ["UsageError"]
 

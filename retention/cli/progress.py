@@ -1,5 +1,5 @@
 """Progress on a terminal: what a person watching a long command sees on stderr while it
-runs. It hears the library's Progress (retention.library.lifecycle) and shows, stage by
+runs. It hears the library's Progress (retention.library.stages) and shows, stage by
 stage, the clusters walked of the total and the snapshots read (plan, run, diff,
 forecast), the changes applied and the snapshots put back of theirs with the outcomes so
 far (run, apply, undo), the run folders read (prune), and the time left once a rate has

@@ -21,8 +21,9 @@ from retention.config.scope import Scope
 from retention.core.guard import index_of
 from retention.core.runfiles import Mode
 from retention.errors import StopRequestedError, UsageError
-from retention.library.lifecycle import Facts, Job, JobContext, Progress, Quiet
+from retention.library.lifecycle import Facts, Job, JobContext
 from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
+from retention.library.stages import Progress, Quiet
 from retention.ops.clock import Clock
 from retention.ops.logs import RUN_LOGGER
 from retention.ops.metrics import NewestRestorable

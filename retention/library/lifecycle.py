@@ -23,85 +23,34 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from retention.apply.executor import Listener as ApplyListener
 from retention.config.connect import open_client
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import exit_code_for
 from retention.library.ending import Metrics, MetricsTarget, Notifier, log_run_finished
-from retention.library.stages import StageLog
+from retention.library.stages import Progress, Quiet, StageLog
 from retention.ops.clock import Clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
-from retention.prune.folders import Listener as PruneListener
 from retention.prune.folders import Pruned
 from retention.prune.pruning import prune_reports
 from retention.report.summary import RunInfo
-from retention.undo.restoring import Listener as UndoListener
 from retention.version import __version__
-from retention.walk.inventory import WalkListener
 
 if TYPE_CHECKING:
     from retention.api.client import OpsManagerClient
-    from retention.apply.executor import Outcome
     from retention.config.settings import RetentionConfig
-    from retention.core.runfiles import UndoOutcome
     from retention.notices.send import Delivery
     from retention.ops.metrics import RunMetrics
     from retention.ops.sharding import Shard
     from retention.report.summary import RunSummary
-    from retention.walk.inventory import Walk
 
 # The facts of a run-finished event beyond those every job has (mode, run id, exit code).
 Facts = dict[str, object]
 R = TypeVar("R")
-
-
-class Progress(WalkListener, ApplyListener, UndoListener, PruneListener, Protocol):
-    """Who hears how a job goes (the command line's progress on a terminal). Each stage is
-    said with its total, then item by item: the walk (``walks``, then ``walk`` for each
-    cluster: plan, run, diff, forecast), applying (``apply``, then ``outcome`` for each
-    change: run, apply), undoing (``undo``, then ``undone`` for each snapshot), reading run
-    folders (``folders``, then ``folder``: prune); and ``close`` at the end. The items of
-    applying and undoing are heard from the workers' threads. To hear only some of it,
-    subclass Quiet."""
-
-    def close(self) -> None:
-        """The job ended, however it ended."""
-
-
-class Quiet:
-    """The progress nobody hears: for a job called as a library."""
-
-    def walks(self, total: int) -> None:
-        """Nothing to say."""
-
-    def walk(self, walk: Walk) -> None:
-        """Nothing to say."""
-
-    def apply(self, total: int) -> None:
-        """Nothing to say."""
-
-    def outcome(self, outcome: Outcome) -> None:
-        """Nothing to say."""
-
-    def undo(self, total: int) -> None:
-        """Nothing to say."""
-
-    def undone(self, outcome: UndoOutcome) -> None:
-        """Nothing to say."""
-
-    def folders(self, total: int) -> None:
-        """Nothing to say."""
-
-    def folder(self, name: str) -> None:
-        """Nothing to say."""
-
-    def close(self) -> None:
-        """Nothing to end."""
 
 
 @dataclass(frozen=True)

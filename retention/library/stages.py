@@ -1,4 +1,5 @@
-"""One log line a stage: what a job's progress says, told on to whoever draws it (the
+"""The progress of a job (``Progress``: who hears it, ``Quiet``: nobody), and one log line
+a stage: what a job's progress says, told on to whoever draws it (the
 command line's bars on a terminal) and, as each stage ends, logged once on the run logger
 for a run nobody watches (``stage-ended``: with --log-format json a collector's line a
 stage, beside run-finished; in text mode with --debug only, as run-finished is, so that
@@ -16,19 +17,66 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from retention.apply.executor import Listener as ApplyListener
 from retention.core.wording import plural
 from retention.ops.logs import RUN_LOGGER
+from retention.prune.folders import Listener as PruneListener
+from retention.undo.restoring import Listener as UndoListener
+from retention.walk.inventory import WalkListener
 
 if TYPE_CHECKING:
     from retention.apply.executor import Outcome
     from retention.core.runfiles import UndoOutcome
-    from retention.library.lifecycle import Progress
     from retention.ops.clock import Clock
     from retention.walk.inventory import Walk
 
 log = logging.getLogger(RUN_LOGGER)
+
+
+class Progress(WalkListener, ApplyListener, UndoListener, PruneListener, Protocol):
+    """Who hears how a job goes (the command line's progress on a terminal). Each stage is
+    said with its total, then item by item: the walk (``walks``, then ``walk`` for each
+    cluster: plan, run, diff, forecast), applying (``apply``, then ``outcome`` for each
+    change: run, apply), undoing (``undo``, then ``undone`` for each snapshot), reading run
+    folders (``folders``, then ``folder``: prune); and ``close`` at the end. The items of
+    applying and undoing are heard from the workers' threads. To hear only some of it,
+    subclass Quiet."""
+
+    def close(self) -> None:
+        """The job ended, however it ended."""
+
+
+class Quiet:
+    """The progress nobody hears: for a job called as a library."""
+
+    def walks(self, total: int) -> None:
+        """Nothing to say."""
+
+    def walk(self, walk: Walk) -> None:
+        """Nothing to say."""
+
+    def apply(self, total: int) -> None:
+        """Nothing to say."""
+
+    def outcome(self, outcome: Outcome) -> None:
+        """Nothing to say."""
+
+    def undo(self, total: int) -> None:
+        """Nothing to say."""
+
+    def undone(self, outcome: UndoOutcome) -> None:
+        """Nothing to say."""
+
+    def folders(self, total: int) -> None:
+        """Nothing to say."""
+
+    def folder(self, name: str) -> None:
+        """Nothing to say."""
+
+    def close(self) -> None:
+        """Nothing to end."""
 
 
 @dataclass
@@ -69,7 +117,7 @@ class _Stage:
 
 
 class StageLog:
-    """The library's Progress (retention.library.lifecycle) that tells ``inner`` all it
+    """The Progress that tells ``inner`` all it
     hears and logs each stage as it ends. Items come from the workers' threads."""
 
     def __init__(self, inner: Progress, clock: Clock) -> None:
