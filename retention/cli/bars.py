@@ -15,6 +15,7 @@ from typing import IO
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
+from rich.table import Column
 from rich.text import Text
 
 # The time left shows only once the rate has been measured: over this many seconds of the
@@ -69,12 +70,18 @@ class Done(ProgressColumn):
 
 def columns() -> list[ProgressColumn]:
     """A stage's line: its name, the bar, the count, what it has done, the time left."""
+    # One line each, never wrapped (a wrapped line is redrawn badly): on a narrow terminal
+    # the bar gives way first, then the end of what the stage has done is cut with "…".
     return [
-        TextColumn("{task.description}", markup=False),
+        TextColumn("{task.description}", markup=False, table_column=Column(no_wrap=True)),
         BarColumn(bar_width=24),
-        Done(),
-        TextColumn("{task.fields[detail]}", markup=False),
-        TimeLeft(),
+        Done(table_column=Column(no_wrap=True)),
+        TextColumn(
+            "{task.fields[detail]}",
+            markup=False,
+            table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1),
+        ),
+        TimeLeft(table_column=Column(no_wrap=True)),
     ]
 
 

@@ -56,7 +56,7 @@ def run_on_terminal(
     proc = subprocess.Popen(
         [sys.executable, "-m", "retention", *args],
         cwd=cwd,
-        env={**env, "TERM": term},
+        env={**env, "TERM": term, "COLUMNS": str(COLUMNS), "LINES": str(ROWS)},
         stdin=subprocess.DEVNULL,
         stdout=follower if stdout_too else subprocess.PIPE,
         stderr=follower,
