@@ -20,7 +20,7 @@ from retention.version import __version__, core_form
 
 if TYPE_CHECKING:
     from retention.library.ending import MetricsTarget
-    from retention.library.lifecycle import Ended, Progress
+    from retention.library.lifecycle import Ended
     from retention.library.requests import (
         ApplyRequest,
         ClustersRequest,
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ValidateRequest,
     )
     from retention.library.retention import Retention
+    from retention.library.stages import Progress
 
 __all__ = [
     "ApplyRequest",

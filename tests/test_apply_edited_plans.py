@@ -31,7 +31,7 @@ from retention.core.planfile import CHANGE, DecisionRecord, PlanDocument
 from retention.core.snapshot import SnapshotPatch
 from retention.core.timestamps import parse_timestamp
 from retention.errors import ApiError, PlanFileError
-from retention.library.lifecycle import Quiet
+from retention.library.stages import Quiet
 from retention.plan.planner import make_plan
 from retention.runfolder.planread import open_plan, read_decisions
 from retention.runfolder.planrecords import change_record

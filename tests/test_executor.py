@@ -23,8 +23,8 @@ from retention.core.policy.loader import PolicySet
 from retention.core.snapshot import SnapshotPatch
 from retention.errors import LockHeldError, PlanFileError, UsageError
 from retention.library.changing import run_job
-from retention.library.lifecycle import Quiet
 from retention.library.requests import ApplyRequest
+from retention.library.stages import Quiet
 from retention.ops.lock import run_lock
 from retention.plan.planner import PlanResult, make_plan
 from retention.runfolder.planread import open_plan

@@ -10,7 +10,8 @@ Commands live by subject in starting.py (init), planning.py (plan, validate, exp
 schema, config, doctor), listing.py (clusters), reviewing.py (diff), forecasting.py
 (forecast), running.py (run, apply, demo), undoing.py (undo), pruning.py (prune) and
 simulating.py; each adds its commands to the ``cli`` group (group.py) when it is imported
-below. ending.py is what a run shows (progress, summary, JSON), output.py --format json.
+below. progress.py is the progress of the long commands on a terminal, ending.py how a run
+ends (summary, JSON), output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
@@ -41,6 +42,7 @@ from retention.cli import (
     starting,
     undoing,
 )
+from retention.cli.common import is_terminal
 from retention.cli.group import OutputClosedError, accept_global_options, cli
 from retention.errors import (
     EXIT_CLOSED_OUTPUT,
@@ -189,15 +191,7 @@ def _silence_closed_output() -> None:
 def on_terminal() -> bool:
     """Whether a person runs this command at a terminal: stdin and stderr are both one
     (under cron, in a pod or with input from a pipe or /dev/null, one of them is not)."""
-    return all(_is_terminal(stream) for stream in (sys.stdin, sys.stderr))
-
-
-def _is_terminal(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return callable(isatty) and bool(isatty())
-    except (OSError, ValueError):  # a closed or detached stream
-        return False
+    return all(is_terminal(stream) for stream in (sys.stdin, sys.stderr))
 
 
 __all__ = [

@@ -16,8 +16,8 @@ from retention.ops.clock import Clock, system_clock
 from retention.ops.sharding import Shard, choose_shard
 
 if TYPE_CHECKING:
-    from retention.library.lifecycle import Progress
     from retention.library.retention import Retention
+    from retention.library.stages import Progress
 
 __all__ = ["UsageError"]
 
@@ -46,6 +46,15 @@ def interactive(ctx: click.Context) -> bool:
     """Whether a person waits at a terminal for this command (retention.cli.main decides)."""
     obj = ctx.find_root().obj
     return bool(obj.get("interactive", False)) if isinstance(obj, dict) else False
+
+
+def is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (a closed or detached one is not)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return callable(isatty) and bool(isatty())
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
 
 
 def json_logs(ctx: click.Context) -> bool:

@@ -1,10 +1,10 @@
-"""How a run, an apply or a demo shows on the terminal: progress while it runs, then the
-summary (or, ``--format json``, one JSON document). The library (retention.library) did
-the rest: reports, notices, logs and metrics, and the words (library/documents.py)."""
+"""How a run, an apply or a demo ends on the terminal: the summary (or, ``--format json``,
+one JSON document); the progress while it runs is retention.cli.progress's. The library
+(retention.library) did the rest: reports, notices, logs and metrics, and the words
+(library/documents.py)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,15 +12,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from retention.cli.output import emit, show
-from retention.core.wording import counted
 from retention.errors import exit_meaning
 
 if TYPE_CHECKING:
     from retention.apply.applying import RunResult
-    from retention.apply.executor import Outcome
     from retention.library.ending import MetricsTarget
     from retention.library.lifecycle import Ended
-    from retention.walk.inventory import Walk
 
 
 def show_run(ended: Ended[RunResult], output: str) -> int:
@@ -57,43 +54,6 @@ def show_demo(ended: Ended[RunResult], output: str, code: int) -> int:
             f"The run would exit {ended.code} ({exit_meaning(ended.code)}); the demo exits {code}."
         )
     return code
-
-
-class Progress:
-    """Progress on a terminal: a count while walking, a bar while applying; else nothing
-    (callers pass quiet under json logs, where every stderr line must be JSON)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.on = not quiet and sys.stderr.isatty()
-        self.walked = 0
-        self._bar: Any = None  # click's ProgressBar, entered by hand
-
-    def walk(self, _walk: Walk) -> None:
-        """One more cluster walked."""
-        if self.on:
-            self.walked += 1
-            click.echo(f"\rwalked {counted(self.walked, 'cluster')}", nl=False, err=True)
-
-    def apply(self, total: int) -> None:
-        """Applying starts: ``total`` PATCHes to send."""
-        if self.on:
-            click.echo("", err=True)
-            if total:
-                self._bar = click.progressbar(length=total, label="applying", file=sys.stderr)
-                self._bar.__enter__()
-
-    def outcome(self, _outcome: Outcome) -> None:
-        """One change done (applied, stale, failed or held)."""
-        if self._bar is not None:
-            self._bar.update(1)
-
-    def close(self) -> None:
-        """End the bar (the summary follows)."""
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-        elif self.on and self.walked:
-            click.echo("", err=True)
 
 
 def metrics_options(command: Callable[..., Any]) -> Callable[..., Any]:

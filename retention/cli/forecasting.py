@@ -10,6 +10,7 @@ import click
 from retention.cli.common import library, parse_at
 from retention.cli.group import cli
 from retention.cli.output import format_option, show
+from retention.cli.progress import TerminalProgress, quiet_option
 
 
 def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
@@ -60,6 +61,7 @@ def _step(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta
     default=None,
     help="Also write the forecast as an HTML page with its charts to PATH, e.g. forecast.html.",
 )
+@quiet_option
 @format_option
 @click.pass_context
 def forecast(  # noqa: PLR0913 - click passes each option of the command as a keyword
@@ -70,6 +72,7 @@ def forecast(  # noqa: PLR0913 - click passes each option of the command as a ke
     base: str | None,
     at: str | None,
     html: Path | None,
+    quiet: bool,
     output: str,
 ) -> int:
     """Forecast what the policies keep: run each cluster forward, one run of the job a
@@ -94,6 +97,6 @@ def forecast(  # noqa: PLR0913 - click passes each option of the command as a ke
     from retention.library.requests import ForecastRequest
 
     request = ForecastRequest(days, step, base, parse_at(at), html)
-    forecasted = library(ctx).forecast(request).result
+    forecasted = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).forecast(request).result
     show(output, forecasted.document, forecasted.lines)
     return forecasted.code

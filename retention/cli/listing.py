@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import click
 
-from retention.cli.common import json_logs, library
-from retention.cli.ending import Progress
+from retention.cli.common import library
 from retention.cli.group import cli
 from retention.cli.output import format_option, show
+from retention.cli.progress import TerminalProgress, quiet_option
 
 
 @cli.command("clusters")
+@quiet_option
 @format_option
 @click.pass_context
-def clusters(ctx: click.Context, output: str) -> int:
+def clusters(ctx: click.Context, quiet: bool, output: str) -> int:
     """List every project, cluster and legacy config server discovery finds, with its kind,
     typeName, snapshot count, newest complete snapshot and the policies that match it
     (unmanaged: none), to write `match: clusters` from the names the service has.
@@ -32,7 +33,6 @@ def clusters(ctx: click.Context, output: str) -> int:
     """
     from retention.library.requests import ClustersRequest
 
-    progress = Progress(output == "json" or json_logs(ctx))
-    ended = library(ctx, progress).clusters(ClustersRequest())
+    ended = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).clusters(ClustersRequest())
     show(output, ended.result.document, ended.result.lines)
     return ended.code

@@ -18,6 +18,7 @@ from retention.cli.common import (
 )
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option, show
+from retention.cli.progress import TerminalProgress, quiet_option
 from retention.core.wording import counted
 from retention.errors import UsageError
 
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 )
 @shard_options
 @strict_option
+@quiet_option
 @format_option
 @click.pass_context
 def plan(  # noqa: PLR0913 - click passes each option of the command as a keyword
@@ -64,6 +66,7 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
     shard_count: int | None,
     strict: bool,
     report: bool,
+    quiet: bool,
     output: str,
 ) -> int:
     """Walk every snapshot, apply the policies, and write a dry-run plan (nothing is changed).
@@ -101,7 +104,7 @@ def plan(  # noqa: PLR0913 - click passes each option of the command as a keywor
         strict=strict,
         report=report,
     )
-    ended = library(ctx).plan(request)
+    ended = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).plan(request)
     if output == "json":
         emit(plan_document(ended))  # its exitCode and policyWarnings say what --strict did
         return ended.code

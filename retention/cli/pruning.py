@@ -9,6 +9,7 @@ import click
 from retention.cli.common import library
 from retention.cli.group import cli
 from retention.cli.output import format_option, show
+from retention.cli.progress import TerminalProgress, quiet_option
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -24,9 +25,12 @@ if TYPE_CHECKING:
     help="Keep folders younger than this (e.g. 30d or 1m). "
     "Default: reports.keep of retention.yaml.",
 )
+@quiet_option
 @format_option
 @click.pass_context
-def prune(ctx: click.Context, *, dry_run: bool, keep_text: str | None, output: str) -> int:
+def prune(
+    ctx: click.Context, *, dry_run: bool, keep_text: str | None, quiet: bool, output: str
+) -> int:
     """Remove run folders older than reports.keep from the reports folder.
 
     A folder goes only when it is older than the keep duration (by the time in its name),
@@ -46,7 +50,7 @@ def prune(ctx: click.Context, *, dry_run: bool, keep_text: str | None, output: s
     from retention.library.requests import PruneRequest
 
     request = PruneRequest(_keep(keep_text), dry_run)
-    result = library(ctx).prune(request).result
+    result = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).prune(request).result
     show(output, result.document, result.lines)
     if output != "json":
         for line in result.failures():

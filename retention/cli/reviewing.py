@@ -7,6 +7,7 @@ import click
 from retention.cli.common import library, parse_at
 from retention.cli.group import cli
 from retention.cli.output import default_format, show
+from retention.cli.progress import TerminalProgress, quiet_option
 
 
 @cli.command("diff")
@@ -35,8 +36,9 @@ from retention.cli.output import default_format, show
     "characters); json: one JSON document on stdout (docs/commands.md). Default: text, or "
     "json with --log-format json.",
 )
+@quiet_option
 @click.pass_context
-def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
+def diff(ctx: click.Context, *, base: str, at: str | None, quiet: bool, output: str) -> int:
     """Say what a policy change does to the restore points, before it merges: the snapshots
     the current policies stop keeping (and from when the service may delete them), those
     they newly keep, the storage, the safety holds they add or lift, and each cluster's
@@ -57,7 +59,8 @@ def diff(ctx: click.Context, *, base: str, at: str | None, output: str) -> int:
     """
     from retention.library.requests import DiffRequest
 
-    reviewed = library(ctx).diff(DiffRequest(base, parse_at(at))).result
+    progress = TerminalProgress.of(ctx, quiet=quiet)
+    reviewed = library(ctx, progress).diff(DiffRequest(base, parse_at(at))).result
     if output == "markdown":
         click.echo(reviewed.markdown(), nl=False)
     else:

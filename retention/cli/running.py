@@ -11,15 +11,15 @@ import click
 from retention.cli.common import (
     clock_of,
     examples,
-    json_logs,
     library,
     shard_from,
     shard_options,
     strict_option,
 )
-from retention.cli.ending import Progress, metrics_options, metrics_target, show_demo, show_run
+from retention.cli.ending import metrics_options, metrics_target, show_demo, show_run
 from retention.cli.group import cli
 from retention.cli.output import format_option
+from retention.cli.progress import TerminalProgress, quiet_option
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 @cli.command("run")
 @click.option("--dry-run", is_flag=True, help="Plan and report, but send no PATCH at all.")
-@click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
+@quiet_option
 @shard_options
 @strict_option
 @metrics_options
@@ -76,7 +76,7 @@ def run_command(  # noqa: PLR0913 - click passes each option of the command as a
         metrics=metrics_target(metrics_file, pushgateway),
         strict=strict,
     )
-    progress = Progress(quiet or json_logs(ctx))
+    progress = TerminalProgress.of(ctx, quiet=quiet)
     return show_run(library(ctx, progress).run(request), output)
 
 
@@ -88,7 +88,7 @@ def run_command(  # noqa: PLR0913 - click passes each option of the command as a
     show_default=True,
     help="Refuse a plan older than this (h or d), e.g. 6h or 2d.",
 )
-@click.option("--quiet", is_flag=True, help="No progress output; the summary only.")
+@quiet_option
 @click.option(
     "--approve",
     "approve",
@@ -172,7 +172,7 @@ def apply_command(  # noqa: PLR0913 - click passes each option of the command as
         metrics_target(metrics_file, pushgateway),
         Path(approve_from) if approve_from else None,
     )
-    progress = Progress(quiet or json_logs(ctx))
+    progress = TerminalProgress.of(ctx, quiet=quiet)
     return show_run(library(ctx, progress).apply(request), output)
 
 

@@ -10,21 +10,24 @@ from retention.cli.common import library
 from retention.cli.ending import metrics_options, metrics_target
 from retention.cli.group import cli
 from retention.cli.output import format_option, show
+from retention.cli.progress import TerminalProgress, quiet_option
 
 
 @cli.command()
 @click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))
 @click.option("--dry-run", is_flag=True, help="Say what would be put back; send no PATCH.")
 @metrics_options
+@quiet_option
 @format_option
 @click.pass_context
-def undo(
+def undo(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
     *,
     run_dir: str,
     dry_run: bool,
     metrics_file: str | None,
     pushgateway: str | None,
+    quiet: bool,
     output: str,
 ) -> int:
     """Put back what the run in RUN_DIR shortened: the panic button for a bad policy.
@@ -54,6 +57,6 @@ def undo(
     from retention.library.requests import UndoRequest
 
     request = UndoRequest(Path(run_dir), dry_run, metrics_target(metrics_file, pushgateway))
-    ended = library(ctx).undo(request)
+    ended = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).undo(request)
     show(output, lambda: undo_document(ended), lambda: undo_lines(ended))
     return ended.code

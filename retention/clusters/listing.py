@@ -12,7 +12,7 @@ targets are listed without them, and the listing says why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,7 +24,7 @@ from retention.core.policy.globs import glob_warnings
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted, printable
 from retention.errors import EXIT_FAILURES, EXIT_OK
-from retention.walk.inventory import Walk, survey_fleet, walk_all
+from retention.walk.inventory import WalkListener, survey_fleet, walk_all
 
 UNMANAGED = "unmanaged"
 
@@ -184,14 +184,17 @@ def list_clusters(
     scope: Scope,
     *,
     unmatched: str | None = None,
-    on_walk: Callable[[Walk], None] | None = None,
+    listener: WalkListener | None = None,
 ) -> Clusters:
     """Survey ``scope``'s projects, walk every target, match the policies (none when
-    ``unmatched`` says why: they did not load); ``on_walk`` hears of each target walked.
-    Read-only: nothing is written or sent."""
+    ``unmatched`` says why: they did not load); ``listener`` hears how many targets there
+    are and of each one walked. Read-only: nothing is written or sent."""
     survey = survey_fleet(client, scope.projects, concurrency=scope.concurrency, alerts=False)
     listed: list[Listed] = []
     policies = scope.policies
+    on_walk = None if listener is None else listener.walk
+    if listener is not None:
+        listener.walks(len(survey.targets))
     for walked in walk_all(client, survey.targets, concurrency=scope.concurrency, on_done=on_walk):
         target = walked.target
         matching = policies.matching(target.project_id, target.name, target.kind)

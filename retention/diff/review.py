@@ -24,7 +24,7 @@ from retention.core.horizon import lease
 from retention.core.policy.loader import PolicySet
 from retention.ops.stopping import Stop
 from retention.plan.workers import Shared
-from retention.walk.inventory import survey_fleet, walk_all
+from retention.walk.inventory import WalkListener, survey_fleet, walk_all
 
 
 @dataclass
@@ -75,19 +75,30 @@ class Totals:
     holds_gone: int
 
 
-def review(client: OpsManagerClient, base: PolicySet, scope: Scope, *, now: datetime) -> Review:
+def review(
+    client: OpsManagerClient,
+    base: PolicySet,
+    scope: Scope,
+    *,
+    now: datetime,
+    listener: WalkListener | None = None,
+) -> Review:
     """Walk every target of ``scope`` once, decide each with the ``base`` policies and the
-    scope's as of ``now``, and keep the difference. StopRequestedError when the client's
-    stop is asked for."""
+    scope's as of ``now``, and keep the difference; the ``listener`` hears how many targets
+    there are, then each one walked. StopRequestedError when the client's stop is asked
+    for."""
     concurrency, stop = scope.concurrency, client.stop or Stop()
     found = survey_fleet(client, scope.projects, concurrency=concurrency)
+    if listener is not None:
+        listener.walks(len(found.targets))
+    heard = listener.walk if listener is not None else None
     lease_for = lease(scope.schedule, now, scope.lease_minimum)
     sides = [
         Shared(policies, found.alerts, found.unread, now, lease_for)
         for policies in (base, scope.policies)
     ]
     result = Review(now, errors=list(found.errors))
-    for walk in walk_all(client, found.targets, concurrency=concurrency):
+    for walk in walk_all(client, found.targets, concurrency=concurrency, on_done=heard):
         stop.check("comparing the next cluster")
         target = walk.target
         if walk.error:

@@ -37,7 +37,7 @@ from retention.errors import HTTPStatusError, MalformedResponseError
 from retention.ops.stopping import Stop
 from retention.ops.window import ordered
 from retention.plan.workers import Deciders
-from retention.walk.inventory import Walk, survey_fleet, walk
+from retention.walk.inventory import Walk, WalkListener, survey_fleet, walk
 
 log = logging.getLogger("retention.forecast")
 
@@ -192,7 +192,7 @@ def schedule_terms(schedule: SnapshotSchedule) -> ScheduleTerms:
     )
 
 
-def forecast_fleet(
+def forecast_fleet(  # noqa: PLR0913 - the fleet, both sides' policies, the times it is run forward over, and who hears it go
     client: OpsManagerClient,
     scope: Scope,
     base: PolicySet | None,
@@ -200,12 +200,16 @@ def forecast_fleet(
     now: datetime,
     days: int,
     step: timedelta,
+    listener: WalkListener | None = None,
 ) -> Forecast:
     """Walk every target of ``scope`` once and forecast each ``days`` days ahead in steps
     of ``step`` from ``now``, under the scope's policies (and ``base``), on its workers
-    from POOL_FROM clusters. StopRequestedError when the client's stop is asked for."""
+    from POOL_FROM clusters; the ``listener`` hears how many targets there are, then each
+    one walked. StopRequestedError when the client's stop is asked for."""
     concurrency, stop = scope.concurrency, client.stop or Stop()
     found = survey_fleet(client, scope.projects, concurrency=concurrency)
+    if listener is not None:
+        listener.walks(len(found.targets))
     result = Forecast(now, days, step, errors=list(found.errors))
     lease_for = lease(scope.schedule, now, scope.lease_minimum)
     run = Forecaster(scope.policies, base, now, steps_in(days, step), step, lease_for)
@@ -218,6 +222,8 @@ def forecast_fleet(
 
     def whole() -> Iterator[Walk]:
         for walked in walks:
+            if listener is not None:
+                listener.walk(walked)
             if walked.error:
                 target = walked.target
                 result.errors.append(f"{target.kind} {target.cluster_id}: {walked.error}")

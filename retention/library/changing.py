@@ -21,8 +21,9 @@ from retention.config.scope import Scope
 from retention.core.guard import index_of
 from retention.core.runfiles import Mode
 from retention.errors import StopRequestedError
-from retention.library.lifecycle import Facts, Job, JobContext, Progress, Quiet
+from retention.library.lifecycle import Facts, Job, JobContext
 from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
+from retention.library.stages import Progress, Quiet
 from retention.ops.clock import Clock
 from retention.ops.logs import RUN_LOGGER
 from retention.ops.metrics import NewestRestorable
@@ -58,7 +59,7 @@ def run_job(
     started = clock()
     folder = RunFolder.new(reports, started)
     try:
-        planned = make_plan(client, scope, plan_path=folder.plan, now=started, on_walk=hears.walk)
+        planned = make_plan(client, scope, plan_path=folder.plan, now=started, listener=hears)
     except StopRequestedError as exc:
         mode: Mode = "dry-run" if dry_run else "run"
         where = folder.mark_interrupted(mode, exc.signal_name, started, clock())
@@ -270,6 +271,7 @@ class UndoJob(Job[UndoResult]):
                 dry_run=self.request.dry_run,
                 concurrency=config.api.concurrency,
                 clock=run.clock,
+                listener=run.progress,
             )
 
         return step

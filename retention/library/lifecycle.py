@@ -23,15 +23,15 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from retention.apply.executor import Listener
 from retention.config.connect import open_client
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import exit_code_for
 from retention.library.ending import Metrics, MetricsTarget, Notifier, log_run_finished
+from retention.library.stages import Progress, Quiet, StageLog
 from retention.ops.clock import Clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
@@ -42,44 +42,15 @@ from retention.version import __version__
 
 if TYPE_CHECKING:
     from retention.api.client import OpsManagerClient
-    from retention.apply.executor import Outcome
     from retention.config.settings import RetentionConfig
     from retention.notices.send import Delivery
     from retention.ops.metrics import RunMetrics
     from retention.ops.sharding import Shard
     from retention.report.summary import RunSummary
-    from retention.walk.inventory import Walk
 
 # The facts of a run-finished event beyond those every job has (mode, run id, exit code).
 Facts = dict[str, object]
 R = TypeVar("R")
-
-
-class Progress(Listener, Protocol):
-    """Who hears how a job goes (the command line's progress on a terminal): each cluster
-    walked, then the changes applied (Listener), and the end."""
-
-    def walk(self, walk: Walk) -> None:
-        """One more cluster walked."""
-
-    def close(self) -> None:
-        """The job ended, however it ended."""
-
-
-class Quiet:
-    """The progress nobody hears: for a job called as a library."""
-
-    def walk(self, walk: Walk) -> None:
-        """Nothing to say."""
-
-    def apply(self, total: int) -> None:
-        """Nothing to say."""
-
-    def outcome(self, outcome: Outcome) -> None:
-        """Nothing to say."""
-
-    def close(self) -> None:
-        """Nothing to end."""
 
 
 @dataclass(frozen=True)
@@ -218,7 +189,8 @@ def load(
 
 def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
     """Run ``job`` from its configuration to its metrics (see the module's docstring)."""
-    clock, progress = setup.clock, setup.progress
+    clock = setup.clock
+    progress = StageLog(setup.progress, clock)  # and a log line as each stage ends
     started = clock()
     metrics = Metrics(started, job.shard, setup.metrics, clock)
     with on_signals(Stop()) as stop, metrics:

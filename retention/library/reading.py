@@ -95,7 +95,12 @@ class PlanJob(Job[PlanResult]):
             plan_path = self._plan_path(config, created)
             try:
                 result = make_plan(
-                    run.client, scope, plan_path=plan_path, now=created, at=self.request.at
+                    run.client,
+                    scope,
+                    plan_path=plan_path,
+                    now=created,
+                    at=self.request.at,
+                    listener=run.progress,
                 )
             except StopRequestedError as exc:
                 # A plan's own folder says it was stopped; a file named by --out is left as
@@ -194,7 +199,7 @@ class DiffJob(Job[Reviewed]):
         def step(run: JobContext) -> Reviewed:
             now = at or run.clock()
             with _read_only("reviewing", "the review was whole"):
-                found = review(run.client, baseline.policies, scope, now=now)
+                found = review(run.client, baseline.policies, scope, now=now, listener=run.progress)
             return Reviewed(found, baseline, current, what_if=at is not None)
 
         return step
@@ -250,7 +255,13 @@ class ForecastJob(Job[Forecasted]):
             base = None if baseline is None else baseline.policies
             with _read_only("forecasting", "the forecast was whole"):
                 found = forecast_fleet(
-                    run.client, scope, base, now=now, days=request.days, step=request.step
+                    run.client,
+                    scope,
+                    base,
+                    now=now,
+                    days=request.days,
+                    step=request.step,
+                    listener=run.progress,
                 )
             forecasted = Forecasted(found, current, baseline, what_if=request.at is not None)
             if request.html is not None:
@@ -286,9 +297,7 @@ class ClustersJob(Job[Clusters]):
 
         def step(run: JobContext) -> Clusters:
             with _read_only("listing the clusters", "the list was whole"):
-                return list_clusters(
-                    run.client, scope, unmatched=unmatched, on_walk=run.progress.walk
-                )
+                return list_clusters(run.client, scope, unmatched=unmatched, listener=run.progress)
 
         return step
 
@@ -345,7 +354,9 @@ class PruneJob(Job[PruneResult]):
         reports, dry_run = config.reports.dir, self.request.dry_run
 
         def step(run: JobContext) -> PruneResult:
-            pruned = prune_reports(reports, keep, now=run.clock(), dry_run=dry_run)
+            pruned = prune_reports(
+                reports, keep, now=run.clock(), dry_run=dry_run, listener=run.progress
+            )
             return PruneResult(pruned, reports, keep, dry_run)
 
         return step

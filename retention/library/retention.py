@@ -30,7 +30,7 @@ from retention.errors import ConfigError, UsageError
 from retention.explain.explanation import Explained, Policies, explain_snapshot
 from retention.library.changing import ApplyJob, RunJob, UndoJob
 from retention.library.ending import MetricsTarget
-from retention.library.lifecycle import Ended, Job, Progress, Quiet, R, Setup, load, run_lifecycle
+from retention.library.lifecycle import Ended, Job, R, Setup, load, run_lifecycle
 from retention.library.reading import (
     ClustersJob,
     DiffJob,
@@ -53,6 +53,7 @@ from retention.library.requests import (
     UndoRequest,
     ValidateRequest,
 )
+from retention.library.stages import Progress, Quiet
 from retention.ops.clock import Clock, system_clock
 from retention.plan.planner import PlanResult
 from retention.prune.pruning import PruneResult

@@ -10,7 +10,7 @@ to decisions.jsonl.zst, so memory holds a few clusters at a time whatever the si
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,7 +32,7 @@ from retention.runfolder.approvelist import Approvable, write_approve_list
 from retention.runfolder.folder import decisions_path, partial_path
 from retention.runfolder.planread import PlanFile, open_plan
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
-from retention.walk.inventory import FleetSurvey, Walk, survey_fleet, walk_all
+from retention.walk.inventory import FleetSurvey, Walk, WalkListener, survey_fleet, walk_all
 
 log = logging.getLogger("retention.planner")
 
@@ -72,11 +72,12 @@ def make_plan(
     plan_path: Path,
     now: datetime,
     at: datetime | None = None,
-    on_walk: Callable[[Walk], None] | None = None,
+    listener: WalkListener | None = None,
 ) -> PlanResult:
     """Walk every target of ``scope``, decide with its policies as of ``at`` (a what-if
     plan: a time asked about, --at) or ``now``, and write the plan, made ``now``, to
-    ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path).
+    ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path). The
+    ``listener`` hears how many targets there are, then each one walked.
 
     Survey the projects, walk and decide each target into the builder (decisions stream
     out), then write plan.json. Both files are written under partial names and renamed
@@ -90,7 +91,7 @@ def make_plan(
     decisions_to = decisions_path(plan_path)
     made = _make_folder(plan_path.parent)
     decisions_partial = partial_path(decisions_to)
-    planning = _Planning(client, scope, now, at, on_walk, stop)
+    planning = _Planning(client, scope, now, at, listener, stop)
     try:
         found, walk_errors, approvable = planning.write(plan_path, decisions_partial)
         stop.check("the plan was renamed into place")
@@ -161,7 +162,7 @@ class _Planning:
     scope: Scope
     now: datetime
     at: datetime | None
-    on_walk: Callable[[Walk], None] | None
+    listener: WalkListener | None
     stop: Stop
 
     def write(
@@ -189,6 +190,8 @@ class _Planning:
             ) as builder,
         ):
             found = _survey(self.client, scope)
+            if self.listener is not None:
+                self.listener.walks(len(found.targets))
             builder.projects.update(found.survey.names)
             shared = Shared(
                 scope.policies,
@@ -217,8 +220,9 @@ class _Planning:
 
         def walks() -> Iterator[Walk]:
             # One walk across every project, so no project's start waits for the last one's.
+            heard = self.listener.walk if self.listener is not None else None
             for walk in walk_all(
-                self.client, found.targets, concurrency=concurrency, on_done=self.on_walk
+                self.client, found.targets, concurrency=concurrency, on_done=heard
             ):
                 found.named(walk.target)
                 if walk.error:

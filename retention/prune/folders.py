@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from retention.core.pruning import FolderFacts, Verdict
 from retention.core.restore import in_doubt, paired, restorations
@@ -28,6 +29,16 @@ log = logging.getLogger("retention.prune")
 REMOVING = ".removing-"
 
 
+class Listener(Protocol):
+    """Who hears how a prune goes (the command line's progress)."""
+
+    def folders(self, total: int) -> None:
+        """Reading starts: ``total`` run folders to read."""
+
+    def folder(self, name: str) -> None:
+        """One more run folder read."""
+
+
 @dataclass
 class Pruned:
     """What a prune found and did."""
@@ -38,18 +49,22 @@ class Pruned:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def survey(reports: Path) -> list[FolderFacts]:
-    """The facts of every run folder in ``reports`` (none when it does not exist)."""
+def survey(reports: Path, listener: Listener | None = None) -> list[FolderFacts]:
+    """The facts of every run folder in ``reports`` (none when it does not exist); the
+    ``listener`` hears how many there are, then each one read."""
     try:
         paths = [path for path in reports.iterdir() if path.is_dir()]
     except FileNotFoundError:
         return []
+    runs = [(path, made) for path in sorted(paths) if (made := made_at(path.name)) is not None]
+    if listener is not None:
+        listener.folders(len(runs))
     found = []
-    for path in sorted(paths):
-        made = made_at(path.name)
-        if made is not None:
-            facts = facts_of(RunFolder(path), made)
-            found.append(replace(facts, size=_size(path)))
+    for path, made in runs:
+        facts = facts_of(RunFolder(path), made)
+        found.append(replace(facts, size=_size(path)))
+        if listener is not None:
+            listener.folder(path.name)
     return found
 
 

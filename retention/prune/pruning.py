@@ -19,17 +19,22 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.pruning import prune_verdicts
 from retention.core.wording import counted
 from retention.ops.logs import RUN_LOGGER
-from retention.prune.folders import Pruned, remove, survey
+from retention.prune.folders import Listener, Pruned, remove, survey
 
 log = logging.getLogger(RUN_LOGGER)
 
 
 def prune_reports(
-    reports: Path, keep: RetentionDuration, *, now: datetime, dry_run: bool = False
+    reports: Path,
+    keep: RetentionDuration,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+    listener: Listener | None = None,
 ) -> Pruned:
     """Remove the run folders of ``reports`` that ``keep`` lets go (retention.core.pruning);
-    with ``dry_run`` only say which."""
-    verdicts = prune_verdicts(survey(reports), now=now, keep=keep)
+    with ``dry_run`` only say which. The ``listener`` hears the folders being read."""
+    verdicts = prune_verdicts(survey(reports, listener), now=now, keep=keep)
     if dry_run:
         return Pruned(verdicts)
     pruned = remove(reports, verdicts)

@@ -26,6 +26,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from retention.api.client import OpsManagerClient
 from retention.api.values import BASE_URL_SETTING
@@ -64,6 +65,16 @@ from retention.runfolder.lineage import (
 from retention.runfolder.planread import open_plan
 
 log = logging.getLogger("retention.undo")
+
+
+class Listener(Protocol):
+    """Who hears how an undo goes (the command line's progress)."""
+
+    def undo(self, total: int) -> None:
+        """Undoing starts: ``total`` snapshots to look at (and put back, if they can be)."""
+
+    def undone(self, outcome: UndoOutcome) -> None:
+        """One snapshot done: what became of it."""
 
 
 @dataclass
@@ -212,7 +223,7 @@ def _not_an_apply(run_dir: Path, what: str, applies: list[Path], places: list[Pa
     return f"{said}. To take back what {which} of its plan changed:\n{commands}"
 
 
-def undo_run(
+def undo_run(  # noqa: PLR0913 - the run undone and where, how, and who hears it go
     client: OpsManagerClient,
     run_dir: Path,
     *,
@@ -220,6 +231,7 @@ def undo_run(
     dry_run: bool,
     concurrency: int,
     clock: Clock,
+    listener: Listener | None = None,
 ) -> UndoResult:
     """Put back what the run in ``run_dir`` shortened, in a new run folder under ``reports``.
 
@@ -247,11 +259,16 @@ def undo_run(
         item = _undo_one(client, r, dry_run=dry_run, clock=clock, stop=stop, intent=intent)
         # Journalled as it ends, by the worker: not after the items before it in order.
         journal.append({"at": format_timestamp(clock()), **item.document()})
+        if listener is not None:
+            listener.undone(item.outcome)
         return item
 
     items: list[Item] = []
+    found = restorations(lines)
+    if listener is not None:
+        listener.undo(len(found))
     try:
-        items.extend(ordered(work, restorations(lines), workers=concurrency, name="undo"))
+        items.extend(ordered(work, found, workers=concurrency, name="undo"))
     except BaseException:
         journal.close()
         _forget_if_empty(folder)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from retention.api.client import OpsManagerClient
 from retention.api.models import AlertStatus, Cluster, SnapshotSchedule
@@ -35,6 +36,17 @@ class Walk:
     pages: int = 0
     # The target's snapshot schedule, when the job read it beside the snapshots (a forecast).
     schedule: SnapshotSchedule | None = None
+
+
+class WalkListener(Protocol):
+    """Who hears how a walk goes (the command line's progress): how many targets there
+    are to walk, once discovery has found them, then each target as its walk ends."""
+
+    def walks(self, total: int) -> None:
+        """Discovery ended: ``total`` clusters and config servers to walk."""
+
+    def walk(self, walk: Walk) -> None:
+        """One more target walked (its snapshots, or its error)."""
 
 
 # Discovery decides by typeName, never by the presence of shardName: in real answers the
