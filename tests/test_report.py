@@ -51,6 +51,7 @@ SECTIONS = [
     "stale-backups",
     "changes",
     "unmanaged",
+    "warnings",
     "policies",
     "clusters",
     "calendar",
@@ -289,7 +290,7 @@ def three_tomorrow() -> ClusterDecisions:
 
 
 def test_every_section_is_present_in_order(tmp_path: Path) -> None:
-    """report.html has its fourteen sections with their ids, in reading order (SECTIONS):
+    """report.html has its fifteen sections with their ids, in reading order (SECTIONS):
     what to decide first, then the counts and the run."""
     page, _ = render(scenario_run(tmp_path), info("plan", 4))
 

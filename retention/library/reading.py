@@ -17,7 +17,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retention import __version__
 from retention.clusters.listing import Clusters, list_clusters
 from retention.config.baseline import Baseline, both_sides, current_policies
 from retention.config.policyfiles import load_policies
@@ -54,6 +53,7 @@ from retention.prune.pruning import PruneResult, prune_reports
 from retention.report.render import render_plan
 from retention.report.summary import RunInfo
 from retention.runfolder.folder import RunFolder
+from retention.version import __version__
 
 if TYPE_CHECKING:
     from retention.config.settings import RetentionConfig

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,8 +29,8 @@ from retention.runfolder.folder import PLAN, REPORTS, RunFolder, made_at
 
 log = logging.getLogger("retention.runfolder")
 
-# What a folder with a plan and no journal is: reports show a dry run (`retention plan`
-# writes none); without them it may still be a dry run under ``reports.formats: []``.
+# What a folder with a plan and no journal is: its reports say whether a dry run or a plan
+# wrote it; without them it may be either (``reports.formats: []``).
 DRY_RUN = "a dry run (`retention run --dry-run`)"
 PLAN_ONLY = "a plan (`retention plan`, or a dry run without reports)"
 
@@ -99,9 +100,25 @@ def unapplied(folder: RunFolder) -> str | None:
     an undo) or no plan."""
     if folder.results.exists() or not folder.plan.is_file():
         return None
-    if any(folder.report(output).exists() for output in REPORTS):
-        return DRY_RUN
-    return PLAN_ONLY
+    return DRY_RUN if _reported_mode(folder) == "dry-run" else PLAN_ONLY
+
+
+def _reported_mode(folder: RunFolder) -> str | None:
+    """The mode its reports were written for ("plan", "dry-run"...), read off the head of
+    report.md or report.html; None when it has neither (or they cannot be read)."""
+    for output in REPORTS:
+        try:
+            with folder.report(output).open(encoding="utf-8") as report:
+                head = report.read(2048)
+        except (OSError, UnicodeDecodeError):
+            continue
+        # report.md opens "**retention MODE RUN_ID: ...", report.html has a meta of it.
+        found = re.search(
+            r'^\*\*retention (\S+) |<meta name="retention-mode" content="([^"]+)"', head
+        )
+        if found:
+            return found.group(1) or found.group(2)
+    return None
 
 
 def applies_of(folder: RunFolder, places: Iterable[Path]) -> list[Path]:
