@@ -79,7 +79,8 @@ def many_changes_run(folder: Path, shortens: int = 119) -> Path:
     scenario = SCENARIOS / "steady_state_mixed_fleet"
     folder.mkdir(parents=True)
     head = json.loads((scenario / "expected.plan.json").read_text())
-    records = [json.loads(line) for line in (scenario / "expected.decisions.jsonl").open()]
+    lines = (scenario / "expected.decisions.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
     first = next(i for i, r in enumerate(records) if r["action"] == "shorten")
     cluster = records[first]["clusterId"]
     had = sum(r["action"] == "shorten" and r["clusterId"] == cluster for r in records)
