@@ -10,10 +10,11 @@ placed in percent of the plot's width, labels down in these coordinates (the hei
 stretched). Only numbers and plain strings come out of here; the template escapes text.
 
 The first step is today, before any run; the first run often expires most of a long
-history, so today's count can be ten times what follows. Scaled to it, the rest of the year
-(where the policy sets differ) is a flat line along the bottom. So when today is more than
-``OFF_SCALE`` times the highest value after it, the axis is scaled to the steps after today
-and today's point is drawn just above the plot, its value written beside it. The axis stays
+history (gone a step or two later, once its grace has passed), so today's count can be ten
+times what follows. Scaled to it, the rest of the year (where the policy sets differ) is a
+flat line along the bottom. So when today is more than ``OFF_SCALE`` times the highest value
+after the first few steps, the axis is scaled to the steps after them and those first
+points are drawn just above the plot, today's value written beside them. The axis stays
 linear and starts at zero: a log scale would squeeze the steady state, where the current and
 the base policies differ, into a few pixels, and is easily misread.
 """
@@ -34,6 +35,7 @@ TOP, BASE = 12.0, 118.0  # the plot's highest value and its zero line
 MARGINS = (64, 12)  # CSS px left (the values) and right of the plot
 MAX_TICKS = 5  # date labels across: about 70 px each, and 800 px leaves some 680 px
 OFF_SCALE = 1.5  # today above this times the highest after it: scaled to the rest
+MAX_HEAD = 7  # steps that may be left above the scale (at most an eighth of the chart)
 ABOVE = 3.0  # y of today's point when it is off the scale: above the plot's top
 
 
@@ -62,6 +64,7 @@ class Chart(NamedTuple):
     steady_at: float | None  # percent across: where the current policies' count settles
     steady_label: str
     today_label: str = ""  # today's value when it is above the scale, else empty
+    today_at: float = 0.0  # percent across: where the steps above the scale end
 
 
 def nice_ceiling(value: float) -> float:
@@ -97,11 +100,19 @@ def chart(  # noqa: PLR0913 - a chart's series, its time axis and how its values
     with ``label``; the steady state of ``counts`` (the current policies' count) marked."""
     steps = max((len(values) for _, _, values in series), default=0)
     highest = max((max(values, default=0) for _, _, values in series), default=0)
-    later = max((max(values[1:], default=0) for _, _, values in series), default=0)
-    today_label = ""
-    if later > 0 and highest > OFF_SCALE * later:
-        today = max(values[0] for _, _, values in series if values)
-        highest, today_label = later, f"today {label(today)}, above the scale"
+    today_label, today_at = "", 0.0
+    for head in range(1, min(MAX_HEAD, steps // 8) + 1):
+        later = max((max(values[head:], default=0) for _, _, values in series), default=0)
+        if later > 0 and highest > OFF_SCALE * later:
+            today = label(max(values[0] for _, _, values in series if values))
+            until = f"{start + head * step:%Y-%m-%d}"
+            today_label = (
+                f"today {today}, above the scale"
+                if head == 1
+                else f"{today} today, above the scale until {until}"
+            )
+            highest, today_at = later, _across(head, steps)
+            break
     top = nice_bytes(highest) if in_bytes else nice_ceiling(highest)
     lines = [Line(_points(values, steps, top), side, name) for side, name, values in series]
     y_ticks = [Tick(BASE - (BASE - TOP) * part, label(top * part)) for part in (0, 0.5, 1)]
@@ -113,7 +124,7 @@ def chart(  # noqa: PLR0913 - a chart's series, its time axis and how its values
         day = f"{start + steady * step:%Y-%m-%d}"
         steady_label = f"steady from {day}" if going == "steady" else f"still {going} at the end"
     x_ticks = _x_ticks(start, step, steps)
-    return Chart(title, lines, y_ticks, x_ticks, steady_at, steady_label, today_label)
+    return Chart(title, lines, y_ticks, x_ticks, steady_at, steady_label, today_label, today_at)
 
 
 def _across(index: int, steps: int) -> float:
