@@ -130,3 +130,26 @@ def test_the_page_fits_the_screen_at_1280_and_800_px(tmp_path: Path, browser: Br
         assert layout.viewport <= width
         assert layout.labels >= 40, f"only {layout.labels} chart labels at {width} px"
         assert layout.problems == [], f"at {width} px"
+
+
+def test_the_first_days_drop_does_not_flatten_the_rest_of_the_chart() -> None:
+    """When today's 100 snapshots fall to 10 on the first run, the count axis is scaled to
+    the 10 that follow (they reach the plot's top, not a tenth of it), today's point is drawn
+    above the plot and its value is written beside it; with a base that keeps 100 there is
+    no drop to leave out and today is on the scale."""
+    html = forecast_html(fleet(["a"], base=False), None, what_if=False)
+
+    side, points = polylines(html)[0]
+    assert side == "current"
+    assert points[0][1] < TOP  # today: above the plot
+    assert {y for _, y in points[1:]} == {TOP}  # the 10 after it: the axis's top
+    assert ">10<" in html  # the axis's top label
+    assert "today 100, above the scale" in html
+    assert "today 1.0 GiB" not in html  # storage: 100 GiB today, 10 GiB after
+    assert "today 100.0 GiB, above the scale" in html
+
+    with_base = forecast_html(
+        fleet(["a"], base=True), Baseline("b/", "path", "b/", PolicySet([])), what_if=False
+    )
+    assert "above the scale" not in with_base
+    assert polylines(with_base)[0][1][0] == (0.0, TOP)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -489,7 +490,7 @@ def test_timelines_are_capped_at_fifty(tmp_path: Path) -> None:
     assert all(lanes["taken"] == lanes["expiry"] for lanes in page.marks.values())
     assert "timeline-51" not in page.by_id
     assert page.text_of("more-changed").startswith("10 more changed clusters: see the table")
-    cluster_rows = [r for r in page.rows["clusters"] if r and r[-2] == PROJECT]
+    cluster_rows = [r for r in page.rows["clusters"] if r and r[-1] == PROJECT]
     assert len(cluster_rows) == 60
 
 
@@ -621,10 +622,15 @@ def test_every_change_is_a_row_with_its_expiry_and_the_date_deletion_may_start(
     assert rows["s1"][5:] == ["2026-11-20 06:00", "2026-12-12 08:00", "2026-11-22 10:00"]
     assert rows["p1"][1:3] == ["protect", "-"]
     assert rows["p1"][6:] == ["2026-11-25 16:00", "doNotDelete"]
-    # Each cluster's rows follow a heading row with its name and id.
-    headings = [r[0].split()[0] for r in table if len(r) == 1]
-    assert headings == ["orders", "billing"]
-    assert table.index(rows["s1"]) > table.index(next(h for h in table if len(h) == 1))
+    # Each cluster's rows are under a disclosure that names it and counts its changes by
+    # action, shown open while short.
+    raw = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    found = re.findall(r'<details class="cluster-changes"( open)?>\s*<summary>(.*?)</summary>', raw)
+    summaries = [(bool(o), " ".join(re.sub(r"<[^>]+>", "", s).split())) for o, s in found]
+    assert [(o, s.split()[0], s.split(": ", 1)[1]) for o, s in summaries] == [
+        (True, "orders", "2 changes (1 protect, 1 shorten)"),
+        (True, "billing", "1 change (1 shorten)"),
+    ]
     assert rows["s2"][1:3] == ["shorten", "2026-11-22 10:00"]
     assert rows["s2"][6:] == ["no expiry", "2026-11-22 10:00"]
     assert "held-changes" in page.by_id
@@ -655,15 +661,16 @@ def test_why_shows_the_reason_that_decided_and_folds_the_others_away(tmp_path: P
     render(folder)
     raw = (folder / "report.html").read_text(encoding="utf-8")
 
-    why = raw[raw.index('<td class="why">prod: monthly') :]
+    why = raw[raw.index('<td class="why" data-label="Why">prod: monthly') :]
     why = why[: why.index("</td>")]
     assert why == (
-        '<td class="why">prod: monthly #2 of 12 (monthly), until 2027-12-26T12:00:00Z '
+        '<td class="why" data-label="Why">'
+        "prod: monthly #2 of 12 (monthly), until 2027-12-26T12:00:00Z "
         '<details class="more"><summary>+2 more</summary><ul>'
         "<li>prod: daily #1 of 7 (daily snapshot), until 2026-11-21T12:00:00Z</li>"
         "<li>prod: last #1 of 4 (last snapshot)</li></ul></details>"
     )
-    assert '<td class="why">no keep rule matches</td>' in raw
+    assert '<td class="why" data-label="Why">no keep rule matches</td>' in raw
 
 
 def test_the_changes_table_stops_at_its_limit_and_says_where_the_rest_are(
@@ -742,7 +749,7 @@ def test_each_cluster_says_how_much_storage_its_changes_give_back(tmp_path: Path
     )  # fmt: skip
     page, _ = render(write_run(tmp_path / "run", [cluster("orders", [change])]))
 
-    [row] = [r for r in page.rows["clusters"] if r and r[0] == "orders"]
+    [row] = [r for r in page.rows["clusters"] if r and r[0].split()[0] == "orders"]
     # Cluster, snapshots, protect, extend, shorten, delete, release, held, advisory, given back
     assert row[9] == "3.0 GiB"
 

@@ -114,7 +114,7 @@ def test_an_approved_cluster_is_reported_approved_and_never_held(
     assert page.text_of("held-1").startswith("prod-small ")
     assert "held-2" not in page.by_id
     assert "prod-big" not in page.text_of("holds")
-    [big] = [r for r in page.rows["clusters"] if r[:1] == ["prod-big approved"]]
+    [big] = [r for r in page.rows["clusters"] if r[0].startswith("prod-big approved cluster ")]
     assert big[1:9] == ["1234", "0", "0", "1232", "0", "0", "0", "0"]  # snapshots, actions, held
 
 
@@ -262,7 +262,7 @@ def test_a_hold_says_which_snapshots_it_counts_beside_the_tables_count(
     )
     assert re.search(r"^  prod-small +cluster +5 ", out, re.M)
     assert f"hold prod-small: {reason} [set at " in out
-    [small] = [r for r in page.rows["clusters"] if r[:1] == ["prod-small held"]]
+    [small] = [r for r in page.rows["clusters"] if r[0].startswith("prod-small held cluster ")]
     assert small[1] == "5"
     assert reason in page.text_of("holds")
 

@@ -8,6 +8,15 @@ over the outer one's width; lines keep their stroke with ``vector-effect``. So a
 any width and its labels keep their size: at 800 px they read as at 1280. Labels across are
 placed in percent of the plot's width, labels down in these coordinates (the height is not
 stretched). Only numbers and plain strings come out of here; the template escapes text.
+
+The first step is today, before any run; the first run often expires most of a long
+history (gone a step or two later, once its grace has passed), so today's count can be ten
+times what follows. Scaled to it, the rest of the year (where the policy sets differ) is a
+flat line along the bottom. So when today is more than ``OFF_SCALE`` times the highest value
+after the first few steps, the axis is scaled to the steps after them and those first
+points are drawn just above the plot, today's value written beside them. The axis stays
+linear and starts at zero: a log scale would squeeze the steady state, where the current and
+the base policies differ, into a few pixels, and is easily misread.
 """
 
 from __future__ import annotations
@@ -25,6 +34,9 @@ HEIGHT = 150
 TOP, BASE = 12.0, 118.0  # the plot's highest value and its zero line
 MARGINS = (64, 12)  # CSS px left (the values) and right of the plot
 MAX_TICKS = 5  # date labels across: about 70 px each, and 800 px leaves some 680 px
+OFF_SCALE = 1.5  # today above this times the highest after it: scaled to the rest
+MAX_HEAD = 7  # steps that may be left above the scale (at most an eighth of the chart)
+ABOVE = 3.0  # y of today's point when it is off the scale: above the plot's top
 
 
 class Tick(NamedTuple):
@@ -51,6 +63,8 @@ class Chart(NamedTuple):
     x_ticks: list[Tick]
     steady_at: float | None  # percent across: where the current policies' count settles
     steady_label: str
+    today_label: str = ""  # today's value when it is above the scale, else empty
+    today_at: float = 0.0  # percent across: where the steps above the scale end
 
 
 def nice_ceiling(value: float) -> float:
@@ -86,6 +100,19 @@ def chart(  # noqa: PLR0913 - a chart's series, its time axis and how its values
     with ``label``; the steady state of ``counts`` (the current policies' count) marked."""
     steps = max((len(values) for _, _, values in series), default=0)
     highest = max((max(values, default=0) for _, _, values in series), default=0)
+    today_label, today_at = "", 0.0
+    for head in range(1, min(MAX_HEAD, steps // 8) + 1):
+        later = max((max(values[head:], default=0) for _, _, values in series), default=0)
+        if later > 0 and highest > OFF_SCALE * later:
+            today = label(max(values[0] for _, _, values in series if values))
+            until = f"{start + head * step:%Y-%m-%d}"
+            today_label = (
+                f"today {today}, above the scale"
+                if head == 1
+                else f"{today} today, above the scale until {until}"
+            )
+            highest, today_at = later, _across(head, steps)
+            break
     top = nice_bytes(highest) if in_bytes else nice_ceiling(highest)
     lines = [Line(_points(values, steps, top), side, name) for side, name, values in series]
     y_ticks = [Tick(BASE - (BASE - TOP) * part, label(top * part)) for part in (0, 0.5, 1)]
@@ -96,7 +123,8 @@ def chart(  # noqa: PLR0913 - a chart's series, its time axis and how its values
     if steady is not None:
         day = f"{start + steady * step:%Y-%m-%d}"
         steady_label = f"steady from {day}" if going == "steady" else f"still {going} at the end"
-    return Chart(title, lines, y_ticks, _x_ticks(start, step, steps), steady_at, steady_label)
+    x_ticks = _x_ticks(start, step, steps)
+    return Chart(title, lines, y_ticks, x_ticks, steady_at, steady_label, today_label, today_at)
 
 
 def _across(index: int, steps: int) -> float:
@@ -107,7 +135,7 @@ def _across(index: int, steps: int) -> float:
 def _points(values: array[int], steps: int, top: float) -> str:
     span = max(1, steps - 1)
     return " ".join(
-        f"{WIDTH * k / span:.1f},{BASE - (BASE - TOP) * value / top:.1f}"
+        f"{WIDTH * k / span:.1f},{max(ABOVE, BASE - (BASE - TOP) * value / top):.1f}"
         for k, value in enumerate(values)
     )
 

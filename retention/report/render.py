@@ -28,6 +28,7 @@ from retention.core.timestamps import format_timestamp
 from retention.core.wording import plural, printable, size
 from retention.errors import exit_meaning
 from retention.report.cells import ident
+from retention.report.groups import by_cluster
 from retention.report.read import collect
 from retention.report.summary import (
     ACTIONS,
@@ -166,6 +167,7 @@ def html_environment() -> jinja2.Environment:
     )
     env.filters["ident"] = ident
     env.filters["percent"] = percent
+    env.filters["by_cluster"] = by_cluster
     env.globals.update(TIMELINE_MARGINS=TIMELINE_MARGINS, CALENDAR_MARGINS=CALENDAR_MARGINS)
     return env
 

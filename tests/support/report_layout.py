@@ -1,10 +1,12 @@
 """The reports the browser test lays out, and the measurements it takes of them.
 
 ``steady_state_run`` is the steady-state scenario's golden plan as a run folder (the demo's
-kinds of clusters, a few of each); ``long_names_run`` plans a generated fleet of 200
-clusters with long names on the simulator (every separator an identifier may wrap at, and
-names with none), so every table is long and wide. ``measure`` runs report_layout.js in a
-page and returns what it found.
+kinds of clusters, a few of each); ``many_changes_run`` is the same with one cluster's
+shortens made 119, as a first run of a real cluster has them; ``long_names_run`` plans a
+generated fleet of 200 clusters with long names on the simulator (every separator an
+identifier may wrap at, and names with none), so every table is long and wide. ``measure``
+runs report_layout.js in a page and returns what it found; ``decision_cells`` runs
+decision_cells.js, which measures every cell of the tables that carry the decision.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ POLICIES = Path(__file__).parent.parent.parent / "policies"  # the shipped examp
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 KEY = "layout-secret"
 LAYOUT_JS = (Path(__file__).parent / "report_layout.js").read_text(encoding="utf-8")
+CELLS_JS = (Path(__file__).parent / "decision_cells.js").read_text(encoding="utf-8")
 
 # The example policies match prod-*, analytics-* and dev-*: every name starts with one, so
 # every cluster has changes, and the first run's max_expire_fraction holds most of them.
@@ -66,6 +69,39 @@ def steady_state_run(folder: Path) -> Path:
     head = json.loads((scenario / "expected.plan.json").read_text())
     lines = (scenario / "expected.decisions.jsonl").read_text().splitlines()
     write_plan_files(folder / "plan.json", head, map(json.loads, lines))
+    return _render(folder)
+
+
+def many_changes_run(folder: Path, shortens: int = 119) -> Path:
+    """report.html of the steady-state golden plan with prod-orders' shortens made
+    ``shortens`` (copies of its first, each another snapshot an hour older), its counts in
+    the head made to agree."""
+    scenario = SCENARIOS / "steady_state_mixed_fleet"
+    folder.mkdir(parents=True)
+    head = json.loads((scenario / "expected.plan.json").read_text())
+    lines = (scenario / "expected.decisions.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    first = next(i for i, r in enumerate(records) if r["action"] == "shorten")
+    cluster = records[first]["clusterId"]
+    had = sum(r["action"] == "shorten" and r["clusterId"] == cluster for r in records)
+    created = datetime.fromisoformat(records[first]["created"])
+    copies = [
+        {
+            **records[first],
+            "snapshotId": f"{0x6A000000 + k:08x}{'0' * 16}",
+            "created": (created - timedelta(hours=k + 1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        for k in range(shortens - had)
+    ]
+    records[first + 1 : first + 1] = copies
+    added = len(copies)
+    head["summary"]["byAction"]["shorten"] += added
+    head["summary"]["byState"]["unkept"] += added
+    head["summary"]["snapshots"] += added
+    (entry,) = (c for c in head["clusters"] if c["clusterId"] == cluster)
+    for key in ("action:shorten", "snapshots", "state:unkept"):
+        entry["counts"][key] += added
+    write_plan_files(folder / "plan.json", head, records)
     return _render(folder)
 
 
@@ -128,4 +164,36 @@ def measure(page: Page, html: Path) -> Layout:
         charts=found["charts"],
         labels=found["labels"],
         problems=list(found["problems"]),
+    )
+
+
+@dataclass(frozen=True)
+class Cells:
+    """What decision_cells.js measured of the decision tables in one page."""
+
+    viewport: int  # the visible width, CSS px, without a vertical scrollbar
+    inner_width: int  # window.innerWidth
+    scroll_width: int  # document.scrollingElement.scrollWidth
+    tables: int  # decision tables laid out
+    as_tables: int  # of them, laid out as tables (not reflowed)
+    measured: int  # cells measured
+    outside: int  # cells reaching past the viewport
+    columns: list[str]  # a line per column cut, with its first cell
+    hidden: list[str]  # labelled cells with a value that are not shown
+
+
+def decision_cells(page: Page, html: Path) -> Cells:
+    """Load ``html`` into the page (every <details> opened) and measure its decision cells."""
+    page.load(html)
+    found: dict[str, Any] = page.evaluate(CELLS_JS)
+    return Cells(
+        viewport=found["viewport"],
+        inner_width=found["innerWidth"],
+        scroll_width=found["scrollWidth"],
+        tables=found["tables"],
+        as_tables=found["asTables"],
+        measured=found["measured"],
+        outside=found["outside"],
+        columns=list(found["columns"]),
+        hidden=list(found["hidden"]),
     )
