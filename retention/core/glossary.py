@@ -146,8 +146,9 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
             ),
             (
                 "not-sent",
-                "The run was stopped (Ctrl-C, SIGTERM) before this change was sent: run "
-                "again to send it.",
+                "The run was stopped (Ctrl-C, SIGTERM) before this change was sent: the "
+                "summary names the command that sends it (retention apply of the run folder, "
+                "with the approvals the run had).",
             ),
         ),
     ),
