@@ -47,3 +47,29 @@ def test_report_fits_the_screen_at_1280_and_800_px(tmp_path: Path, browser: Brow
             problems += [f"{where}: {problem}" for problem in layout.problems]
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+def test_the_demos_first_held_card_is_in_the_readme_picture(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """In the demo's report at 1280 px, the first card under Holds is prod-orders (held only
+    by max_expire_fraction) and its held changes and its three ladders with what approving
+    removes end inside the README's picture of the top of the page (1280 x 1600)."""
+    from tools.report_screenshots import SIZES, demo_report
+
+    width, height = SIZES[0]
+    page = browser.page(width, height)
+    page.load(demo_report(tmp_path))
+    card = page.evaluate(
+        """(() => {
+          const card = document.getElementById('held-1');
+          const bottom = (sel) => card.querySelector(sel).getBoundingClientRect().bottom;
+          return {name: card.querySelector('h3').textContent.split(' ')[0],
+                  ladders: card.querySelectorAll('.ladders .ladder').length,
+                  cost: bottom('.cost'), removes: bottom('.removes')};
+        })()"""
+    )
+
+    assert card["name"] == "prod-orders"
+    assert card["ladders"] == 3
+    assert 0 < card["cost"] < card["removes"] <= height
