@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.browser import Browser
 from tests.support.report_layout import long_names_run, measure, steady_state_run
+from tools.report_screenshots import SIZES, demo_report
 
 WIDTHS = (1280, 800)
 
@@ -55,8 +56,6 @@ def test_the_demos_first_held_card_is_in_the_readme_picture(
     """In the demo's report at 1280 px, the first card under Holds is prod-orders (held only
     by max_expire_fraction) and its held changes and its three ladders with what approving
     removes end inside the README's picture of the top of the page (1280 x 1600)."""
-    from tools.report_screenshots import SIZES, demo_report
-
     width, height = SIZES[0]
     page = browser.page(width, height)
     page.load(demo_report(tmp_path))
