@@ -13,6 +13,7 @@ from retention import cli
 from retention.errors import UsageError
 from retention.runfolder.approvelist import (
     Approvable,
+    apply_command,
     approve_hint,
     approve_names,
     read_approve_list,
@@ -62,8 +63,38 @@ def test_many_clusters_go_through_the_list_beside_the_plan(tmp_path: Path) -> No
     assert approve_hint(plan, [c.name for c in HELD]) == (
         f"retention apply {plan} --approve-from {listed}"
     )
-    assert read_approve_list(listed) == tuple(c.cluster_id for c in HELD)
+    assert tuple(read_approve_list(listed)) == tuple(c.cluster_id for c in HELD)
     assert "prod-catalog: 12 held changes" in listed.read_text()
+
+
+def test_a_name_with_a_line_separator_cannot_add_a_line_to_the_list(tmp_path: Path) -> None:
+    """A cluster named with U+2028 (a line break to str.splitlines) is written on one line,
+    so the list read back approves its id alone, not a name hidden in its own."""
+    sneaky = Approvable("a" * 24, "x\u2028prod-orders\u2028#", 3, "3 of 3 would expire")
+    listed = write_approve_list(tmp_path / "plan.json", [sneaky])
+
+    assert listed is not None
+    assert list(read_approve_list(listed)) == ["a" * 24]
+    assert "\\u2028prod-orders" in listed.read_text(encoding="utf-8")
+
+
+def test_a_list_saved_by_a_windows_editor_reads_the_same(tmp_path: Path) -> None:
+    """A byte order mark and CRLF line ends (Notepad, PowerShell's Out-File) are not part
+    of any name; each name is said with its file and line."""
+    path = tmp_path / "approve.txt"
+    path.write_bytes(
+        "\ufeff# edited\r\nprod-orders\r\n\r\n5fb61f00d1bb6448d004f9da  # x\r\n".encode()
+    )
+
+    assert read_approve_list(path) == {
+        "prod-orders": f"--approve-from {path}:2: prod-orders",
+        "5fb61f00d1bb6448d004f9da": f"--approve-from {path}:4: 5fb61f00d1bb6448d004f9da",
+    }
+
+
+def test_a_plan_path_that_starts_with_a_dash_is_not_taken_for_an_option() -> None:
+    """A relative plan named -x.json is printed as ./-x.json, which click takes as a path."""
+    assert apply_command(Path("-x.json"), ["a"]) == "retention apply ./-x.json --approve a"
 
 
 def test_a_plan_with_nothing_to_approve_removes_an_older_list(tmp_path: Path) -> None:
@@ -126,6 +157,14 @@ def test_apply_approve_from_sends_what_the_edited_list_names(
     assert cli.main([*apply, str(empty)], clock=sim.clock.now) == 2
     assert f"--approve-from {empty}: it lists no cluster" in capsys.readouterr().err
     assert not list((tmp_path / "reports").glob("*/results.jsonl"))
+
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text("# an older plan's list\nffffffffffffffffffffffff\n")
+    assert cli.main([*apply, str(wrong)], clock=sim.clock.now) == 2
+    assert (
+        f"--approve-from {wrong}:2: ffffffffffffffffffffffff: the plan has no cluster of that "
+        "name or id"
+    ) in capsys.readouterr().err
 
     assert cli.main([*apply, str(listed)], clock=sim.clock.now) == 0
     assert "Approved by --approve: prod-big" in capsys.readouterr().out

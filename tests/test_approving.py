@@ -128,6 +128,44 @@ def test_a_held_cluster_has_three_ladders() -> None:
     )
 
 
+def test_today_as_planned_and_if_approved_are_three_different_sets() -> None:
+    """Snapshots already due to expire within the hour are restore points today but not as
+    planned (the service deletes them whatever is approved); the held shortens stay as
+    planned and go if approved: 30, 20 and 7 days."""
+    history = [
+        SnapshotView(s.id, s.created, True, False, NOW + H if n >= 20 else None)
+        for n, s in enumerate(daily_history(30))
+    ]
+    plan = decided(history, keep=KeepSpec(daily=7), fraction=0.1)
+    restorable = describe_restore_points(plan, NOW)
+
+    assert restorable is not None
+    assert restorable.today is not None
+    assert restorable.if_approved is not None
+    assert restorable.today.words() == "daily for 30 days; oldest 2026-10-29"
+    assert restorable.ladder.words() == "daily for 20 days; oldest 2026-11-08"
+    assert restorable.if_approved.words() == "daily for 7 days; oldest 2026-11-21"
+    assert removed_words(restorable.ladder, restorable.if_approved) == (
+        "approving removes 13 restore points: daily 8-20; oldest moves from 2026-11-08 to "
+        "2026-11-21"
+    )
+
+
+def test_a_config_server_has_nothing_to_approve() -> None:
+    """A config server over its fraction is held, but its changes are advisory: no cost to
+    approve, one ladder, and --approve of it is refused with why."""
+    target = Target("p" * 24, "f" * 24, "cfg0.example.net", "config-server")
+    policy = loaded_policy(keep=KeepSpec(daily=7), max_expire_fraction=0.1)
+    view = ClusterView(target, daily_history(30))
+    plan = decide(view, [policy], now=NOW, lease_for=H)
+
+    assert plan.holds
+    assert held_cost(plan) is None
+    restorable = describe_restore_points(plan, NOW)
+    assert restorable is not None
+    assert restorable.if_approved is None
+
+
 def test_removed_words_name_a_tier_that_goes_whole() -> None:
     """A tier approving leaves no point of is named whole, with its span; a tier it
     shortens, by the stretch it loses."""

@@ -79,7 +79,10 @@ class HeldCost:
 
 
 def held_cost(decided: ClusterDecisions) -> HeldCost | None:
-    """The cost of approving ``decided``'s held changes (None: it holds none)."""
+    """The cost of approving ``decided``'s held changes (None: it holds none, or it is a
+    config server, whose changes are advisory: nothing to approve)."""
+    if decided.target.kind != "cluster":
+        return None
     held = [d for d in decided.decisions if d.held is not None and d.patch is not None]
     if not held:
         return None

@@ -20,8 +20,8 @@ the first two made at once by ``trust``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, TypedDict
 
@@ -333,41 +333,52 @@ class Approval:
     skipped: tuple[str, ...] = ()  # --approve-all: held clusters it could not approve, and why
 
 
-def approve(clusters: ClusterIndex, wanted: Sequence[str], *, everything: bool) -> Approval:
+def approve(
+    clusters: ClusterIndex,
+    wanted: Sequence[str],
+    *,
+    everything: bool,
+    said: Mapping[str, str] | None = None,
+) -> Approval:
     """Resolve ``--approve CLUSTER`` (name or id) and ``--approve-all`` against the facts of
-    a plan's clusters.
+    a plan's clusters; ``said`` names where a wanted name came from when not from
+    --approve (the file and line of --approve-from), for the messages.
 
     Raises ValueError (said to the user, exit 2, nothing sent) for a name the plan does not
-    hold, one that names several clusters, a cluster that is not held, and a cluster held by
-    an alert or a failed walk, with why that cannot be approved.
+    hold, one that names several clusters, a cluster that is not held, a config server
+    (its changes are advisory) and a cluster held by an alert or a failed walk, with why
+    that cannot be approved.
     """
     chosen: dict[tuple[str, str], str] = {}  # the clusters let through, and their names
     skipped: list[str] = []
     for c in clusters.values() if everything else ():
-        if not c["holds"]:
+        if not c["holds"] or c["kind"] != "cluster":  # a config server's are advisory
             continue
         if (why := _not_approvable(c)) is None:
             chosen[(c["projectId"], c["clusterId"])] = c["name"]
         else:
             skipped.append(printable(f"{c['name']} ({c['clusterId']}): {why}"))
     for name in wanted:
+        where = (said or {}).get(name) or f"--approve {printable(name)}"
         found = [c for c in clusters.values() if name in (c["clusterId"], c["name"])]
         if not found:
-            raise ValueError(f"--approve {name}: the plan has no cluster of that name or id")
+            raise ValueError(f"{where}: the plan has no cluster of that name or id")
         if len(found) > 1:
             ids = ", ".join(c["clusterId"] for c in found)
-            raise ValueError(f"--approve {name}: {len(found)} clusters have that name ({ids}); "
+            raise ValueError(f"{where}: {len(found)} clusters have that name ({ids}); "
                              "approve one by its id")  # fmt: skip
         [cluster] = found
         if not cluster["holds"]:
-            raise ValueError(f"--approve {name}: the plan does not hold this cluster")
+            raise ValueError(f"{where}: the plan does not hold this cluster")
         if (why := _not_approvable(cluster)) is not None:
-            raise ValueError(f"--approve {name}: {why}")
+            raise ValueError(f"{where}: {why}")
         chosen[(cluster["projectId"], cluster["clusterId"])] = cluster["name"]
     return Approval(frozenset(chosen), tuple(sorted(chosen.values())), tuple(skipped))
 
 
 def _not_approvable(cluster: ClusterFacts) -> str | None:
+    if cluster["kind"] != "cluster":
+        return "a config server's changes are advisory: never sent, so there is none to approve"
     others = [h for h in cluster["holds"] if h["kind"] not in APPROVABLE]
     if not others:
         return None
@@ -385,6 +396,8 @@ class Asked:
     max_age: timedelta
     approve: tuple[str, ...] = ()
     approve_all: bool = False
+    # Where an entry of ``approve`` came from, when not --approve (--approve-from FILE:N).
+    said: Mapping[str, str] = field(default_factory=dict)
 
 
 class RefusalError(ValueError):
@@ -429,7 +442,7 @@ def trust(
         raise RefusalError(refusal, whole=True)
     clusters = index_of(entries)
     try:
-        approval = approve(clusters, asked.approve, everything=asked.approve_all)
+        approval = approve(clusters, asked.approve, everything=asked.approve_all, said=asked.said)
     except ValueError as exc:
         raise RefusalError(str(exc), whole=False) from None
     return Trusted(clusters, approval, EntryCheck(head, clusters))

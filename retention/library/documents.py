@@ -15,6 +15,7 @@ from retention.library.lifecycle import Ended
 from retention.plan.planner import PlanResult
 from retention.report.lines import summary_lines
 from retention.report.summary import OUTCOMES, stale_clusters
+from retention.runfolder.approvelist import apply_command
 from retention.undo.restoring import UndoResult
 
 # Failures listed in a run's JSON document; the journal has them all.
@@ -99,7 +100,8 @@ def run_lines(ended: Ended[RunResult]) -> list[str]:
         lines.append("Dry run: nothing was sent to the API.")
     if result.interrupted:
         not_sent = result.applied.counts.get("not-sent", 0) if result.applied else 0
-        finish = summary.finish_command if summary else f"retention apply {result.run_dir}"
+        approved = result.approval.names if result.approval else ()
+        finish = summary.finish_command if summary else apply_command(result.run_dir, approved)
         lines.append(
             f"Stopped by {result.interrupted} before the end: {counted(not_sent, 'change')} "
             f"{'was' if not_sent == 1 else 'were'} not sent (journalled not-sent in "

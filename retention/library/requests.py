@@ -69,9 +69,10 @@ class ApplyRequest:
     def saved(self) -> SavedPlan:
         """The saved plan for the apply step, with every approval asked for; UsageError
         naming the file when the approve list cannot be read or lists no cluster."""
-        listed = read_approve_list(self.approve_from) if self.approve_from else ()
+        listed = read_approve_list(self.approve_from) if self.approve_from else {}
         approve = tuple(dict.fromkeys((*self.approve, *listed)))
-        return SavedPlan(self.plan_file, Asked(self.max_age, approve, self.approve_all))
+        said = {name: where for name, where in listed.items() if name not in self.approve}
+        return SavedPlan(self.plan_file, Asked(self.max_age, approve, self.approve_all, said))
 
 
 @dataclass(frozen=True)

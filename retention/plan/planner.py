@@ -29,7 +29,7 @@ from retention.errors import StopRequestedError, StrictError
 from retention.ops.stopping import Stop
 from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.approvelist import Approvable, write_approve_list
-from retention.runfolder.folder import decisions_path, partial_path
+from retention.runfolder.folder import approve_list_path, decisions_path, partial_path
 from retention.runfolder.planread import PlanFile, open_plan
 from retention.runfolder.planwrite import WRITE_BUFFER, PlanBuilder, PolicyDigest
 from retention.walk.inventory import FleetSurvey, Walk, WalkListener, survey_fleet, walk_all
@@ -128,6 +128,10 @@ def _list_approvable(plan_path: Path, approvable: list[Approvable]) -> None:
     except OSError as exc:
         text = f"warning: cannot write the list of approvable clusters: {exc.strerror or exc}"
         log.warning("%s", text, extra={"text": text, "fields": {"event": "approve-list"}})
+        # An older plan's list must not stand in for this one's (the summary names the list
+        # it finds beside the plan).
+        with suppress(OSError):
+            approve_list_path(plan_path).unlink(missing_ok=True)
 
 
 def _make_folder(folder: Path) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from retention.core.approving import cut_words
+from retention.core.approving import LONG_CUT, cut_words
 from retention.core.planfile import ClusterEntry, HeldChangesEntry
 from retention.core.timestamps import to_utc
 from retention.core.wording import counted, size
@@ -72,7 +72,7 @@ class HeldView:
             words = cut_words(cut["cutSeconds"]).removeprefix("cut by ")
             parts.append(f"largest cut {words} ({cut['snapshotId']}: {span})")
         if c["longCuts"]:
-            parts.append(f"{counted(c['longCuts'], 'expiry')} cut by 30 days or more")
+            parts.append(f"{counted(c['longCuts'], 'expiry')} cut by {LONG_CUT.days} days or more")
         return parts
 
     def cost_text(self) -> str:

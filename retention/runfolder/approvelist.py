@@ -34,9 +34,12 @@ class Approvable:
 
     @classmethod
     def of(cls, entry: ClusterEntry) -> Approvable | None:
-        """The cluster of a plan entry when max_expire_fraction alone holds it."""
+        """The cluster of a plan entry when max_expire_fraction alone holds it (a config
+        server's changes are advisory: never approvable)."""
         holds = entry["holds"]
-        if not holds or any(h["kind"] not in APPROVABLE for h in holds):
+        if entry["kind"] != "cluster" or not holds:
+            return None
+        if any(h["kind"] not in APPROVABLE for h in holds):
             return None
         reason = "; ".join(h["reason"] for h in holds)
         held = entry["counts"].get("action:held", 0)
@@ -44,8 +47,8 @@ class Approvable:
 
     def line(self) -> str:
         """Its line in approve.txt."""
-        what = f"{printable(self.name)}: {counted(self.held, 'held change')}; {self.reason}"
-        return f"{self.cluster_id}  # {printable(what)}"
+        what = f"{self.name}: {counted(self.held, 'held change')}; {self.reason}"
+        return f"{self.cluster_id}  # {one_line(what)}"
 
 
 def write_approve_list(plan_path: Path, clusters: Sequence[Approvable]) -> Path | None:
@@ -65,8 +68,12 @@ def write_approve_list(plan_path: Path, clusters: Sequence[Approvable]) -> Path 
     ]
     text = "\n".join([*head, *(c.line() for c in clusters)]) + "\n"
     partial = partial_path(path)
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -82,11 +89,17 @@ def apply_command(
     approve_all: bool = False,
 ) -> str:
     """`retention apply PLAN` with the approvals given, each word quoted for a shell."""
-    words = ["retention", "apply", shlex.quote(str(plan))]
+    words = ["retention", "apply", shlex.quote(_not_an_option(plan))]
     words += ["--approve-all"] if approve_all else []
     words += [f"--approve {shlex.quote(name)}" for name in names]
-    words += ["--approve-from", shlex.quote(str(approve_from))] if approve_from else []
+    words += ["--approve-from", shlex.quote(_not_an_option(approve_from))] if approve_from else []
     return " ".join(words)
+
+
+def _not_an_option(path: Path) -> str:
+    """``path`` as a command line takes it: ./-x.json, not -x.json (an option to click)."""
+    text = str(path)
+    return f"./{text}" if text.startswith("-") else text
 
 
 def approve_names(chosen: Iterable[tuple[str, str]], named: Mapping[str, int]) -> list[str]:
@@ -105,19 +118,35 @@ def approve_hint(plan: Path, names: Sequence[str]) -> str:
     return apply_command(plan, approve_from=listed)
 
 
-def read_approve_list(path: Path) -> tuple[str, ...]:
-    """The cluster ids and names ``path`` lists (--approve-from); UsageError naming the file
-    when it cannot be read or lists none."""
+def one_line(text: str) -> str:
+    """``text`` with every character that could end a line written as an escape: a name
+    from the service must not start a line of its own in the list (an approval nobody
+    wrote). Python's splitlines breaks at more than \\n and \\r."""
+    return printable(text).translate(_BREAKS)
+
+
+# The line breaks printable leaves as they are, and str.splitlines breaks at.
+_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\u2028\u2029"})
+
+
+def read_approve_list(path: Path) -> dict[str, str]:
+    """The cluster ids and names ``path`` lists (--approve-from), each with where it is
+    (``--approve-from FILE:LINE: NAME``, for the messages); UsageError naming the file when
+    it cannot be read or lists none. Lines end at \\n alone (a \\r before it is dropped),
+    and a byte order mark a Windows editor writes is not part of the first name."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UsageError(f"--approve-from {path}: cannot read it: {why}") from None
-    listed = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    names = tuple(dict.fromkeys(name for name in listed if name))
-    if not names:
+    listed: dict[str, str] = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        name = line.split("#", 1)[0].strip()
+        if name and name not in listed:
+            listed[name] = f"--approve-from {path}:{number}: {printable(name)}"
+    if not listed:
         raise UsageError(
             f"--approve-from {path}: it lists no cluster (a line is a cluster id or name; "
             '"#" starts a comment): nothing to approve'
         )
-    return names
+    return listed

@@ -151,7 +151,7 @@ def encode_cluster(plan: ClusterPlan) -> EncodedCluster:
             entries[into].append(record)
             action = f"action:{d.listed_as}"
             counts[action] = counts.get(action, 0) + 1
-            if is_long_cut(record.get("cutSeconds")):
+            if not d.advisory and is_long_cut(record.get("cutSeconds")):
                 counts["cut:long"] = counts.get("cut:long", 0) + 1
     key = (t.project_id, t.kind, t.cluster_id)
     summary = cluster_entry(plan, counts, entries)
