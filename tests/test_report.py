@@ -866,3 +866,25 @@ def test_the_clusters_approve_can_let_through_come_first_under_holds(tmp_path: P
     assert page.text_of("held-1").startswith("b-fraction ")
     assert page.text_of("held-2").startswith("a-alerted ")
     assert markdown.index("**b-fraction**") < markdown.index("**a-alerted**")
+
+
+def test_the_terminal_names_the_first_ten_held_clusters_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Twelve held clusters: the terminal's summary gives the holds of the first ten and
+    one line counting the other two, not a block for each."""
+    plans = [
+        cluster(
+            f"rs-{i:02d}",
+            [shortened(f"s{i}", 30, 500, 22, held="too many")],
+            holds=[Hold("max_expire_fraction", "too many would expire", None)],
+        )
+        for i in range(12)
+    ]
+    plan = open_plan(write_run(tmp_path / "run", plans) / "plan.json")
+
+    lines = summary_lines(plan.head, plan.read_clusters(), plan_path=plan.path)
+
+    held = [line for line in lines if line.startswith("  hold rs-")]
+    assert [line.split(":")[0] for line in held] == [f"  hold rs-{i:02d}" for i in range(10)]
+    assert "  hold ... and 2 more held clusters: see report.html (Holds) or plan.json" in lines

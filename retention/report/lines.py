@@ -266,15 +266,21 @@ def _deletion_lines(summary: RunSummary) -> list[str]:
 
 
 def _hold_lines(held: Iterable[tuple[str, Sequence[HoldEntry], HeldView | None]]) -> list[str]:
-    """Each held cluster's holds, then what approving it would cost."""
+    """Each held cluster's holds, then what approving it would cost: the first LISTED; a
+    first run over hundreds of held clusters would otherwise print thousands of lines
+    (report.html has a card for each)."""
     lines = []
-    for name, holds, view in held:
+    held = list(held)
+    for name, holds, view in held[:LISTED]:
         for hold in holds:
             setting = hold.get("setting")
             where = f" [set at {setting}]" if setting else ""
             lines.append(f"  hold {name}: {hold['reason']}{where}")
         if view is not None:
             lines.extend(held_lines(name, view))
+    if len(held) > LISTED:
+        more = counted(len(held) - LISTED, "held cluster")
+        lines.append(f"  hold ... and {more} more: see report.html (Holds) or plan.json")
     return lines
 
 
