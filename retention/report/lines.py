@@ -279,8 +279,8 @@ def _hold_lines(held: Iterable[tuple[str, Sequence[HoldEntry], HeldView | None]]
         if view is not None:
             lines.extend(held_lines(name, view))
     if len(held) > LISTED:
-        more = counted(len(held) - LISTED, "held cluster")
-        lines.append(f"  hold ... and {more} more: see report.html (Holds) or plan.json")
+        more = counted(len(held) - LISTED, "more held cluster")
+        lines.append(f"  hold ... and {more}: see report.html (Holds) or plan.json")
     return lines
 
 
