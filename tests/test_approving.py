@@ -152,8 +152,8 @@ def test_today_as_planned_and_if_approved_are_three_different_sets() -> None:
 
 
 def test_a_config_server_has_nothing_to_approve() -> None:
-    """A config server over its fraction is held, but its changes are advisory: no cost to
-    approve, one ladder, and --approve of it is refused with why."""
+    """A config server over its fraction is held, but its changes are advisory (never
+    sent): approving them costs no restore point, so it has no cost and one ladder."""
     target = Target("p" * 24, "f" * 24, "cfg0.example.net", "config-server")
     policy = loaded_policy(keep=KeepSpec(daily=7), max_expire_fraction=0.1)
     view = ClusterView(target, daily_history(30))

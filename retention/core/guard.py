@@ -345,14 +345,13 @@ def approve(
     --approve (the file and line of --approve-from), for the messages.
 
     Raises ValueError (said to the user, exit 2, nothing sent) for a name the plan does not
-    hold, one that names several clusters, a cluster that is not held, a config server
-    (its changes are advisory) and a cluster held by an alert or a failed walk, with why
-    that cannot be approved.
+    hold, one that names several clusters, a cluster that is not held, and a cluster held
+    by an alert or a failed walk, with why that cannot be approved.
     """
     chosen: dict[tuple[str, str], str] = {}  # the clusters let through, and their names
     skipped: list[str] = []
     for c in clusters.values() if everything else ():
-        if not c["holds"] or c["kind"] != "cluster":  # a config server's are advisory
+        if not c["holds"]:
             continue
         if (why := _not_approvable(c)) is None:
             chosen[(c["projectId"], c["clusterId"])] = c["name"]
@@ -377,8 +376,6 @@ def approve(
 
 
 def _not_approvable(cluster: ClusterFacts) -> str | None:
-    if cluster["kind"] != "cluster":
-        return "a config server's changes are advisory: never sent, so there is none to approve"
     others = [h for h in cluster["holds"] if h["kind"] not in APPROVABLE]
     if not others:
         return None

@@ -114,7 +114,7 @@ def _rank(c: ClusterNote) -> tuple[int, str, str, str]:
 
 
 def _held(c: ClusterRow) -> HeldCluster:
-    approvable = c.kind == "cluster" and all(h["kind"] in APPROVABLE for h in c.holds)
+    approvable = all(h["kind"] in APPROVABLE for h in c.holds)
     return HeldCluster(*_named(c), holds=tuple(c.holds), approvable=approvable, view=c.held_view)
 
 

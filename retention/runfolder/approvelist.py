@@ -34,10 +34,9 @@ class Approvable:
 
     @classmethod
     def of(cls, entry: ClusterEntry) -> Approvable | None:
-        """The cluster of a plan entry when max_expire_fraction alone holds it (a config
-        server's changes are advisory: never approvable)."""
+        """The cluster of a plan entry when max_expire_fraction alone holds it."""
         holds = entry["holds"]
-        if entry["kind"] != "cluster" or not holds:
+        if not holds:
             return None
         if any(h["kind"] not in APPROVABLE for h in holds):
             return None
