@@ -99,6 +99,11 @@ def _retention_yaml() -> Doc:
     return config
 
 
+def _retention_example() -> Doc:
+    config: Doc = yaml.safe_load((ROOT / "retention.example.yaml").read_text(encoding="utf-8"))
+    return config
+
+
 WORKLOADS = pytest.mark.parametrize("kind", ["CronJob", "Job"])
 
 
@@ -503,12 +508,13 @@ def _env_names(rest: str) -> list[str]:
 
 
 def test_dockerfile_runs_retention_as_a_numeric_non_root_user() -> None:
-    """Every stage is python:3.11-slim; the image runs `retention run` as uid 10001."""
+    """Every stage is the PYTHON_IMAGE argument, python:3.11-slim unless a mirror or digest
+    is given; the image runs `retention run` as uid 10001."""
     instructions = _instructions()
     froms = [rest.split()[0] for keyword, rest in instructions if keyword == "FROM"]
 
-    assert froms
-    assert all(image == "python:3.11-slim" for image in froms)
+    assert instructions[0] == ("ARG", "PYTHON_IMAGE=python:3.11-slim")  # global: before FROM
+    assert froms == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
     assert _dockerfile_user() == IMAGE_UID
     assert ("ENTRYPOINT", '["retention"]') in instructions
     assert ("CMD", '["run"]') in instructions
@@ -518,6 +524,36 @@ def test_dockerfile_runs_retention_as_a_numeric_non_root_user() -> None:
         keyword == "RUN" and "pip install --no-cache-dir ." in rest
         for keyword, rest in instructions
     )
+
+
+def test_dockerfile_builds_where_only_a_registry_mirror_is_reachable() -> None:
+    """No `# syntax=` directive (BuildKit would fetch its frontend from Docker Hub), and the
+    final virtualenv has no pip or setuptools: they are uninstalled after the install, in
+    the stage whose virtualenv the image copies."""
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    instructions = _instructions()
+    runs = [rest for keyword, rest in instructions if keyword == "RUN"]
+    install = next(i for i, rest in enumerate(runs) if "pip install --no-cache-dir ." in rest)
+
+    assert not re.search(r"^#\s*syntax\s*=", text, re.MULTILINE | re.IGNORECASE)
+    assert any("-m pip uninstall --yes pip setuptools" in rest for rest in runs[install + 1 :])
+    assert ("COPY", "--from=build /opt/retention /opt/retention") in instructions
+
+
+def test_the_dockerfiles_example_run_mounts_a_writable_reports_folder() -> None:
+    """The header's `docker run --read-only` mounts a volume where the example
+    configuration's relative reports.dir resolves (beside the mounted retention.yaml), and
+    the image has that folder: without it the run exits 2."""
+    header = DOCKERFILE.read_text(encoding="utf-8").split("\nARG ", 1)[0]
+    config = "/etc/retention/retention.yaml"
+    reports_dir = _retention_example()["reports"]["dir"]
+    resolved = (Path(config).parent / reports_dir).as_posix().rstrip("/")
+    mounts = re.findall(r'-v "\$PWD/[^:"]+:([^:"]+)(:ro)?"', header)
+
+    assert "--read-only" in header
+    assert (config, ":ro") in mounts
+    assert (resolved, "") in mounts  # writable: no :ro
+    assert any(keyword == "RUN" and resolved in rest for keyword, rest in _instructions())
 
 
 def test_dockerfile_sets_the_runtime_environment_and_bakes_no_secret() -> None:
