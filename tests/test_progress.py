@@ -16,12 +16,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from rich.progress import Progress
 
 from retention.cli.bars import SETTLE_ITEMS, SETTLE_SECONDS, time_left
+from retention.cli.progress import APPLY_ORDER, UNDO_ORDER
 from retention.core.model import Target
+from retention.core.runfiles import OutcomeName, UndoOutcome
 from retention.library.stages import Quiet, StageLog
 from retention.ops.logs import RUN_LOGGER
 from retention.simulator.server import Simulator, SimulatorConfig
@@ -339,3 +342,10 @@ def test_a_stage_cut_short_is_logged_as_far_as_it_got(caplog: pytest.LogCaptureF
         "durationSeconds": 7.0,
     }
     assert heard == ["c1", "c1", "closed"]
+
+
+def test_the_bars_know_every_outcome_in_the_order_the_journal_names_them() -> None:
+    """The orders the bars show outcomes in are results.jsonl's and undo's words, all of
+    them, in the order core.runfiles spells them: a new outcome cannot go unshown."""
+    assert get_args(OutcomeName) == APPLY_ORDER
+    assert get_args(UndoOutcome) == UNDO_ORDER

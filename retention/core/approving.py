@@ -35,12 +35,17 @@ def is_long_cut(seconds: int | None) -> bool:
     return seconds is not None and seconds >= LONG_CUT.total_seconds()
 
 
-def cut_words(seconds: int) -> str:
-    """ "cut by 306 days", "cut by 5 hours": a cut in the largest unit that reads whole."""
+def cut_span(seconds: int) -> str:
+    """ "306 days", "5 hours": a cut in the largest unit that reads whole."""
     days = seconds // 86400
     if days >= 1:
-        return f"cut by {counted(days, 'day')}"
-    return f"cut by {counted(max(1, seconds // 3600), 'hour')}"
+        return counted(days, "day")
+    return counted(max(1, seconds // 3600), "hour")
+
+
+def cut_words(seconds: int) -> str:
+    """ "cut by 306 days", "cut by 5 hours" (cut_span)."""
+    return f"cut by {cut_span(seconds)}"
 
 
 @dataclass(frozen=True)
@@ -78,12 +83,17 @@ class HeldCost:
     long_cuts: int
 
 
-def held_cost(decided: ClusterDecisions) -> HeldCost | None:
-    """The cost of approving ``decided``'s held changes (None: it holds none, or it is a
-    config server, whose changes are advisory: nothing to approve)."""
+def held_changes(decided: ClusterDecisions) -> list[Decision]:
+    """The changes of ``decided`` a safety gate holds and an approval would send: none for
+    a config server, whose changes are advisory (never sent, held or not)."""
     if decided.target.kind != "cluster":
-        return None
-    held = [d for d in decided.decisions if d.held is not None and d.patch is not None]
+        return []
+    return [d for d in decided.decisions if d.held is not None and d.patch is not None]
+
+
+def held_cost(decided: ClusterDecisions) -> HeldCost | None:
+    """The cost of approving ``decided``'s held changes (None: there is none to approve)."""
+    held = held_changes(decided)
     if not held:
         return None
     oldest = min(held, key=lambda d: (d.snapshot.created, d.snapshot.id))

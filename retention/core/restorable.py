@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from retention.core.approving import held_changes
 from retention.core.decide import uncounted
 from retention.core.freshness import freshness
 from retention.core.model import ClusterDecisions, Decision, Restorable
@@ -37,13 +38,12 @@ def describe_restore_points(decided: ClusterDecisions, now: datetime) -> Restora
     fresh = freshness(
         restorable, now, within=decided.newest_within, any_snapshot=bool(decided.decisions)
     )
+    left = _leaves_in_place(decided, usable)
     stays = [d.snapshot.created for d in usable if d.held is not None]
-    as_planned = ladder_of([*_leaves_in_place(decided, usable), *stays])
-    # A config server's changes are advisory: nothing to approve, held or not.
-    if decided.target.kind != "cluster" or not any(d.held is not None for d in decided.decisions):
+    as_planned = ladder_of([*left, *stays])
+    if not held_changes(decided):
         return Restorable(as_planned, fresh)
-    today, if_approved = ladder_of(restorable), ladder_of(_leaves_in_place(decided, usable))
-    return Restorable(as_planned, fresh, today, if_approved)
+    return Restorable(as_planned, fresh, ladder_of(restorable), ladder_of(left))
 
 
 def restore_points(decided: ClusterDecisions, now: datetime) -> list[datetime]:

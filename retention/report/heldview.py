@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from retention.core.approving import LONG_CUT, cut_words
+from retention.core.approving import LONG_CUT, cut_span
 from retention.core.planfile import ClusterEntry, HeldChangesEntry
 from retention.core.timestamps import to_utc
 from retention.core.wording import counted, size
@@ -24,12 +24,11 @@ IF_APPROVED = "if approved (held changes sent)"
 
 @dataclass(frozen=True)
 class HeldView:
-    """A held cluster's decision: its three ladders and what approving removes (None for a
-    cluster whose snapshots were not all read: no ladder), and its held changes."""
+    """A held cluster's decision: its three ladders with their names, today first (none
+    for a cluster whose snapshots were not all read), what approving removes, and its held
+    changes."""
 
-    today: LadderLine | None
-    as_planned: LadderLine | None
-    if_approved: LadderLine | None
+    ladders: tuple[tuple[str, LadderLine], ...]
     approving: str | None
     changes: HeldChangesEntry | None
 
@@ -41,21 +40,13 @@ class HeldView:
         if changes is None and (points is None or "today" not in points):
             return None
         if points is None or "today" not in points or "ifApproved" not in points:
-            return cls(None, None, None, None, changes)
-        return cls(
-            LadderLine.of(points["today"]),
-            LadderLine.of(points),
-            LadderLine.of(points["ifApproved"]),
-            points.get("approving"),
-            changes,
+            return cls((), None, changes)
+        ladders = (
+            (TODAY, LadderLine.of(points["today"])),
+            (AS_PLANNED, LadderLine.of(points)),
+            (IF_APPROVED, LadderLine.of(points["ifApproved"])),
         )
-
-    @property
-    def ladders(self) -> list[tuple[str, LadderLine]]:
-        """The three ladders with their names, today first (none without restore points)."""
-        if self.today is None or self.as_planned is None or self.if_approved is None:
-            return []
-        return [(TODAY, self.today), (AS_PLANNED, self.as_planned), (IF_APPROVED, self.if_approved)]
+        return cls(ladders, points.get("approving"), changes)
 
     def cost_parts(self) -> list[str]:
         """The held changes summed up, a phrase each: "263 shorten, 2 delete", "giving back
@@ -69,8 +60,7 @@ class HeldView:
         parts.append(f"oldest affected {_day(c['oldestCreated'])} ({c['oldestSnapshotId']})")
         if (cut := c["largestCut"]) is not None:
             span = f"{_day(cut['expires'])} to {_day(cut['expiresAfter'])}"
-            words = cut_words(cut["cutSeconds"]).removeprefix("cut by ")
-            parts.append(f"largest cut {words} ({cut['snapshotId']}: {span})")
+            parts.append(f"largest cut {cut_span(cut['cutSeconds'])} ({cut['snapshotId']}: {span})")
         if c["longCuts"]:
             parts.append(f"{counted(c['longCuts'], 'expiry')} cut by {LONG_CUT.days} days or more")
         return parts

@@ -397,7 +397,7 @@ class RunSummary:
         """The command that finishes this run or apply after a stop: apply its run folder's
         copy of the plan, with an --approve for each cluster it approved (without them, what
         the person approved would be held again). What was done is skipped as unchanged."""
-        plan = self.plan_path or Path("PLAN")
+        plan = self._plan
         target = plan.parent if plan.name == PLAN else plan
         chosen = approve_names(((c.name, c.cluster_id) for c in self.approved), self.names)
         return apply_command(target, chosen)
@@ -405,12 +405,16 @@ class RunSummary:
     @property
     def apply_plan_command(self) -> str:
         """The command that applies this run's plan as it stands (nothing approved)."""
-        return apply_command(self.plan_path or Path("PLAN"))
+        return apply_command(self._plan)
 
     def approve_one(self, name: str, cluster_id: str) -> str:
         """The command that approves one cluster of this run's plan."""
-        plan = self.plan_path or Path("PLAN")
-        return apply_command(plan, approve_names([(name, cluster_id)], self.names))
+        return apply_command(self._plan, approve_names([(name, cluster_id)], self.names))
+
+    @property
+    def _plan(self) -> Path:
+        # A summary made without its run folder (a test's) names the plan as the docs do.
+        return self.plan_path or Path("PLAN")
 
 
 def action_counts(by_action: Mapping[str, int], number: Callable[[int], str] = str) -> str:

@@ -68,22 +68,26 @@ def decisions_path(plan_path: Path) -> Path:
     """Where a plan's decisions are: decisions.jsonl.zst beside plan.json, and
     NAME.decisions.jsonl.zst beside any other NAME.json, so two plans in one folder keep
     their own."""
-    prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
-    return plan_path.with_name(prefix + DECISIONS)
+    return _beside(plan_path, DECISIONS)
 
 
 def approve_list_path(plan_path: Path) -> Path:
     """Where a plan's list of approvable clusters is: approve.txt beside plan.json, and
     NAME.approve.txt beside any other NAME.json (as decisions_path)."""
-    prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
-    return plan_path.with_name(prefix + APPROVE)
+    return _beside(plan_path, APPROVE)
 
 
 def plan_report_path(plan_path: Path, output: str) -> Path:
     """Where a plan's report of format ``output`` ("html" or "markdown") is: report.html
     beside plan.json (its run folder's), NAME.report.html beside any other NAME.json."""
+    return _beside(plan_path, REPORTS[output])
+
+
+def _beside(plan_path: Path, name: str) -> Path:
+    """A file of the plan at ``plan_path``: ``name`` beside plan.json, NAME.``name`` beside
+    any other NAME.json."""
     prefix = "" if plan_path.name == PLAN else plan_path.stem + "."
-    return plan_path.with_name(prefix + REPORTS[output])
+    return plan_path.with_name(prefix + name)
 
 
 @dataclass(frozen=True)
