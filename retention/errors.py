@@ -6,6 +6,9 @@
     ├── ConfigError                     exit 2  bad retention.yaml or environment (nothing was sent)
     │   └── PolicyError                 exit 2  bad policy files (nothing was sent)
     │       └── StrictError             exit 2  --strict, and the policies warn (nothing sent)
+    │   └── LedgerSchemaError           exit 2  a ledger newer than this retention (never written)
+    ├── LedgerError                     exit 1  the ledger cannot be opened, read or written
+    │   └── ChainBrokenError            exit 1  `ledger verify`: a record does not match its hash
     ├── LockHeldError                   exit 4  another run holds the lock
     ├── StopRequestedError              130/143 SIGINT or SIGTERM asked the command to stop
     └── ApiError                        exit 1  something went wrong talking to the API
@@ -151,6 +154,25 @@ class PolicyError(ConfigError):
 class StrictError(PolicyError):
     """--strict was given and the policies have warnings (``problems``): a run stops once
     its plan is written, before it sends anything."""
+
+
+class LedgerSchemaError(ConfigError):
+    """The ledger's schema is newer than this retention knows: it is neither read nor
+    written (an older retention must not guess at a newer layout)."""
+
+
+class LedgerError(RetentionError):
+    """The ledger (``ledger.url``) cannot be opened, read or written; the message names it
+    without its password."""
+
+
+class ChainBrokenError(LedgerError):
+    """A record of the ledger does not match its hash, or the chain skips one: ``record``
+    names the first such record."""
+
+    def __init__(self, message: str, record: str) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 class LockHeldError(RetentionError):

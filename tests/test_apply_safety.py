@@ -137,7 +137,7 @@ def test_apply_of_a_plan_with_any_name_writes_its_own_run_folder(
     out = capsys.readouterr().out
     [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
     assert code == 3
-    assert sorted(p.name for p in folder.iterdir()) == sorted([*before, "reports"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted({*before, "reports"})
     assert "mine.decisions.jsonl.zst" in before
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "decisions.jsonl.zst",

@@ -416,8 +416,8 @@ def test_unknown_fields_are_refused_at_any_level(tmp_path: Path) -> None:
         " project)",
         "retention.yaml:7: alerts.acknowledge: unknown field (allowed:"
         " acknowledge_own_audit_alerts)",
-        "retention.yaml:8: extra: unknown field (allowed: alerts, api, lease_minimum, notify,"
-        " policies, reports, schedule, targets)",
+        "retention.yaml:8: extra: unknown field (allowed: alerts, api, lease_minimum, ledger,"
+        " notify, policies, reports, schedule, targets)",
     ]
 
 
@@ -607,6 +607,7 @@ def test_config_json_schema_describes_every_top_level_setting() -> None:
         "schedule",
         "lease_minimum",
         "reports",
+        "ledger",
         "alerts",
         "notify",
     }

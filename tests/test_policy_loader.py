@@ -165,7 +165,7 @@ def test_unknown_key_without_close_match_lists_allowed_keys(here: Path) -> None:
     write(here, "p.yaml", "name: p\nkeep: {daily: 1}\nsafety: {foo: 1}\n")
     assert problems_of(here / "p.yaml") == [
         f"{here}/p.yaml:3: safety.foo: unknown field "
-        "(allowed: hold_on_alerts, max_expire_fraction, min_keep)"
+        "(allowed: hold_on_alerts, hold_on_outside_change, max_expire_fraction, min_keep)"
     ]
 
 

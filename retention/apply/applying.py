@@ -22,7 +22,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
-from retention.apply.executor import ApplyResult, Journal, Listener, apply_plan, checked_changes
+from retention.apply.executor import (
+    ApplyResult,
+    CheckedChanges,
+    Journal,
+    Listener,
+    apply_plan,
+    checked_changes,
+)
+from retention.apply.ledgering import RecordedSends
 from retention.core.guard import Approval, Asked, ClusterIndex, RefusalError, Trusted, trust
 from retention.core.planfile import PlanHead
 from retention.core.runfiles import Mode
@@ -141,9 +149,9 @@ def apply_saved(
             shutil.rmtree(folder.path, ignore_errors=True)
             raise
         listener.apply(changes.count)
-        applied = apply_plan(
-            client, changes, trusted, journal, concurrency=concurrency, listener=listener
-        )
+        if isinstance(listener, RecordedSends):
+            listener.begin(folder.run_id, started)
+        applied = _send(client, changes, trusted, journal, concurrency, listener)
     if applied.interrupted:
         _mark(folder, "apply", started, clock, applied)
     approval, clusters = trusted.approval, trusted.clusters
@@ -171,9 +179,9 @@ def apply_planned(
         listener.apply(changes.count)
         journal = Journal(RunFolder(run_dir).results, clock)
         with closing(journal):
-            applied = apply_plan(
-                client, changes, trusted, journal, concurrency=concurrency, listener=listener
-            )
+            if isinstance(listener, RecordedSends):
+                listener.begin(result.run_id, started)
+            applied = _send(client, changes, trusted, journal, concurrency, listener)
     result.applied = applied
     if acknowledge_audit_alerts and applied.changed_clusters:
         result.acknowledged = acknowledge_own_audit_alerts(
@@ -183,6 +191,29 @@ def apply_planned(
         # However late it came (even while acknowledging): the person asked to stop.
         applied.interrupted = stop.name
         _mark(RunFolder(run_dir), "run", started, clock, applied)
+
+
+def _send(
+    client: OpsManagerClient,
+    changes: CheckedChanges,
+    trusted: Trusted,
+    journal: Journal,
+    concurrency: int,
+    listener: Listener,
+) -> ApplyResult:
+    """apply_plan, with the ledger told (a listener that records: RecordedSends) of every
+    change before the first is sent and of how each ended, however the apply ends."""
+    if not isinstance(listener, RecordedSends):
+        return apply_plan(
+            client, changes, trusted, journal, concurrency=concurrency, listener=listener
+        )
+    listener.intend(changes)
+    try:
+        return apply_plan(
+            client, changes, trusted, journal, concurrency=concurrency, listener=listener
+        )
+    finally:
+        listener.done()
 
 
 def _mark(

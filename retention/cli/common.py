@@ -39,6 +39,7 @@ def library(ctx: click.Context, progress: Progress | None = None) -> Retention:
         clock=clock_of(ctx),
         progress=progress,
         interactive=interactive(ctx),
+        actor=ctx.find_root().obj.get("actor"),
     )
 
 

@@ -84,8 +84,17 @@ class RetentionGroup(click.Group):
     show_default=True,
     help="json: one JSON object per line on stderr, for log collectors.",
 )
+@click.option(
+    "--actor",
+    default=None,
+    metavar="NAME",
+    help="Who runs this command, for the ledger (default: $RETENTION_ACTOR, the CI's "
+    "user variable, else the OS user).",
+)
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, debug: bool, log_format: str) -> None:
+def cli(
+    ctx: click.Context, config_path: str | None, debug: bool, log_format: str, actor: str | None
+) -> None:
     """Enforce snapshot retention policies on an Ops Manager class backup service.
 
     \b
@@ -100,6 +109,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool, log_format: st
     ctx.obj["debug"] = debug
     ctx.obj["config_path"] = config_path
     ctx.obj["log_format"] = log_format
+    ctx.obj["actor"] = actor
     clock = ctx.obj.setdefault("clock", system_clock)
     logs.configure(debug=debug, log_format=log_format, clock=clock)
 
@@ -132,6 +142,11 @@ def _set_log_format(ctx: click.Context, _param: click.Parameter, value: str | No
         logs.configure(debug=root.get("debug", False), log_format=value, clock=clock)
 
 
+def _set_actor(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.find_root().obj["actor"] = value
+
+
 def _global_options() -> list[click.Parameter]:
     return [
         click.Option(
@@ -155,6 +170,13 @@ def _global_options() -> list[click.Parameter]:
             expose_value=False,
             callback=_set_log_format,
             help="text or json lines on stderr (global option).",
+        ),
+        click.Option(
+            ["--actor"],
+            metavar="NAME",
+            expose_value=False,
+            callback=_set_actor,
+            help="Who runs this command, for the ledger (global option).",
         ),
     ]
 

@@ -46,6 +46,8 @@ log = logging.getLogger("retention.config")
 
 # No real setting contains these words, so a key that does is a secret in the wrong place.
 _SECRET_WORDS = ("key", "password", "passwd", "secret", "token", "credential")
+# The settings that name the file a secret is in (a mounted Secret), not the secret.
+_SECRET_FILES = frozenset({("ledger", "password_file")})
 _EXPECTED = "a mapping of settings"
 _HINTS: dict[Loc, str] = {
     ("api",): f"(or set {ENV_BASE_URL})",
@@ -207,7 +209,8 @@ def _take_secrets(data: Any, loc: Loc, found: list[Loc]) -> Any:
         kept: dict[Any, Any] = {}
         for key, value in data.items():
             normal = str(key).lower().replace("_", "").replace("-", "")
-            if any(word in normal for word in _SECRET_WORDS):
+            named = any(word in normal for word in _SECRET_WORDS)
+            if named and (*loc, str(key)) not in _SECRET_FILES:
                 found.append((*loc, str(key)))
             else:
                 kept[key] = _take_secrets(value, (*loc, key), found)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from retention.config.credentials import ENV_PRIVATE_KEY, ENV_PRIVATE_KEY_FILE, ENV_PUBLIC_KEY
+from retention.config.ledgerplace import LedgerPlace, checked_ledger_url, ledger_place
 from retention.config.notify import NotifySettings
 from retention.config.notifyurls import ENV_NOTIFY_URLS
 from retention.core.horizon import LEASE_MINIMUM
@@ -142,6 +143,32 @@ class ReportsSettings(_Settings):
         return value
 
 
+class LedgerSettings(_Settings):
+    """Where the ledger is: a SQLite file (the default, beside the run folders) or a
+    PostgreSQL database; its password never here (RETENTION_LEDGER_PASSWORD, or a file)."""
+
+    url: str | None = Field(
+        None,
+        description="sqlite:///path/ledger.db or postgresql://user@host:5432/db; "
+        "null: sqlite:///<reports.dir>/ledger.db",
+    )
+    password_file: Path | None = Field(
+        None, description="A file holding the PostgreSQL password (a mounted Secret)"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _database_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        return checked_ledger_url(value.strip(), Path((info.context or {}).get("base_dir") or "."))
+
+    @field_validator("password_file")
+    @classmethod
+    def _resolve_password_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else _resolve(value, info)
+
+
 class AlertsSettings(_Settings):
     """What the job may do with alerts."""
 
@@ -164,6 +191,7 @@ class RetentionConfig(_Settings):
     )
     reports: ReportsSettings = Field(default_factory=ReportsSettings)
     alerts: AlertsSettings = Field(default_factory=AlertsSettings)
+    ledger: LedgerSettings = Field(default_factory=LedgerSettings)
     notify: NotifySettings | None = Field(
         None, description=f"null: no notices, unless {ENV_NOTIFY_URLS} is set"
     )
@@ -173,7 +201,7 @@ class RetentionConfig(_Settings):
     def _nested_defaults(cls, data: Any) -> Any:
         # Built from {} rather than default_factory so that their paths resolve with the context.
         if isinstance(data, dict):
-            return {"reports": {}, "alerts": {}, **data}
+            return {"reports": {}, "alerts": {}, "ledger": {}, **data}
         return data
 
     @field_validator("notify")
@@ -216,6 +244,11 @@ class RetentionConfig(_Settings):
                 "have no fixed length"
             )
         return value
+
+    def ledger_place(self, env: Mapping[str, str]) -> LedgerPlace:
+        """Where the ledger is (ledger.url, else ledger.db in reports.dir; the environment
+        over both), with its password."""
+        return ledger_place(self.ledger.url, self.ledger.password_file, self.reports.dir, env)
 
     @property
     def lease_floor(self) -> timedelta:

@@ -152,7 +152,7 @@ def decide(
     records = hold_records(policies, decisions, now)
     decisions, uncarried = hold_uncarried(decisions)
     holds = [] if uncarried is None else [uncarried]
-    holds += gate_holds(decisions, target, merged, cluster.alerts, problem)
+    holds += gate_holds(decisions, target, merged, cluster.alerts, problem, cluster.outside)
     decisions = held(decisions, holds)
     if target.kind == "config-server":
         decisions = [

@@ -51,10 +51,12 @@ def gate_holds(
     merged: Merged,
     alerts: Sequence[AlertView],
     walk_error: str | None,
+    outside: str | None = None,
 ) -> list[Hold]:
     """The holds the gates put on the cluster's destructive changes: a failed walk, matching
-    OPEN alerts, more than max_expire_fraction expiring; none when it has no destructive
-    change."""
+    OPEN alerts, changes made outside retention (``outside``: why, when the ledger saw any,
+    and a policy says safety.hold_on_outside_change), more than max_expire_fraction
+    expiring; none when it has no destructive change."""
     # Most decisions change nothing: their action says so before the property is asked.
     destructive = sum(d.action != "none" and d.destructive for d in decisions)
     if not destructive:
@@ -67,6 +69,8 @@ def gate_holds(
             reason = f"OPEN alert {alert.event_type} ({alert.id})"
             setting = merged.alert_setting(alert.event_type)
             holds.append(Hold("alert", reason, alert_id=alert.id, setting=setting))
+    if outside and merged.hold_on_outside_change:
+        holds.append(Hold("outside", outside, setting=merged.outside_setting()))
     eligible = sum(d.state not in ("incomplete", "awaiting-deletion") for d in decisions)
     share = destructive / eligible if eligible else 1.0
     if share > merged.max_expire_fraction:

@@ -24,6 +24,8 @@ class Merged:
     policies: tuple[LoadedPolicy, ...]  # sorted by name: holds say which one's setting held
     # The shortest expect.newest_within of the policies that set one (None: none does).
     newest_within: timedelta | None = None
+    # Any matching policy holds the cluster on a change made outside retention.
+    hold_on_outside_change: bool = False
 
     @classmethod
     def of(cls, policies: Sequence[LoadedPolicy], now: datetime) -> Merged:
@@ -39,6 +41,7 @@ class Merged:
             release_protection=all(p.release_protection for p in settings),
             expire_inconsistent=all(p.inconsistent == "expire" for p in settings),
             policies=tuple(sorted(policies, key=lambda p: p.name)),
+            hold_on_outside_change=any(p.safety.hold_on_outside_change for p in settings),
             newest_within=min(
                 (
                     now - p.expect.newest_within.before(now, UTC)
@@ -53,6 +56,13 @@ class Merged:
         """Where the smallest max_expire_fraction (the one that holds) is set."""
         loaded = min(self.policies, key=lambda p: p.policy.safety.max_expire_fraction)
         return loaded.where("safety.max_expire_fraction")
+
+    def outside_setting(self) -> str | None:
+        """Where the first policy that holds on an outside change says so."""
+        for loaded in self.policies:
+            if loaded.policy.safety.hold_on_outside_change:
+                return loaded.where("safety.hold_on_outside_change")
+        return None
 
     def alert_setting(self, event_type: str) -> str | None:
         """Where the first policy that holds on ``event_type`` says so."""

@@ -218,7 +218,7 @@ class AlertView:
 class Hold:
     """Why a cluster's destructive changes are held for a human."""
 
-    kind: Literal["alert", "max_expire_fraction", "walk", "id"]
+    kind: Literal["alert", "max_expire_fraction", "walk", "id", "outside"]
     reason: str
     alert_id: str | None = None
     setting: str | None = None  # where the setting that holds is written (None: walk, id)
@@ -286,6 +286,9 @@ class ClusterView:
     alerts: Sequence[AlertView] = ()
     walk_error: str | None = None
     alerts_unread: str | None = None
+    # Why the ledger says it changed outside retention since the last run (None: it did
+    # not, or no ledger was asked): a hold when a policy says safety.hold_on_outside_change.
+    outside: str | None = None
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ class DecisionRecord(TypedDict):
 class HoldEntry(TypedDict):
     """Why a cluster's destructive changes are held."""
 
-    kind: Literal["alert", "max_expire_fraction", "walk", "id"]
+    kind: Literal["alert", "max_expire_fraction", "walk", "id", "outside"]
     reason: str
     alertId: str | None
     # Where the setting that holds is written ("policies/prod.yaml:24"); None for walk and id.
@@ -316,6 +316,44 @@ class Summary(TypedDict):
 
 
 @with_config(_STRICT)
+class RetainedEntry(TypedDict):
+    """A snapshot's retention fields as the ledger last knew them or the walk found them."""
+
+    complete: bool
+    expires: Timestamp | None
+    doNotDelete: bool
+
+
+@with_config(_STRICT)
+class OutsideChangeEntry(TypedDict):
+    """A change made outside retention since the ledger last looked (core.outside):
+    ``changed`` (expires or doNotDelete, before and after), ``deleted-early`` (gone before
+    its expiry, before only) or ``gone`` (a cluster whose restore points all went: no
+    snapshot id, ``restorePoints`` and ``newest`` say what it had)."""
+
+    kind: Literal["changed", "deleted-early", "gone"]
+    projectId: Id
+    clusterId: AnyId
+    clusterName: str
+    snapshotId: AnyId | None
+    before: RetainedEntry | None
+    after: RetainedEntry | None
+    restorePoints: NotRequired[Annotated[int, Field(ge=0)]]
+    newest: NotRequired[Timestamp | None]
+    # The service's audit alert that names the same cluster and event, when one is open.
+    alertId: str | None
+    text: str
+
+
+@with_config(_STRICT)
+class LedgerEntry(TypedDict):
+    """What the ledger said of the plan's walk: ``baseline`` when it knew nothing before
+    (no drift can be told on a first run)."""
+
+    baseline: bool
+
+
+@with_config(_STRICT)
 class HoldRecordEntry(TypedDict):
     """A hold record (an entry of ``protect.ids`` written as a mapping) of a policy that
     matched a cluster of the plan: why, the ticket, the end, whether it still protects at
@@ -378,6 +416,10 @@ class PlanHead(TypedDict):
     # The decisions file beside the plan (v2): its sha256 and number of lines, so that a
     # plan is never applied with another plan's decisions.
     decisions: NotRequired[DecisionsEntry]
+    # What changed outside retention since the ledger last looked, and what the ledger
+    # said: written when the plan was made with a ledger (plans without are still read).
+    outsideChanges: NotRequired[list[OutsideChangeEntry]]
+    ledger: NotRequired[LedgerEntry]
 
 
 @with_config(_STRICT)

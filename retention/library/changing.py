@@ -11,16 +11,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retention.api.client import OpsManagerClient
 from retention.apply.applying import RunResult, apply_planned, apply_saved
+from retention.apply.ledgering import RecordedSends
 from retention.config.policyfiles import load_policies
 from retention.config.scope import Scope
 from retention.core.guard import index_of
 from retention.core.runfiles import Mode
 from retention.errors import StopRequestedError
+from retention.ledger.recorder import RunEnd
+from retention.ledger.session import Recording
+from retention.library.ledgered import plan_end, policy_refs
 from retention.library.lifecycle import Facts, Job, JobContext
 from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
 from retention.library.stages import Progress, Quiet
@@ -41,7 +46,7 @@ if TYPE_CHECKING:
     from retention.report.summary import RunInfo, RunSummary
 
 
-def run_job(
+def run_job(  # noqa: PLR0913 - the ledger is one more fact of the same run
     client: OpsManagerClient,
     scope: Scope,
     *,
@@ -49,6 +54,7 @@ def run_job(
     dry_run: bool,
     clock: Clock,
     listener: Progress | None = None,
+    ledger: Recording | None = None,
 ) -> RunResult:
     """Plan, then (unless a dry run) apply, in a new run folder under ``reports``; the
     listener hears of each walked cluster and of each change applied. A stop while
@@ -58,8 +64,11 @@ def run_job(
     hears = listener or Quiet()
     started = clock()
     folder = RunFolder.new(reports, started)
+    record = None if ledger is None else ledger.begin(folder.run_id, started, policy_refs(scope))
     try:
-        planned = make_plan(client, scope, plan_path=folder.plan, now=started, listener=hears)
+        planned = make_plan(
+            client, scope, plan_path=folder.plan, now=started, listener=hears, record=record
+        )
     except StopRequestedError as exc:
         mode: Mode = "dry-run" if dry_run else "run"
         where = folder.mark_interrupted(mode, exc.signal_name, started, clock())
@@ -74,7 +83,7 @@ def run_job(
             result,
             concurrency=scope.concurrency,
             clock=clock,
-            listener=hears,
+            listener=hears if ledger is None else RecordedSends(hears, ledger, clock),
             acknowledge_audit_alerts=scope.acknowledge_audit_alerts,
         )
     return result
@@ -84,7 +93,7 @@ class _PlanEnding(Job[RunResult]):
     """How a run or an apply ends: both leave a plan, a journal (unless a dry run) and a
     ``RunResult``."""
 
-    locks = records = notifies = True
+    locks = records = notifies = ledgers = True
 
     def failed(self, result: RunResult) -> bool:
         """Walk errors or failed PATCHes."""
@@ -133,6 +142,18 @@ class _PlanEnding(Job[RunResult]):
             "runDir": str(result.run_dir),
             "reports": [str(path) for path in result.reports],
         }
+
+    def ledger_end(self, result: RunResult, code: int, ended: datetime) -> RunEnd:
+        """The plan's digest and counts, the apply's outcomes and approvals."""
+        approved = sorted(f"{p}/{c}" for p, c in result.approved)
+        return plan_end(
+            result.plan,
+            code,
+            ended,
+            signal=self.interrupted(result),
+            approvals=approved,
+            counts=dict(result.applied.counts) if result.applied else None,
+        )
 
     def measure(self, result: RunResult, m: RunMetrics) -> None:
         """The plan's counts, and the apply's outcomes."""
@@ -216,6 +237,7 @@ class RunJob(_PlanEnding):
                 dry_run=self.request.dry_run,
                 clock=run.clock,
                 listener=run.progress,
+                ledger=run.ledger,
             )
 
         return step
@@ -245,10 +267,17 @@ class ApplyJob(_PlanEnding):
                 reports=config.reports.dir,
                 concurrency=config.api.concurrency,
                 clock=run.clock,
-                listener=run.progress,
+                listener=_recorded(run),
             )
 
         return step
+
+
+def _recorded(run: JobContext) -> Progress | RecordedSends:
+    """Who hears an apply: the progress, and the ledger when there is one."""
+    if run.ledger is None:
+        return run.progress
+    return RecordedSends(run.progress, run.ledger, run.clock)
 
 
 @dataclass(frozen=True)

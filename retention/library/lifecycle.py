@@ -17,21 +17,35 @@ it, after the metrics and the failure notice are written, for the caller to repo
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from retention.config.connect import open_client
+from retention.config.ledgerplace import LedgerPlace
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
-from retention.errors import exit_code_for
+from retention.errors import (
+    ConfigError,
+    LedgerError,
+    LedgerSchemaError,
+    RetentionError,
+    StopRequestedError,
+    exit_code_for,
+)
+from retention.ledger.database import Ledger, open_ledger
+from retention.ledger.recorder import RunEnd, RunStart
+from retention.ledger.session import Recording
 from retention.library.ending import Metrics, MetricsTarget, Notifier, log_run_finished
 from retention.library.stages import Progress, Quiet, StageLog
+from retention.ops.actor import actor
 from retention.ops.clock import Clock
 from retention.ops.lock import run_lock
 from retention.ops.stopping import Stop, on_signals
@@ -65,6 +79,7 @@ class Setup:
     metrics: MetricsTarget = field(default_factory=MetricsTarget)
     progress: Progress = field(default_factory=Quiet)
     interactive: bool = False
+    actor: str | None = None  # who runs it, for the ledger (None: ops.actor's default)
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,9 @@ class JobContext:
     clock: Clock
     progress: Progress
     api: OpsManagerClient | None = None
+    # The job's run in the ledger (a job that ``ledgers``): its step begins it with the
+    # run's id, once it has made its run folder.
+    ledger: Recording | None = None
 
     @property
     def client(self) -> OpsManagerClient:
@@ -100,6 +118,10 @@ class Job(Generic[R]):
     records = False  # ends with reports, a notice and the run-finished event
     notifies = False  # its ending is notified (``notify:`` in retention.yaml)
     prunes = False  # reports.keep prunes the reports folder at its end
+    ledgers = False  # its run is recorded in the ledger (its step begins the record)
+    # A ledger that cannot be opened stops it (exit 2 or 1, nothing sent); False: a warning,
+    # and the job goes on unrecorded (a plan, which sends nothing).
+    needs_ledger = True
 
     @property
     def mode(self) -> str:
@@ -159,6 +181,11 @@ class Job(Generic[R]):
     def measure(self, result: R, metrics: RunMetrics) -> None:
         """Fill in its metrics."""
 
+    def ledger_end(self, result: R, code: int, ended: datetime) -> RunEnd:
+        """How its run ends in the ledger (more than the exit code: a job says its plan's
+        digest, approvals and counts)."""
+        return RunEnd(ended=ended, exit_code=code, signal=self.interrupted(result))
+
 
 @dataclass(frozen=True)
 class Ended(Generic[R]):
@@ -203,7 +230,7 @@ def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
         if job.locks:
             require_writable(config.reports.dir, "reports.dir")
         locked = run_lock(config.reports.dir, job.shard, clock=clock) if job.locks else None
-        with locked or nullcontext():
+        with locked or nullcontext(), _recording(job, loaded, setup) as recording:
             connected = (
                 open_client(loaded, stop=stop, clock=clock, interactive=setup.interactive)
                 if job.connects
@@ -212,12 +239,14 @@ def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
             with connected or nullcontext():
                 metrics.client = connected
                 try:
-                    result = step(JobContext(config, stop, clock, progress, connected))
+                    context = JobContext(config, stop, clock, progress, connected, recording)
+                    result = step(context)
                 finally:
                     progress.close()
+            head = _finish(job, result, recording, connected, clock)
             formats = config.reports.formats
             ended = (
-                conclude(job, result, started, formats, clock, notifier=metrics.notifier)
+                conclude(job, result, started, formats, clock, notifier=metrics.notifier, head=head)
                 if job.records
                 else Ended(job.mode, job.code(result), result)
             )
@@ -227,6 +256,98 @@ def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
                 )
         metrics.write(ended.code, lambda m: job.measure(result, m))
     return ended
+
+
+@contextmanager
+def _recording(job: Job[R], loaded: LoadedConfig, setup: Setup) -> Iterator[Recording | None]:
+    """The job's recording in the ledger (None: a job the ledger does not record), the
+    ledger closed at the end. A job that raises is recorded as ended by its error's exit
+    code or its signal; one killed outright stays unfinished."""
+    if not job.ledgers:
+        yield None
+        return
+    place = loaded.config.ledger_place(os.environ)
+    shard = job.shard
+    start = RunStart(
+        run_id="",
+        mode=job.mode,
+        shard="" if shard is None else shard.label,
+        started=setup.clock(),
+        actor=actor(setup.actor),
+        key_name=loaded.credentials.public_key if loaded.credentials else None,
+        base_url=loaded.config.api.base_url,
+        config_sha256=_sha256(loaded.path),
+        version=__version__,
+    )
+    opened = _open_ledger(place, loaded.config, required=job.needs_ledger)
+    if opened is None:
+        yield None
+        return
+    with opened as ledger:
+        recording = Recording(ledger, start)
+        try:
+            yield recording
+        except StopRequestedError as exc:
+            _finish_failed(recording, setup.clock, exc.exit_code, exc.signal_name)
+            raise
+        except RetentionError as exc:
+            _finish_failed(recording, setup.clock, exc.exit_code, None)
+            raise
+
+
+def _open_ledger(place: LedgerPlace, config: RetentionConfig, *, required: bool) -> Ledger | None:
+    """The ledger, opened; a SQLite ledger's folder checked writable first (exit 2, as
+    reports.dir is). A ledger that cannot be opened raises, or for a job that can go on
+    without it is a warning and None."""
+    try:
+        if (file := place.sqlite_file) is not None:
+            setting = "ledger.url" if config.ledger.url else "reports.dir"
+            require_writable(file.parent, setting)
+        return open_ledger(place)
+    except (LedgerError, ConfigError) as exc:
+        if required or isinstance(exc, LedgerSchemaError):
+            raise
+        text = (
+            f"warning: {exc}: this job is not recorded, and changes made outside retention "
+            "are not looked for"
+        )
+        logging.getLogger("retention.ledger").warning(
+            "%s", text, extra={"text": text, "fields": {"event": "ledger-unavailable"}}
+        )
+        return None
+
+
+def _finish_failed(recording: Recording, clock: Clock, code: int, signal: str | None) -> None:
+    """Record a run a RetentionError ended; a ledger that fails now is logged, not raised
+    over the error that ended the run."""
+    try:
+        recording.finish(RunEnd(clock(), code, signal))
+    except LedgerError as exc:
+        logging.getLogger("retention.ledger").error("%s", exc)  # noqa: TRY400 - said whole
+
+
+def _finish(
+    job: Job[R],
+    result: R,
+    recording: Recording | None,
+    client: OpsManagerClient | None,
+    clock: Clock,
+) -> str | None:
+    """Finish the job's run in the ledger (unless its step did); the chain's head."""
+    if recording is None:
+        return None
+    end = replace(
+        job.ledger_end(result, job.code(result), clock()),
+        service_version=client.service_version if client is not None else None,
+    )
+    return recording.finish(end)
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _prune(reports: Path, keep: RetentionDuration, clock: Clock) -> Pruned | None:
@@ -243,7 +364,7 @@ def _prune(reports: Path, keep: RetentionDuration, clock: Clock) -> Pruned | Non
         return None
 
 
-def conclude(
+def conclude(  # noqa: PLR0913 - the ledger's head is one more fact of the same ending
     job: Job[R],
     result: R,
     started: datetime,
@@ -251,6 +372,7 @@ def conclude(
     clock: Clock,
     *,
     notifier: Notifier | None = None,
+    head: str | None = None,
 ) -> Ended[R]:
     """End a job that ran: its exit code, its reports, the notice, its closing log lines
     and the run-finished event. With a notice to send, report.md is written whatever
@@ -258,7 +380,7 @@ def conclude(
     whole of it in the run folder (docs/configuration.md)."""
     held, code = job.held(result), job.code(result)
     run_id, run_dir = job.folder(result)
-    info = RunInfo(run_id, job.mode, started, clock(), code, __version__)
+    info = RunInfo(run_id, job.mode, started, clock(), code, __version__, ledger_head=head)
     if notifier is not None and notifier.settings is not None and "markdown" not in formats:
         formats = [*formats, "markdown"]
     reports, summary = job.write_reports(result, info, formats)

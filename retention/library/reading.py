@@ -40,6 +40,7 @@ from retention.forecast.document import forecast_document
 from retention.forecast.forecaster import Forecast, forecast_fleet
 from retention.forecast.page import write_forecast_html
 from retention.forecast.render import text_lines as forecast_lines
+from retention.library.ledgered import plan_end, policy_refs
 from retention.library.lifecycle import Job, JobContext
 from retention.library.requests import (
     ClustersRequest,
@@ -79,6 +80,8 @@ class PlanJob(Job[PlanResult]):
 
     request: PlanRequest
     mode = "plan"
+    ledgers = True
+    needs_ledger = False  # a plan sends nothing: without its ledger it warns and goes on
 
     @property
     def shard(self) -> Shard | None:
@@ -93,6 +96,12 @@ class PlanJob(Job[PlanResult]):
         def step(run: JobContext) -> PlanResult:
             created = run.clock()
             plan_path = self._plan_path(config, created)
+            run_id = RunFolder(plan_path.parent).run_id if out is None else plan_path.stem
+            record = (
+                run.ledger.begin(run_id, created, policy_refs(scope))
+                if run.ledger is not None
+                else None
+            )
             try:
                 result = make_plan(
                     run.client,
@@ -101,6 +110,7 @@ class PlanJob(Job[PlanResult]):
                     now=created,
                     at=self.request.at,
                     listener=run.progress,
+                    record=record,
                 )
             except StopRequestedError as exc:
                 # A plan's own folder says it was stopped; a file named by --out is left as
@@ -111,15 +121,21 @@ class PlanJob(Job[PlanResult]):
                     "plan", exc.signal_name, created, run.clock()
                 )
                 raise planning_stopped(exc, f"the run folder says so ({where})") from None
+            head = (
+                run.ledger.finish(plan_end(result.plan, self.code(result), run.clock()))
+                if run.ledger is not None
+                else None
+            )
             if out is not None and not self.request.report:
                 return result
             info = RunInfo(
-                RunFolder(plan_path.parent).run_id if out is None else plan_path.stem,
+                run_id,
                 self.mode,
                 created,
                 run.clock(),
                 self.code(result),
                 __version__,
+                ledger_head=head,
             )
             return replace(result, reports=_plan_reports(result, info, config.reports.formats))
 

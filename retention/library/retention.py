@@ -30,6 +30,7 @@ from retention.errors import ConfigError, UsageError
 from retention.explain.explanation import Explained, Policies, explain_snapshot
 from retention.library.changing import ApplyJob, RunJob, UndoJob
 from retention.library.ending import MetricsTarget
+from retention.library.ledgers import LedgerVerified, LedgerVerifyJob, LedgerVerifyRequest
 from retention.library.lifecycle import Ended, Job, R, Setup, load, run_lifecycle
 from retention.library.reading import (
     ClustersJob,
@@ -65,7 +66,8 @@ class Retention:
     """retention as a library: the configuration at ``config`` (None: $RETENTION_CONFIG,
     then ./retention.yaml), read afresh by each job; the time of every job from ``clock``;
     ``progress`` hears how a job goes; ``interactive``: a person waits at a terminal (a
-    refused first contact with the API fails after a short try, not the full retries)."""
+    refused first contact with the API fails after a short try, not the full retries);
+    ``actor``: who runs the jobs, for the ledger (None: ops.actor's default)."""
 
     def __init__(
         self,
@@ -74,10 +76,12 @@ class Retention:
         clock: Clock = system_clock,
         progress: Progress | None = None,
         interactive: bool = False,
+        actor: str | None = None,
     ) -> None:
         self.config, self.clock = config, clock
         self.progress = progress or Quiet()
         self.interactive = interactive
+        self.actor = actor
 
     @classmethod
     def from_config(
@@ -88,7 +92,7 @@ class Retention:
 
     def _run(self, job: Job[R], metrics: MetricsTarget | None = None) -> Ended[R]:
         target = metrics or MetricsTarget()
-        setup = Setup(self.config, self.clock, target, self.progress, self.interactive)
+        setup = Setup(self.config, self.clock, target, self.progress, self.interactive, self.actor)
         return run_lifecycle(job, setup)
 
     def plan(self, request: PlanRequest | None = None) -> Ended[PlanResult]:
@@ -124,6 +128,10 @@ class Retention:
     def prune(self, request: PruneRequest | None = None) -> Ended[PruneResult]:
         """Remove old run folders that nothing can still undo."""
         return self._run(PruneJob(request or PruneRequest()))
+
+    def verify_ledger(self, request: LedgerVerifyRequest | None = None) -> Ended[LedgerVerified]:
+        """Recompute the ledger's chains and name the first record that does not match."""
+        return self._run(LedgerVerifyJob(request or LedgerVerifyRequest()))
 
     def loaded(self, *, require_credentials: bool = False) -> LoadedConfig:
         """The configuration as loaded now (its warnings logged)."""

@@ -10,22 +10,33 @@ to decisions.jsonl.zst, so memory holds a few clusters at a time whatever the si
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterator
 from contextlib import closing, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from retention.api.client import OpsManagerClient
 from retention.config.policyfiles import policy_warnings
-from retention.config.scope import Scope
+from retention.config.scope import ProjectTargets, Scope
 from retention.core.horizon import lease, previous_run
 from retention.core.model import Target
 from retention.core.outage import LastRun
+from retention.core.outside import (
+    ClusterDrift,
+    OutsideChange,
+    cluster_drift,
+    hold_reason,
+    outside_entry,
+    with_alerts,
+)
+from retention.core.outside import gone as core_gone
 from retention.core.policy.globs import glob_warnings
 from retention.core.policy.loader import LoadedPolicy
 from retention.core.wording import counted
 from retention.errors import StopRequestedError, StrictError
+from retention.ledger.recorder import RunRecord
 from retention.ops.stopping import Stop
 from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.approvelist import Approvable, write_approve_list
@@ -65,7 +76,7 @@ class PlanResult:
         return self.plan.head["whatIf"]
 
 
-def make_plan(
+def make_plan(  # noqa: PLR0913 - the ledger's record is one more fact of the same plan
     client: OpsManagerClient,
     scope: Scope,
     *,
@@ -73,11 +84,15 @@ def make_plan(
     now: datetime,
     at: datetime | None = None,
     listener: WalkListener | None = None,
+    record: RunRecord | None = None,
 ) -> PlanResult:
     """Walk every target of ``scope``, decide with its policies as of ``at`` (a what-if
     plan: a time asked about, --at) or ``now``, and write the plan, made ``now``, to
     ``plan_path`` and its decisions beside it (runfolder.folder.decisions_path). The
-    ``listener`` hears how many targets there are, then each one walked.
+    ``listener`` hears how many targets there are, then each one walked. With a
+    ``record`` (the ledger's, of this run), each walked cluster is compared with what the
+    ledger knew of it (what changed outside retention goes into the plan, and may hold it)
+    and recorded.
 
     Survey the projects, walk and decide each target into the builder (decisions stream
     out), then write plan.json. Both files are written under partial names and renamed
@@ -91,7 +106,7 @@ def make_plan(
     decisions_to = decisions_path(plan_path)
     made = _make_folder(plan_path.parent)
     decisions_partial = partial_path(decisions_to)
-    planning = _Planning(client, scope, now, at, listener, stop)
+    planning = _Planning(client, scope, now, at, listener, stop, record)
     try:
         found, walk_errors, approvable = planning.write(plan_path, decisions_partial)
         stop.check("the plan was renamed into place")
@@ -168,6 +183,7 @@ class _Planning:
     at: datetime | None
     listener: WalkListener | None
     stop: Stop
+    record: RunRecord | None = None
 
     def write(
         self, plan_path: Path, decisions_partial: Path
@@ -206,6 +222,10 @@ class _Planning:
                 last_run,
             )
             walk_errors, approvable = self._walk_and_decide(found, builder, shared)
+            if self.record is not None:
+                self._gone(found)
+                builder.outside_changes = [outside_entry(c) for c in found.outside]
+                builder.ledger_baseline = self.record.baseline
             found.policy_warnings = _policy_warnings(scope, found, evaluated)
             builder.service_version = self.client.service_version
             _write_whole(plan_path, builder, found)
@@ -221,6 +241,8 @@ class _Planning:
         walk_errors: list[str] = []
         approvable: list[Approvable] = []
         concurrency = self.scope.concurrency
+        # What the ledger found of each walk sent to be decided, in their order.
+        drifts: deque[tuple[Target, ClusterDrift]] = deque()
 
         def walks() -> Iterator[Walk]:
             # One walk across every project, so no project's start waits for the last one's.
@@ -231,16 +253,63 @@ class _Planning:
                 found.named(walk.target)
                 if walk.error:
                     walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
-                yield walk
+                if self.record is None:
+                    yield walk
+                    continue
+                drift = self._drift(walk, found)
+                drifts.append((walk.target, drift))
+                yield replace(walk, outside=hold_reason(drift.outside)) if drift.outside else walk
 
         pool = self.scope.workers if len(found.targets) >= POOL_FROM else 1
         with Deciders(shared, pool) as deciders:
             for cluster in deciders.decide_all(walks()):
                 self.stop.check("deciding the next cluster")
                 builder.add_encoded(cluster)
+                if self.record is not None:
+                    target, drift = drifts.popleft()
+                    self.record.observe(target, drift, cluster.summary, self.now)
                 if (can := Approvable.of(cluster.summary)) is not None:
                     approvable.append(can)
         return walk_errors, approvable
+
+    def _drift(self, walk: Walk, found: _Found) -> ClusterDrift:
+        """What changed of one walked target since the ledger last looked (nothing for a
+        walk that failed: what it did not list is not gone), its audit alerts named."""
+        record = self.record
+        if record is None or walk.error is not None:
+            return ClusterDrift()
+        target = walk.target
+        drift = cluster_drift(target, record.known(target), walk.snapshots, self.now)
+        if drift.outside:
+            alerts = found.survey.alerts.get(target.project_id, [])
+            drift.outside = with_alerts(drift.outside, alerts, {target.cluster_id: target})
+            found.outside.extend(drift.outside)
+        return drift
+
+    def _gone(self, found: _Found) -> None:
+        """The targets the ledger knows that discovery no longer finds: gone, each with
+        what it had (only where discovery ran: a project that failed, or clusters listed by
+        id that the configuration no longer lists, say nothing of it)."""
+        record = self.record
+        if record is None:
+            return
+        shard, listed = self.scope.shard, {p.project_id: p for p in self.scope.projects}
+        gone = []
+        for target in record.known_targets():
+            project = listed.get(target.project_id)
+            if (
+                project is None
+                or target.project_id in found.survey.undiscovered
+                or (target.project_id, target.cluster_id) in found.fleet
+                or (shard is not None and not shard.owns(target.cluster_id))
+                or not _discovers(project, target)
+            ):
+                continue
+            gone.append(core_gone(target, record.known(target), self.now))
+        alerts = [a for p in {t.project_id for t in gone} for a in found.survey.alerts.get(p, [])]
+        named = with_alerts(gone, alerts, {c.cluster_id: _as_target(c) for c in gone})
+        record.gone_targets(named, self.now)
+        found.outside.extend(named)
 
 
 @dataclass
@@ -251,6 +320,8 @@ class _Found:
     targets: list[Target]
     notices: list[str] = field(default_factory=list)  # facts, not warnings: nothing to act on
     policy_warnings: list[str] = field(default_factory=list)
+    # What changed outside retention since the ledger last looked (a plan with a ledger).
+    outside: list[OutsideChange] = field(default_factory=list)
     # Every target discovered (other shards' too), under the name its walk found: a
     # cluster listed by id in the configuration is named by its snapshots.
     fleet: dict[tuple[str, str], Target] = field(default_factory=dict)
@@ -310,6 +381,17 @@ def _policy_warnings(scope: Scope, found: _Found, now: datetime) -> list[str]:
         *(warning for warning, _ in policy_warnings(scope.policies, now)),
         *glob_warnings(scope.policies, fleet, projects, undiscovered),
     ]
+
+
+def _discovers(project: ProjectTargets, target: Target) -> bool:
+    """Whether the configuration asks discovery for targets of ``target``'s kind in its
+    project, or lists it: only then does its absence mean it is gone."""
+    listed = project.clusters if target.kind == "cluster" else project.config_servers
+    return listed is None or target.cluster_id in listed
+
+
+def _as_target(change: OutsideChange) -> Target:
+    return Target(change.project_id, change.cluster_id, change.cluster_name)
 
 
 def _listed_by_id(scope: Scope, target: Target) -> bool:

@@ -108,7 +108,11 @@ class Shared:
     last_run: LastRun | None = None
 
     def plan(
-        self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
+        self,
+        target: Target,
+        snapshots: Sequence[SnapshotView],
+        walk_error: str | None,
+        outside: str | None = None,
     ) -> ClusterPlan:
         """Decide one cluster with the policies that match it, and describe its restore
         points; a project whose alerts could not be read holds it as a failed walk would."""
@@ -118,6 +122,7 @@ class Shared:
             self.alerts.get(target.project_id, ()),
             walk_error,
             self.unread.get(target.project_id),
+            outside,
         )
         decided = decide(
             cluster,
@@ -128,18 +133,22 @@ class Shared:
         return ClusterPlan(decided, describe_restore_points(decided, self.now))
 
     def decide(
-        self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
+        self,
+        target: Target,
+        snapshots: Sequence[SnapshotView],
+        walk_error: str | None,
+        outside: str | None = None,
     ) -> EncodedCluster:
         """Decide one cluster and encode it for the plan's files, with a warning when its
         newest kept snapshot would not outlast the lease (core.outage)."""
-        plan = self.plan(target, snapshots, walk_error)
+        plan = self.plan(target, snapshots, walk_error, outside)
         last = self.last_run
         warning = None if last is None else exposed(plan.decided, last)
         return replace(encode_cluster(plan), warning=warning)
 
     def decide_walk(self, walk: Walk) -> EncodedCluster:
         """Decide and encode the walked cluster."""
-        return self.decide(walk.target, walk.snapshots, walk.error)
+        return self.decide(walk.target, walk.snapshots, walk.error, walk.outside)
 
 
 class Deciders(Generic[Answer]):

@@ -50,6 +50,8 @@ class RunInfo:
     finished_at: datetime
     exit_code: int | None
     version: str  # retention's version
+    # The head of the ledger's chain once this run was recorded (None: not recorded).
+    ledger_head: str | None = None
 
     @property
     def dry_run(self) -> bool:

@@ -34,6 +34,7 @@ from retention.core.planfile import (
     ClusterEntry,
     DecisionRecord,
     HoldRecordEntry,
+    OutsideChangeEntry,
     PlanHead,
     Summary,
     list_of,
@@ -221,6 +222,9 @@ class PlanBuilder:
         self._records = 0
         self._tally = _Tally()
         self._warnings: list[str] = []  # the clusters' (EncodedCluster.warning)
+        # What the ledger said (a plan made with one): set before ``write``.
+        self.outside_changes: list[OutsideChangeEntry] | None = None
+        self.ledger_baseline: bool | None = None
         # The cluster entries, encoded, a line each, until write() copies them out.
         self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - write() closes it
             SPOOL_IN_MEMORY, dir=None if self.spool_dir is None else str(self.spool_dir)
@@ -293,6 +297,10 @@ class PlanBuilder:
         if self.hold_records:
             head["holdRecords"] = [self.hold_records[key] for key in sorted(self.hold_records)]
         head["decisions"] = {"sha256": self._digest.hexdigest(), "records": self._records}
+        if self.outside_changes is not None:
+            head["outsideChanges"] = self.outside_changes
+        if self.ledger_baseline is not None:
+            head["ledger"] = {"baseline": self.ledger_baseline}
         return head
 
     def write(

@@ -27,12 +27,16 @@ class DiesWriting(Shared):
     victim: str = ""
 
     def decide(
-        self, target: Target, snapshots: Sequence[SnapshotView], walk_error: str | None
+        self,
+        target: Target,
+        snapshots: Sequence[SnapshotView],
+        walk_error: str | None,
+        outside: str | None = None,
     ) -> EncodedCluster:
         """The cluster decided, or for the victim a half-written answer and SIGKILL."""
         if target.cluster_id == self.victim:
             die_writing()
-        return super().decide(target, snapshots, walk_error)
+        return super().decide(target, snapshots, walk_error, outside)
 
 
 def die_writing() -> NoReturn:

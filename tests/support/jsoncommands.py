@@ -164,6 +164,10 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["prune", "--keep", "7d"], 0),
         Invocation(["prune", "--keep", "a week"], 2),
     ],
+    "ledger verify": lambda _stage: [
+        Invocation(["ledger", "verify"], 0),
+        Invocation(["ledger", "verify", "--config", "no-such.yaml"], 2),
+    ],
     "demo": lambda stage: [
         Invocation(["demo", "--report-dir", str(stage.folder / "demo")], 0),
         Invocation(["demo", "--policies", "no-such-folder"], 2),

@@ -244,6 +244,13 @@ class Safety(BaseModel):
         default_factory=lambda: list(DEFAULT_HOLD_ON_ALERTS),
         description="Open alerts of these types hold destructive changes.",
     )
+    hold_on_outside_change: Annotated[bool, Strict()] = Field(
+        False,
+        description=(
+            "Hold a cluster's destructive changes when the ledger saw a change made outside "
+            "retention since the last run (an expiry changed, a snapshot deleted early)."
+        ),
+    )
 
 
 class Expect(BaseModel):

@@ -1,0 +1,162 @@
+"""The ledger's chain: each finished run's record carries the sha256 of its content and of
+the record before it in its shard, so an edited row, a deleted run or two runs swapped
+break it where they are.
+
+A run's content is its row (everything but the database's own numbering and the hashes),
+then its clusters' rows in cluster order, then its events in the order they were written,
+each as one canonical JSON line (sorted keys, no spaces) fed to one sha256, so a run of a
+million events is hashed without holding them. A record's hash is
+sha256(previous hash + content hash), the first of a shard's chain following 64 zeros.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, select
+
+from retention.core.timestamps import format_timestamp
+from retention.errors import ChainBrokenError
+from retention.ledger.tables import cluster_runs, events, heads, runs
+
+GENESIS = "0" * 64
+# The run row's fields that are its content: not its numbers (in this database, in its
+# chain: the previous hash orders it), nor the hashes.
+_NOT_CONTENT = frozenset({"seq", "position", "content_sha256", "prev_hash", "hash"})
+_BATCH = 5000
+
+
+def canonical(value: Mapping[str, Any] | list[Any]) -> str:
+    """One value as the chain hashes it and the ledger stores JSON (times as the plan
+    files write them)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
+    )
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def content_sha256(conn: Connection, run: Row[Any]) -> str:
+    """The sha256 of a run's content, read from the database."""
+    digest = hashlib.sha256()
+    head = {k: v for k, v in run._mapping.items() if k not in _NOT_CONTENT}
+    digest.update(canonical(head).encode())
+    for line in _lines(conn, run.seq):
+        digest.update(b"\n")
+        digest.update(line.encode())
+    return digest.hexdigest()
+
+
+def _lines(conn: Connection, seq: int) -> Iterator[str]:
+    clusters = (
+        select(cluster_runs)
+        .where(cluster_runs.c.run_seq == seq)
+        .order_by(cluster_runs.c.project_id, cluster_runs.c.cluster_id)
+    )
+    for row in conn.execute(clusters):
+        yield canonical({k: v for k, v in row._mapping.items() if k != "run_seq"})
+    ordered = select(events).where(events.c.run_seq == seq).order_by(events.c.seq)
+    for row in conn.execution_options(yield_per=_BATCH).execute(ordered):
+        yield canonical({k: v for k, v in row._mapping.items() if k not in ("seq", "run_seq")})
+
+
+def link(prev_hash: str, content: str) -> str:
+    """A record's hash: its content's, after the previous record's."""
+    return hashlib.sha256(f"{prev_hash}{content}".encode()).hexdigest()
+
+
+@dataclass
+class ChainReport:
+    """What ``verify`` found: per shard its records and head hash, and the runs that have
+    no record (unfinished: killed, or running now)."""
+
+    shards: dict[str, tuple[int, str]] = field(default_factory=dict)  # shard: (records, head)
+    unfinished: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        """Records verified, all shards."""
+        return sum(n for n, _ in self.shards.values())
+
+
+def shard_label(shard: str) -> str:
+    """A shard as messages name it."""
+    return f"shard {shard}" if shard else "the whole fleet"
+
+
+def verify(conn: Connection) -> ChainReport:
+    """Recompute every shard's chain; ChainBrokenError names the first record that does
+    not match (by run id, shard and position)."""
+    report = ChainReport()
+    shards = sorted(
+        {r.shard for r in conn.execute(select(runs.c.shard).distinct())}
+        | {r.shard for r in conn.execute(select(heads.c.shard))}
+    )
+    for shard in shards:
+        report.shards[shard] = _verify_shard(conn, shard)
+    unfinished = select(runs.c.run_id, runs.c.shard).where(runs.c.position.is_(None))
+    report.unfinished = [
+        f"{r.run_id} ({shard_label(r.shard)})"
+        for r in conn.execute(unfinished.order_by(runs.c.seq))
+    ]
+    return report
+
+
+def _verify_shard(conn: Connection, shard: str) -> tuple[int, str]:
+    prev, expected = GENESIS, 1
+    chained = (
+        select(runs)
+        .where(runs.c.shard == shard, runs.c.position.is_not(None))
+        .order_by(runs.c.position)
+    )
+    where = shard_label(shard)
+    for run in conn.execute(chained).all():
+        name = f"run {run.run_id} ({where}, record {run.position})"
+        if run.position != expected:
+            raise ChainBrokenError(
+                f"{name}: record {expected} of {where} is missing (the chain goes from "
+                f"{expected - 1} to {run.position}): a run was deleted",
+                name,
+            )
+        if run.prev_hash != prev:
+            raise ChainBrokenError(
+                f"{name}: it does not follow the record before it (its previous hash "
+                f"{_short(run.prev_hash)}, the record before it {_short(prev)}): runs were "
+                "deleted, reordered or replaced",
+                name,
+            )
+        content = content_sha256(conn, run)
+        if content != run.content_sha256:
+            raise ChainBrokenError(
+                f"{name}: its content does not match its hash (recorded "
+                f"{_short(run.content_sha256)}, computed {_short(content)}): a row of it, its "
+                "clusters or its events was edited, added or removed",
+                name,
+            )
+        if link(prev, content) != run.hash:
+            raise ChainBrokenError(f"{name}: its hash does not match its content", name)
+        prev, expected = run.hash, expected + 1
+    head = conn.execute(select(heads).where(heads.c.shard == shard)).first()
+    records = expected - 1
+    if head is None and records:
+        raise ChainBrokenError(f"{where}: its head is missing", where)
+    if head is not None and (head.position != records or head.hash != prev):
+        raise ChainBrokenError(
+            f"{where}: its head says record {head.position} ({_short(head.hash)}), the chain "
+            f"ends at record {records} ({_short(prev)}): the last runs were deleted",
+            where,
+        )
+    return records, prev
+
+
+def _short(value: str | None) -> str:
+    return "none" if not value else value[:12]

@@ -1,0 +1,183 @@
+"""Opening the ledger: the engine for its URL, the schema brought up to this retention's
+(Alembic, on first use of an older ledger), and a newer ledger refused before anything is
+read or written.
+
+SQLite is opened in WAL mode (readers never wait for the writer) with every write
+transaction taken at once (BEGIN IMMEDIATE): two processes that write the same file wait
+for each other (``busy_timeout``) instead of one failing on a lock it could not upgrade.
+PostgreSQL is reached through psycopg 3; its password comes from the place, never the URL
+the configuration or any output shows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from retention.config.ledgerplace import LedgerPlace
+from retention.errors import LedgerError, LedgerSchemaError
+from retention.version import __version__
+
+log = logging.getLogger("retention.ledger")
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+# How long a writer of a SQLite ledger waits for another one (a shard's batch, a verify).
+SQLITE_BUSY_MS = 120_000
+
+
+class Ledger:
+    """An open ledger: its place and its engine. Close it (or use it in a with block)."""
+
+    def __init__(self, place: LedgerPlace, engine: Engine) -> None:
+        self.place = place
+        self.engine = engine
+
+    @property
+    def sqlite(self) -> bool:
+        """Whether it is a SQLite file (one writer at a time)."""
+        return self.engine.dialect.name == "sqlite"
+
+    @contextmanager
+    def writing(self, what: str) -> Iterator[Connection]:
+        """One transaction; a database error leaves it as a LedgerError saying ``what``
+        was being done and where, without the password."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise LedgerError(f"ledger {self.place.shown}: {what}: {_why(exc)}") from None
+
+    @contextmanager
+    def reading(self, what: str) -> Iterator[Connection]:
+        """One read-only transaction (on SQLite a deferred one: it never waits for a
+        writer, nor makes one wait)."""
+        try:
+            with self.engine.connect() as conn, conn.execution_options(ledger_reading=True).begin():
+                yield conn
+        except SQLAlchemyError as exc:
+            raise LedgerError(f"ledger {self.place.shown}: {what}: {_why(exc)}") from None
+
+    def close(self) -> None:
+        """Release its connections."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_ledger(place: LedgerPlace) -> Ledger:
+    """The ledger at ``place``, its schema this retention's (a SQLite file and its folder
+    are made when missing). A ledger newer than this retention raises LedgerSchemaError
+    before anything is written; one that cannot be reached, LedgerError."""
+    try:
+        url = place.engine_url()
+    except ArgumentError as exc:
+        raise LedgerError(f"ledger.url: not a database URL ({exc})") from None
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        raise LedgerError(
+            f"ledger.url {place.shown}: only sqlite:/// and postgresql:// ledgers are supported"
+        )
+    file = place.sqlite_file
+    if file is not None:
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"ledger {place.shown}: cannot make its folder: {exc}") from None
+    try:
+        engine = _engine(url)
+    except (SQLAlchemyError, ImportError) as exc:
+        raise LedgerError(f"ledger {place.shown}: {_why(exc)}") from None
+    ledger = Ledger(place, engine)
+    try:
+        _migrate(ledger)
+    except BaseException:
+        ledger.close()
+        raise
+    return ledger
+
+
+def _engine(url: URL) -> Engine:
+    if url.get_backend_name() != "sqlite":
+        # pool_pre_ping: a CronJob's connection may meet a server restarted since the pool
+        # opened it (a long plan between two batches).
+        return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 15})
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Python's sqlite3 begins transactions itself, lazily and deferred; we begin them.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")  # an audit record survives a power cut
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: Connection) -> None:
+        reading = conn.get_execution_options().get("ledger_reading", False)
+        conn.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _alembic(conn: Connection) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def _migrate(ledger: Ledger) -> None:
+    """Bring the schema up to this retention's head, or refuse a newer one."""
+    with ledger.writing("reading its schema version") as conn:
+        config = _alembic(conn)
+        script = ScriptDirectory.from_config(config)
+        head = script.get_current_head()
+        current = MigrationContext.configure(conn).get_current_revision()
+        if current == head:
+            return
+        if current is not None and not _known(script, current):
+            raise LedgerSchemaError(
+                f"ledger {ledger.place.shown} has schema revision {current}, newer than "
+                f"retention {__version__} knows (its newest is {head}): run a retention at "
+                "least as new as the one that wrote it; nothing was read or written"
+            )
+        log.info(
+            "ledger %s: schema %s -> %s",
+            ledger.place.shown,
+            current or "(new)",
+            head,
+            extra={"fields": {"event": "ledger-migrated", "from": current, "to": head}},
+        )
+        command.upgrade(config, "head")
+
+
+def _known(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def _why(exc: BaseException) -> str:
+    """A database error in one line, without the SQL or its parameters (they may hold a
+    snapshot's data, never a password, but a line is what a log wants)."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

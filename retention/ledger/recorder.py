@@ -1,0 +1,597 @@
+"""Recording one run: its row when it starts, what its walk found of each cluster as the
+plan goes (written in batches, only what changed), the changes it is about to send and how
+they ended, and its end, which appends it to its shard's chain.
+
+A run is recorded as it goes, never held in memory whole: each batch is one short
+transaction. Its row stays unfinished (no position in the chain) until ``finish``, which
+reads its content back for the hash in the same transaction that appends it; a run killed
+on the way is left unfinished, as it was, and says so in ``ledger verify``. The changes a
+run sends are written, committed, before the first of them is sent: a run killed after
+sending leaves them pending, so the next walk takes them for ours and not for an outside
+change.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, exists, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from retention.core.model import SnapshotView, Target
+from retention.core.outside import ClusterDrift, Known, OutsideChange, Retained
+from retention.core.timestamps import parse_timestamp
+from retention.errors import LedgerError
+from retention.ledger.chain import GENESIS, canonical, content_sha256, link
+from retention.ledger.database import Ledger
+from retention.ledger.tables import cluster_runs, events, heads, runs, snapshots, targets
+
+# Rows a batch gathers before it is written: a few hundred kilobytes of parameters.
+BATCH_ROWS = 2000
+
+
+def stamp(value: datetime | None) -> str | None:
+    """A time as the ledger writes it: UTC, ``Z``, the sub-second digits kept when there
+    are any (an expiry compared again next run must be exactly what the API said)."""
+    if value is None:
+        return None
+    utc = value.astimezone(UTC)
+    spec = "microseconds" if utc.microsecond else "seconds"
+    return utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else parse_timestamp(text)
+
+
+def _fields(value: Retained | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {
+        "complete": value.complete,
+        "expires": stamp(value.expires),
+        "doNotDelete": value.do_not_delete,
+    }
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a run is, as it starts."""
+
+    run_id: str
+    mode: str
+    shard: str  # "" for the whole fleet, "2/4" for a shard
+    started: datetime
+    actor: str
+    key_name: str | None = None
+    base_url: str | None = None
+    config_sha256: str | None = None
+    policies: tuple[Mapping[str, str], ...] = ()  # {name, path, sha256}
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended."""
+
+    ended: datetime
+    exit_code: int
+    signal: str | None = None
+    service_version: str | None = None
+    plan_digest: str | None = None
+    approvals: Mapping[str, Any] = field(default_factory=dict)
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A change of ours: what it asks of a snapshot, and, once known, how it ended
+    (``outcome``: sent, refused, or unknown when no answer came)."""
+
+    project_id: str
+    cluster_id: str
+    snapshot_id: str
+    action: str
+    after: Retained
+    approval: str | None = None
+    outcome: str | None = None
+    status: int | None = None
+
+
+@dataclass
+class _Batch:
+    new: list[dict[str, Any]] = field(default_factory=list)
+    moved: list[dict[str, Any]] = field(default_factory=list)
+    gone: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+    targets_new: list[dict[str, Any]] = field(default_factory=list)
+    targets_seen: list[dict[str, Any]] = field(default_factory=list)
+    gone_clusters: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return (
+            len(self.new) + len(self.moved) + len(self.gone) + len(self.events) + len(self.clusters)
+        )
+
+
+class RunRecord:
+    """One run being recorded (``begin`` starts it)."""
+
+    def __init__(self, ledger: Ledger, start: RunStart, seq: int, *, baseline: bool) -> None:
+        self.ledger = ledger
+        self.start = start
+        self.seq = seq
+        self.baseline = baseline  # no earlier run of its shard: it reports no drift
+        self.head: str | None = None  # the chain's head once finished
+        self._batch = _Batch()
+        # What the ledger knows of each target: (kind, name, gone).
+        self._targets: dict[tuple[str, str], tuple[str, str, bool]] = {}
+
+    @classmethod
+    def begin(cls, ledger: Ledger, start: RunStart) -> RunRecord:
+        """Insert the run's row, unfinished, and read what it needs of the ledger."""
+        with ledger.writing(f"recording the start of run {start.run_id}") as conn:
+            earlier = conn.execute(select(exists().where(runs.c.shard == start.shard))).scalar_one()
+            row = {
+                "run_id": start.run_id,
+                "shard": start.shard,
+                "mode": start.mode,
+                "started": stamp(start.started),
+                "actor": start.actor,
+                "key_name": start.key_name,
+                "base_url": start.base_url,
+                "version": start.version,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "config_sha256": start.config_sha256,
+                "policies": canonical([dict(p) for p in start.policies]),
+                "approvals": canonical({}),
+                "summary": canonical({}),
+                "baseline": not earlier,
+            }
+            seq = conn.execute(insert(runs).values(row).returning(runs.c.seq)).scalar_one()
+            record = cls(ledger, start, int(seq), baseline=not earlier)
+            for t in conn.execute(select(targets)):
+                gone = t.gone_run is not None
+                record._targets[t.project_id, t.cluster_id] = (t.kind, t.name, gone)
+        return record
+
+    # -- what a plan's walk found ------------------------------------------------------
+
+    def known(self, target: Target) -> dict[str, Known]:
+        """What the ledger knows of ``target``'s snapshots that are not gone."""
+        query = select(snapshots).where(
+            snapshots.c.project_id == target.project_id,
+            snapshots.c.cluster_id == target.cluster_id,
+            snapshots.c.gone_run.is_(None),
+        )
+        with self.ledger.reading(f"reading what it knows of {target.name}") as conn:
+            rows = conn.execute(query).all()
+        known: dict[str, Known] = {}
+        for r in rows:
+            last = Retained(r.complete, _time(r.expires), r.do_not_delete)
+            pending = (
+                Retained(r.complete, _time(r.pending_expires), bool(r.pending_do_not_delete))
+                if r.pending
+                else None
+            )
+            known[r.snapshot_id] = Known(parse_timestamp(r.created), last, pending)
+        return known
+
+    def observe(
+        self,
+        target: Target,
+        drift: ClusterDrift,
+        entry: Mapping[str, Any],
+        at: datetime,
+    ) -> None:
+        """Record one walked cluster: its new, moved and gone snapshots, its outside
+        changes (``drift``), and its plan ``entry`` (plan.json's cluster entry)."""
+        b, seq, now = self._batch, self.seq, _At(self.seq, stamp(at))
+        key = {"project_id": target.project_id, "cluster_id": target.cluster_id}
+        for s in drift.new:
+            b.new.append({**key, **_snapshot_row(s, seq)})
+            b.events.append(now.event("seen", key, s.id, after=_fields(Retained.of(s))))
+        outside = {c.snapshot_id: c for c in drift.outside if c.snapshot_id is not None}
+        for moved in drift.observed:
+            b.moved.append({**_key(key, moved.snapshot_id), **_moved_row(moved.after, seq)})
+            kind = "ours-seen" if moved.ours else "completed"
+            before, after = _fields(moved.before), _fields(moved.after)
+            b.events.append(now.event(kind, key, moved.snapshot_id, before, after))
+        for change in drift.outside:
+            if change.kind == "changed" and change.after is not None:
+                b.moved.append({**_key(key, change.snapshot_id), **_moved_row(change.after, seq)})
+            b.events.append(_outside_event(now, key, change))
+        for snapshot_id in drift.vanished:
+            b.gone.append({**_key(key, snapshot_id), "g_run": seq})
+            if snapshot_id not in outside:
+                kind = "expired" if snapshot_id in drift.expired else "vanished"
+                b.events.append(now.event(kind, key, snapshot_id))
+        self._target_seen(target, b)
+        b.clusters.append(_cluster_row(seq, target, entry))
+        if len(b) >= BATCH_ROWS:
+            self.flush()
+
+    def gone_targets(self, changes: Iterable[OutsideChange], at: datetime) -> None:
+        """Record clusters that discovery no longer finds (core.outside.gone)."""
+        for change in changes:
+            key = {"project_id": change.project_id, "cluster_id": change.cluster_id}
+            self._batch.events.append(_outside_event(_At(self.seq, stamp(at)), key, change))
+            self._batch.targets_seen.append(
+                {
+                    **_target_key(key),
+                    "t_run": self.seq,
+                    "t_gone": self.seq,
+                    "t_name": change.cluster_name,
+                }
+            )
+            self._batch.gone_clusters.append({**_target_key(key), "g_run": self.seq})
+            kind, name, _ = self._targets.get(
+                (change.project_id, change.cluster_id), ("", "", True)
+            )
+            self._targets[change.project_id, change.cluster_id] = (kind, name, True)
+
+    def known_targets(self) -> list[Target]:
+        """The targets the ledger knows and has not seen go, as it last named them."""
+        return [
+            Target(p, c, name, "config-server" if kind == "config-server" else "cluster")
+            for (p, c), (kind, name, gone) in sorted(self._targets.items())
+            if not gone
+        ]
+
+    def _target_seen(self, target: Target, b: _Batch) -> None:
+        key = (target.project_id, target.cluster_id)
+        row = {"project_id": target.project_id, "cluster_id": target.cluster_id}
+        if key not in self._targets:
+            b.targets_new.append(
+                {
+                    **row,
+                    "kind": target.kind,
+                    "name": target.name,
+                    "first_run": self.seq,
+                    "last_run": self.seq,
+                }
+            )
+        else:
+            b.targets_seen.append(
+                {**_target_key(row), "t_run": self.seq, "t_gone": None, "t_name": target.name}
+            )
+        self._targets[key] = (target.kind, target.name, False)
+
+    def flush(self) -> None:
+        """Write what the batch gathered, in one transaction."""
+        b, self._batch = self._batch, _Batch()
+        if not (len(b) or b.targets_new or b.targets_seen or b.gone_clusters):
+            return
+        with self.ledger.writing(f"recording run {self.start.run_id}") as conn:
+            _write(conn, b)
+
+    # -- what an apply sends -------------------------------------------------------------
+
+    def intend(self, changes: Sequence[Sent], at: datetime) -> None:
+        """The changes about to be sent, committed before the first is: each snapshot's
+        pending fields are what it asks."""
+        self.flush()
+        if not changes:
+            return
+        with self.ledger.writing(f"recording the changes run {self.start.run_id} sends") as conn:
+            conn.execute(
+                update(snapshots)
+                .where(_snapshot_where())
+                .values(
+                    pending=True,
+                    pending_expires=bindparam("p_expires"),
+                    pending_do_not_delete=bindparam("p_dnd"),
+                ),
+                [
+                    {
+                        **_bind_key(c),
+                        "p_expires": stamp(c.after.expires),
+                        "p_dnd": c.after.do_not_delete,
+                    }
+                    for c in changes
+                ],
+            )
+            conn.execute(
+                insert(events),
+                [_sent_event(self.seq, stamp(at), "intent", c) for c in changes],
+            )
+
+    def outcomes(self, changes: Sequence[Sent], at: datetime) -> None:
+        """How the changes ended: a sent one is what the snapshot now has, a refused one
+        is no longer pending, an unknown one stays pending (the next walk tells)."""
+        if not changes:
+            return
+        with self.ledger.writing(f"recording what run {self.start.run_id} sent") as conn:
+            sent = [c for c in changes if c.outcome == "sent"]
+            if sent:
+                conn.execute(
+                    update(snapshots)
+                    .where(_snapshot_where())
+                    .values(
+                        expires=bindparam("p_expires"),
+                        do_not_delete=bindparam("p_dnd"),
+                        pending=False,
+                        pending_expires=None,
+                        pending_do_not_delete=None,
+                        changed_run=self.seq,
+                    ),
+                    [
+                        {
+                            **_bind_key(c),
+                            "p_expires": stamp(c.after.expires),
+                            "p_dnd": c.after.do_not_delete,
+                        }
+                        for c in sent
+                    ],
+                )
+            refused = [c for c in changes if c.outcome == "refused"]
+            if refused:
+                conn.execute(
+                    update(snapshots)
+                    .where(_snapshot_where())
+                    .values(pending=False, pending_expires=None, pending_do_not_delete=None),
+                    [_bind_key(c) for c in refused],
+                )
+            conn.execute(
+                insert(events),
+                [_sent_event(self.seq, stamp(at), c.outcome or "unknown", c) for c in changes],
+            )
+
+    # -- the end -----------------------------------------------------------------------
+
+    def finish(self, end: RunEnd) -> str:
+        """Complete the run's row and append it to its shard's chain; the new head hash."""
+        self.flush()
+        shard = self.start.shard
+        with self.ledger.writing(f"recording the end of run {self.start.run_id}") as conn:
+            conn.execute(
+                update(runs)
+                .where(runs.c.seq == self.seq)
+                .values(
+                    ended=stamp(end.ended),
+                    exit_code=end.exit_code,
+                    signal=end.signal,
+                    service_version=end.service_version,
+                    plan_digest=end.plan_digest,
+                    approvals=canonical(self._approvals(end)),
+                    summary=canonical(dict(end.summary)),
+                )
+            )
+            head = _lock_head(conn, shard)
+            position, prev = head.position + 1, head.hash
+            row = conn.execute(select(runs).where(runs.c.seq == self.seq)).one()
+            content = content_sha256(conn, row)
+            new_hash = link(prev, content)
+            conn.execute(
+                update(runs)
+                .where(runs.c.seq == self.seq)
+                .values(position=position, content_sha256=content, prev_hash=prev, hash=new_hash)
+            )
+            conn.execute(
+                update(heads).where(heads.c.shard == shard).values(position=position, hash=new_hash)
+            )
+        self.head = new_hash
+        return new_hash
+
+    def _approvals(self, end: RunEnd) -> dict[str, Any]:
+        """The approvals, by the run's actor unless the end says who."""
+        approvals = dict(end.approvals)
+        if approvals.get("clusters") and not approvals.get("by"):
+            approvals["by"] = self.start.actor
+        return approvals
+
+
+def _lock_head(conn: Connection, shard: str) -> Any:
+    """The shard's head, locked until the transaction ends (PostgreSQL: FOR UPDATE, after
+    the first run of a shard made it at position 0, whichever of two racing runs did;
+    SQLite: the write transaction already excludes every other writer)."""
+    conn.execute(_insert_new(conn, heads).values(shard=shard, position=0, hash=GENESIS))
+    return conn.execute(select(heads).where(heads.c.shard == shard).with_for_update()).one()
+
+
+def _insert_new(conn: Connection, table: Any) -> Any:
+    """INSERT that leaves a row already there alone (ON CONFLICT DO NOTHING): two runs at
+    once (a plan by hand beside cron's run) may both see a snapshot first."""
+    if conn.dialect.name == "postgresql":
+        return postgresql_insert(table).on_conflict_do_nothing()
+    return sqlite_insert(table).on_conflict_do_nothing()
+
+
+def _key(key: Mapping[str, str], snapshot_id: str | None) -> dict[str, Any]:
+    if snapshot_id is None:
+        raise LedgerError("a snapshot change without a snapshot id")
+    return {
+        "k_project": key["project_id"],
+        "k_cluster": key["cluster_id"],
+        "k_snapshot": snapshot_id,
+    }
+
+
+def _target_key(key: Mapping[str, str]) -> dict[str, str]:
+    return {"k_project": key["project_id"], "k_cluster": key["cluster_id"]}
+
+
+def _bind_key(c: Sent) -> dict[str, Any]:
+    return {"k_project": c.project_id, "k_cluster": c.cluster_id, "k_snapshot": c.snapshot_id}
+
+
+def _snapshot_where() -> Any:
+    return (
+        (snapshots.c.project_id == bindparam("k_project"))
+        & (snapshots.c.cluster_id == bindparam("k_cluster"))
+        & (snapshots.c.snapshot_id == bindparam("k_snapshot"))
+    )
+
+
+def _snapshot_row(s: SnapshotView, seq: int) -> dict[str, Any]:
+    return {
+        "snapshot_id": s.id,
+        "created": stamp(s.created),
+        "complete": s.complete,
+        "expires": stamp(s.expires),
+        "do_not_delete": s.do_not_delete,
+        "pending": False,
+        "pending_expires": None,
+        "pending_do_not_delete": None,
+        "first_run": seq,
+        "changed_run": seq,
+        "gone_run": None,
+    }
+
+
+def _moved_row(after: Retained, seq: int) -> dict[str, Any]:
+    return {
+        "m_complete": after.complete,
+        "m_expires": stamp(after.expires),
+        "m_dnd": after.do_not_delete,
+        "m_run": seq,
+    }
+
+
+@dataclass(frozen=True)
+class _At:
+    """The run and time an event is written for."""
+
+    seq: int
+    at: str | None
+
+    def event(
+        self,
+        kind: str,
+        key: Mapping[str, str],
+        snapshot_id: str | None,
+        before: Mapping[str, Any] | None = None,
+        after: Mapping[str, Any] | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """An events row."""
+        return {
+            "run_seq": self.seq,
+            "at": self.at,
+            "kind": kind,
+            "project_id": key["project_id"],
+            "cluster_id": key["cluster_id"],
+            "snapshot_id": snapshot_id,
+            "before": None if before is None else canonical(dict(before)),
+            "after": None if after is None else canonical(dict(after)),
+            "detail": None if not detail else canonical(dict(detail)),
+        }
+
+
+def _outside_event(now: _At, key: Mapping[str, str], change: OutsideChange) -> dict[str, Any]:
+    """An events row of a change made outside retention."""
+    if change.kind == "gone":
+        detail: dict[str, Any] | None = _gone_detail(change)
+    else:
+        detail = {"alertId": change.alert_id} if change.alert_id else None
+    before, after = _fields(change.before), _fields(change.after)
+    return now.event(change.kind, key, change.snapshot_id, before, after, detail)
+
+
+def _sent_event(seq: int, at: str | None, kind: str, c: Sent) -> dict[str, Any]:
+    """An events row of a change of ours: its intent, or how it ended."""
+    detail: dict[str, Any] = {"action": c.action}
+    if c.approval:
+        detail["approval"] = c.approval
+    if c.status is not None:
+        detail["status"] = c.status
+    key = {"project_id": c.project_id, "cluster_id": c.cluster_id}
+    return _At(seq, at).event(kind, key, c.snapshot_id, None, _fields(c.after), detail)
+
+
+def _gone_detail(change: OutsideChange) -> dict[str, Any]:
+    detail: dict[str, Any] = {
+        "name": change.cluster_name,
+        "restorePoints": change.restore_points,
+        "newest": stamp(change.newest),
+    }
+    if change.alert_id:
+        detail["alertId"] = change.alert_id
+    return detail
+
+
+def _cluster_row(seq: int, target: Target, entry: Mapping[str, Any]) -> dict[str, Any]:
+    counts = entry.get("counts", {})
+    points = entry.get("restorePoints")
+    ladder = (
+        {k: points[k] for k in ("count", "newest", "oldest", "text") if k in points}
+        if points
+        else {}
+    )
+    fresh = entry.get("newestRestorable") or {}
+    return {
+        "run_seq": seq,
+        "project_id": target.project_id,
+        "cluster_id": target.cluster_id,
+        "kind": target.kind,
+        "name": target.name,
+        "snapshots": int(sum(counts.values())) if counts else 0,
+        "counts": canonical(dict(counts)),
+        "holds": canonical(
+            [{"kind": h["kind"], "reason": h["reason"]} for h in entry.get("holds", [])]
+        ),
+        "ladder": canonical(ladder),
+        "newest_age_seconds": fresh.get("ageSeconds"),
+        "walk_error": "; ".join(entry.get("errors", [])) or None,
+    }
+
+
+def _write(conn: Connection, b: _Batch) -> None:
+    if b.new:
+        conn.execute(_insert_new(conn, snapshots), b.new)
+    if b.moved:
+        conn.execute(
+            update(snapshots)
+            .where(_snapshot_where())
+            .values(
+                complete=bindparam("m_complete"),
+                expires=bindparam("m_expires"),
+                do_not_delete=bindparam("m_dnd"),
+                changed_run=bindparam("m_run"),
+                pending=False,
+                pending_expires=None,
+                pending_do_not_delete=None,
+            ),
+            b.moved,
+        )
+    if b.gone:
+        conn.execute(
+            update(snapshots).where(_snapshot_where()).values(gone_run=bindparam("g_run")), b.gone
+        )
+    if b.targets_new:
+        conn.execute(_insert_new(conn, targets), b.targets_new)
+    if b.targets_seen:
+        conn.execute(
+            update(targets)
+            .where(
+                (targets.c.project_id == bindparam("k_project"))
+                & (targets.c.cluster_id == bindparam("k_cluster"))
+            )
+            .values(
+                last_run=bindparam("t_run"), gone_run=bindparam("t_gone"), name=bindparam("t_name")
+            ),
+            b.targets_seen,
+        )
+    if b.gone_clusters:
+        conn.execute(
+            update(snapshots)
+            .where(
+                (snapshots.c.project_id == bindparam("k_project"))
+                & (snapshots.c.cluster_id == bindparam("k_cluster"))
+                & snapshots.c.gone_run.is_(None)
+            )
+            .values(gone_run=bindparam("g_run")),
+            b.gone_clusters,
+        )
+    if b.clusters:
+        conn.execute(insert(cluster_runs), b.clusters)
+    if b.events:
+        conn.execute(insert(events), b.events)

@@ -1,0 +1,235 @@
+"""The ledger against a real database, SQLite and PostgreSQL: its schema and migrations,
+what a run records, the chain and what `verify` finds when it is broken."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import create_engine, delete, func, select, text, update
+
+from retention.config.ledgerplace import LedgerPlace
+from retention.core.model import SnapshotView, Target
+from retention.core.outside import Retained, cluster_drift
+from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
+from retention.ledger.chain import verify
+from retention.ledger.database import Ledger, open_ledger
+from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
+from retention.ledger.tables import events, heads, runs, snapshots
+from tests.support.ledgers import ledger_place_for
+
+NOW = datetime(2026, 11, 20, 3, tzinfo=UTC)
+TARGET = Target("p1", "c1", "prod-orders")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def place(request: pytest.FixtureRequest) -> LedgerPlace:
+    """A fresh, empty ledger: a SQLite file, or a database of the test PostgreSQL server."""
+    return ledger_place_for(request, str(request.param))
+
+
+@pytest.fixture
+def ledger(place: LedgerPlace) -> Iterator[Ledger]:
+    """The ledger at ``place``, opened (its schema made)."""
+    with open_ledger(place) as opened:
+        yield opened
+
+
+def snap(i: int, expires_in: float = 10, *, dnd: bool = False) -> SnapshotView:
+    expires = None if dnd else NOW + timedelta(days=expires_in)
+    return SnapshotView(f"s{i}", NOW - timedelta(days=i), True, dnd, expires)
+
+
+def one_run(
+    ledger: Ledger, n: int, walked: list[SnapshotView], *, at: datetime = NOW, shard: str = ""
+) -> tuple[RunRecord, list[str]]:
+    """A plan run of one cluster: begun, walked, finished; its outside changes' kinds."""
+    record = RunRecord.begin(ledger, RunStart(f"run-{shard}-{n}", "plan", shard, at, "tester"))
+    drift = cluster_drift(TARGET, record.known(TARGET), walked, at)
+    record.observe(TARGET, drift, {"counts": {"keep": len(walked)}, "holds": []}, at)
+    record.finish(RunEnd(at, 0))
+    return record, [c.kind for c in drift.outside]
+
+
+def test_a_new_ledger_gets_the_schema_and_a_second_open_changes_nothing(place: LedgerPlace) -> None:
+    """open_ledger makes every table at the newest revision; opening again is a no-op."""
+    with open_ledger(place) as first:
+        one_run(first, 1, [snap(1)])
+    with open_ledger(place) as again, again.reading("test") as conn:
+        revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+        assert revision == "0001"
+        assert conn.execute(select(func.count()).select_from(runs)).scalar_one() == 1
+
+
+def test_a_ledger_newer_than_this_retention_is_refused_and_left_alone(place: LedgerPlace) -> None:
+    """A schema revision this retention does not know: LedgerSchemaError (exit 2), no write."""
+    with open_ledger(place) as first, first.writing("test") as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+
+    with pytest.raises(LedgerSchemaError, match="newer than retention") as refused:
+        open_ledger(place)
+
+    assert refused.value.exit_code == 2
+    engine = create_engine(place.engine_url())
+    try:
+        with engine.connect() as conn:
+            revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+    finally:
+        engine.dispose()
+    assert revision == "0099"
+
+
+def test_an_unreachable_ledger_is_a_ledger_error_without_the_password() -> None:
+    """A server that does not answer: LedgerError naming the ledger, never its password."""
+    place = LedgerPlace("postgresql://retention@127.0.0.1:9/ledger", password="s3cret-pw")
+
+    with pytest.raises(LedgerError) as failed:
+        open_ledger(place)
+
+    assert "127.0.0.1:9" in str(failed.value)
+    assert "s3cret-pw" not in str(failed.value)
+
+
+def test_outside_changes_are_caught_once_and_our_own_are_not(ledger: Ledger) -> None:
+    """Baseline, then an outside change caught in the next run only; a change of ours sent
+    and seen is never one."""
+    walked = [snap(1, 30), snap(2, 30), snap(3, 30)]
+    first, kinds1 = one_run(ledger, 1, walked)
+    assert first.baseline
+    assert kinds1 == []
+
+    shortened = [snap(1, 2), snap(2, 30)]  # s1 cut by someone, s3 deleted before its time
+    _, kinds2 = one_run(ledger, 2, shortened, at=NOW + timedelta(hours=1))
+    _, kinds3 = one_run(ledger, 3, shortened, at=NOW + timedelta(hours=2))
+
+    assert sorted(kinds2) == ["changed", "deleted-early"]
+    assert kinds3 == []
+
+    ours = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
+    change = Sent("p1", "c1", "s2", "shorten", Retained(True, NOW + timedelta(days=5), False))
+    ours.intend([change], NOW)
+    ours.outcomes([Sent(**{**change.__dict__, "outcome": "sent", "status": 200})], NOW)
+    ours.finish(RunEnd(NOW, 0))
+    _, kinds4 = one_run(ledger, 4, [snap(1, 2), snap(2, 5)], at=NOW + timedelta(hours=3))
+    assert kinds4 == []
+
+
+def test_a_killed_apply_leaves_its_changes_pending_so_they_read_as_ours(ledger: Ledger) -> None:
+    """Intents are written before the first send: a run killed after sending leaves them
+    pending, and the next walk takes what it sent for ours."""
+    one_run(ledger, 1, [snap(1, 30)])
+    killed = RunRecord.begin(ledger, RunStart("run-killed", "run", "", NOW, "tester"))
+    killed.intend(
+        [Sent("p1", "c1", "s1", "shorten", Retained(True, NOW + timedelta(days=4), False))], NOW
+    )
+    # killed here: no outcomes, no finish
+
+    _, kinds = one_run(ledger, 2, [snap(1, 4)], at=NOW + timedelta(hours=1))
+
+    assert kinds == []
+    with ledger.reading("test") as conn:
+        report = verify(conn)
+    assert report.unfinished == ["run-killed (the whole fleet)"]
+    assert report.shards[""][0] == 2
+
+
+def test_verify_holds_for_an_untouched_ledger_and_names_the_head(ledger: Ledger) -> None:
+    """Three runs verify; the report's head is the last run's hash."""
+    records = [one_run(ledger, n, [snap(1), snap(n + 1)])[0] for n in range(1, 4)]
+
+    with ledger.reading("test") as conn:
+        report = verify(conn)
+
+    assert report.shards == {"": (3, records[-1].head)}
+    assert report.unfinished == []
+
+
+def _three_runs(ledger: Ledger) -> None:
+    for n in range(1, 4):
+        one_run(ledger, n, [snap(1), snap(n + 1)], at=NOW + timedelta(hours=n))
+
+
+def _broken(ledger: Ledger) -> ChainBrokenError:
+    with ledger.reading("test") as conn, pytest.raises(ChainBrokenError) as broken:
+        verify(conn)
+    return broken.value
+
+
+def test_verify_names_the_run_whose_event_was_edited(ledger: Ledger) -> None:
+    """An edited event breaks its run's content hash: that run is named."""
+    _three_runs(ledger)
+    with ledger.writing("test") as conn:
+        seq = conn.execute(select(runs.c.seq).where(runs.c.run_id == "run--2")).scalar_one()
+        first = conn.execute(
+            select(func.min(events.c.seq)).where(events.c.run_seq == seq)
+        ).scalar_one()
+        conn.execute(update(events).where(events.c.seq == first).values(after='{"expires":null}'))
+
+    broken = _broken(ledger)
+
+    assert broken.record == "run run--2 (the whole fleet, record 2)"
+    assert "content does not match" in str(broken)
+
+
+def test_verify_names_an_edited_run_row(ledger: Ledger) -> None:
+    """An edited field of a run's own row (its exit code) breaks that run."""
+    _three_runs(ledger)
+    with ledger.writing("test") as conn:
+        conn.execute(update(runs).where(runs.c.run_id == "run--1").values(exit_code=3))
+
+    assert _broken(ledger).record == "run run--1 (the whole fleet, record 1)"
+
+
+def test_verify_names_the_gap_a_deleted_run_leaves(ledger: Ledger) -> None:
+    """A deleted run (and its events) leaves a gap the next record names."""
+    _three_runs(ledger)
+    with ledger.writing("test") as conn:
+        seq = conn.execute(select(runs.c.seq).where(runs.c.run_id == "run--2")).scalar_one()
+        conn.execute(delete(events).where(events.c.run_seq == seq))
+        conn.execute(delete(runs).where(runs.c.seq == seq))
+
+    broken = _broken(ledger)
+
+    assert broken.record == "run run--3 (the whole fleet, record 3)"
+    assert "record 2 of the whole fleet is missing" in str(broken)
+
+
+def test_verify_finds_two_runs_swapped(ledger: Ledger) -> None:
+    """Two runs' positions swapped: the first out of place does not follow its predecessor."""
+    _three_runs(ledger)
+    with ledger.writing("test") as conn:
+        conn.execute(update(runs).where(runs.c.position == 2).values(position=-2))
+        conn.execute(update(runs).where(runs.c.position == 3).values(position=2))
+        conn.execute(update(runs).where(runs.c.position == -2).values(position=3))
+
+    broken = _broken(ledger)
+
+    assert broken.record == "run run--3 (the whole fleet, record 2)"
+    assert "does not follow" in str(broken)
+
+
+def test_verify_finds_the_last_run_deleted(ledger: Ledger) -> None:
+    """The newest run deleted: the head no longer matches the chain's end."""
+    _three_runs(ledger)
+    with ledger.writing("test") as conn:
+        seq = conn.execute(select(runs.c.seq).where(runs.c.run_id == "run--3")).scalar_one()
+        conn.execute(delete(runs).where(runs.c.seq == seq))
+
+    assert "the last runs were deleted" in str(_broken(ledger))
+
+
+def test_shards_keep_a_chain_each(ledger: Ledger) -> None:
+    """Runs of two shards interleave; each shard's chain verifies on its own."""
+    for n in range(2):
+        for shard in ("0/2", "1/2"):
+            one_run(ledger, n, [snap(1)], shard=shard)
+
+    with ledger.reading("test") as conn:
+        report = verify(conn)
+
+    assert {s: n for s, (n, _) in report.shards.items()} == {"0/2": 2, "1/2": 2}
+    with ledger.reading("test") as conn:
+        assert conn.execute(select(func.count()).select_from(heads)).scalar_one() == 2
+        known = conn.execute(select(func.count()).select_from(snapshots)).scalar_one()
+    assert known == 1
