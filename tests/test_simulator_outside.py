@@ -1,10 +1,12 @@
 """Changes made outside retention, "as someone else", on a served simulator (POST
 /__admin/outside) over real HTTP: each changes what the API then answers, opens the audit
 alert the real service opens with a Backup alert's fields, stays out of the PATCH log and is
-listed by GET /__admin/outside; bad bodies are 400 naming the field."""
+listed by GET /__admin/outside; bad bodies are 400 naming the field; and
+`retention simulator outside` does the same from the command line."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -13,6 +15,7 @@ import pytest
 import requests
 from requests.auth import HTTPDigestAuth
 
+from retention import cli
 from retention.api.client import OpsManagerClient
 from retention.api.models import Alert
 from retention.core.snapshot import SnapshotPatch
@@ -286,3 +289,80 @@ def test_a_bad_body_is_400_naming_the_field_and_changes_nothing(
     assert named in answer.json()["error"]
     assert sim.admin("outside") == {"outside": []}
     assert sim.admin("fleet")["projects"][0]["alerts"] == alerts_before
+
+
+def run(capsys: pytest.CaptureFixture[str], sim: Simulator, *argv: str) -> tuple[int, str, str]:
+    """`retention simulator outside ...` at the simulator's time: exit code, stdout, stderr."""
+    code = cli.main(["simulator", "outside", *argv], clock=sim.clock.now)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_command_changes_a_served_simulator_by_cluster_name(
+    sim: Simulator, api: OpsManagerClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`retention simulator outside expires --cluster prod-small` (a name) against the served
+    simulator's base URL exits 0, says before, after and the alert, and the API then
+    answers the new expiry; --format json is the logged entry."""
+    code, out, err = run(
+        capsys, sim, "expires", "--url", sim.base_url, "--cluster", "prod-small",
+        "--snapshot", "fresh", "--expires", "2026-11-22T02:00:00+02:00", "--user", "ana",
+    )  # fmt: skip
+    json_code, json_out, _ = run(
+        capsys, sim, "do-not-delete", "--url", sim.base_url, "--cluster", "prod-small",
+        "--snapshot", "noexpiry", "--do-not-delete", "--format", "json",
+    )  # fmt: skip
+
+    assert (code, err) == (0, "")
+    assert api.get_snapshot(P, SMALL, "fresh").expires == NOW + timedelta(hours=12)
+    assert "expires by ana on prod-small snapshot fresh" in out
+    assert "after:  expires 2026-11-22T00:00:00Z" in out
+    assert "SNAPSHOT_EXPIRY_UPDATED_AUDIT" in out
+    document = json.loads(json_out)
+    assert json_code == document["exitCode"] == 0
+    assert document["command"] == "simulator outside"
+    assert (document["action"], document["after"]) == (
+        "doNotDelete",
+        {"doNotDelete": True, "expires": None},
+    )
+    assert api.get_snapshot(P, SMALL, "noexpiry").do_not_delete is True
+    assert [e["user"] for e in sim.admin("outside")["outside"]] == ["ana", "someone@example.com"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["terminate", "--cluster", "prod-nothing"], "--cluster prod-nothing: no cluster"),
+        (["delete", "--cluster", "prod-small"], "delete needs --snapshot"),
+        (["terminate", "--cluster", "prod-small", "--snapshot", "x"], "--snapshot is not an"),
+        (["delete", "--cluster", "prod-small", "--snapshot", "gone"], "--snapshot: no snapshot"),
+        (["expires", "--cluster", SMALL, "--snapshot", "fresh", "--expires", "soon"], "--expires"),
+        (["remove", "--cluster", "cfg0.legacy.example.net"], "--cluster: " + CFG),
+    ],
+)
+def test_the_command_says_what_is_wrong_with_exit_2_and_changes_nothing(
+    sim: Simulator, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    """An unknown cluster, a missing or extra option, or a change the simulator refuses is
+    exit 2 with a message naming the option, and nothing is changed."""
+    code, out, err = run(capsys, sim, *argv[:1], "--url", sim.base_url, *argv[1:])
+
+    assert code == 2
+    assert said in err
+    assert "Traceback" not in err
+    assert out == ""
+    assert sim.admin("outside") == {"outside": []}
+
+
+def test_the_command_is_exit_5_when_no_simulator_answers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A URL where nothing listens is exit 5, the exit code of an API that cannot be
+    reached, with a message that says what to start."""
+    code = cli.main(
+        ["simulator", "outside", "terminate", "--url", "http://127.0.0.1:9", "--cluster", "x"]
+    )
+    err = capsys.readouterr().err
+
+    assert code == 5
+    assert "retention simulator serve" in err
