@@ -185,6 +185,7 @@ MODELS: dict[str, Any] = {
     "host_get": Host,
     "alerts_list_docs": ListPage[Alert],
     "alert_get_docs": Alert,
+    "alert_backup_global": Alert,
     "alert_acknowledge_response": Alert,
     "alert_acknowledge_request": AlertAcknowledgement,
     "agents_links": AgentLinks,

@@ -1,4 +1,6 @@
-"""The simulator command: retention simulator serve."""
+"""The simulator commands: retention simulator serve, and retention simulator outside (a
+change made "as someone else" in a served simulator, for the demo and a person trying the
+ledger)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from retention.cli.common import clock_of
 from retention.cli.group import cli
 from retention.cli.output import emit, format_option
 from retention.core.wording import counted
-from retention.errors import UsageError
+from retention.errors import ConnectError, UsageError
 
 if TYPE_CHECKING:
+    from retention.simulator.adminclient import AdminClient
     from retention.simulator.server import Simulator
 
 
@@ -24,8 +27,10 @@ def simulator() -> None:
     """A local simulator of the API, for trying retention and for tests.
 
     \b
-    Example:
+    Examples:
       retention simulator serve --fleet demo --port 8080
+      retention simulator outside delete --url http://127.0.0.1:8080 --cluster prod-orders \\
+        --snapshot 6a9615801ed334d08ac21475
     """
 
 
@@ -238,3 +243,169 @@ def _print_started(sim: Simulator, *, faults: str, summary: dict[str, Any], snap
             f"'{sim.base_url}/groups/{example[0]}/clusters/{example[1]}/snapshots?completed=all'"
         )
     click.echo("Ctrl-C stops it.")
+
+
+# What `simulator outside` asks the admin surface, by its ACTION: the admin's action and
+# the options the action takes besides --url, --cluster and --user.
+OUTSIDE_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "expires": ("expires", ("--snapshot", "--expires")),
+    "do-not-delete": ("doNotDelete", ("--snapshot", "--do-not-delete/--no-do-not-delete")),
+    "delete": ("delete", ("--snapshot",)),
+    "terminate": ("terminate", ()),
+    "remove": ("remove", ()),
+}
+
+# The admin's body fields, as the options that give them (its messages name the field).
+ADMIN_FIELDS = {
+    "clusterId": "--cluster",
+    "snapshotId": "--snapshot",
+    "expires": "--expires",
+    "doNotDelete": "--do-not-delete",
+    "user": "--user",
+}
+
+
+@simulator.command("outside")
+@click.argument("action", type=click.Choice(list(OUTSIDE_ACTIONS)))
+@click.option(
+    "--url",
+    required=True,
+    metavar="URL",
+    help="The served simulator: the base URL `simulator serve` printed, or http://HOST:PORT.",
+)
+@click.option(
+    "--cluster",
+    required=True,
+    metavar="NAME_OR_ID",
+    help="The cluster, or legacy config server (its host name or id), to change.",
+)
+@click.option("--snapshot", metavar="ID", help="The snapshot (expires, do-not-delete, delete).")
+@click.option(
+    "--expires", metavar="TIMESTAMP", help="Its new expiry (expires), e.g. 2026-11-22T00:00:00Z."
+)
+@click.option(
+    "--do-not-delete/--no-do-not-delete",
+    "do_not_delete",
+    default=None,
+    help="Protect it, or lift its protection (do-not-delete).",
+)
+@click.option(
+    "--user",
+    default="someone@example.com",
+    show_default=True,
+    help="Who made the change, as the simulator logs it.",
+)
+@format_option
+def simulator_outside(  # noqa: PLR0913 - click passes each option of the command as a keyword
+    *,
+    output: str,
+    action: str,
+    url: str,
+    cluster: str,
+    snapshot: str | None,
+    expires: str | None,
+    do_not_delete: bool | None,
+    user: str,
+) -> None:
+    """Change a served simulator's snapshots as someone else would, outside retention.
+
+    As a person in the Ops Manager UI or a script does: never through retention, with the
+    audit alert the service opens for it. ACTION is expires (a new expiry), do-not-delete
+    (protect it, or --no-do-not-delete to lift it), delete (the snapshot goes), terminate
+    (the backup ends: every snapshot of the cluster goes at once) or remove (the cluster
+    leaves its project). The next plan of a ledger that knew the snapshot reports it.
+
+    \b
+    Examples:
+      retention simulator outside expires --url http://127.0.0.1:8080 --cluster prod-orders \\
+        --snapshot 6a9615801ed334d08ac21475 --expires 2026-11-22T00:00:00Z
+      retention simulator outside do-not-delete --url http://127.0.0.1:8080 \\
+        --cluster prod-orders --snapshot 6a9615801ed334d08ac21475 --no-do-not-delete
+      retention simulator outside terminate --url http://127.0.0.1:8080 --cluster prod-orders
+    """
+    given = {"--snapshot": snapshot, "--expires": expires,
+             "--do-not-delete/--no-do-not-delete": do_not_delete}  # fmt: skip
+    admin_action, takes = OUTSIDE_ACTIONS[action]
+    for option, value in given.items():
+        if option in takes and value is None:
+            raise UsageError(f"{action} needs {option}")
+        if option not in takes and value is not None:
+            raise UsageError(f"{option.split('/')[0]} is not an option of {action}")
+    body: dict[str, Any] = {"action": admin_action, "user": user}
+    if snapshot is not None:
+        body["snapshotId"] = snapshot
+    if expires is not None:
+        body["expires"] = _expiry(expires)
+    if do_not_delete is not None:
+        body["doNotDelete"] = do_not_delete
+    from retention.simulator.adminclient import AdminClient, AdminClientError
+
+    try:
+        admin = AdminClient(url)
+    except AdminClientError as exc:
+        raise click.BadParameter(str(exc), param_hint="--url") from None
+    try:
+        entry = _outside(admin, cluster, body)
+    finally:
+        admin.close()
+    if output == "json":
+        emit({"command": "simulator outside", "exitCode": 0, **entry})
+        return
+    for line in _outside_lines(entry):
+        click.echo(line)
+
+
+def _expiry(text: str) -> str:
+    """--expires as the API's timestamp, or the option's exit 2."""
+    from retention.core.timestamps import format_timestamp, parse_timestamp
+
+    try:
+        return format_timestamp(parse_timestamp(text))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--expires") from None
+
+
+def _outside(admin: AdminClient, cluster: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``cluster`` found in the fleet, then the change made: what the simulator logged. A
+    simulator nothing answers for is exit 5, anything it refuses exit 2."""
+    from retention.simulator.adminclient import AdminClientError, find_deployment
+
+    try:
+        try:
+            found = find_deployment(admin.fleet(), cluster)
+        except LookupError as exc:
+            raise UsageError(f"--cluster {cluster}: {exc}") from None
+        return admin.outside({**body, "clusterId": found.id})
+    except AdminClientError as exc:
+        if exc.unreachable:
+            raise ConnectError(str(exc), endpoint="simulator admin") from None
+        field, said, rest = str(exc).partition(": ")
+        option = ADMIN_FIELDS.get(field)
+        raise UsageError(f"{option}: {rest}" if said and option else str(exc)) from None
+
+
+def _outside_lines(entry: dict[str, Any]) -> list[str]:
+    """What a person reads of a change made outside retention."""
+    what = entry["clusterName"]
+    if entry["snapshotId"] is not None:
+        what += f" snapshot {entry['snapshotId']}"
+    said = "opened" if entry["alertOpened"] else "already open"
+    lines = [
+        f"{entry['action']} by {entry['user']} on {what}, outside retention",
+        f"  before: {_state(entry['before'])}",
+        f"  after:  {_state(entry['after'])}",
+        f"  alert:  {entry['alertType']} {entry['alertId']} ({said})",
+    ]
+    if entry["before"] == entry["after"]:  # e.g. an expiry on a protected snapshot is dropped
+        lines.insert(3, "  (unchanged: the API's rules left it as it was)")
+    return lines
+
+
+def _state(state: dict[str, Any] | None) -> str:
+    if state is None:
+        return "deleted"
+    if "snapshots" in state:
+        return counted(state["snapshots"], "snapshot")
+    if state.get("doNotDelete"):
+        return "doNotDelete"
+    return f"expires {state['expires']}" if state.get("expires") else "no expiry"

@@ -11,6 +11,9 @@ without authentication (the simulator listens on loopback by default):
     POST /__admin/reset          rebuild the fleet, clear counters and the PATCH log
     POST /__admin/faults         {"spec": "503=0.1,reset=0.02"} (empty spec: no faults)
     POST /__admin/nonces/expire  make every digest nonce issued so far stale
+    POST /__admin/outside        a change made outside retention, "as someone else", with
+                                 the audit alert it opens (outside.py has the bodies)
+    GET  /__admin/outside        the log of those changes
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Protocol
 
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.simulator.digest import DigestAuthority
 from retention.simulator.faults import FaultInjector, FaultSpec, FaultSpecError
 from retention.simulator.messages import SimRequest, SimResponse
+from retention.simulator.outside import Where, make_outside_change
 from retention.simulator.store import Fleet, SimClock
 
 
@@ -57,10 +62,13 @@ class SimulatorApp(Protocol):
     fleet_factory: Callable[[], Fleet]
     counters: Counters
     patch_log: list[dict[str, Any]]
+    outside_log: list[dict[str, Any]]
     faults: FaultInjector
     auth: DigestAuthority
     clock: SimClock
     lock: threading.RLock
+    reap_delay: timedelta
+    base_url: str
 
     def take_snapshots(self) -> int:
         """Let the snapshot schedules catch up with the clock; how many were taken."""
@@ -135,6 +143,7 @@ def _reset(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
         app.fleet = fleet
         app.counters = Counters()
         app.patch_log = []
+        app.outside_log = []
         app.faults.injected = Counter()
     return {"reset": True, "snapshots": fleet.snapshot_count()}
 
@@ -146,6 +155,19 @@ def _faults(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
         raise AdminError(str(exc)) from None
     app.faults = FaultInjector(spec, seed=int(payload.get("seed", 0)))
     return {"faults": str(spec)}
+
+
+def _make_outside_change(app: SimulatorApp, payload: dict[str, Any]) -> dict[str, Any]:
+    where = Where(app.clock.now(), app.reap_delay, app.base_url)
+    with app.lock:
+        entry = make_outside_change(app.fleet, payload, where)
+        app.outside_log.append(entry)
+    return entry
+
+
+def _outside_changes(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
+    with app.lock:
+        return {"outside": list(app.outside_log)}
 
 
 def _expire_nonces(app: SimulatorApp, _payload: dict[str, Any]) -> dict[str, Any]:
@@ -162,6 +184,8 @@ _ACTIONS: dict[tuple[str, str], Callable[[SimulatorApp, dict[str, Any]], dict[st
     ("POST", "/__admin/reset"): _reset,
     ("POST", "/__admin/faults"): _faults,
     ("POST", "/__admin/nonces/expire"): _expire_nonces,
+    ("POST", "/__admin/outside"): _make_outside_change,
+    ("GET", "/__admin/outside"): _outside_changes,
 }
 
 

@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, unquote
 
 from retention.core.timestamps import format_timestamp
 from retention.simulator.admin import Counters, handle_admin
+from retention.simulator.audit import open_audit_alert
 from retention.simulator.bodies import (
     agents_json,
     cluster_json,
@@ -103,6 +104,7 @@ class SimulatorApp:
         self.base_url = "http://127.0.0.1" + BASE_PATH
         self.counters = Counters()
         self.patch_log: list[dict[str, Any]] = []
+        self.outside_log: list[dict[str, Any]] = []
         self.lock = threading.RLock()
 
     # --- entry point -------------------------------------------------------------------------
@@ -304,28 +306,8 @@ class SimulatorApp:
                 self.patch_log.append({**entry, "status": refused.status, "after": before})
                 raise
             self.patch_log.append({**entry, "status": 200, "after": snapshot.state()})
-            self._audit(project, cluster, call.now)
+            open_audit_alert(project, cluster, "expiry", now=call.now, base_url=self.base_url)
         return SnapshotRenderer(self.base_url, project.id, cluster).render(snapshot)
-
-    def _audit(self, project: SimProject, cluster: SimCluster, now: datetime) -> None:
-        """Open an expiry-audit alert for a changed cluster, as the service's audit events do
-        (one OPEN alert per cluster and type, not one per PATCH)."""
-        event = (
-            "CLUSTERSHOT_EXPIRY_UPDATED_AUDIT"
-            if cluster.sharded
-            else "SNAPSHOT_EXPIRY_UPDATED_AUDIT"
-        )
-        for alert in project.alerts.values():
-            same = alert.get("clusterId") == cluster.id and alert.get("eventTypeName") == event
-            if same and alert.get("status") == "OPEN":
-                return
-        alert_id = f"audit-{cluster.id}-{len(project.alerts)}"
-        project.alerts[alert_id] = {
-            "id": alert_id, "groupId": project.id, "alertConfigId": "audit-config",
-            "eventTypeName": event, "status": "OPEN", "created": format_timestamp(now),
-            "updated": format_timestamp(now), "clusterId": cluster.id, "clusterName": cluster.name,
-            "links": self_links(self.base_url, "groups", project.id, "alerts", alert_id),
-        }  # fmt: skip
 
     def _drift(self, cluster: SimCluster, now: datetime) -> None:
         """Create a snapshot at the front, or reap one, between two pages of a walk."""

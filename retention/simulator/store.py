@@ -175,6 +175,11 @@ class SimHost:
         insert_newest_first(self.snapshots, snapshot)
         self.index[snapshot.id] = snapshot
 
+    def remove(self, snapshot_id: str) -> None:
+        """Delete a snapshot."""
+        snapshot = self.index.pop(snapshot_id)
+        self.snapshots.remove(snapshot)
+
 
 @dataclass
 class SimProject:

@@ -121,6 +121,11 @@ def _warned_config(stage: Stage) -> Path:
     return config
 
 
+def _outside(stage: Stage) -> list[Invocation]:
+    words = ["simulator", "outside", "terminate", "--url", stage.sim.base_url, "--cluster"]
+    return [Invocation([*words, "prod-small"], 0), Invocation([*words, "prod-nothing"], 2)]
+
+
 INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
     "init": lambda _stage: [
         Invocation(["init", "starter"], 0),
@@ -172,6 +177,7 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["demo", "--report-dir", str(stage.folder / "demo")], 0),
         Invocation(["demo", "--policies", "no-such-folder"], 2),
     ],
+    "simulator outside": _outside,
     "simulator serve": lambda _stage: [
         Invocation(["simulator", "serve", "--fleet", "demo", "--port", "0"], 0, serves=True),
         Invocation(["simulator", "serve", "--fleet", "no-such-fleet.yaml"], 2, serves=True),

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from retention.api.client import OpsManagerClient
 from retention.core.timestamps import format_timestamp
@@ -145,6 +146,31 @@ def running(
     )
     with Simulator(config, fleet_factory=fleet_factory) as sim:
         yield sim
+
+
+def outside_change(
+    sim: Simulator,
+    action: str,
+    *,
+    cluster_id: str,
+    snapshot_id: str | None = None,
+    user: str | None = None,
+    **change: object,
+) -> dict[str, Any]:
+    """A change made outside retention, "as someone else" (POST /__admin/outside): ``action``
+    expires, doNotDelete, delete, terminate or remove, on a cluster's (or config server's)
+    id; ``change`` is ``expires=`` (a datetime, a timestamp, or None to clear it) or
+    ``do_not_delete=``. What the simulator logged: before, after, deleted, alertId."""
+    body: dict[str, Any] = {"action": action, "clusterId": cluster_id}
+    if snapshot_id is not None:
+        body["snapshotId"] = snapshot_id
+    if user is not None:
+        body["user"] = user
+    for name, value in change.items():
+        key = {"do_not_delete": "doNotDelete"}.get(name, name)
+        body[key] = format_timestamp(value) if isinstance(value, datetime) else value
+    entry: dict[str, Any] = sim.admin("outside", body)
+    return entry
 
 
 def client_for(sim: Simulator, **options: object) -> OpsManagerClient:
