@@ -147,6 +147,11 @@ class LedgerSettings(_Settings):
     """Where the ledger is: a SQLite file (the default, beside the run folders) or a
     PostgreSQL database; its password never here (RETENTION_LEDGER_PASSWORD, or a file)."""
 
+    enabled: bool = Field(
+        True,
+        description="false: no ledger (nothing recorded, changes made outside retention not "
+        "looked for): for a throwaway audit or a benchmark, never for the scheduled job",
+    )
     url: str | None = Field(
         None,
         description="sqlite:///path/ledger.db or postgresql://user@host:5432/db; "

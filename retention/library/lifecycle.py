@@ -263,7 +263,7 @@ def _recording(job: Job[R], loaded: LoadedConfig, setup: Setup) -> Iterator[Reco
     """The job's recording in the ledger (None: a job the ledger does not record), the
     ledger closed at the end. A job that raises is recorded as ended by its error's exit
     code or its signal; one killed outright stays unfinished."""
-    if not job.ledgers:
+    if not (job.ledgers and loaded.config.ledger.enabled):
         yield None
         return
     place = loaded.config.ledger_place(os.environ)
