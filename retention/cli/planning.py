@@ -132,6 +132,8 @@ def _print_plan(result: PlanResult, *, to_stderr: bool) -> None:
     click.echo(f"\nSaved {plan.path} and {plan.decisions.name} beside it.", err=to_stderr)
     for path in result.reports:
         click.echo(f"  {path.name}: {path}", err=to_stderr)
+    if result.ledger_head:
+        click.echo(f"Ledger head: {result.ledger_head}", err=to_stderr)
     if result.what_if:
         click.echo(
             "This is a what-if plan (--at): it shows what the policies would do then, and "

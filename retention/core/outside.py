@@ -226,6 +226,11 @@ def _expiry(fields: Retained) -> str:
     return "no expiry" if fields.expires is None else f"expires {format_timestamp(fields.expires)}"
 
 
+def retained_text(entry: RetainedEntry) -> str:
+    """A plan's before or after of an outside change, in words (the report's cells)."""
+    return _expiry(Retained(entry["complete"], entry["expires"], entry["doNotDelete"]))
+
+
 def describe(change: OutsideChange) -> str:
     """One change in words, for the terminal, the reports and the notice."""
     where = f"{change.cluster_name}" if change.kind == "gone" else (

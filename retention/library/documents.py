@@ -36,6 +36,7 @@ def plan_document(ended: Ended[PlanResult]) -> dict[str, Any]:
         "decisionsPath": str(plan.decisions),
         "staleBackups": [c.document() for c in stale_clusters(plan.head, plan.read_clusters())],
         "policyWarnings": list(ended.result.policy_warnings),
+        "ledgerHead": ended.result.ledger_head,
         "plan": plan.document(),
     }
 
@@ -57,6 +58,8 @@ def run_document(ended: Ended[RunResult]) -> dict[str, Any]:
         "summary": result.head["summary"],
         "warnings": list(result.head["warnings"]),
         "staleBackups": [c.document() for c in stale_clusters(plan.head, plan.read_clusters())],
+        "outsideChanges": list(plan.head.get("outsideChanges", [])),
+        "ledgerHead": ended.summary.run.ledger_head if ended.summary else None,
         "outcomes": dict(sorted(applied.counts.items())) if applied is not None else None,
         "interrupted": result.interrupted,
         "failures": [
@@ -114,6 +117,8 @@ def run_lines(ended: Ended[RunResult]) -> list[str]:
         lines.append(f"Acknowledged {alerts} this run caused.")
     lines.append(f"\nRun folder: {result.run_dir}")
     lines.extend(f"  {path.name}: {path}" for path in ended.reports)
+    if summary is not None and summary.run.ledger_head:
+        lines.append(f"Ledger head: {summary.run.ledger_head}")
     if ended.notices:
         sent = ", ".join(f"{n.url} {'sent' if n.sent else 'not sent'}" for n in ended.notices)
         lines.append(f"Notices: {sent}.")

@@ -126,6 +126,7 @@ class PlanJob(Job[PlanResult]):
                 if run.ledger is not None
                 else None
             )
+            result = replace(result, ledger_head=head)
             if out is not None and not self.request.report:
                 return result
             info = RunInfo(

@@ -64,6 +64,8 @@ class PlanResult:
     errors: list[str]  # the plan's own and every cluster's walk error
     policy_warnings: list[str] = field(default_factory=list)
     reports: tuple[Path, ...] = ()  # report.html and report.md of the plan, when written
+    # The ledger's chain head once the plan was recorded (None: no ledger).
+    ledger_head: str | None = None
 
     @property
     def held(self) -> bool:

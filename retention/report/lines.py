@@ -179,6 +179,7 @@ def _totals(plan: PlanSummary, head: PlanHead, seen: _Seen, plan_path: Path) -> 
             "(no API to apply them)."
         )
     lines.append(tolerance_sentence(plan.lease_seconds, applied=False))
+    lines.extend(outside_lines(plan))
     lines.extend(stale_lines(plan))
     lines.extend(hold_record_lines(head))
     # Notices are facts, not warnings (nothing to act on): said once, as a note.
@@ -228,6 +229,7 @@ def run_totals_lines(summary: RunSummary, document: PlanHead, seen: _Seen) -> li
             "(no API to apply them)."
         )
     lines.append(tolerance_sentence(summary.plan.lease_seconds, applied=not summary.run.dry_run))
+    lines.extend(outside_lines(summary.plan))
     lines.extend(stale_lines(summary.plan))
     lines.extend(hold_record_lines(document))
     lines.extend(f"  note {notice}" for notice in summary.plan.notices)
@@ -240,6 +242,25 @@ def _long_cut_lines(plan: PlanSummary) -> list[str]:
     """The count of changes that cut an existing expiry a long way: flagged, never held."""
     text = plan.long_cuts_text
     return [f"Long cuts: {text} (explain SNAPSHOT_ID says by how much)."] if text else []
+
+
+def outside_lines(plan: PlanSummary) -> list[str]:
+    """What changed outside retention since the ledger last looked, each of the first
+    LISTED in words; or that this plan is the ledger's baseline."""
+    if plan.baseline:
+        return [
+            "Ledger: the first plan against this ledger, its baseline: changes made outside "
+            "retention are told from the next plan on."
+        ]
+    text = plan.outside_text
+    if text is None:
+        return []
+    lines = [f"Changed outside retention: {text}."]
+    lines.extend(f"  outside {c['text']}" for c in plan.outside[:LISTED])
+    if len(plan.outside) > LISTED:
+        more = counted(len(plan.outside) - LISTED, "more change")
+        lines.append(f"  outside ... and {more}: see report.html or plan.json (outsideChanges)")
+    return lines
 
 
 def stale_lines(plan: PlanSummary) -> list[str]:

@@ -23,6 +23,7 @@ import markupsafe
 from retention.core.freshness import age_words
 from retention.core.glossary import GLOSSARY
 from retention.core.outage import tolerance_sentence, tolerance_text
+from retention.core.outside import retained_text
 from retention.core.planfile import Body
 from retention.core.timestamps import format_timestamp
 from retention.core.wording import plural, printable, size
@@ -121,6 +122,7 @@ def _body_value(value: object) -> str:
 def _filters(env: jinja2.Environment) -> jinja2.Environment:
     env.filters["utc"] = _utc
     env.filters["timestamp"] = format_timestamp
+    env.filters["retained"] = retained_text
     env.filters["number"] = _number
     env.filters["shorten_text"] = _shorten
     env.filters["exit_meaning"] = exit_meaning

@@ -14,6 +14,7 @@ so the two cannot drift apart), HTML in the Summary section of templates/report.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +30,7 @@ from retention.runfolder.approvelist import apply_command, approve_hint, approve
 from retention.runfolder.folder import PLAN
 
 if TYPE_CHECKING:
-    from retention.core.planfile import ClusterEntry, HoldEntry, PlanHead
+    from retention.core.planfile import ClusterEntry, HoldEntry, OutsideChangeEntry, PlanHead
     from retention.report.heldview import HeldView
 
 # The actions that send a PATCH, in the order tables show them (docs/glossary.md, Actions).
@@ -184,6 +185,10 @@ class PlanSummary:
     stale: tuple[StaleCluster, ...] = ()
     # Changes (sent or held) that cut an existing expiry by LONG_CUT or more.
     long_cuts: int = 0
+    # What changed outside retention since the ledger last looked (outsideChanges), and
+    # whether this plan was the ledger's first (None: made without a ledger).
+    outside: tuple[OutsideChangeEntry, ...] = ()
+    baseline: bool | None = None
 
     @classmethod
     def of(cls, head: PlanHead, stale: tuple[StaleCluster, ...] = ()) -> PlanSummary:
@@ -210,11 +215,31 @@ class PlanSummary:
             unused_policies=tuple(head.get("unusedPolicies", [])),
             stale=stale,
             long_cuts=summary.get("longCuts", 0),
+            outside=tuple(head.get("outsideChanges", [])),
+            baseline=head["ledger"]["baseline"] if "ledger" in head else None,
         )
 
     def count(self, action: str) -> int:
         """How many decisions have this action (or are held, or advisory)."""
         return self.by_action.get(action, 0)
+
+    @property
+    def outside_text(self) -> str | None:
+        """The changes made outside retention, counted by kind ("3 changes since the last
+        run: 2 expiries changed, 1 deleted early"), or None when there is none."""
+        if not self.outside:
+            return None
+        kinds = Counter(c["kind"] for c in self.outside)
+        words = {
+            "changed": ("expiry changed", "expiries changed"),
+            "deleted-early": ("deleted early", "deleted early"),
+            "gone": ("cluster gone", "clusters gone"),
+        }
+        parts = [
+            f"{n} {words[k][0] if n == 1 else words[k][1]}"
+            for k, n in sorted(kinds.items(), key=lambda kv: list(words).index(kv[0]))
+        ]
+        return f"{counted(len(self.outside), 'change')} since the last run: {', '.join(parts)}"
 
     @property
     def long_cuts_text(self) -> str | None:
