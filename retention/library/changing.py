@@ -9,6 +9,7 @@ plan then apply, for a caller with a client of its own (the demo, the tests).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -36,6 +37,7 @@ from retention.plan.planner import make_plan, planning_stopped, strict_refusal
 from retention.report import render_run
 from retention.runfolder.folder import RunFolder
 from retention.runfolder.lineage import plan_file
+from retention.undo.ledgering import RecordedUndo
 from retention.undo.reports import render_undo_reports
 from retention.undo.restoring import UndoResult, undo_run
 
@@ -169,6 +171,7 @@ class _PlanEnding(Job[RunResult]):
         m.errors = len(head.get("errors", [])) + summary["clustersWithErrors"]
         m.clusters_stale = summary.get("clustersStale", 0)
         m.outage_tolerance_seconds = head["leaseSeconds"]
+        m.outside_changes = dict(Counter(c["kind"] for c in head.get("outsideChanges", [])))
         m.freshness = [
             NewestRestorable(c["projectId"], c["name"], fresh["ageSeconds"], fresh["withinSeconds"])
             for c in result.plan.read_clusters()
@@ -285,7 +288,7 @@ class UndoJob(Job[UndoResult]):
     """Put back what the run of the request shortened (a dry run: say what would be)."""
 
     request: UndoRequest
-    locks = records = True
+    locks = records = ledgers = True
     mode = "undo"
 
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], UndoResult]:
@@ -301,6 +304,7 @@ class UndoJob(Job[UndoResult]):
                 concurrency=config.api.concurrency,
                 clock=run.clock,
                 listener=run.progress,
+                ledger=None if run.ledger is None else RecordedUndo(run.ledger, run.clock),
             )
 
         return step

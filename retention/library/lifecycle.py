@@ -254,7 +254,7 @@ def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
                 ended = replace(
                     ended, pruned=_prune(config.reports.dir, config.reports.keep, clock)
                 )
-        metrics.write(ended.code, lambda m: job.measure(result, m))
+        metrics.write(ended.code, lambda m: _measure(job, result, m, head))
     return ended
 
 
@@ -341,6 +341,12 @@ def _finish(
         service_version=client.service_version if client is not None else None,
     )
     return recording.finish(end)
+
+
+def _measure(job: Job[R], result: R, metrics: RunMetrics, head: str | None) -> None:
+    """The job's metrics, and the ledger's head once its run was recorded."""
+    job.measure(result, metrics)
+    metrics.ledger_head = head
 
 
 def _sha256(path: Path) -> str | None:

@@ -23,6 +23,7 @@ from retention.config.policyfiles import load_policies
 from retention.config.scope import Scope
 from retention.config.writable import require_writable
 from retention.core.policy.loader import PolicySet
+from retention.core.timestamps import format_timestamp
 from retention.core.wording import counted
 from retention.diff import render as diff_render
 from retention.diff.document import review_document
@@ -40,6 +41,7 @@ from retention.forecast.document import forecast_document
 from retention.forecast.forecaster import Forecast, forecast_fleet
 from retention.forecast.page import write_forecast_html
 from retention.forecast.render import text_lines as forecast_lines
+from retention.ledger.recorder import RunEnd
 from retention.library.ledgered import plan_end, policy_refs
 from retention.library.lifecycle import Job, JobContext
 from retention.library.requests import (
@@ -360,6 +362,11 @@ class PruneJob(Job[PruneResult]):
         """Only when it removes."""
         return not self.request.dry_run
 
+    @property
+    def ledgers(self) -> bool:  # type: ignore[override] # a dry run removes nothing
+        """Recorded in the ledger when it removes."""
+        return not self.request.dry_run
+
     def prepare(self, config: RetentionConfig) -> Callable[[JobContext], PruneResult]:
         """The keep duration: the request's, else reports.keep (UsageError when neither)."""
         keep = self.request.keep or config.reports.keep
@@ -371,9 +378,10 @@ class PruneJob(Job[PruneResult]):
         reports, dry_run = config.reports.dir, self.request.dry_run
 
         def step(run: JobContext) -> PruneResult:
-            pruned = prune_reports(
-                reports, keep, now=run.clock(), dry_run=dry_run, listener=run.progress
-            )
+            now = run.clock()
+            if run.ledger is not None:
+                run.ledger.begin(f"prune-{format_timestamp(now)}", now)
+            pruned = prune_reports(reports, keep, now=now, dry_run=dry_run, listener=run.progress)
             return PruneResult(pruned, reports, keep, dry_run)
 
         return step
@@ -381,3 +389,12 @@ class PruneJob(Job[PruneResult]):
     def failed(self, result: PruneResult) -> bool:
         """A folder could not be removed."""
         return bool(result.pruned.failed)
+
+    def ledger_end(self, result: PruneResult, code: int, ended: datetime) -> RunEnd:
+        """The folders it removed, and those it could not."""
+        summary = {
+            "keep": str(result.keep),
+            "removed": list(result.pruned.removed),
+            "failed": [name for name, _ in result.pruned.failed],
+        }
+        return RunEnd(ended, code, summary=summary)

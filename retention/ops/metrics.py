@@ -58,6 +58,10 @@ class RunMetrics:
     # of its newest restorable snapshot (None: it has none) and the age expected at most.
     freshness: list[NewestRestorable] = field(default_factory=list)
     shard: str | None = None
+    # What the last plan found changed outside retention, by kind (changed, deleted-early,
+    # gone), and the ledger's chain head once the run was recorded (None: no ledger).
+    outside_changes: dict[str, int] = field(default_factory=dict)
+    ledger_head: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -177,8 +181,30 @@ def registry(m: RunMetrics, previous_success: float | None = None) -> CollectorR
     )
     for outcome, count in sorted(m.outcomes.items()):
         outcomes.labels(*values, outcome).set(count)
+    outside = Gauge(
+        "retention_outside_changes",
+        "Changes made outside retention that the last run's plan found, by kind (changed, "
+        "deleted-early, gone).",
+        [*labels, "kind"],
+        registry=reg,
+    )
+    for kind in OUTSIDE_KINDS:
+        outside.labels(*values, kind).set(m.outside_changes.get(kind, 0))
+    if m.ledger_head is not None:
+        info = Gauge(
+            "retention_ledger_info",
+            "Always 1: the ledger's chain head once the last run was recorded (its head label; "
+            "a copy kept outside the database anchors the chain).",
+            [*labels, "head"],
+            registry=reg,
+        )
+        info.labels(*values, m.ledger_head).set(1)
     _freshness(reg, m, labels, values)
     return reg
+
+
+# Every kind is written, 0 when none was found, so that an alert rule sees the series.
+OUTSIDE_KINDS = ("changed", "deleted-early", "gone")
 
 
 def _freshness(reg: CollectorRegistry, m: RunMetrics, labels: list[str], values: list[str]) -> None:

@@ -63,6 +63,7 @@ from retention.runfolder.lineage import (
     without_plan,
 )
 from retention.runfolder.planread import open_plan
+from retention.undo.ledgering import RecordedUndo
 
 log = logging.getLogger("retention.undo")
 
@@ -223,7 +224,7 @@ def _not_an_apply(run_dir: Path, what: str, applies: list[Path], places: list[Pa
     return f"{said}. To take back what {which} of its plan changed:\n{commands}"
 
 
-def undo_run(  # noqa: PLR0913 - the run undone and where, how, and who hears it go
+def undo_run(  # noqa: PLR0913 - the run undone and where, how, who hears it go, its record
     client: OpsManagerClient,
     run_dir: Path,
     *,
@@ -232,6 +233,7 @@ def undo_run(  # noqa: PLR0913 - the run undone and where, how, and who hears it
     concurrency: int,
     clock: Clock,
     listener: Listener | None = None,
+    ledger: RecordedUndo | None = None,
 ) -> UndoResult:
     """Put back what the run in ``run_dir`` shortened, in a new run folder under ``reports``.
 
@@ -267,12 +269,19 @@ def undo_run(  # noqa: PLR0913 - the run undone and where, how, and who hears it
     found = restorations(lines)
     if listener is not None:
         listener.undo(len(found))
+    if ledger is not None:
+        ledger.begin(folder.run_id, started)
+        if not dry_run:
+            ledger.intend(found)
     try:
         items.extend(ordered(work, found, workers=concurrency, name="undo"))
     except BaseException:
         journal.close()
         _forget_if_empty(folder)
         raise
+    finally:
+        if ledger is not None and not dry_run:
+            ledger.done([(i.restoration, i.outcome, i.status) for i in items])
     journal.close()
     where = Path(os.path.abspath(run_dir))  # the folder undone, whatever the working folder
     result = UndoResult(

@@ -1,0 +1,207 @@
+"""The ledger through the command line, against the simulator over HTTP and a real
+database (SQLite, and PostgreSQL with its password from the environment): changes made
+outside retention caught once each, our own never, the hold, and a ledger that cannot be
+used stopping a run before anything is sent."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retention import cli
+from retention.config.ledgerplace import ENV_LEDGER_PASSWORD, ENV_LEDGER_URL
+from retention.simulator.server import Simulator
+from tests.support.ledgers import ledger_place_for
+from tests.support.simfleet import BIG, CFG, NOW, SHARDED, SHORTEN_SMALL, SMALL, P, outside_change
+
+HOLD_SMALL = SHORTEN_SMALL.replace(
+    "hold_on_alerts: []", "hold_on_alerts: [], hold_on_outside_change: true"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The ledger the commands use: the default SQLite file in reports/, or a fresh
+    PostgreSQL database named by RETENTION_LEDGER_URL, its password in
+    RETENTION_LEDGER_PASSWORD, as a CronJob's Secret gives them."""
+    if request.param == "postgresql":
+        place = ledger_place_for(request, "postgresql")
+        monkeypatch.setenv(ENV_LEDGER_URL, place.url)
+        monkeypatch.setenv(ENV_LEDGER_PASSWORD, place.password or "")
+    return str(request.param)
+
+
+def configure(folder: Path, base_url: str, policy: str = SHORTEN_SMALL) -> None:
+    """retention.yaml and the policy that always changes prod-small."""
+    (folder / "policies").mkdir(exist_ok=True)
+    (folder / "policies" / "small.yaml").write_text("name: small\n" + policy)
+    (folder / "retention.yaml").write_text(
+        f"api:\n  base_url: {base_url}\n  concurrency: 4\n"
+        f'targets:\n  - project: "{P}"\npolicies: policies/\nreports:\n  dir: reports/\n'
+    )
+
+
+def command(capsys: pytest.CaptureFixture[str], sim: Simulator, *args: str) -> tuple[int, Any]:
+    """Run the command line at the simulator's time with --format json: exit code, JSON."""
+    code = cli.main([*args, "--format", "json"], clock=sim.clock.now)
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def outside(document: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    """A plan document's outside changes as (kind, cluster id, snapshot id), sorted."""
+    return sorted(
+        (c["kind"], c["clusterId"], c["snapshotId"]) for c in document["plan"]["outsideChanges"]
+    )
+
+
+def test_each_outside_change_is_caught_once_and_our_own_changes_never(
+    backend: str, sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A baseline plan, a run that sends changes, a plan that finds none of them outside;
+    then an expiry, a doNotDelete, a deletion and a terminated backup made as someone else,
+    each caught by the next plan with its audit alert, and by none after it; the chain
+    verifies and its head is the last plan's."""
+    configure(folder, sim.base_url)
+    _, first = command(capsys, sim, "plan")
+    assert first["plan"]["ledger"] == {"baseline": True}
+    assert first["plan"]["outsideChanges"] == []
+
+    ran = cli.main(["run"], clock=sim.clock.now)
+    capsys.readouterr()
+    assert ran == 0
+    assert sim.admin("patches")["patches"], "the run sent changes of its own"
+    _, after_ours = command(capsys, sim, "plan")
+    assert after_ours["plan"]["ledger"] == {"baseline": False}
+    assert outside(after_ours) == []
+
+    outside_change(
+        sim, "expires", cluster_id=BIG, snapshot_id="big0001", expires=NOW + timedelta(days=3)
+    )
+    outside_change(sim, "doNotDelete", cluster_id=BIG, snapshot_id="big0002", do_not_delete=True)
+    outside_change(sim, "delete", cluster_id=BIG, snapshot_id="big0003")
+    outside_change(sim, "terminate", cluster_id=SHARDED)
+    _, caught = command(capsys, sim, "plan")
+    _, again = command(capsys, sim, "plan")
+
+    assert outside(caught) == [
+        ("changed", BIG, "big0001"),
+        ("changed", BIG, "big0002"),
+        ("deleted-early", BIG, "big0003"),
+        ("gone", SHARDED, None),
+    ]
+    assert all(c["alertId"] for c in caught["plan"]["outsideChanges"])
+    gone = next(c for c in caught["plan"]["outsideChanges"] if c["kind"] == "gone")
+    assert gone["restorePoints"] == 2
+    assert outside(again) == []
+
+    code, verified = command(capsys, sim, "ledger", "verify")
+    assert code == 0
+    assert verified["verified"] is True
+    assert verified["records"] == 5
+    assert verified["shards"] == [{"shard": "", "records": 5, "head": again["ledgerHead"]}]
+
+
+def test_hold_on_outside_change_holds_the_cluster_until_the_next_plan(
+    backend: str, sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With safety.hold_on_outside_change, a cluster changed outside retention has its
+    destructive changes held (exit 3, a hold of kind outside naming the setting); the plan
+    after it no longer holds it."""
+    configure(folder, sim.base_url, HOLD_SMALL)
+    assert command(capsys, sim, "plan")[0] == 0
+
+    outside_change(
+        sim, "expires", cluster_id=SMALL, snapshot_id="fresh", expires=NOW + timedelta(days=1)
+    )
+    code, held = command(capsys, sim, "plan")
+    later, free = command(capsys, sim, "plan")
+
+    small = next(c for c in held["plan"]["clusters"] if c["clusterId"] == SMALL)
+    assert code == 3
+    assert [h["kind"] for h in small["holds"]] == ["outside"]
+    assert small["holds"][0]["setting"].endswith("small.yaml:5")
+    assert "1 change made outside retention" in small["holds"][0]["reason"]
+    assert later == 0
+    assert outside(free) == []
+
+
+def test_an_undo_puts_back_what_the_ledger_then_takes_for_ours(
+    backend: str, sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What an undo restores is recorded as ours: the plan after it finds nothing outside."""
+    configure(folder, sim.base_url)
+    assert cli.main(["run"], clock=sim.clock.now) == 0
+    [run_dir] = [d for d in (folder / "reports").iterdir() if d.is_dir()]
+    capsys.readouterr()
+
+    undone = cli.main(["undo", str(run_dir)], clock=sim.clock.now)
+    capsys.readouterr()
+    _, after = command(capsys, sim, "plan")
+
+    assert undone == 0
+    assert outside(after) == []
+
+
+def test_a_config_server_deleted_early_is_caught(
+    backend: str, sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A legacy config server's snapshot deleted before its expiry is caught like a cluster's."""
+    configure(folder, sim.base_url)
+    command(capsys, sim, "plan")
+
+    outside_change(sim, "delete", cluster_id=CFG, snapshot_id="cfg0")
+    _, caught = command(capsys, sim, "plan")
+
+    assert outside(caught) == [("deleted-early", CFG, "cfg0")]
+
+
+def test_a_newer_ledger_stops_a_run_before_anything_is_sent(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ledger written by a newer retention: the run exits 2 naming it, and sends nothing."""
+    configure(folder, sim.base_url)
+    assert cli.main(["plan"], clock=sim.clock.now) == 0
+    with sqlite3.connect(folder / "reports" / "ledger.db") as db:
+        db.execute("UPDATE alembic_version SET version_num = '0099'")
+    capsys.readouterr()
+
+    code = cli.main(["run"], clock=sim.clock.now)
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "schema revision 0099, newer than retention" in err
+    assert sim.admin("patches")["patches"] == []
+
+
+def test_an_unreachable_ledger_stops_a_run_and_a_plan_warns_and_goes_on(
+    sim: Simulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A PostgreSQL ledger that does not answer: run exits 1 before any PATCH, the message
+    names the server and never the password; a plan warns that it is not recorded and is
+    written all the same."""
+    configure(folder, sim.base_url)
+    monkeypatch.setenv(ENV_LEDGER_URL, "postgresql://retention:pw-in-url@127.0.0.1:9/ledger")
+    monkeypatch.setenv(ENV_LEDGER_PASSWORD, "s3cret-pw")
+
+    ran = cli.main(["run"], clock=sim.clock.now)
+    run_err = capsys.readouterr().err
+    planned = cli.main(["plan"], clock=sim.clock.now)
+    plan_out, plan_err = capsys.readouterr()
+
+    assert ran == 1
+    assert "127.0.0.1:9" in run_err
+    assert sim.admin("patches")["patches"] == []
+    assert planned == 0
+    assert "this job is not recorded" in plan_err
+    for said in (run_err, plan_out, plan_err):
+        assert "s3cret-pw" not in said
+        assert "pw-in-url" not in said
