@@ -205,3 +205,30 @@ def test_an_unreachable_ledger_stops_a_run_and_a_plan_warns_and_goes_on(
     for said in (run_err, plan_out, plan_err):
         assert "s3cret-pw" not in said
         assert "pw-in-url" not in said
+
+
+def test_explain_names_the_outside_change_of_a_snapshot_and_of_one_deleted(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """explain of a snapshot changed outside retention says so in its lines and its JSON;
+    explain of one deleted early says it went before the plan, and how."""
+    configure(folder, sim.base_url)
+    command(capsys, sim, "plan")
+    outside_change(
+        sim, "expires", cluster_id=BIG, snapshot_id="big0001", expires=NOW + timedelta(days=3)
+    )
+    outside_change(sim, "delete", cluster_id=BIG, snapshot_id="big0003")
+    command(capsys, sim, "plan")
+
+    assert cli.main(["explain", "big0001"], clock=sim.clock.now) == 0
+    lines = capsys.readouterr().out
+    code, document = command(capsys, sim, "explain", "big0001")
+    deleted = cli.main(["explain", "big0003"], clock=sim.clock.now)
+    err = capsys.readouterr().err
+
+    assert "  outside:   snapshot big0001 of prod-big: expires " in lines
+    assert "changed outside retention" in lines
+    assert code == 0
+    assert [c["kind"] for c in document["outsideChanges"]] == ["changed"]
+    assert deleted == 2
+    assert "it went before this plan, snapshot big0003 of prod-big: deleted before its time" in err

@@ -26,6 +26,7 @@ from retention.core.planfile import (
     ClusterEntry,
     DecisionRecord,
     HoldRecordEntry,
+    OutsideChangeEntry,
     PlanHead,
     RestorePointsEntry,
     cluster_of,
@@ -131,6 +132,7 @@ class Explained:
         record, head, found = self.record, self.head, self.analyse()
         lines = [
             *_record_lines(record),
+            *(f"  outside:   {c['text']}" for c in outside_changes(record, head)),
             *_restore_points_lines(found),
             *_hold_record_lines(hold_records(record, head)),
         ]
@@ -168,6 +170,7 @@ class Explained:
             "uncounted": uncounted,
             "notTraced": found.problem,
             "holdRecords": hold_records(record, head),
+            "outsideChanges": outside_changes(record, head),
             "restorePoints": _restore_points(found),
             "policies": [],
         }
@@ -204,7 +207,13 @@ def explain_snapshot(path: Path, snapshot_id: str, policies: Callable[[], Polici
         raise UsageError(f"{decisions} does not exist (it is written beside the plan)")
     record = find_decision(decisions, snapshot_id)
     if record is None:
-        raise UsageError(f"snapshot {snapshot_id} is not in {decisions}")
+        gone = [
+            c["text"]
+            for c in open_plan(path).head.get("outsideChanges", [])
+            if c["snapshotId"] == snapshot_id
+        ]
+        said = f": it went before this plan, {gone[0]}" if gone else ""
+        raise UsageError(f"snapshot {snapshot_id} is not in {decisions}{said}")
     plan = open_plan(path)
     cluster = list(cluster_decisions(decisions, record))
     entry = cluster_of(plan.read_clusters(), record["projectId"], record["clusterId"])
@@ -256,6 +265,12 @@ def _hold_record_document(rule: TracedRule) -> dict[str, Any] | None:
         "ends": record.ends,
         "inForce": rule.trace.kept,
     }
+
+
+def outside_changes(record: DecisionRecord, head: PlanHead) -> list[OutsideChangeEntry]:
+    """What the plan found changed outside retention of the snapshot since the ledger last
+    looked (its outsideChanges entry)."""
+    return [c for c in head.get("outsideChanges", []) if c["snapshotId"] == record["snapshotId"]]
 
 
 def hold_records(record: DecisionRecord, head: PlanHead) -> list[HoldRecordEntry]:
