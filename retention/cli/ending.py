@@ -5,7 +5,7 @@ one JSON document); the progress while it runs is retention.cli.progress's. The 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +31,18 @@ def show_run(ended: Ended[RunResult], output: str) -> int:
     return ended.code
 
 
-def show_demo(ended: Ended[RunResult], output: str, code: int) -> int:
-    """Print how the demo's run ended, as show_run does, but with ``code``, the exit code
-    of the demo itself: the demo succeeded whatever its run held, so ``exitCode`` is what
-    the process returns and the run's own code is ``runExitCode``."""
+def show_demo(
+    ended: Ended[RunResult],
+    output: str,
+    code: int,
+    *,
+    first: Ended[RunResult] | None = None,
+    made: Sequence[str] = (),
+) -> int:
+    """Print how the demo's (second) run ended, as show_run does, but with ``code``, the
+    exit code of the demo itself: the demo succeeded whatever its run held, so ``exitCode``
+    is what the process returns and the run's own code is ``runExitCode``; the JSON names
+    the ``first`` run (the ledger's baseline) and the changes ``made`` between the two."""
     from retention.library.documents import run_document, run_lines
 
     if output == "json":
@@ -46,6 +54,13 @@ def show_demo(ended: Ended[RunResult], output: str, code: int) -> int:
             runExitCode=ended.code,
             runMeaning=exit_meaning(ended.code),
         )
+        if first is not None:
+            document["firstRun"] = {
+                "runId": first.result.run_id,
+                "runDir": str(first.result.run_dir),
+                "exitCode": first.code,
+            }
+            document["changedOutside"] = list(made)
         emit(document)
     else:
         for line in run_lines(ended):

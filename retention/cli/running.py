@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,12 +22,15 @@ from retention.cli.ending import metrics_options, metrics_target, show_demo, sho
 from retention.cli.group import cli
 from retention.cli.output import format_option
 from retention.cli.progress import TerminalProgress, quiet_option
+from retention.core.timestamps import format_timestamp
 from retention.errors import UsageError
 
 if TYPE_CHECKING:
+    from retention.api.client import OpsManagerClient
     from retention.apply.applying import RunResult
     from retention.core.policy.loader import PolicySet
     from retention.ops.clock import Clock
+    from retention.simulator.server import Simulator
 
 
 @cli.command("run")
@@ -198,9 +203,13 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     """Run the whole job on the built-in simulator's demo fleet: no set-up, nothing real touched.
 
     Starts the simulator (3 projects, 10 clusters, a few thousand snapshots) in this
-    process, runs plan, gates, apply and reports with the example policies against it, and
-    prints where the reports are. The first run over a long history is held by the safety
-    gates on purpose (exit code 3 in a real run); the demo itself exits 0.
+    process and runs the job twice with the example policies against it, recording both in
+    a ledger of its own (demo-ledger.db in the report folder, made afresh). The first run
+    is the ledger's baseline; between the two, the demo changes snapshots as someone else
+    would in the Ops Manager UI (an expiry shortened, a snapshot deleted); the second run
+    catches both and says so in its summary and report. The first run over a long history
+    is held by the safety gates on purpose (exit code 3 in a real run); the demo itself
+    exits 0.
 
     \b
     Example:
@@ -220,11 +229,22 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     if output == "text":
         click.echo("Starting the simulator with the demo fleet ...")
     clock = clock_of(ctx)
-    started = clock()
-    result = _demo_run(policies, Path(report_dir), clock)
-    ended = conclude(RunJob(RunRequest()), result, started, ["html", "markdown"], clock)
+    runs = _demo_runs(policies, Path(report_dir), clock)
+    job = RunJob(RunRequest())
+    first, second = (
+        conclude(job, run.result, run.started, ["html", "markdown"], clock, head=run.head)
+        for run in runs.runs
+    )
+    if output == "text":
+        click.echo(
+            f"Run 1, the ledger's baseline: exit {first.code}, run folder {first.result.run_dir}"
+        )
+        click.echo("Then, as someone else in the Ops Manager UI:")
+        for said in runs.made:
+            click.echo(f"  {said}")
+        click.echo("Run 2:")
     # A demo that ran is a success, whatever the gates held: it exits 0 and says so.
-    code = show_demo(ended, output, 0)
+    code = show_demo(second, output, 0, first=first, made=runs.made)
     if output == "text":
         click.echo(
             "This was the simulator: nothing real was touched. Open report.html in a "
@@ -233,22 +253,116 @@ def demo(ctx: click.Context, policies_path: str | None, report_dir: str, output:
     return code
 
 
-def _demo_run(policies: PolicySet, reports: Path, clock: Clock) -> RunResult:
-    """The whole job on the demo fleet of a simulator started for it, at ``clock``'s time."""
+@dataclass(frozen=True)
+class _DemoRun:
+    """One run of the demo: its result, when it started, and the ledger's head after it."""
+
+    result: RunResult
+    started: datetime
+    head: str | None
+
+
+@dataclass(frozen=True)
+class _DemoRuns:
+    """The demo's two runs, and what it changed outside retention between them."""
+
+    runs: tuple[_DemoRun, _DemoRun]
+    made: list[str]
+
+
+# The demo's own ledger, beside its run folders and made afresh by each demo: a ledger that
+# remembered another demo's fleet (another time, the same ids) would report it all changed.
+DEMO_LEDGER = "demo-ledger.db"
+
+
+def _demo_runs(policies: PolicySet, reports: Path, clock: Clock) -> _DemoRuns:
+    """The whole job twice on the demo fleet of a simulator started for it, at ``clock``'s
+    time, both recorded in the demo's ledger; between them, an expiry shortened and a
+    snapshot deleted as someone else."""
     from pydantic import SecretStr
 
     from retention.api.client import OpsManagerClient
     from retention.api.values import Credentials
+    from retention.config.ledgerplace import LedgerPlace
     from retention.config.scope import ProjectTargets, Scope
-    from retention.library.changing import run_job
+    from retention.ledger.database import open_ledger
+    from retention.ledger.recorder import RunStart
+    from retention.ledger.session import Recording
+    from retention.library.changing import RunJob, run_job
+    from retention.library.requests import RunRequest
+    from retention.ops.actor import actor
     from retention.simulator.server import Simulator, SimulatorConfig
 
-    with Simulator(SimulatorConfig(fleet="demo", seed=1, now=clock())) as sim:
+    for leftover in reports.glob(f"{DEMO_LEDGER}*"):  # the file, and SQLite's -wal and -shm
+        leftover.unlink()
+    place = LedgerPlace(f"sqlite:///{reports.resolve() / DEMO_LEDGER}")
+    job = RunJob(RunRequest())
+    runs: list[_DemoRun] = []
+    made: list[str] = []
+    with (
+        Simulator(SimulatorConfig(fleet="demo", seed=1, now=clock())) as sim,
+        open_ledger(place) as ledger,
+    ):
         projects = [ProjectTargets(p["id"]) for p in sim.admin("fleet")["projects"]]
         scope = Scope(policies, projects, schedule="0 3 * * *", concurrency=8)
         credentials = Credentials(sim.public_key, SecretStr(sim.private_key))
         with OpsManagerClient(sim.base_url, credentials, clock=clock) as client:
-            return run_job(client, scope, reports=reports, dry_run=False, clock=clock)
+            for n in range(2):
+                if n == 1:
+                    made = _change_outside(sim, client)
+                started = clock()
+                start = RunStart("", "run", "", started, actor(None), base_url=sim.base_url)
+                recording = Recording(ledger, start)
+                result = run_job(
+                    client,
+                    scope,
+                    reports=reports,
+                    dry_run=False,
+                    clock=clock,
+                    ledger=recording,
+                )
+                head = recording.finish(job.ledger_end(result, job.code(result), clock()))
+                runs.append(_DemoRun(result, started, head))
+    return _DemoRuns((runs[0], runs[1]), made)
+
+
+def _change_outside(sim: Simulator, client: OpsManagerClient) -> list[str]:
+    """Shorten the expiry of prod-orders' newest complete snapshot and delete one of
+    prod-catalog's, as alice@example.com would in the Ops Manager UI; what was done, in
+    words."""
+    clusters = {  # a sharded cluster's shards share its name and have no snapshots
+        c["name"]: (p["id"], c["id"])
+        for p in sim.admin("fleet")["projects"]
+        for c in p["clusters"]
+        if c["snapshots"]
+    }
+    made = []
+    for name, action in (("prod-orders", "expires"), ("prod-catalog", "delete")):
+        project, cluster = clusters[name]
+        kept = [
+            s
+            for s in client.list_snapshots(project, cluster)
+            if s.complete and not s.do_not_delete and s.expires is not None
+        ]
+        snapshot = kept[0] if action == "expires" else kept[len(kept) // 2]
+        body: dict[str, object] = {
+            "action": action,
+            "clusterId": cluster,
+            "snapshotId": snapshot.id,
+            "user": "alice@example.com",
+        }
+        if action == "expires" and snapshot.expires is not None:
+            shortened = snapshot.expires - (snapshot.expires - snapshot.created_at) / 2
+            body["expires"] = format_timestamp(shortened)
+        sim.admin("outside", body)
+        what = (
+            f"shortened the expiry of {name} snapshot {snapshot.id} to {body['expires']}"
+            if action == "expires"
+            else f"deleted {name} snapshot {snapshot.id} (it was kept until "
+            f"{format_timestamp(snapshot.expires) if snapshot.expires else 'no end'})"
+        )
+        made.append(what)
+    return made
 
 
 def _example_policies() -> Path:

@@ -226,7 +226,7 @@ class PlanSummary:
     @property
     def outside_text(self) -> str | None:
         """The changes made outside retention, counted by kind ("3 changes since the last
-        run: 2 expiries changed, 1 deleted early"), or None when there is none."""
+        run (2 expiries changed, 1 deleted early)"), or None when there is none."""
         if not self.outside:
             return None
         kinds = Counter(c["kind"] for c in self.outside)
@@ -239,7 +239,7 @@ class PlanSummary:
             f"{n} {words[k][0] if n == 1 else words[k][1]}"
             for k, n in sorted(kinds.items(), key=lambda kv: list(words).index(kv[0]))
         ]
-        return f"{counted(len(self.outside), 'change')} since the last run: {', '.join(parts)}"
+        return f"{counted(len(self.outside), 'change')} since the last run ({', '.join(parts)})"
 
     @property
     def long_cuts_text(self) -> str | None:
