@@ -3,24 +3,26 @@ what a run records, the chain and what `verify` finds when it is broken."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
-from retention.core.model import SnapshotView, Target
-from retention.core.outside import Retained, cluster_drift
+from retention.core.outside import Retained
+from retention.core.policy.duration import RetentionDuration
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
 from retention.ledger.chain import verify
-from retention.ledger.database import Ledger, open_ledger
+from retention.ledger.database import Ledger, alembic_config, open_ledger
+from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
-from retention.ledger.tables import events, heads, runs, snapshots
-from tests.support.ledgers import ledger_place_for
-
-NOW = datetime(2026, 11, 20, 3, tzinfo=UTC)
-TARGET = Target("p1", "c1", "prod-orders")
+from retention.ledger.tables import anchors, events, heads, metadata, runs, snapshots
+from tests.support.ledgers import NOW, ledger_place_for, one_run, snap
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -36,29 +38,13 @@ def ledger(place: LedgerPlace) -> Iterator[Ledger]:
         yield opened
 
 
-def snap(i: int, expires_in: float = 10, *, dnd: bool = False) -> SnapshotView:
-    expires = None if dnd else NOW + timedelta(days=expires_in)
-    return SnapshotView(f"s{i}", NOW - timedelta(days=i), True, dnd, expires)
-
-
-def one_run(
-    ledger: Ledger, n: int, walked: list[SnapshotView], *, at: datetime = NOW, shard: str = ""
-) -> tuple[RunRecord, list[str]]:
-    """A plan run of one cluster: begun, walked, finished; its outside changes' kinds."""
-    record = RunRecord.begin(ledger, RunStart(f"run-{shard}-{n}", "plan", shard, at, "tester"))
-    drift = cluster_drift(TARGET, record.known(TARGET), walked, at)
-    record.observe(TARGET, drift, {"counts": {"keep": len(walked)}, "holds": []}, at)
-    record.finish(RunEnd(at, 0))
-    return record, [c.kind for c in drift.outside]
-
-
 def test_a_new_ledger_gets_the_schema_and_a_second_open_changes_nothing(place: LedgerPlace) -> None:
     """open_ledger makes every table at the newest revision; opening again is a no-op."""
     with open_ledger(place) as first:
         one_run(first, 1, [snap(1)])
     with open_ledger(place) as again, again.reading("test") as conn:
         revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
-        assert revision == "0001"
+        assert revision == "0002"
         assert conn.execute(select(func.count()).select_from(runs)).scalar_one() == 1
 
 
@@ -233,3 +219,69 @@ def test_shards_keep_a_chain_each(ledger: Ledger) -> None:
         assert conn.execute(select(func.count()).select_from(heads)).scalar_one() == 2
         known = conn.execute(select(func.count()).select_from(snapshots)).scalar_one()
     assert known == 1
+
+
+def test_the_migrations_make_exactly_the_tables_the_code_uses(ledger: Ledger) -> None:
+    """Alembic's revisions, run on an empty database, leave nothing for the tables of
+    retention/ledger/tables.py to differ by (a revision forgotten, a column misspelled)."""
+    with ledger.reading("test") as conn:
+        differences = compare_metadata(MigrationContext.configure(conn), metadata)
+
+    assert differences == []
+
+
+def test_an_older_ledger_is_brought_up_to_date_and_keeps_its_runs(place: LedgerPlace) -> None:
+    """A ledger at the first revision, with a run an older retention recorded, is migrated
+    on first use: the run is still there and still verifies, and the new table is made."""
+    engine = create_engine(place.engine_url())
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0001")
+    old = Ledger(place, engine)  # as an older retention had it: no migration to 0002
+    one_run(old, 1, [snap(1)])
+    old.close()
+
+    with open_ledger(place) as ledger, ledger.reading("test") as conn:
+        revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+        report = verify(conn)
+        anchored = conn.execute(select(func.count()).select_from(anchors)).scalar_one()
+
+    assert revision == "0002"
+    assert report.shards[""][0] == 1
+    assert anchored == 0
+
+
+def _prune_at(ledger: Ledger, now: datetime, keep: str) -> RunRecord:
+    """A run at ``now`` that applies ledger.keep ``keep`` before it finishes."""
+    record = RunRecord.begin(ledger, RunStart("run-pruning", "run", "", now, "tester"))
+    prune_ledger(ledger, RetentionDuration.parse(keep), now, record)
+    record.finish(RunEnd(now, 0))
+    return record
+
+
+def test_ledger_keep_removes_old_runs_and_the_chain_still_verifies(ledger: Ledger) -> None:
+    """ledger.keep removes the runs that ended before it, never the newest; the chain then
+    starts at their anchor and verifies, and the pruning run records what it removed."""
+    for n, days in enumerate((10, 5, 1), start=1):
+        one_run(ledger, n, [snap(1), snap(n + 1)], at=NOW - timedelta(days=days))
+
+    pruning = _prune_at(ledger, NOW, "3d")
+
+    with ledger.reading("test") as conn:
+        report = verify(conn)
+        left = conn.execute(select(runs.c.run_id).order_by(runs.c.position)).scalars().all()
+        noted = conn.execute(select(events.c.detail).where(events.c.kind == "pruned")).scalar_one()
+    assert left == ["run--3", "run-pruning"]
+    assert report.shards == {"": (2, pruning.head)}
+    assert report.pruned[""][0] == 2
+    assert json.loads(noted)["runs"] == 2
+
+
+def test_an_anchor_no_pruning_run_recorded_breaks_the_chain(ledger: Ledger) -> None:
+    """An anchor moved by hand (records removed outside ledger.keep) is named by verify."""
+    for n, days in enumerate((10, 5, 1), start=1):
+        one_run(ledger, n, [snap(1)], at=NOW - timedelta(days=days))
+    _prune_at(ledger, NOW, "7d")
+    with ledger.writing("test") as conn:
+        conn.execute(update(anchors).values(position=2))
+
+    assert "not what the newest pruning run recorded" in str(_broken(ledger))

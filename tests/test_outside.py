@@ -226,3 +226,17 @@ def test_the_hold_reason_counts_and_names_the_kinds() -> None:
         "2 changes made outside retention since the last run (deleted early and expiry "
         "changed): a person should look before anything more is expired"
     )
+
+
+def test_a_later_expiry_than_ours_pending_is_ours_sent_with_its_grace() -> None:
+    """A pending expiry of ours found later than planned is ours (sent with the grace from
+    the moment it went out); one found earlier is not."""
+    sent = Retained(True, NOW + timedelta(days=3), False)
+    known = known_of(snap(1), pending={"s1": sent})
+
+    later = cluster_drift(TARGET, known, [snap(1, expires_in=3.5)], NOW)
+    earlier = cluster_drift(TARGET, known, [snap(1, expires_in=2)], NOW)
+
+    assert later.outside == []
+    assert [o.ours for o in later.observed] == [True]
+    assert [c.kind for c in earlier.outside] == ["changed"]

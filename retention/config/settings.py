@@ -160,6 +160,19 @@ class LedgerSettings(_Settings):
     password_file: Path | None = Field(
         None, description="A file holding the PostgreSQL password (a mounted Secret)"
     )
+    keep: OptionalDuration = Field(
+        None,
+        description="Remove runs older than this from the ledger at the end of each run "
+        "(e.g. 400d), never a shard's newest; null: keep every run. reports.keep never "
+        "touches the ledger",
+    )
+
+    @field_validator("keep")
+    @classmethod
+    def _some_time(cls, value: RetentionDuration | None) -> RetentionDuration | None:
+        if value is not None and value.zero:
+            raise ValueError("a keep of 0h would empty the ledger: use null to keep every run")
+        return value
 
     @field_validator("url")
     @classmethod

@@ -134,7 +134,7 @@ def cluster_drift(
         now_fields = Retained.of(snapshot)
         if now_fields == was.last:
             continue
-        ours = was.pending is not None and was.pending.same_retention(now_fields)
+        ours = was.pending is not None and _as_sent(was.pending, now_fields)
         if ours or was.last.same_retention(now_fields):
             drift.observed.append(Observed(snapshot.id, was.last, now_fields, ours))
         else:
@@ -173,6 +173,22 @@ def cluster_drift(
         else:
             drift.expired.append(snapshot_id)
     return drift
+
+
+def _as_sent(pending: Retained, found: Retained) -> bool:
+    """Whether ``found`` is what a change of ours that asked ``pending`` left: the same, or
+    a later expiry (a destructive expiry goes out as the later of the planned one and the
+    grace from the moment it is sent, so a change whose outcome was never recorded, its
+    run killed, may have set a later one than it planned)."""
+    if pending.same_retention(found):
+        return True
+    if pending.do_not_delete or found.do_not_delete:
+        return False
+    return (
+        found.expires is not None
+        and pending.expires is not None
+        and found.expires >= pending.expires
+    )
 
 
 def gone(target: Target, known: Mapping[str, Known], now: datetime) -> OutsideChange:

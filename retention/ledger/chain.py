@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Row, select
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import ChainBrokenError
-from retention.ledger.tables import cluster_runs, events, heads, runs
+from retention.ledger.tables import anchors, cluster_runs, events, heads, runs
 
 GENESIS = "0" * 64
 # The run row's fields that are its content: not its numbers (in this database, in its
@@ -81,6 +81,8 @@ class ChainReport:
 
     shards: dict[str, tuple[int, str]] = field(default_factory=dict)  # shard: (records, head)
     unfinished: list[str] = field(default_factory=list)
+    # Shards whose oldest records ledger.keep removed: (the last removed position, its hash).
+    pruned: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -101,8 +103,9 @@ def verify(conn: Connection) -> ChainReport:
         {r.shard for r in conn.execute(select(runs.c.shard).distinct())}
         | {r.shard for r in conn.execute(select(heads.c.shard))}
     )
+    report.pruned = _anchors(conn)
     for shard in shards:
-        report.shards[shard] = _verify_shard(conn, shard)
+        report.shards[shard] = _verify_shard(conn, shard, report.pruned.get(shard))
     unfinished = select(runs.c.run_id, runs.c.shard).where(runs.c.position.is_(None))
     report.unfinished = [
         f"{r.run_id} ({shard_label(r.shard)})"
@@ -111,8 +114,29 @@ def verify(conn: Connection) -> ChainReport:
     return report
 
 
-def _verify_shard(conn: Connection, shard: str) -> tuple[int, str]:
-    prev, expected = GENESIS, 1
+def _anchors(conn: Connection) -> dict[str, tuple[int, str]]:
+    """Each pruned shard's anchor, checked against the newest ``pruned`` event that names
+    it (an anchor no chained run put there is an edit)."""
+    found = {a.shard: (a.position, a.hash) for a in conn.execute(select(anchors))}
+    said: dict[str, tuple[int, str]] = {}
+    for row in conn.execute(
+        select(events.c.detail).where(events.c.kind == "pruned").order_by(events.c.seq)
+    ):
+        detail = json.loads(row.detail)
+        said[detail["shard"]] = (detail["through"], detail["hash"])
+    for shard, anchor in found.items():
+        if said.get(shard) != anchor:
+            where = shard_label(shard)
+            raise ChainBrokenError(
+                f"{where}: its anchor (record {anchor[0]}, {_short(anchor[1])}) is not what the "
+                "newest pruning run recorded: records were removed outside ledger.keep",
+                where,
+            )
+    return found
+
+
+def _verify_shard(conn: Connection, shard: str, anchor: tuple[int, str] | None) -> tuple[int, str]:
+    prev, expected = (GENESIS, 1) if anchor is None else (anchor[1], anchor[0] + 1)
     chained = (
         select(runs)
         .where(runs.c.shard == shard, runs.c.position.is_not(None))
@@ -147,6 +171,7 @@ def _verify_shard(conn: Connection, shard: str) -> tuple[int, str]:
         prev, expected = run.hash, expected + 1
     head = conn.execute(select(heads).where(heads.c.shard == shard)).first()
     records = expected - 1
+    first = 0 if anchor is None else anchor[0]
     if head is None and records:
         raise ChainBrokenError(f"{where}: its head is missing", where)
     if head is not None and (head.position != records or head.hash != prev):
@@ -155,7 +180,7 @@ def _verify_shard(conn: Connection, shard: str) -> tuple[int, str]:
             f"ends at record {records} ({_short(prev)}): the last runs were deleted",
             where,
         )
-    return records, prev
+    return records - first, prev
 
 
 def _short(value: str | None) -> str:

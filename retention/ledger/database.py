@@ -136,7 +136,8 @@ def _engine(url: URL) -> Engine:
     return engine
 
 
-def _alembic(conn: Connection) -> Config:
+def alembic_config(conn: Connection) -> Config:
+    """Alembic's configuration for the ledger's migrations, on ``conn``."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = conn
@@ -146,7 +147,7 @@ def _alembic(conn: Connection) -> Config:
 def _migrate(ledger: Ledger) -> None:
     """Bring the schema up to this retention's head, or refuse a newer one."""
     with ledger.writing("reading its schema version") as conn:
-        config = _alembic(conn)
+        config = alembic_config(conn)
         script = ScriptDirectory.from_config(config)
         head = script.get_current_head()
         current = MigrationContext.configure(conn).get_current_revision()

@@ -381,6 +381,15 @@ class RunRecord:
         self.head = new_hash
         return new_hash
 
+    def note_pruned(self, shard: str, position: int, hash_: str, count: int, at: datetime) -> None:
+        """Record that ledger.keep removed ``shard``'s records up to ``position`` (its hash
+        now the shard's anchor): an event of this run, so that the chain covers it."""
+        detail = {"shard": shard, "through": position, "hash": hash_, "runs": count}
+        key = {"project_id": "", "cluster_id": ""}
+        self._batch.events.append(
+            _At(self.seq, stamp(at)).event("pruned", key, None, None, None, detail)
+        )
+
     def _approvals(self, end: RunEnd) -> dict[str, Any]:
         """The approvals, by the run's actor unless the end says who."""
         approvals = dict(end.approvals)

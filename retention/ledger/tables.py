@@ -73,6 +73,17 @@ heads = Table(
     Column("hash", String(64), nullable=False),
 )
 
+# Where each shard's chain starts once ledger.keep removed its oldest records: the position
+# and hash of the last record removed (verify starts after it instead of the genesis).
+anchors = Table(
+    "ledger_anchors",
+    metadata,
+    Column("shard", String(32), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("pruned_at", String(TIME)),
+)
+
 # The clusters and config servers the ledger has seen, and the run that last walked each.
 targets = Table(
     "ledger_targets",

@@ -32,6 +32,7 @@ from retention.config.ledgerplace import LedgerPlace
 from retention.config.loading import LoadedConfig, load_config
 from retention.config.writable import require_writable
 from retention.core.policy.duration import RetentionDuration
+from retention.core.wording import counted
 from retention.errors import (
     ConfigError,
     LedgerError,
@@ -41,6 +42,7 @@ from retention.errors import (
     exit_code_for,
 )
 from retention.ledger.database import Ledger, open_ledger
+from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunStart
 from retention.ledger.session import Recording
 from retention.library.ending import Metrics, MetricsTarget, Notifier, log_run_finished
@@ -243,7 +245,7 @@ def run_lifecycle(job: Job[R], setup: Setup) -> Ended[R]:
                     result = step(context)
                 finally:
                     progress.close()
-            head = _finish(job, result, recording, connected, clock)
+            head = _finish(job, result, recording, connected, config, clock)
             formats = config.reports.formats
             ended = (
                 conclude(job, result, started, formats, clock, notifier=metrics.notifier, head=head)
@@ -331,11 +333,21 @@ def _finish(
     result: R,
     recording: Recording | None,
     client: OpsManagerClient | None,
+    config: RetentionConfig,
     clock: Clock,
 ) -> str | None:
-    """Finish the job's run in the ledger (unless its step did); the chain's head."""
+    """Finish the job's run in the ledger (unless its step did), after ledger.keep removed
+    what it lets go (a job that prunes: a run); the chain's head."""
     if recording is None:
         return None
+    keep = config.ledger.keep
+    if keep is not None and job.prunes and recording.record is not None and not recording.finished:
+        pruned = prune_ledger(recording.ledger, keep, clock(), recording.record)
+        if pruned.removed:
+            text = f"ledger.keep removed {counted(pruned.runs, 'run')} older than {keep}"
+            logging.getLogger("retention.ledger").info(
+                "%s", text, extra={"text": text, "fields": {"event": "ledger-pruned"}}
+            )
     end = replace(
         job.ledger_end(result, job.code(result), clock()),
         service_version=client.service_version if client is not None else None,

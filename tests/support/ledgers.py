@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from retention.config.ledgerplace import LedgerPlace
+from retention.core.model import SnapshotView, Target
+from retention.core.outside import cluster_drift
+from retention.ledger.database import Ledger
+from retention.ledger.recorder import RunEnd, RunRecord, RunStart
+
+NOW = datetime(2026, 11, 20, 3, tzinfo=UTC)
+TARGET = Target("p1", "c1", "prod-orders")
 
 
 def ledger_place_for(request: pytest.FixtureRequest, backend: str) -> LedgerPlace:
@@ -17,3 +25,19 @@ def ledger_place_for(request: pytest.FixtureRequest, backend: str) -> LedgerPlac
         return LedgerPlace(f"sqlite:///{folder / 'ledger.db'}")
     database = request.getfixturevalue("postgres_database")
     return LedgerPlace(database.url, password=database.password)
+
+
+def snap(i: int, expires_in: float = 10, *, dnd: bool = False) -> SnapshotView:
+    expires = None if dnd else NOW + timedelta(days=expires_in)
+    return SnapshotView(f"s{i}", NOW - timedelta(days=i), True, dnd, expires)
+
+
+def one_run(
+    ledger: Ledger, n: int, walked: list[SnapshotView], *, at: datetime = NOW, shard: str = ""
+) -> tuple[RunRecord, list[str]]:
+    """A plan run of one cluster: begun, walked, finished; its outside changes' kinds."""
+    record = RunRecord.begin(ledger, RunStart(f"run-{shard}-{n}", "plan", shard, at, "tester"))
+    drift = cluster_drift(TARGET, record.known(TARGET), walked, at)
+    record.observe(TARGET, drift, {"counts": {"keep": len(walked)}, "holds": []}, at)
+    record.finish(RunEnd(at, 0))
+    return record, [c.kind for c in drift.outside]
