@@ -76,8 +76,10 @@ def test_every_check_passes_against_the_simulator(
         "clock",
         "reports",
         "backups",
+        "ledger",
     ):
         assert f"ok    {name}:" in out
+    assert f"ok    ledger: sqlite:///{tmp_path}/reports/ledger.db: schema 0002, 0 runs" in out
     assert "WARN  tls: plain HTTP" in out
     assert f"ok    project {P}: agents: backup agents link present" in out
     assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config server" in out
@@ -268,3 +270,25 @@ def test_a_wrong_port_from_retention_base_url_names_the_variable(
         "(and DNS, proxies and firewalls)"
     )
     assert "check api.base_url" not in reachable["detail"]
+
+
+def test_a_ledger_that_cannot_be_reached_fails_and_one_turned_off_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PostgreSQL ledger that does not answer is a failed check naming it (never its
+    password); ledger.enabled: false is a warning."""
+    with live() as sim:
+        config = config_for(tmp_path, sim.base_url)
+        monkeypatch.setenv("RETENTION_LEDGER_URL", "postgresql://retention@127.0.0.1:9/ledger")
+        monkeypatch.setenv("RETENTION_LEDGER_PASSWORD", "s3cret-pw")
+        failed, out = doctor(config, capsys)
+        monkeypatch.delenv("RETENTION_LEDGER_URL")
+        monkeypatch.delenv("RETENTION_LEDGER_PASSWORD")
+        config.write_text(config.read_text() + "ledger:\n  enabled: false\n")
+        warned, off = doctor(config, capsys)
+
+    assert failed == 1
+    assert "FAIL  ledger: ledger postgresql://retention@127.0.0.1:9/ledger:" in out
+    assert "s3cret-pw" not in out
+    assert warned == 0
+    assert "WARN  ledger: ledger.enabled is false" in off

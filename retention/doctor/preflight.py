@@ -4,7 +4,8 @@ One check per line, each passed, warning or failed, with a remedy when it is not
 configuration and policies; where the notices go (redacted, nothing sent to them); the API
 reachable with TLS verified; the credentials accepted; the service version; the clock skew
 from the Date header (expiry decisions depend on the clock); backups that stopped, as the
-newest plan in the reports folder found them; and per target project the backup agents'
+newest plan in the reports folder found them; the ledger (it opens, its schema, its runs);
+and per target project the backup agents'
 link, discovery, one snapshot page and the alerts; what the policies warn about (as
 ``validate`` and a plan say it, with each glob that matches nothing discovery found).
 Returns the checks, with their exit code and their words; the CLI prints them.
@@ -12,6 +13,7 @@ Returns the checks, with their exit code and their words; the CLI prints them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -41,11 +43,14 @@ from retention.errors import (
     ApiError,
     AuthenticationError,
     ConfigError,
+    LedgerError,
     PermissionDeniedError,
     PlanFileError,
     TLSError,
     TransportError,
 )
+from retention.ledger.chain import ledger_status
+from retention.ledger.database import open_ledger
 from retention.ops.clock import Clock
 from retention.report.summary import StaleCluster, stale_clusters, stale_text
 from retention.runfolder.lineage import newest_plans
@@ -186,6 +191,7 @@ def _checks(
         return Report(checks, "configuration")
     checks.append(Check("reports", "pass", f"{reports} is writable"))
     checks.append(_backups(reports, clock))
+    checks.append(_ledger(loaded))
     with open_client(loaded, clock=clock, interactive=interactive) as client:
         if not _connection(client, loaded, checks):
             return Report(checks, "unreachable")
@@ -428,3 +434,36 @@ def _coverage(policies: PolicySet, targets: list[Target], checks: list[Check]) -
         checks.append(
             Check("coverage", "pass", f"a policy matches each of {counted(len(targets), 'target')}")
         )
+
+
+def _ledger(loaded: LoadedConfig) -> Check:
+    """The ledger opens (its schema brought up to date), and how many runs it holds; it is
+    not verified here (`retention ledger verify` reads every record)."""
+    settings = loaded.config.ledger
+    if not settings.enabled:
+        return Check(
+            "ledger",
+            "warn",
+            "ledger.enabled is false: runs are not recorded and changes made outside "
+            "retention are not looked for",
+            "set ledger.enabled: true (the default) for the scheduled job",
+        )
+    try:
+        place = loaded.config.ledger_place(os.environ)
+        with open_ledger(place) as ledger, ledger.reading("reading its status") as conn:
+            found = ledger_status(conn)
+    except (LedgerError, ConfigError) as exc:
+        return Check(
+            "ledger",
+            "fail",
+            str(exc),
+            "check ledger.url (or RETENTION_LEDGER_URL), the server and the password "
+            "(RETENTION_LEDGER_PASSWORD or its file)",
+        )
+    head = f", head {found.head[:16]}..." if found.head else ""
+    return Check(
+        "ledger",
+        "pass",
+        f"{place.shown}: schema {found.revision}, {counted(found.runs, 'run')}"
+        f"{f', {found.unfinished} never finished' if found.unfinished else ''}{head}",
+    )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection, Row, func, select, text
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import ChainBrokenError
@@ -185,3 +185,27 @@ def _verify_shard(conn: Connection, shard: str, anchor: tuple[int, str] | None) 
 
 def _short(value: str | None) -> str:
     return "none" if not value else value[:12]
+
+
+@dataclass(frozen=True)
+class LedgerStatus:
+    """What a ledger holds, without verifying it: its schema revision, its runs (and how
+    many never finished), and the newest head of its chains."""
+
+    revision: str | None
+    runs: int
+    unfinished: int
+    head: str | None
+
+
+def ledger_status(conn: Connection) -> LedgerStatus:
+    """The ledger's status, read in a few counts."""
+    revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    total = conn.execute(select(func.count()).select_from(runs)).scalar_one()
+    unfinished = conn.execute(
+        select(func.count()).select_from(runs).where(runs.c.ended.is_(None))
+    ).scalar_one()
+    newest = conn.execute(
+        select(runs.c.hash).where(runs.c.hash.is_not(None)).order_by(runs.c.seq.desc()).limit(1)
+    ).scalar()
+    return LedgerStatus(revision, int(total), int(unfinished), newest)
