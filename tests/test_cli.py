@@ -74,6 +74,18 @@ def test_unknown_command_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "No such command 'frobnicate'" in capsys.readouterr().err
 
 
+def _demo_runs(folder: Path) -> tuple[Path, Path]:
+    """The demo's two run folders in ``folder``: the ledger's baseline, then the run that
+    caught what the demo changed outside retention."""
+    runs = {
+        json.loads((d / "plan.json").read_text())["ledger"]["baseline"]: d
+        for d in folder.iterdir()
+        if d.is_dir()
+    }
+    assert sorted(runs) == [False, True]
+    return runs[True], runs[False]
+
+
 def test_demo_runs_the_whole_job_and_writes_the_reports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,7 +96,8 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
     code = cli.main(["demo", "--policies", str(policies), "--report-dir", str(tmp_path)])
 
     out = capsys.readouterr().out
-    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    baseline, second = _demo_runs(tmp_path)
+    run_dir = baseline
     names = sorted(p.name for p in run_dir.iterdir())
     document = json.loads((run_dir / "plan.json").read_text())
     results = outcome_lines(run_dir / "results.jsonl")
@@ -115,8 +128,15 @@ def test_demo_runs_the_whole_job_and_writes_the_reports(
         rf"hold prod-orders: \d+ of \d+ snapshots would expire \(\d+%\), {fraction}{setting}", out
     )
     assert f"[set at {policies}/production.yaml:4 (default hold_on_alerts)]" in out
-    held = document["summary"]["byAction"]["held"]
-    assert f"Outcomes: applied {len(results)}, held {held}." in out
+    assert f"Run 1, the ledger's baseline: exit 3, run folder {baseline}" in out
+    # What it printed in full is the second run, which caught what the demo changed.
+    caught = json.loads((second / "plan.json").read_text())["outsideChanges"]
+    assert sorted(c["kind"] for c in caught) == ["changed", "deleted-early"]
+    assert (
+        "Changed outside retention: 2 changes since the last run (1 expiry changed, 1 deleted "
+        "early)." in out
+    )
+    assert re.search(r"Ledger head: [0-9a-f]{64}\n", out)
     assert "nothing real was touched" in out
 
 
@@ -138,9 +158,14 @@ def test_demo_anywhere_uses_the_example_policies(
     code = cli.main(["demo"])
 
     assert code == 0, capsys.readouterr().err
-    [run_dir] = [d for d in (tmp_path / "reports").iterdir() if d.is_dir()]
-    names = {p["name"] for p in json.loads((run_dir / "plan.json").read_text())["policies"]}
-    assert names == {"compliance", "compliance-audit-project", "dev", "production"}
+    for run_dir in _demo_runs(tmp_path / "reports"):
+        plan = json.loads((run_dir / "plan.json").read_text())
+        assert {p["name"] for p in plan["policies"]} == {
+            "compliance",
+            "compliance-audit-project",
+            "dev",
+            "production",
+        }
 
 
 def _failing(error: BaseException) -> click.Command:

@@ -176,14 +176,15 @@ def test_prune_removes_what_keep_lets_go_and_leaves_other_files(
     reports: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """prune removes the old dry run only; the user's file and the young and undoable
-    folders stay; the JSON document says the same."""
+    folders stay; the JSON document says the same; the prune is recorded in the ledger
+    beside them."""
     code = cli.main(["prune", "--format", "json"], clock=lambda: NOW)
     document = json.loads(capsys.readouterr().out)
     assert code == 0
     assert document["removed"] == [name(10, "0000000a")]
     assert [f["remove"] for f in document["folders"]] == [True, False, False]
     assert sorted(p.name for p in reports.iterdir() if not p.name.startswith(".")) == [
-        name(9, "0000000b"), name(2, "0000000c"), "README.txt"
+        name(9, "0000000b"), name(2, "0000000c"), "README.txt", "ledger.db"
     ]  # fmt: skip
     assert not list(reports.glob(REMOVING + "*"))
 
