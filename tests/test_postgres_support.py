@@ -1,13 +1,14 @@
 """The PostgreSQL the ledger's tests run against (tests/support/postgres.py): it answers
 through SQLAlchemy and psycopg, each test gets an empty database of its own that is gone
 after, it logs in by password only, it never outlives the process that started it, and where
-there is none the tests skip, or fail under CI=true."""
+there is none the tests skip, or fail under CI=true. And .ci/run installs it when missing."""
 
 from __future__ import annotations
 
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -238,3 +239,48 @@ def test_the_server_ends_with_the_process_that_started_it_even_killed(tmp_path: 
     assert not folder.exists(), f"{folder} left behind"
     with pytest.raises(psycopg.OperationalError, match="refused"):
         psycopg.connect(host="127.0.0.1", port=where["port"], connect_timeout=5).close()
+
+
+def test_ci_run_installs_postgresql_only_where_initdb_is_missing(tmp_path: Path) -> None:
+    """.ci/run (run with stand-ins for apt-get, make and the rest) installs Debian's
+    postgresql when no initdb is on PATH or under the library folder, and not otherwise."""
+    lib = tmp_path / "lib"
+    script = (ROOT / ".ci" / "run").read_text()
+    assert "/usr/lib/postgresql" in script
+    repo = tmp_path / "repo"
+    _tool(repo / ".ci" / "run").write_text(script.replace("/usr/lib/postgresql", str(lib)))
+    stand_ins = tmp_path / "bin"
+    log = tmp_path / "log"
+    stubs = {
+        "id": "echo 0",
+        "apt-get": f'echo "apt-get $*" >> {log}',
+        "make": f'echo "make $*" >> {log}',
+        "python3": "echo True",
+        "gcc": "true",
+        "chromium": "true",
+    }
+    for name, body in stubs.items():
+        _tool(stand_ins / name).write_text(f"#!/bin/sh\n{body}\n")
+    dirname = shutil.which("dirname")
+    assert dirname is not None
+    (stand_ins / "dirname").symlink_to(dirname)
+
+    def installed() -> list[str]:
+        log.unlink(missing_ok=True)
+        subprocess.run(
+            ["/bin/bash", str(repo / ".ci" / "run")],
+            env={"PATH": str(stand_ins)},
+            check=True,
+            capture_output=True,
+        )
+        return [line for line in log.read_text().splitlines() if "install" in line]
+
+    nowhere = installed()
+    _tool(lib / "15" / "bin" / "initdb")
+    under_lib = installed()
+    shutil.rmtree(lib)
+    _tool(stand_ins / "initdb")
+    on_path = installed()
+
+    assert nowhere == ["apt-get install -y -qq postgresql"]
+    assert under_lib == on_path == []
