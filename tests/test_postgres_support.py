@@ -241,46 +241,73 @@ def test_the_server_ends_with_the_process_that_started_it_even_killed(tmp_path: 
         psycopg.connect(host="127.0.0.1", port=where["port"], connect_timeout=5).close()
 
 
-def test_ci_run_installs_postgresql_only_where_initdb_is_missing(tmp_path: Path) -> None:
-    """.ci/run (run with stand-ins for apt-get, make and the rest) installs Debian's
-    postgresql when no initdb is on PATH or under the library folder, and not otherwise."""
-    lib = tmp_path / "lib"
-    script = (ROOT / ".ci" / "run").read_text()
-    assert "/usr/lib/postgresql" in script
-    repo = tmp_path / "repo"
-    _tool(repo / ".ci" / "run").write_text(script.replace("/usr/lib/postgresql", str(lib)))
-    stand_ins = tmp_path / "bin"
-    log = tmp_path / "log"
-    stubs = {
-        "id": "echo 0",
-        "apt-get": f'echo "apt-get $*" >> {log}',
-        "make": f'echo "make $*" >> {log}',
-        "python3": "echo True",
-        "gcc": "true",
-        "chromium": "true",
-    }
-    for name, body in stubs.items():
-        _tool(stand_ins / name).write_text(f"#!/bin/sh\n{body}\n")
-    dirname = shutil.which("dirname")
-    assert dirname is not None
-    (stand_ins / "dirname").symlink_to(dirname)
+class CiMachine:
+    """.ci/run copied into ``folder`` and run on a PATH of stand-ins only: root's id, a
+    python3 that finds the Python headers, chromium, gcc, and an apt-get and a make that
+    write what they are asked to a log; Debian's PostgreSQL library folder is
+    ``folder``/lib, empty."""
 
-    def installed() -> list[str]:
-        log.unlink(missing_ok=True)
+    def __init__(self, folder: Path) -> None:
+        self.lib = folder / "lib"
+        self.bin = folder / "bin"
+        self._log = folder / "log"
+        self._script = folder / "repo" / ".ci" / "run"
+        script = (ROOT / ".ci" / "run").read_text()
+        assert "/usr/lib/postgresql" in script
+        _tool(self._script).write_text(script.replace("/usr/lib/postgresql", str(self.lib)))
+        stand_ins = {
+            "id": "echo 0",
+            "apt-get": f'echo "apt-get $*" >> {self._log}',
+            "make": f'echo "make $*" >> {self._log}',
+            "python3": "echo True",
+            "gcc": "true",
+            "chromium": "true",
+        }
+        for name, body in stand_ins.items():
+            _tool(self.bin / name).write_text(f"#!/bin/sh\n{body}\n")
+        dirname = shutil.which("dirname")
+        assert dirname is not None
+        (self.bin / "dirname").symlink_to(dirname)
+
+    def run(self) -> list[str]:
+        """Run .ci/run; the apt-get and make commands it ran, in order."""
+        self._log.unlink(missing_ok=True)
         subprocess.run(
-            ["/bin/bash", str(repo / ".ci" / "run")],
-            env={"PATH": str(stand_ins)},
+            ["/bin/bash", str(self._script)],
+            env={"PATH": str(self.bin)},
             check=True,
             capture_output=True,
         )
-        return [line for line in log.read_text().splitlines() if "install" in line]
+        return self._log.read_text().splitlines()
 
-    nowhere = installed()
-    _tool(lib / "15" / "bin" / "initdb")
-    under_lib = installed()
-    shutil.rmtree(lib)
-    _tool(stand_ins / "initdb")
-    on_path = installed()
 
-    assert nowhere == ["apt-get install -y -qq postgresql"]
-    assert under_lib == on_path == []
+def test_ci_run_installs_postgresql_only_where_initdb_is_missing(tmp_path: Path) -> None:
+    """.ci/run installs Debian's postgresql when no initdb is on PATH or under the library
+    folder, and not otherwise."""
+    machine = CiMachine(tmp_path)
+
+    nowhere = machine.run()
+    _tool(machine.lib / "15" / "bin" / "initdb")
+    under_lib = machine.run()
+    shutil.rmtree(machine.lib)
+    _tool(machine.bin / "initdb")
+    on_path = machine.run()
+
+    assert nowhere == ["apt-get update -qq", "apt-get install -y -qq postgresql", "make test"]
+    assert under_lib == on_path == ["make test"]
+
+
+def test_ci_run_updates_the_package_lists_once_for_every_install(tmp_path: Path) -> None:
+    """On a machine without Chromium, PostgreSQL and gcc, .ci/run updates the package lists
+    once, installs all three, then runs make test."""
+    machine = CiMachine(tmp_path)
+    (machine.bin / "chromium").unlink()
+    (machine.bin / "gcc").unlink()
+
+    assert machine.run() == [
+        "apt-get update -qq",
+        "apt-get install -y -qq chromium",
+        "apt-get install -y -qq postgresql",
+        "apt-get install -y -qq gcc libc6-dev python3-dev",
+        "make test",
+    ]
