@@ -142,6 +142,12 @@ def test_no_postgresql_under_ci_fails_the_test(tmp_path: Path) -> None:
     assert "PostgreSQL unavailable: no initdb and postgres" in str(failed.value)
     with pytest.raises(pytest.skip.Exception):
         unavailable("a reason", {"CI": "1"})  # CI=true only, as for Chromium
+    with pytest.raises(pytest.skip.Exception) as named:
+        unavailable("the server\n\tdoes not answer.", {ENV_URL: "postgresql://u:p@h/d"})
+    assert str(named.value) == (
+        f"PostgreSQL unavailable: the server does not answer; correct {ENV_URL}, or unset it "
+        "to use an installed PostgreSQL to run the PostgreSQL tests"
+    )
 
 
 def _tool(path: Path) -> Path:

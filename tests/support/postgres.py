@@ -144,10 +144,12 @@ def find_binaries(path: str | None = None, lib: Path = LIB) -> Binaries | None:
 def unavailable(reason: str, environ: Mapping[str, str]) -> NoReturn:
     """Skip the test, saying why and how to get PostgreSQL; fail it under CI=true, where
     .ci/run installs PostgreSQL and a check that skips checks nothing."""
-    message = (
-        f"PostgreSQL unavailable: {reason}. Install it ({INSTALL}) or set {ENV_URL} "
-        "to a server's URL to run the PostgreSQL tests"
-    )
+    if environ.get(ENV_URL):
+        remedy = f"correct {ENV_URL}, or unset it to use an installed PostgreSQL"
+    else:
+        remedy = f"install PostgreSQL ({INSTALL}) or set {ENV_URL} to a server's URL"
+    said = " ".join(reason.split()).rstrip(".")  # a log's lines, one line of the message
+    message = f"PostgreSQL unavailable: {said}; {remedy} to run the PostgreSQL tests"
     if environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
@@ -209,7 +211,8 @@ def named_server(url: str) -> PostgresServer:
     try:
         server.admin_connection().close()
     except psycopg.Error as error:
-        raise PostgresUnavailableError(f"{ENV_URL} does not answer: {error}".strip()) from None
+        said = str(error).strip().splitlines()[0]  # the rest is libpq's hint on servers
+        raise PostgresUnavailableError(f"{ENV_URL} does not answer: {said}") from None
     return server
 
 
