@@ -142,6 +142,11 @@ def test_no_postgresql_under_ci_fails_the_test(tmp_path: Path) -> None:
     assert "PostgreSQL unavailable: no initdb and postgres" in str(failed.value)
     with pytest.raises(pytest.skip.Exception):
         unavailable("a reason", {"CI": "1"})  # CI=true only, as for Chromium
+
+
+def test_a_named_server_that_fails_is_named_as_the_cause() -> None:
+    """With RETENTION_TEST_POSTGRES_URL set, the skip says, on one line, to correct or unset
+    it rather than to install PostgreSQL."""
     with pytest.raises(pytest.skip.Exception) as named:
         unavailable("the server\n\tdoes not answer.", {ENV_URL: "postgresql://u:p@h/d"})
     assert str(named.value) == (
