@@ -45,11 +45,13 @@ def test_the_server_answers_through_sqlalchemy_and_psycopg(
     postgres_database: PostgresDatabase,
 ) -> None:
     """A test's database answers select version() through SQLAlchemy and psycopg, logged in
-    as the ordinary test role with the password given apart from a URL that has none."""
+    as the ordinary test role with the password given apart from a URL (and a repr) that has
+    none."""
     url = make_url(postgres_database.url)
     assert url.drivername == "postgresql+psycopg"
     assert url.password is None
     assert postgres_database.password not in postgres_database.url
+    assert postgres_database.password not in repr(postgres_database)  # a failure's report
     engine = create_engine(postgres_database.engine_url())
     try:
         with engine.connect() as connection:

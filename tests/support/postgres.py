@@ -27,7 +27,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
@@ -71,10 +71,10 @@ class PostgresServer:
     host: str
     port: int
     admin_user: str
-    admin_password: str
+    admin_password: str = field(repr=False)  # a failing test's report shows the rest
     admin_database: str
     user: str
-    password: str
+    password: str = field(repr=False)
 
     def admin_connection(self) -> psycopg.Connection[TupleRow]:
         """A connection of the administrator, each statement its own transaction (CREATE
@@ -96,7 +96,7 @@ class PostgresDatabase:
     the password; ``password`` is what they put in the environment or a file."""
 
     url: str
-    password: str
+    password: str = field(repr=False)
     name: str
     server: PostgresServer
 
