@@ -1,5 +1,5 @@
 """Shared fixtures: fake credentials, the responses-based fake API and a client for it,
-and the small test fleet on a running simulator."""
+the small test fleet on a running simulator, and a PostgreSQL with a database per test."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ from tests.support.digest import DigestChecker
 from tests.support.examples import load_profile
 from tests.support.fakeapi import FakeApi
 from tests.support.notices import Receiver, receiving
+from tests.support.postgres import (
+    PostgresDatabase,
+    PostgresServer,
+    fresh_database,
+    server_or_skip,
+)
 from tests.support.simfleet import KEY, running
 
 # Before any test module is imported: their @settings read the profile's example count.
@@ -114,3 +120,21 @@ def browser() -> Iterator[Browser]:
         pytest.skip(message)
     with Browser(found) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL for the session (each pytest-xdist worker its own): the server
+    RETENTION_TEST_POSTGRES_URL names, else a throw-away cluster of the installed PostgreSQL
+    (tests/support/postgres.py); a skip that says how to get one where there is none, a
+    failure under CI=true."""
+    with server_or_skip(os.environ) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_database(postgres_server: PostgresServer) -> Iterator[PostgresDatabase]:
+    """A new, empty database for one test, dropped after it: its ``url`` is a ledger.url
+    without the password, ``password`` what a user puts in RETENTION_LEDGER_PASSWORD."""
+    with fresh_database(postgres_server) as database:
+        yield database
