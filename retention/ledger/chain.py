@@ -65,7 +65,11 @@ def _lines(conn: Connection, seq: int) -> Iterator[str]:
     for row in conn.execute(clusters):
         yield canonical({k: v for k, v in row._mapping.items() if k != "run_seq"})
     ordered = select(events).where(events.c.run_seq == seq).order_by(events.c.seq)
-    for row in conn.execution_options(yield_per=_BATCH).execute(ordered):
+    # Streamed, for this statement only: Connection.execution_options sets them for every
+    # later statement of the connection, and on PostgreSQL the run's UPDATE after the hash
+    # then went to a server-side cursor (DECLARE ... CURSOR FOR UPDATE: a syntax error).
+    streamed = {"yield_per": _BATCH}
+    for row in conn.execute(ordered, execution_options=streamed):
         yield canonical({k: v for k, v in row._mapping.items() if k not in ("seq", "run_seq")})
 
 
