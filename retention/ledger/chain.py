@@ -31,18 +31,23 @@ _NOT_CONTENT = frozenset({"seq", "position", "content_sha256", "prev_hash", "has
 _BATCH = 5000
 
 
-def canonical(value: Mapping[str, Any] | list[Any]) -> str:
-    """One value as the chain hashes it and the ledger stores JSON (times as the plan
-    files write them)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
-    )
-
-
 def _plain(value: object) -> str:
     if isinstance(value, datetime):
         return format_timestamp(value)
     raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+# json.dumps with these arguments builds an encoder a call; a run writes and hashes a line
+# for each of its events, so one encoder serves them all (the same text).
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
+)
+
+
+def canonical(value: Mapping[str, Any] | list[Any]) -> str:
+    """One value as the chain hashes it and the ledger stores JSON (times as the plan
+    files write them)."""
+    return _ENCODER.encode(value)
 
 
 def content_sha256(conn: Connection, run: Row[Any]) -> str:
@@ -56,21 +61,30 @@ def content_sha256(conn: Connection, run: Row[Any]) -> str:
     return digest.hexdigest()
 
 
+# The columns of a run's clusters and events that are its content (the run's own number is
+# in its row), selected and zipped with their names: a first run hashes an event for each
+# snapshot of the fleet, and a line through the row's mapping took about twice as long.
+_CLUSTER_COLUMNS = [c for c in cluster_runs.c if c.name != "run_seq"]
+_EVENT_COLUMNS = [c for c in events.c if c.name not in ("seq", "run_seq")]
+
+
 def _lines(conn: Connection, seq: int) -> Iterator[str]:
+    names = [c.name for c in _CLUSTER_COLUMNS]
     clusters = (
-        select(cluster_runs)
+        select(*_CLUSTER_COLUMNS)
         .where(cluster_runs.c.run_seq == seq)
         .order_by(cluster_runs.c.project_id, cluster_runs.c.cluster_id)
     )
     for row in conn.execute(clusters):
-        yield canonical({k: v for k, v in row._mapping.items() if k != "run_seq"})
-    ordered = select(events).where(events.c.run_seq == seq).order_by(events.c.seq)
+        yield canonical(dict(zip(names, row, strict=True)))
+    names = [c.name for c in _EVENT_COLUMNS]
+    ordered = select(*_EVENT_COLUMNS).where(events.c.run_seq == seq).order_by(events.c.seq)
     # Streamed, for this statement only: Connection.execution_options sets them for every
     # later statement of the connection, and on PostgreSQL the run's UPDATE after the hash
     # then went to a server-side cursor (DECLARE ... CURSOR FOR UPDATE: a syntax error).
     streamed = {"yield_per": _BATCH}
     for row in conn.execute(ordered, execution_options=streamed):
-        yield canonical({k: v for k, v in row._mapping.items() if k not in ("seq", "run_seq")})
+        yield canonical(dict(zip(names, row, strict=True)))
 
 
 def link(prev_hash: str, content: str) -> str:
