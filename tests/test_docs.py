@@ -19,6 +19,7 @@ from retention.config.policyfiles import load_policies
 from retention.config.settings import RetentionConfig, config_json_schema
 from retention.core import glossary
 from retention.core.model import Action, Hold, State
+from retention.core.planfile import OutsideChangeEntry
 from retention.core.policy.model import Policy, policy_json_schema
 from retention.core.runfiles import OutcomeName
 from retention.ops.metrics import RunMetrics, write_textfile
@@ -108,16 +109,24 @@ def test_the_glossary_doc_is_the_one_generated_from_the_code() -> None:
 
 
 def test_every_word_the_plan_and_the_executor_use_has_an_entry() -> None:
-    """Each state, action, hold kind and PATCH outcome of the code is in the glossary, so a
-    word a reader meets in a report or a file can always be looked up."""
+    """Each state, action, hold kind, kind of change made outside retention and PATCH
+    outcome of the code is in the glossary, so a word a reader meets in a report or a file
+    can always be looked up."""
+    # The hints resolved: under `from __future__ import annotations` an annotation is a
+    # string, whose Literal's arguments get_args cannot see.
+    hold_kinds = typing.get_args(typing.get_type_hints(Hold)["kind"])
+    outside_kinds = typing.get_args(typing.get_type_hints(OutsideChangeEntry)["kind"])
     words = {
         *typing.get_args(State),
         *typing.get_args(Action),
         *typing.get_args(OutcomeName),
-        *typing.get_args(Hold.__annotations__["kind"]),
+        *hold_kinds,
+        *outside_kinds,
         *NOT_SENT,
     }
 
+    assert {"max_expire_fraction", "outside"} <= set(hold_kinds)
+    assert {"changed", "deleted-early", "gone"} == set(outside_kinds)
     assert sorted(words - set(glossary.terms())) == []
 
 

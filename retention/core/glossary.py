@@ -115,6 +115,37 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
                 "such a snapshot never changed, the cluster's destructive changes wait, and "
                 "no approval lifts the hold.",
             ),
+            (
+                "outside",
+                "Someone changed the cluster's snapshots outside retention since the last run "
+                "(see Changes made outside retention) and a policy says "
+                "safety.hold_on_outside_change: true. It holds the plan that found the "
+                "changes: look at them, then plan again; no approval lifts it, and the next "
+                "plan does not hold for the same changes.",
+            ),
+        ),
+    ),
+    (
+        "Changes made outside retention",
+        "What the ledger found changed since the last run by someone other than retention "
+        "(`outsideChanges[].kind` in plan.json).",
+        (
+            (
+                "changed",
+                "A snapshot's expires or doNotDelete is not what the ledger last knew, and no "
+                "run of retention sent that: before and after are named.",
+            ),
+            (
+                "deleted-early",
+                "A complete snapshot is no longer listed, before its last known expiry or "
+                "while it was protected.",
+            ),
+            (
+                "gone",
+                "Every snapshot of a cluster went at once (its backup was terminated), or "
+                "discovery no longer finds the cluster (it was removed): with how many "
+                "restore points it had, and the newest.",
+            ),
         ),
     ),
     (
@@ -191,6 +222,24 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
         "Other words",
         "",
         (
+            (
+                "ledger",
+                "The database (ledger.url; by default ledger.db in reports.dir) where every "
+                "plan, run and apply is recorded, and which every plan reads to find changes "
+                "made outside retention.",
+            ),
+            (
+                "baseline",
+                "The first run the ledger records of the fleet (or of a shard): it has "
+                "nothing to compare with, so it reports no change made outside retention.",
+            ),
+            (
+                "head",
+                "The hash of the newest record of one of the ledger's chains (one a shard). "
+                "Each record's hash covers the one before it, so a copy of the head kept "
+                "elsewhere shows later that no earlier record was changed "
+                "(retention ledger verify).",
+            ),
             (
                 "in doubt",
                 "A PATCH journalled as about to be sent, with no outcome after it (the run "
