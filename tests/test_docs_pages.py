@@ -1,5 +1,7 @@
 """docs/plan-file.md and docs/operating.md say what the code does: every key of the plan
 model and every metric is documented, and every key, metric and command they name exists.
+docs/ledger.md names every table of the ledger and only those, and docs/commands.md every
+key of `retention ledger verify --format json`; the commands docs/ledger.md names exist.
 
 Which words count:
 
@@ -33,13 +35,18 @@ from typing_extensions import is_typeddict
 from retention.apply.executor import Journal, Outcome
 from retention.cli import cli
 from retention.core import planfile
+from retention.ledger.chain import ChainReport
+from retention.ledger.tables import metadata
+from retention.library.ledgers import LedgerVerified
 from retention.ops import metrics
 from retention.runfolder.folder import RunFolder
 
 ROOT = Path(__file__).parent.parent
 PLAN_FILE = ROOT / "docs" / "plan-file.md"
 OPERATING = ROOT / "docs" / "operating.md"
-PAGES = [PLAN_FILE, OPERATING]
+LEDGER = ROOT / "docs" / "ledger.md"
+COMMANDS = ROOT / "docs" / "commands.md"
+PAGES = [PLAN_FILE, OPERATING, LEDGER]
 RESULTS_HEADING = "## results.jsonl"
 INTERRUPTED_HEADING = "## interrupted.json"
 
@@ -377,6 +384,45 @@ def test_every_metric_operating_md_names_exists() -> None:
     unknown = sorted(set(METRIC.findall(text)) - gauge_names())
 
     assert unknown == []
+
+
+def _section(text: str, heading: str) -> str:
+    """The part of a page from ``heading`` (a whole line) to the next heading of its level."""
+    level = heading.split(" ", 1)[0]
+    start = text.index(f"\n{heading}\n")
+    end = text.find(f"\n{level} ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_ledger_md_names_every_table_of_the_ledger_and_no_other() -> None:
+    """The table of tables in docs/ledger.md has a row for each table of the ledger's schema
+    (and Alembic's version table), and the page names no ledger_ table the schema lacks."""
+    text = LEDGER.read_text(encoding="utf-8")
+    rows = {
+        name
+        for line in _section(text, "## The tables").splitlines()
+        if line.startswith("| `")
+        for name in SPAN.findall(line.split("|")[1])
+    }
+    tables = {table.name for table in metadata.sorted_tables}
+
+    assert rows == tables | {"alembic_version"}
+    assert set(re.findall(r"\bledger_[a-z_]+\b", text)) <= tables
+
+
+def test_every_key_of_ledger_verify_json_is_in_commands_md() -> None:
+    """docs/commands.md's `ledger verify` section names each key of its --format json
+    document and of a shard's entry."""
+    report = ChainReport({"": (3, "ab" * 32)}, ["1a2b3c4d (the whole fleet)"])
+    document = LedgerVerified("sqlite:////var/lib/retention/reports/ledger.db", report).document()
+    section = _section(COMMANDS.read_text(encoding="utf-8"), "## ledger verify")
+
+    keys = set(document) | set(document["shards"][0])
+    named = {part for span in SPAN.findall(section) for part in parts(span)}
+    missing = sorted(keys - named)
+
+    assert {"brokenAt", "unfinished", "head"} <= keys
+    assert missing == []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
