@@ -19,8 +19,11 @@ from typing import Any
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
+from sqlalchemy.engine import make_url
 
 from retention import cli
+from retention.config.loading import load_config
+from tests.support.client import fixed_clock
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -325,6 +328,68 @@ def test_the_configmap_carries_no_notification_url_and_its_notify_block_works(
     assert f"# notify.urls_file ({mounted})" in out
     assert "XXXX" not in out
     assert "EXAMPLE-NOT-A-REAL-TOKEN" not in out
+
+
+@WORKLOADS
+def test_the_ledger_is_one_postgresql_database_from_the_secret(kind: str) -> None:
+    """Every pod records into the PostgreSQL database the Secret names: its ledger-url (a
+    postgresql:// URL with no password) as RETENTION_LEDGER_URL, its ledger-password as a
+    0400 file read through RETENTION_LEDGER_PASSWORD_FILE, never in the environment; both
+    required, so a pod never falls back to a SQLite ledger on its ephemeral volume."""
+    doc = _one(kind)
+    env = _env(doc)
+    secret = _one("Secret")
+    password_file = PurePosixPath(env["RETENTION_LEDGER_PASSWORD_FILE"]["value"])
+    mount = _mounts(doc)[str(password_file.parent)]
+    url = make_url(secret["stringData"]["ledger-url"])
+
+    assert env["RETENTION_LEDGER_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": secret["metadata"]["name"],
+        "key": "ledger-url",
+    }
+    assert "RETENTION_LEDGER_PASSWORD" not in env
+    assert mount["readOnly"] is True
+    assert _volume(doc, mount["name"])["secret"] == {
+        "secretName": secret["metadata"]["name"],
+        "items": [{"key": "ledger-password", "path": password_file.name}],
+        "defaultMode": 0o400,
+    }
+    assert (url.get_backend_name(), url.password) == ("postgresql", None)
+    assert "ledger-password" in secret["stringData"]
+
+
+@WORKLOADS
+def test_the_pod_finds_its_ledger_and_its_password(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ConfigMap's retention.yaml with the pod's environment and the Secret's password
+    file laid out as mounted: the ledger is the Secret's PostgreSQL database, with the
+    Secret's password, and the URL outputs show has none."""
+    for name in [n for n in os.environ if n.startswith("RETENTION_")]:
+        monkeypatch.delenv(name)
+    doc, secret = _one(kind), _one("Secret")["stringData"]
+    mounted = tmp_path / "secrets" / "ledger-password"
+    mounted.parent.mkdir()
+    mounted.write_text(secret["ledger-password"], encoding="utf-8")
+    config = tmp_path / "retention.yaml"
+    config.write_text(
+        _one("ConfigMap", "retention-config")["data"]["retention.yaml"], encoding="utf-8"
+    )
+    (tmp_path / "policies").mkdir()
+    env = {
+        "RETENTION_LEDGER_URL": secret["ledger-url"],
+        "RETENTION_LEDGER_PASSWORD_FILE": str(mounted),
+    }
+    assert {"RETENTION_LEDGER_URL", "RETENTION_LEDGER_PASSWORD_FILE"} <= set(_env(doc))
+
+    loaded = load_config(config, env=env, require_credentials=False, clock=fixed_clock)
+    place = loaded.config.ledger_place(env)
+
+    password = secret["ledger-password"].rstrip("\n")
+    assert place.url == secret["ledger-url"]
+    assert place.password == password
+    assert place.sqlite_file is None
+    assert password not in place.shown
 
 
 def test_secret_example_is_clearly_fake() -> None:
