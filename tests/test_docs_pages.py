@@ -263,10 +263,17 @@ def _option(command: click.Command, name: str) -> click.Option | None:
 
 
 def gauge_names() -> set[str]:
-    """The name of every gauge metrics.registry creates (a successful, sharded run)."""
+    """The name of every gauge metrics.registry creates (a successful, sharded run, recorded
+    in the ledger)."""
     now = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
     run = metrics.RunMetrics(
-        now, now, 0, changes={"extend": 1}, outcomes={"applied": 1}, shard="0/2"
+        now,
+        now,
+        0,
+        changes={"extend": 1},
+        outcomes={"applied": 1},
+        shard="0/2",
+        ledger_head="ab" * 32,
     )
     return {family.name for family in metrics.registry(run, previous_success=1.0).collect()}
 
