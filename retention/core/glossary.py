@@ -225,8 +225,8 @@ GLOSSARY: tuple[tuple[str, str, tuple[Entry, ...]], ...] = (
             (
                 "ledger",
                 "The database (ledger.url; by default ledger.db in reports.dir) where every "
-                "plan, run and apply is recorded, and which every plan reads to find changes "
-                "made outside retention.",
+                "plan, run, apply, undo and prune is recorded, and which every plan reads to "
+                "find changes made outside retention.",
             ),
             (
                 "baseline",
