@@ -4,6 +4,7 @@ what a run records, the chain and what `verify` finds when it is broken."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
@@ -14,15 +15,15 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
-from retention.core.outside import Retained
+from retention.core.outside import Retained, cluster_drift
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
 from retention.ledger.chain import verify
 from retention.ledger.database import Ledger, alembic_config, open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
-from retention.ledger.tables import anchors, events, heads, metadata, runs, snapshots
-from tests.support.ledgers import NOW, ledger_place_for, one_run, snap
+from retention.ledger.tables import anchors, cluster_runs, events, heads, metadata, runs, snapshots
+from tests.support.ledgers import NOW, TARGET, ledger_place_for, one_run, snap
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -285,3 +286,38 @@ def test_an_anchor_no_pruning_run_recorded_breaks_the_chain(ledger: Ledger) -> N
         conn.execute(update(anchors).values(position=2))
 
     assert "not what the newest pruning run recorded" in str(_broken(ledger))
+
+
+def test_a_cluster_run_counts_its_snapshots_not_every_count(ledger: Ledger) -> None:
+    """ledger_cluster_runs.snapshots is the entry's snapshot count, not the sum of its
+    counts by action and state."""
+    record = RunRecord.begin(ledger, RunStart("run-counts", "plan", "", NOW, "tester"))
+    drift = cluster_drift(TARGET, record.known(TARGET), [snap(1), snap(2)], NOW)
+    entry = {"counts": {"snapshots": 2, "action:keep": 2, "state:kept": 2}, "holds": []}
+    record.observe(TARGET, drift, entry, NOW)
+    record.finish(RunEnd(NOW, 0))
+
+    with ledger.reading("test") as conn:
+        counted = conn.execute(select(cluster_runs.c.snapshots)).scalar_one()
+    assert counted == 2
+
+
+def test_shards_opening_a_new_ledger_at_once_all_get_its_schema(place: LedgerPlace) -> None:
+    """Four processes' worth of first opens at once on an empty database: one makes the
+    schema, the others wait for it (no duplicate-table error), and all can record."""
+    errors: list[BaseException] = []
+
+    def first_open() -> None:
+        try:
+            with open_ledger(place) as opened:
+                one_run(opened, 1, [snap(1)], shard=f"{threading.get_ident() % 4}/4")
+        except BaseException as exc:  # noqa: BLE001 - the test reports every thread's
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_open) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert errors == []

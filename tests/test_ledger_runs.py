@@ -232,3 +232,17 @@ def test_explain_names_the_outside_change_of_a_snapshot_and_of_one_deleted(
     assert [c["kind"] for c in document["outsideChanges"]] == ["changed"]
     assert deleted == 2
     assert "it went before this plan, snapshot big0003 of prod-big: deleted before its time" in err
+
+
+def test_verify_of_a_ledger_that_is_not_there_is_exit_2_and_makes_none(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ledger verify where no ledger was ever written (a wrong path) says so, exit 2, and
+    leaves no empty ledger behind that would verify."""
+    configure(folder, sim.base_url)
+
+    code = cli.main(["ledger", "verify"], clock=sim.clock.now)
+
+    assert code == 2
+    assert "no ledger there" in capsys.readouterr().err
+    assert not (folder / "reports" / "ledger.db").exists()

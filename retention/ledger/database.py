@@ -33,6 +33,8 @@ from retention.version import __version__
 log = logging.getLogger("retention.ledger")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# PostgreSQL's advisory lock key of the ledger's migrations (any fixed number of our own).
+MIGRATION_LOCK = 7_204_040
 # How long a writer of a SQLite ledger waits for another one (a shard's batch, a verify).
 SQLITE_BUSY_MS = 120_000
 
@@ -63,8 +65,13 @@ class Ledger:
     def reading(self, what: str) -> Iterator[Connection]:
         """One read-only transaction (on SQLite a deferred one: it never waits for a
         writer, nor makes one wait)."""
+        # PostgreSQL: one snapshot for the whole read, so that a run finished meanwhile
+        # cannot make a verify see a chain half moved on.
+        options: dict[str, object] = {"ledger_reading": True}
+        if self.engine.dialect.name == "postgresql":
+            options["isolation_level"] = "REPEATABLE READ"
         try:
-            with self.engine.connect() as conn, conn.execution_options(ledger_reading=True).begin():
+            with self.engine.connect() as conn, conn.execution_options(**options).begin():
                 yield conn
         except SQLAlchemyError as exc:
             raise LedgerError(f"ledger {self.place.shown}: {what}: {_why(exc)}") from None
@@ -147,6 +154,10 @@ def alembic_config(conn: Connection) -> Config:
 def _migrate(ledger: Ledger) -> None:
     """Bring the schema up to this retention's head, or refuse a newer one."""
     with ledger.writing("reading its schema version") as conn:
+        if conn.dialect.name == "postgresql":
+            # Shards that start at once on a new (or older) ledger: one migrates, the others
+            # wait here and then find it done (SQLite's write transaction already excludes).
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
         config = alembic_config(conn)
         script = ScriptDirectory.from_config(config)
         head = script.get_current_head()

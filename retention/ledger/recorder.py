@@ -542,7 +542,7 @@ def _cluster_row(seq: int, target: Target, entry: Mapping[str, Any]) -> dict[str
         "cluster_id": target.cluster_id,
         "kind": target.kind,
         "name": target.name,
-        "snapshots": int(sum(counts.values())) if counts else 0,
+        "snapshots": int(counts.get("snapshots", 0)),
         "counts": canonical(dict(counts)),
         "holds": canonical(
             [{"kind": h["kind"], "reason": h["reason"]} for h in entry.get("holds", [])]

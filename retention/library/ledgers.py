@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retention.core.wording import counted
-from retention.errors import EXIT_FAILURES, EXIT_OK, ChainBrokenError
+from retention.errors import EXIT_FAILURES, EXIT_OK, ChainBrokenError, ConfigError
 from retention.ledger.chain import ChainReport, shard_label, verify
 from retention.ledger.database import open_ledger
 from retention.library.lifecycle import Job, JobContext
@@ -87,6 +87,12 @@ class LedgerVerifyJob(Job[LedgerVerified]):
         place = config.ledger_place(os.environ)
 
         def step(_run: JobContext) -> LedgerVerified:
+            file = place.sqlite_file
+            if file is not None and not file.exists():
+                raise ConfigError(
+                    f"ledger {place.shown}: no ledger there (nothing was recorded at this "
+                    "path): check ledger.url, reports.dir or RETENTION_LEDGER_URL"
+                )
             with open_ledger(place) as ledger, ledger.reading("verifying its chain") as conn:
                 try:
                     return LedgerVerified(place.shown, verify(conn))
