@@ -92,6 +92,14 @@ def _undo(stage: Stage) -> list[Invocation]:
     ]
 
 
+def _ledger_verify(stage: Stage) -> list[Invocation]:
+    stage.main(["plan"])  # a ledger to verify
+    return [
+        Invocation(["ledger", "verify"], 0),
+        Invocation(["ledger", "verify", "--config", "no-such.yaml"], 2),
+    ]
+
+
 def _broken_policies(stage: Stage) -> Path:
     """A policy folder with a misspelt key, for invocations that must end with exit 2."""
     broken = stage.folder / "broken"
@@ -169,10 +177,7 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["prune", "--keep", "7d"], 0),
         Invocation(["prune", "--keep", "a week"], 2),
     ],
-    "ledger verify": lambda _stage: [
-        Invocation(["ledger", "verify"], 0),
-        Invocation(["ledger", "verify", "--config", "no-such.yaml"], 2),
-    ],
+    "ledger verify": _ledger_verify,
     "demo": lambda stage: [
         Invocation(["demo", "--report-dir", str(stage.folder / "demo")], 0),
         Invocation(["demo", "--policies", "no-such-folder"], 2),
