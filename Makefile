@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit unit-compiled compiled demo screenshots bench bench-sim bench-fleet bench-apply bench-forecast chaos clean
+.PHONY: test lint typecheck unit unit-compiled compiled demo screenshots bench bench-sim bench-fleet bench-apply bench-forecast bench-ledger chaos clean
 
 # uv installs what pip would, from the same index, in a third of the time (pip re-downloads
 # every wheel: this index sends no caching headers). --compile-bytecode: pip compiles the
@@ -97,6 +97,8 @@ bench: $(COMPILED)/.built
 	$(BENCH) benchmarks/fleet.py
 	$(BENCH) benchmarks/apply.py
 	$(BENCH) benchmarks/footprint.py
+	$(BENCH) benchmarks/ledger.py
+	$(BENCH) benchmarks/ledger_size.py
 	$(BIN)/python benchmarks/suite.py
 	$(BENCH) benchmarks/table.py
 
@@ -111,6 +113,13 @@ bench-forecast: $(COMPILED)/.built
 
 bench-apply: $(COMPILED)/.built
 	$(BENCH) benchmarks/apply.py
+
+# What the ledger adds to a plan of the bench fleet (with and without it, in alternating
+# pairs; PostgreSQL too when RETENTION_BENCH_POSTGRES_URL names a server) and its size after
+# 30 daily runs of 200 clusters.
+bench-ledger: $(COMPILED)/.built
+	$(BENCH) benchmarks/ledger.py
+	$(BENCH) benchmarks/ledger_size.py
 
 chaos: $(STAMP)
 	$(BIN)/python benchmarks/chaos.py

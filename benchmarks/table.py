@@ -106,6 +106,7 @@ def goals() -> list[tuple[str, str, str, str]]:
         )
     else:
         out.append(("disk (benchmarks/footprint.py)", "", "", status(None)))
+    out += _ledger_goals()
     if suite := load("suite"):
         out.append(
             (
@@ -117,6 +118,73 @@ def goals() -> list[tuple[str, str, str, str]]:
         )
     else:
         out.append(("make test (benchmarks/suite.py)", "", "", status(None)))
+    return out
+
+
+def _ledger_goals() -> list[tuple[str, str, str, str]]:
+    """The ledger's: what it adds to a plan (each case, each backend) and its size."""
+    out: list[tuple[str, str, str, str]] = []
+    if ledger := load("ledger"):
+        goal = ledger["goal_ratio"]
+        cases = {"steady": "a plan of a ledger that knows the fleet", "first": "the first plan"}
+        for backend in ("sqlite", "postgresql"):
+            for case, words in cases.items():
+                if figures := ledger.get(backend, {}).get(case):
+                    out.append(
+                        (
+                            f"ledger ({backend}): {words}, {ledger['clusters']:,} clusters, "
+                            "with / without (median of pairs)",
+                            f"{figures['median_ratio']}",
+                            f"<= {goal}",
+                            status(figures["meets_goal"]),
+                        )
+                    )
+    else:
+        out.append(("ledger: added to a plan (benchmarks/ledger.py)", "", "", status(None)))
+    if size := load("ledger_size"):
+        per, goal = size["bytes_per_snapshot_per_day"], size["goal_bytes_per_snapshot_per_day"]
+        out.append(
+            (
+                f"ledger: size after {size['days']} daily runs of {size['clusters']} clusters, "
+                "per snapshot per day",
+                f"{per} bytes",
+                f"<= {goal} bytes",
+                status(per <= goal),
+            )
+        )
+    else:
+        out.append(("ledger: size (benchmarks/ledger_size.py)", "", "", status(None)))
+    return out
+
+
+def _ledger_rows() -> list[tuple[str, str]]:
+    """The figures behind the ledger's goals."""
+    out: list[tuple[str, str]] = []
+    if ledger := load("ledger"):
+        for backend in ("sqlite", "postgresql"):
+            for case, figures in ledger.get(backend, {}).items():
+                pairs = figures["pairs"]
+                seconds = ", ".join(
+                    f"{p['without_seconds']} -> {p['with_seconds']} s" for p in pairs
+                )
+                out.append(
+                    (
+                        f"ledger ({backend}), {case} plan, {ledger['clusters']:,} clusters at "
+                        f"{ledger['latency_ms']:g} ms: without -> with, pair by pair",
+                        seconds,
+                    )
+                )
+    if size := load("ledger_size"):
+        out.append(
+            (
+                f"ledger size: {size['days']} daily runs of {size['clusters']} clusters "
+                f"({size['known_average']:,} snapshots known on average)",
+                f"{size['final_bytes'] / 1e6:.1f} MB; the first run "
+                f"{size['first_run_bytes_per_snapshot']} bytes a snapshot, each day after "
+                f"{size['steady_bytes_per_snapshot_per_day']} bytes a snapshot "
+                f"({size['steady_bytes_per_cluster_per_day']:,} bytes a cluster)",
+            )
+        )
     return out
 
 
@@ -185,7 +253,7 @@ def rows() -> list[tuple[str, str]]:
                     f"{run['seconds']} s)",
                 )
             )
-    return out
+    return out + _ledger_rows()
 
 
 def main() -> None:
@@ -202,7 +270,10 @@ def main() -> None:
     print("|---|---|")
     for measurement, result in table:
         print(f"| {measurement} | {result} |")
-    names = ("core", "parse", "fleet", "apply", "plan_memory", "forecast", "footprint", "suite")
+    names = (
+        "core", "parse", "fleet", "apply", "plan_memory", "forecast", "footprint", "ledger",
+        "ledger_size", "suite",
+    )  # fmt: skip
     machines = {r["machine"] for n in names if (r := load(n))}
     print("\nmachine: " + "; ".join(sorted(machines)))
 

@@ -35,6 +35,25 @@ from retention.ledger.tables import cluster_runs, events, heads, runs, snapshots
 # Rows a batch gathers before it is written: a few hundred kilobytes of parameters.
 BATCH_ROWS = 2000
 
+# What a plan compares of each cluster's snapshots, in one statement built once: a plan
+# reads every snapshot the ledger knows, on the main process, and building the statement
+# for each cluster and reading whole rows took half of that (a steady plan of the bench
+# fleet's 600,000 snapshots: 9 to 11 s of the main thread's CPU before, 5 to 6 s after).
+_KNOWN = select(
+    snapshots.c.snapshot_id,
+    snapshots.c.created,
+    snapshots.c.complete,
+    snapshots.c.expires,
+    snapshots.c.do_not_delete,
+    snapshots.c.pending,
+    snapshots.c.pending_expires,
+    snapshots.c.pending_do_not_delete,
+).where(
+    snapshots.c.project_id == bindparam("k_project"),
+    snapshots.c.cluster_id == bindparam("k_cluster"),
+    snapshots.c.gone_run.is_(None),
+)
+
 
 def stamp(value: datetime | None) -> str | None:
     """A time as the ledger writes it: UTC, ``Z``, the sub-second digits kept when there
@@ -167,22 +186,14 @@ class RunRecord:
 
     def known(self, target: Target) -> dict[str, Known]:
         """What the ledger knows of ``target``'s snapshots that are not gone."""
-        query = select(snapshots).where(
-            snapshots.c.project_id == target.project_id,
-            snapshots.c.cluster_id == target.cluster_id,
-            snapshots.c.gone_run.is_(None),
-        )
+        where = {"k_project": target.project_id, "k_cluster": target.cluster_id}
         with self.ledger.reading(f"reading what it knows of {target.name}") as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(_KNOWN, where).all()
         known: dict[str, Known] = {}
-        for r in rows:
-            last = Retained(r.complete, _time(r.expires), r.do_not_delete)
-            pending = (
-                Retained(r.complete, _time(r.pending_expires), bool(r.pending_do_not_delete))
-                if r.pending
-                else None
-            )
-            known[r.snapshot_id] = Known(parse_timestamp(r.created), last, pending)
+        for snapshot_id, created, complete, expires, dnd, pending, p_expires, p_dnd in rows:
+            last = Retained(complete, _time(expires), dnd)
+            ours = Retained(complete, _time(p_expires), bool(p_dnd)) if pending else None
+            known[snapshot_id] = Known(parse_timestamp(created), last, ours)
         return known
 
     def observe(
