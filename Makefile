@@ -83,7 +83,8 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tools.report_screenshots
 
 # make bench takes about twenty-five minutes on two cores (the 20,000-cluster plan and the
-# naive baseline take five each, the forecast of 2,000 clusters a year ahead four and a half).
+# naive baseline take five each, the forecast of 2,000 clusters a year ahead four and a half),
+# and the ledger's two about forty more (bench-ledger below).
 # The benchmarks time the compiled core, as the wheel and the Docker image ship it (their
 # child processes inherit PYTHONPATH, absolute so a child's own folder does not matter);
 # each says which form it timed.
@@ -115,8 +116,8 @@ bench-apply: $(COMPILED)/.built
 	$(BENCH) benchmarks/apply.py
 
 # What the ledger adds to a plan of the bench fleet (with and without it, in alternating
-# pairs; PostgreSQL too when RETENTION_BENCH_POSTGRES_URL names a server) and its size after
-# 30 daily runs of 200 clusters.
+# pairs; PostgreSQL too when RETENTION_BENCH_POSTGRES_URL names a server: fifteen to twenty
+# minutes) and its size after 30 daily runs of 200 clusters (about twenty-five).
 bench-ledger: $(COMPILED)/.built
 	$(BENCH) benchmarks/ledger.py
 	$(BENCH) benchmarks/ledger_size.py
