@@ -18,6 +18,7 @@ plan's wall time; the ratio is given pair by pair and as the median.
 
     make bench-ledger   # or: .venv/bin/python benchmarks/ledger.py [--clusters 2000]
                         #     [--latency-ms 20] [--pairs 3] [--cases first steady]
+                        #     [--backends sqlite postgresql]
 
 Writes benchmarks/results/ledger.json (benchmarks/ledger_size.py measures the ledger's size).
 """
@@ -291,9 +292,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--cases", nargs="+", choices=("first", "steady"),
                         default=["first", "steady"])  # fmt: skip
+    parser.add_argument("--backends", nargs="+", choices=("sqlite", "postgresql"),
+                        default=["sqlite", "postgresql"])  # fmt: skip
     args = parser.parse_args()
-    postgres_url = os.environ.get(POSTGRES_ENV)
-    if not postgres_url:
+    postgres_url = os.environ.get(POSTGRES_ENV) if "postgresql" in args.backends else None
+    if "postgresql" in args.backends and not postgres_url:
         print(f"PostgreSQL: skipped ({POSTGRES_ENV} is not set: a server a developer runs)")
     proc, base_url = start_simulator(
         f"bench:{args.clusters}", KEY, "--latency-ms", str(args.latency_ms)
@@ -310,12 +313,13 @@ def main() -> None:
         result["snapshots"] = sum(c["snapshots"] for p in fleet["projects"] for c in p["clusters"])
         print(
             f"ledger: {args.clusters:,} clusters ({result['snapshots']:,} snapshots), "
-            f"{args.latency_ms:g} ms latency, {args.pairs} pairs a case",
+            f"{args.latency_ms:g} ms latency, {args.pairs} pairs a case; load average "
+            f"{result['load_before']:.1f} on {os.cpu_count()} CPUs",
             flush=True,
         )
         with tempfile.TemporaryDirectory() as tmp:
             setup = Setup(Path(tmp), base_url, [p["id"] for p in fleet["projects"]])
-            backends: list[Backend] = [Backend(setup)]
+            backends: list[Backend] = [Backend(setup)] if "sqlite" in args.backends else []
             if postgres_url:
                 backends.append(Postgres(setup, postgres_url))
             for backend in backends:
@@ -338,7 +342,10 @@ def main() -> None:
                 f"{backend} {case}: median {figures['median_ratio']} "
                 f"(+{figures['median_added_percent']}%; pairs {ratios}); goal <= {GOAL}: {state}"
             )
-    print(f"machine: {result['machine']}; written to {out}")
+    print(
+        f"machine: {result['machine']}; load average {result['load_before']:.1f} before, "
+        f"{result['load_after']:.1f} after; written to {out}"
+    )
 
 
 if __name__ == "__main__":
