@@ -19,8 +19,8 @@ the next run must name each.
 Reports the file's size after each run and, at the end, bytes per snapshot per day (the
 file's size / (snapshots the ledger knew, on average over the runs x days)), the same for
 the days after the first (the growth of a steady fleet), bytes per run, bytes per cluster
-per day, and what takes the space (SQLite's dbstat: each table and index). Writes
-benchmarks/results/ledger_size.json.
+per day, what takes the space (SQLite's dbstat: each table and index) and how long
+`retention ledger verify` then takes. Writes benchmarks/results/ledger_size.json.
 
 Each run is a process of its own whose clock is the simulator's (a --child of this script
 gives retention.cli.main that clock), so the two agree on the day.
@@ -126,18 +126,18 @@ class Day:
         """The simulator's time."""
         return str(admin(self.base_url, "clock")["now"])
 
-    def run(self) -> dict[str, Any]:
-        """`retention run` at the simulator's time; its JSON document."""
+    def retention(self, *args: str) -> dict[str, Any]:
+        """A command at the simulator's time, --format json; its document and seconds."""
         env = {**os.environ, "RETENTION_PUBLIC_KEY": "sim-public-key", "RETENTION_PRIVATE_KEY": KEY}
         started = time.perf_counter()
         done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
             [sys.executable, __file__, "--child", self.now(), "--config",
-             str(self.folder / "retention.yaml"), "run", "--quiet", "--format", "json"],
+             str(self.folder / "retention.yaml"), *args, "--format", "json"],
             env=env, capture_output=True, text=True, check=False,
         )  # fmt: skip
         if done.returncode not in (0, 3):
             tail = (done.stdout + done.stderr)[-4000:]
-            raise SystemExit(f"retention run exited {done.returncode}:\n{tail}")
+            raise SystemExit(f"retention {' '.join(args)} exited {done.returncode}:\n{tail}")
         document: dict[str, Any] = json.loads(done.stdout)
         document["seconds"] = round(time.perf_counter() - started, 1)
         return document
@@ -259,7 +259,7 @@ def main() -> None:  # noqa: PLR0915 - one measurement, told in order
                     project = fleet["projects"][n % len(fleet["projects"])]
                     answer = day.outside(OUTSIDE[n], project, n)
                     made = {"action": OUTSIDE[n], "clusterName": answer.get("clusterName")}
-                document = day.run()
+                document = day.retention("run", "--quiet")
                 summary = document["summary"]
                 head = _plan_head(Path(document["runDir"]) / "plan.json")
                 found = [
@@ -288,6 +288,8 @@ def main() -> None:  # noqa: PLR0915 - one measurement, told in order
                     flush=True,
                 )
             filled = what_fills_it(ledger)
+            # What checking the whole chain costs once the ledger is this size.
+            checked = day.retention("ledger", "verify")
         finally:
             sim.terminate()
             sim.wait(timeout=60)
@@ -302,6 +304,11 @@ def main() -> None:  # noqa: PLR0915 - one measurement, told in order
             "policy": POLICY.format(window=window),
             "outside_made": {str(k): v for k, v in OUTSIDE.items()},
             "what_fills_it": filled,
+            "verify": {
+                "verified": checked["verified"],
+                "records": checked["records"],
+                "seconds": checked["seconds"],
+            },
             "runs": rows,
         }
     )
@@ -366,6 +373,11 @@ def _print(result: dict[str, Any]) -> None:
         f"{result['steady_bytes_per_cluster_per_day']:,} bytes a cluster)"
     )
     print(f"  bytes per run: {result['bytes_per_run']:,}")
+    checked = result["verify"]
+    print(
+        f"  ledger verify: {checked['records']} records, "
+        f"{'verified' if checked['verified'] else 'BROKEN'}, in {checked['seconds']} s"
+    )
     for day, found in result["outside_found"].items():
         kinds = ", ".join(f"{f['kind']} {f['clusterName']}" for f in found)
         print(f"  day {day}: outside retention: {kinds}")

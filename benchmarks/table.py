@@ -185,6 +185,13 @@ def _ledger_rows() -> list[tuple[str, str]]:
                 f"({size['steady_bytes_per_cluster_per_day']:,} bytes a cluster)",
             )
         )
+        if checked := size.get("verify"):
+            out.append(
+                (
+                    f"ledger verify after those {size['days']} runs",
+                    f"{checked['seconds']} s for {checked['records']} records",
+                )
+            )
     return out
 
 
