@@ -19,7 +19,8 @@ from sqlalchemy import Connection, delete, select, update
 
 from retention.core.policy.duration import RetentionDuration
 from retention.ledger.database import Ledger
-from retention.ledger.recorder import RunRecord, stamp
+from retention.ledger.recorder import RunRecord
+from retention.ledger.rows import stamp
 from retention.ledger.tables import anchors, cluster_runs, events, heads, runs, snapshots, targets
 
 

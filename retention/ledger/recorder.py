@@ -17,66 +17,35 @@ import os
 import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import bindparam, exists, insert, select, update
 
-from retention.core.model import SnapshotView, Target
+from retention.core.model import Target
 from retention.core.outside import ClusterDrift, Known, OutsideChange, Retained
 from retention.core.timestamps import parse_timestamp
-from retention.errors import LedgerError
-from retention.ledger.chain import GENESIS, canonical, content_sha256, link
+from retention.ledger.chain import canonical, content_sha256, link
 from retention.ledger.database import Ledger
-from retention.ledger.tables import cluster_runs, events, heads, runs, snapshots, targets
-
-# Rows a batch gathers before it is written: a few hundred kilobytes of parameters.
-BATCH_ROWS = 2000
-
-# What a plan compares of each cluster's snapshots, in one statement built once: a plan
-# reads every snapshot the ledger knows, on the main process, and building the statement
-# for each cluster and reading whole rows took half of that (a steady plan of the bench
-# fleet's 600,000 snapshots: 9 to 11 s of the main thread's CPU before, 5 to 6 s after).
-_KNOWN = select(
-    snapshots.c.snapshot_id,
-    snapshots.c.created,
-    snapshots.c.complete,
-    snapshots.c.expires,
-    snapshots.c.do_not_delete,
-    snapshots.c.pending,
-    snapshots.c.pending_expires,
-    snapshots.c.pending_do_not_delete,
-).where(
-    snapshots.c.project_id == bindparam("k_project"),
-    snapshots.c.cluster_id == bindparam("k_cluster"),
-    snapshots.c.gone_run.is_(None),
+from retention.ledger.rows import (
+    BATCH_ROWS,
+    KNOWN,
+    At,
+    Batch,
+    cluster_row,
+    lock_head,
+    moved_row,
+    outside_event,
+    read_time,
+    retained_fields,
+    snapshot_key,
+    snapshot_row,
+    snapshot_where,
+    stamp,
+    target_key,
+    write_batch,
 )
-
-
-def stamp(value: datetime | None) -> str | None:
-    """A time as the ledger writes it: UTC, ``Z``, the sub-second digits kept when there
-    are any (an expiry compared again next run must be exactly what the API said)."""
-    if value is None:
-        return None
-    utc = value.astimezone(UTC)
-    spec = "microseconds" if utc.microsecond else "seconds"
-    return utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
-
-
-def _time(text: str | None) -> datetime | None:
-    return None if text is None else parse_timestamp(text)
-
-
-def _fields(value: Retained | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    return {
-        "complete": value.complete,
-        "expires": stamp(value.expires),
-        "doNotDelete": value.do_not_delete,
-    }
+from retention.ledger.tables import events, heads, runs, snapshots, targets
 
 
 @dataclass(frozen=True)
@@ -123,23 +92,6 @@ class Sent:
     status: int | None = None
 
 
-@dataclass
-class _Batch:
-    new: list[dict[str, Any]] = field(default_factory=list)
-    moved: list[dict[str, Any]] = field(default_factory=list)
-    gone: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    clusters: list[dict[str, Any]] = field(default_factory=list)
-    targets_new: list[dict[str, Any]] = field(default_factory=list)
-    targets_seen: list[dict[str, Any]] = field(default_factory=list)
-    gone_clusters: list[dict[str, Any]] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return (
-            len(self.new) + len(self.moved) + len(self.gone) + len(self.events) + len(self.clusters)
-        )
-
-
 class RunRecord:
     """One run being recorded (``begin`` starts it)."""
 
@@ -149,7 +101,7 @@ class RunRecord:
         self.seq = seq
         self.baseline = baseline  # no earlier run of its shard: it reports no drift
         self.head: str | None = None  # the chain's head once finished
-        self._batch = _Batch()
+        self._batch = Batch()
         # What the ledger knows of each target: (kind, name, gone).
         self._targets: dict[tuple[str, str], tuple[str, str, bool]] = {}
 
@@ -188,11 +140,11 @@ class RunRecord:
         """What the ledger knows of ``target``'s snapshots that are not gone."""
         where = {"k_project": target.project_id, "k_cluster": target.cluster_id}
         with self.ledger.reading(f"reading what it knows of {target.name}") as conn:
-            rows = conn.execute(_KNOWN, where).all()
+            rows = conn.execute(KNOWN, where).all()
         known: dict[str, Known] = {}
         for snapshot_id, created, complete, expires, dnd, pending, p_expires, p_dnd in rows:
-            last = Retained(complete, _time(expires), dnd)
-            ours = Retained(complete, _time(p_expires), bool(p_dnd)) if pending else None
+            last = Retained(complete, read_time(expires), dnd)
+            ours = Retained(complete, read_time(p_expires), bool(p_dnd)) if pending else None
             known[snapshot_id] = Known(parse_timestamp(created), last, ours)
         return known
 
@@ -205,28 +157,30 @@ class RunRecord:
     ) -> None:
         """Record one walked cluster: its new, moved and gone snapshots, its outside
         changes (``drift``), and its plan ``entry`` (plan.json's cluster entry)."""
-        b, seq, now = self._batch, self.seq, _At(self.seq, stamp(at))
+        b, seq, now = self._batch, self.seq, At(self.seq, stamp(at))
         key = {"project_id": target.project_id, "cluster_id": target.cluster_id}
         for s in drift.new:
-            b.new.append({**key, **_snapshot_row(s, seq)})
-            b.events.append(now.event("seen", key, s.id, after=_fields(Retained.of(s))))
+            b.new.append({**key, **snapshot_row(s, seq)})
+            b.events.append(now.event("seen", key, s.id, after=retained_fields(Retained.of(s))))
         outside = {c.snapshot_id: c for c in drift.outside if c.snapshot_id is not None}
         for moved in drift.observed:
-            b.moved.append({**_key(key, moved.snapshot_id), **_moved_row(moved.after, seq)})
+            b.moved.append({**snapshot_key(key, moved.snapshot_id), **moved_row(moved.after, seq)})
             kind = "ours-seen" if moved.ours else "completed"
-            before, after = _fields(moved.before), _fields(moved.after)
+            before, after = retained_fields(moved.before), retained_fields(moved.after)
             b.events.append(now.event(kind, key, moved.snapshot_id, before, after))
         for change in drift.outside:
             if change.kind == "changed" and change.after is not None:
-                b.moved.append({**_key(key, change.snapshot_id), **_moved_row(change.after, seq)})
-            b.events.append(_outside_event(now, key, change))
+                b.moved.append(
+                    {**snapshot_key(key, change.snapshot_id), **moved_row(change.after, seq)}
+                )
+            b.events.append(outside_event(now, key, change))
         for snapshot_id in drift.vanished:
-            b.gone.append({**_key(key, snapshot_id), "g_run": seq})
+            b.gone.append({**snapshot_key(key, snapshot_id), "g_run": seq})
             if snapshot_id not in outside:
                 kind = "expired" if snapshot_id in drift.expired else "vanished"
                 b.events.append(now.event(kind, key, snapshot_id))
         self._target_seen(target, b)
-        b.clusters.append(_cluster_row(seq, target, entry))
+        b.clusters.append(cluster_row(seq, target, entry))
         if len(b) >= BATCH_ROWS:
             self.flush()
 
@@ -234,16 +188,16 @@ class RunRecord:
         """Record clusters that discovery no longer finds (core.outside.gone)."""
         for change in changes:
             key = {"project_id": change.project_id, "cluster_id": change.cluster_id}
-            self._batch.events.append(_outside_event(_At(self.seq, stamp(at)), key, change))
+            self._batch.events.append(outside_event(At(self.seq, stamp(at)), key, change))
             self._batch.targets_seen.append(
                 {
-                    **_target_key(key),
+                    **target_key(key),
                     "t_run": self.seq,
                     "t_gone": self.seq,
                     "t_name": change.cluster_name,
                 }
             )
-            self._batch.gone_clusters.append({**_target_key(key), "g_run": self.seq})
+            self._batch.gone_clusters.append({**target_key(key), "g_run": self.seq})
             kind, name, _ = self._targets.get(
                 (change.project_id, change.cluster_id), ("", "", True)
             )
@@ -257,7 +211,7 @@ class RunRecord:
             if not gone
         ]
 
-    def _target_seen(self, target: Target, b: _Batch) -> None:
+    def _target_seen(self, target: Target, b: Batch) -> None:
         key = (target.project_id, target.cluster_id)
         row = {"project_id": target.project_id, "cluster_id": target.cluster_id}
         if key not in self._targets:
@@ -272,17 +226,17 @@ class RunRecord:
             )
         else:
             b.targets_seen.append(
-                {**_target_key(row), "t_run": self.seq, "t_gone": None, "t_name": target.name}
+                {**target_key(row), "t_run": self.seq, "t_gone": None, "t_name": target.name}
             )
         self._targets[key] = (target.kind, target.name, False)
 
     def flush(self) -> None:
         """Write what the batch gathered, in one transaction."""
-        b, self._batch = self._batch, _Batch()
+        b, self._batch = self._batch, Batch()
         if not (len(b) or b.targets_new or b.targets_seen or b.gone_clusters):
             return
         with self.ledger.writing(f"recording run {self.start.run_id}") as conn:
-            _write(conn, b)
+            write_batch(conn, b)
 
     # -- what an apply sends -------------------------------------------------------------
 
@@ -295,20 +249,13 @@ class RunRecord:
         with self.ledger.writing(f"recording the changes run {self.start.run_id} sends") as conn:
             conn.execute(
                 update(snapshots)
-                .where(_snapshot_where())
+                .where(snapshot_where())
                 .values(
                     pending=True,
                     pending_expires=bindparam("p_expires"),
                     pending_do_not_delete=bindparam("p_dnd"),
                 ),
-                [
-                    {
-                        **_bind_key(c),
-                        "p_expires": stamp(c.after.expires),
-                        "p_dnd": c.after.do_not_delete,
-                    }
-                    for c in changes
-                ],
+                [_asked(c) for c in changes],
             )
             conn.execute(
                 insert(events),
@@ -325,7 +272,7 @@ class RunRecord:
             if sent:
                 conn.execute(
                     update(snapshots)
-                    .where(_snapshot_where())
+                    .where(snapshot_where())
                     .values(
                         expires=bindparam("p_expires"),
                         do_not_delete=bindparam("p_dnd"),
@@ -334,20 +281,13 @@ class RunRecord:
                         pending_do_not_delete=None,
                         changed_run=self.seq,
                     ),
-                    [
-                        {
-                            **_bind_key(c),
-                            "p_expires": stamp(c.after.expires),
-                            "p_dnd": c.after.do_not_delete,
-                        }
-                        for c in sent
-                    ],
+                    [_asked(c) for c in sent],
                 )
             refused = [c for c in changes if c.outcome == "refused"]
             if refused:
                 conn.execute(
                     update(snapshots)
-                    .where(_snapshot_where())
+                    .where(snapshot_where())
                     .values(pending=False, pending_expires=None, pending_do_not_delete=None),
                     [_bind_key(c) for c in refused],
                 )
@@ -376,7 +316,7 @@ class RunRecord:
                     summary=canonical(dict(end.summary)),
                 )
             )
-            head = _lock_head(conn, shard)
+            head = lock_head(conn, shard)
             position, prev = head.position + 1, head.hash
             row = conn.execute(select(runs).where(runs.c.seq == self.seq)).one()
             content = content_sha256(conn, row)
@@ -398,7 +338,7 @@ class RunRecord:
         detail = {"shard": shard, "through": position, "hash": hash_, "runs": count}
         key = {"project_id": "", "cluster_id": ""}
         self._batch.events.append(
-            _At(self.seq, stamp(at)).event("pruned", key, None, None, None, detail)
+            At(self.seq, stamp(at)).event("pruned", key, None, None, None, detail)
         )
 
     def _approvals(self, end: RunEnd) -> dict[str, Any]:
@@ -409,111 +349,13 @@ class RunRecord:
         return approvals
 
 
-def _lock_head(conn: Connection, shard: str) -> Any:
-    """The shard's head, locked until the transaction ends (PostgreSQL: FOR UPDATE, after
-    the first run of a shard made it at position 0, whichever of two racing runs did;
-    SQLite: the write transaction already excludes every other writer)."""
-    conn.execute(_insert_new(conn, heads).values(shard=shard, position=0, hash=GENESIS))
-    return conn.execute(select(heads).where(heads.c.shard == shard).with_for_update()).one()
-
-
-def _insert_new(conn: Connection, table: Any) -> Any:
-    """INSERT that leaves a row already there alone (ON CONFLICT DO NOTHING): two runs at
-    once (a plan by hand beside cron's run) may both see a snapshot first."""
-    if conn.dialect.name == "postgresql":
-        return postgresql_insert(table).on_conflict_do_nothing()
-    return sqlite_insert(table).on_conflict_do_nothing()
-
-
-def _key(key: Mapping[str, str], snapshot_id: str | None) -> dict[str, Any]:
-    if snapshot_id is None:
-        raise LedgerError("a snapshot change without a snapshot id")
-    return {
-        "k_project": key["project_id"],
-        "k_cluster": key["cluster_id"],
-        "k_snapshot": snapshot_id,
-    }
-
-
-def _target_key(key: Mapping[str, str]) -> dict[str, str]:
-    return {"k_project": key["project_id"], "k_cluster": key["cluster_id"]}
-
-
 def _bind_key(c: Sent) -> dict[str, Any]:
     return {"k_project": c.project_id, "k_cluster": c.cluster_id, "k_snapshot": c.snapshot_id}
 
 
-def _snapshot_where() -> Any:
-    return (
-        (snapshots.c.project_id == bindparam("k_project"))
-        & (snapshots.c.cluster_id == bindparam("k_cluster"))
-        & (snapshots.c.snapshot_id == bindparam("k_snapshot"))
-    )
-
-
-def _snapshot_row(s: SnapshotView, seq: int) -> dict[str, Any]:
-    return {
-        "snapshot_id": s.id,
-        "created": stamp(s.created),
-        "complete": s.complete,
-        "expires": stamp(s.expires),
-        "do_not_delete": s.do_not_delete,
-        "pending": False,
-        "pending_expires": None,
-        "pending_do_not_delete": None,
-        "first_run": seq,
-        "changed_run": seq,
-        "gone_run": None,
-    }
-
-
-def _moved_row(after: Retained, seq: int) -> dict[str, Any]:
-    return {
-        "m_complete": after.complete,
-        "m_expires": stamp(after.expires),
-        "m_dnd": after.do_not_delete,
-        "m_run": seq,
-    }
-
-
-@dataclass(frozen=True)
-class _At:
-    """The run and time an event is written for."""
-
-    seq: int
-    at: str | None
-
-    def event(
-        self,
-        kind: str,
-        key: Mapping[str, str],
-        snapshot_id: str | None,
-        before: Mapping[str, Any] | None = None,
-        after: Mapping[str, Any] | None = None,
-        detail: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """An events row."""
-        return {
-            "run_seq": self.seq,
-            "at": self.at,
-            "kind": kind,
-            "project_id": key["project_id"],
-            "cluster_id": key["cluster_id"],
-            "snapshot_id": snapshot_id,
-            "before": None if before is None else canonical(dict(before)),
-            "after": None if after is None else canonical(dict(after)),
-            "detail": None if not detail else canonical(dict(detail)),
-        }
-
-
-def _outside_event(now: _At, key: Mapping[str, str], change: OutsideChange) -> dict[str, Any]:
-    """An events row of a change made outside retention."""
-    if change.kind == "gone":
-        detail: dict[str, Any] | None = _gone_detail(change)
-    else:
-        detail = {"alertId": change.alert_id} if change.alert_id else None
-    before, after = _fields(change.before), _fields(change.after)
-    return now.event(change.kind, key, change.snapshot_id, before, after, detail)
+def _asked(c: Sent) -> dict[str, Any]:
+    """The parameters of a statement that writes what ``c`` asks of its snapshot."""
+    return {**_bind_key(c), "p_expires": stamp(c.after.expires), "p_dnd": c.after.do_not_delete}
 
 
 def _sent_event(seq: int, at: str | None, kind: str, c: Sent) -> dict[str, Any]:
@@ -524,94 +366,4 @@ def _sent_event(seq: int, at: str | None, kind: str, c: Sent) -> dict[str, Any]:
     if c.status is not None:
         detail["status"] = c.status
     key = {"project_id": c.project_id, "cluster_id": c.cluster_id}
-    return _At(seq, at).event(kind, key, c.snapshot_id, None, _fields(c.after), detail)
-
-
-def _gone_detail(change: OutsideChange) -> dict[str, Any]:
-    detail: dict[str, Any] = {
-        "name": change.cluster_name,
-        "restorePoints": change.restore_points,
-        "newest": stamp(change.newest),
-    }
-    if change.alert_id:
-        detail["alertId"] = change.alert_id
-    return detail
-
-
-def _cluster_row(seq: int, target: Target, entry: Mapping[str, Any]) -> dict[str, Any]:
-    counts = entry.get("counts", {})
-    points = entry.get("restorePoints")
-    ladder = (
-        {k: points[k] for k in ("count", "newest", "oldest", "text") if k in points}
-        if points
-        else {}
-    )
-    fresh = entry.get("newestRestorable") or {}
-    return {
-        "run_seq": seq,
-        "project_id": target.project_id,
-        "cluster_id": target.cluster_id,
-        "kind": target.kind,
-        "name": target.name,
-        "snapshots": int(counts.get("snapshots", 0)),
-        "counts": canonical(dict(counts)),
-        "holds": canonical(
-            [{"kind": h["kind"], "reason": h["reason"]} for h in entry.get("holds", [])]
-        ),
-        "ladder": canonical(ladder),
-        "newest_age_seconds": fresh.get("ageSeconds"),
-        "walk_error": "; ".join(entry.get("errors", [])) or None,
-    }
-
-
-def _write(conn: Connection, b: _Batch) -> None:
-    if b.new:
-        conn.execute(_insert_new(conn, snapshots), b.new)
-    if b.moved:
-        conn.execute(
-            update(snapshots)
-            .where(_snapshot_where())
-            .values(
-                complete=bindparam("m_complete"),
-                expires=bindparam("m_expires"),
-                do_not_delete=bindparam("m_dnd"),
-                changed_run=bindparam("m_run"),
-                pending=False,
-                pending_expires=None,
-                pending_do_not_delete=None,
-            ),
-            b.moved,
-        )
-    if b.gone:
-        conn.execute(
-            update(snapshots).where(_snapshot_where()).values(gone_run=bindparam("g_run")), b.gone
-        )
-    if b.targets_new:
-        conn.execute(_insert_new(conn, targets), b.targets_new)
-    if b.targets_seen:
-        conn.execute(
-            update(targets)
-            .where(
-                (targets.c.project_id == bindparam("k_project"))
-                & (targets.c.cluster_id == bindparam("k_cluster"))
-            )
-            .values(
-                last_run=bindparam("t_run"), gone_run=bindparam("t_gone"), name=bindparam("t_name")
-            ),
-            b.targets_seen,
-        )
-    if b.gone_clusters:
-        conn.execute(
-            update(snapshots)
-            .where(
-                (snapshots.c.project_id == bindparam("k_project"))
-                & (snapshots.c.cluster_id == bindparam("k_cluster"))
-                & snapshots.c.gone_run.is_(None)
-            )
-            .values(gone_run=bindparam("g_run")),
-            b.gone_clusters,
-        )
-    if b.clusters:
-        conn.execute(insert(cluster_runs), b.clusters)
-    if b.events:
-        conn.execute(insert(events), b.events)
+    return At(seq, at).event(kind, key, c.snapshot_id, None, retained_fields(c.after), detail)
