@@ -652,3 +652,24 @@ def test_open_client_uses_the_settings_and_credentials(tmp_path: Path) -> None:
         loaded, base_url="http://127.0.0.1:1/api/public/v1.0", clock=fixed_clock
     ) as other:
         assert other.base_url == "http://127.0.0.1:1/api/public/v1.0"
+
+
+def test_config_show_names_the_ledger_the_environment_gives_without_its_password(
+    tmp_path: Path,
+) -> None:
+    """RETENTION_LEDGER_URL is the ledger config show shows (its source the variable), with
+    the password in it taken out of the shown URL and of the place's URL, kept apart for the
+    connection only."""
+    secret = "ledger-pw-NEVER-PRINT-3f9"
+    env = {**ENV, "RETENTION_LEDGER_URL": f"postgresql://retention:{secret}@db:5432/r"}
+    loaded = load_config(write(tmp_path), env=env, clock=fixed_clock)
+
+    text = render_config(loaded)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    place = loaded.config.ledger_place(env)
+
+    assert secret not in text
+    assert 'url: "postgresql://retention@db:5432/r" # env RETENTION_LEDGER_URL' in lines
+    assert place.url == "postgresql://retention@db:5432/r"
+    assert place.password == secret
+    assert place.engine_url().password == secret

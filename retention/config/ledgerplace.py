@@ -73,6 +73,21 @@ def _parsed(value: str, where: str) -> URL:
     return url
 
 
+def _no_password(url: URL) -> URL:
+    # URL.set(password=None) leaves the password as it was: None there means "unchanged".
+    return URL.create(
+        url.drivername, url.username, None, url.host, url.port, url.database, url.query
+    )
+
+
+def url_without_password(value: str) -> str | None:
+    """A ledger URL with any password taken out (None: not a database URL)."""
+    try:
+        return _no_password(make_url(value)).render_as_string(hide_password=False)
+    except ArgumentError:
+        return None
+
+
 def checked_ledger_url(value: str, base_dir: Path) -> str:
     """ledger.url as retention.yaml gives it: no password in it (secrets are not read from
     the configuration file), a relative SQLite path made absolute against the file's
@@ -106,7 +121,7 @@ def ledger_place(
             raise ConfigError(f"environment: {exc}") from None
         if given.password is not None:
             password = str(given.password)
-            given = given.set(password=None)
+            given = _no_password(given)
         text = given.render_as_string(hide_password=False)
     elif url is not None:
         text = url

@@ -26,6 +26,7 @@ from typing import Any
 from retention.api.values import Credentials
 from retention.config.credentials import read_credentials
 from retention.config.findings import Findings
+from retention.config.ledgerplace import ENV_LEDGER_URL, url_without_password
 from retention.config.notifyurls import ENV_NOTIFY_URLS, GivenUrls, env_urls, resolve_notify
 from retention.config.schedule import schedule_warnings
 from retention.config.settings import (
@@ -140,6 +141,14 @@ def _read_config(
     sources.update(notify_found.sources)
     if env_url:
         sources["api.base_url"] = f"env {ENV_BASE_URL}"
+    if env_ledger := env.get(ENV_LEDGER_URL, "").strip():
+        # The effective ledger, as config show and every message name it: the environment
+        # wins over the file (ledger_place reads it again, with the password taken out here
+        # and used there).
+        if (shown := url_without_password(env_ledger)) is not None:
+            ledger = config.ledger.model_copy(update={"url": shown})
+            config = config.model_copy(update={"ledger": ledger})
+        sources["ledger.url"] = f"env {ENV_LEDGER_URL}"
     return config
 
 
