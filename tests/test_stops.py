@@ -82,6 +82,9 @@ def test_sigterm_requests_the_stop_a_repeat_changes_nothing_and_ctrl_c_exits_at_
     it) changes nothing; a Ctrl-C while stopping calls the exit with 130 instead of
     waiting; the handlers in place before come back after."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Python's own Ctrl-C handler, whatever an earlier test in this worker left: with
+    # SIGINT ignored, on_signals rightly leaves it so and the Ctrl-C below would do nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     exits: list[int] = []
     stop = Stop()
 
