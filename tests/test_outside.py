@@ -13,6 +13,7 @@ from retention.core.outside import (
     gone,
     hold_reason,
     outside_entry,
+    tally,
     with_alerts,
 )
 
@@ -223,8 +224,25 @@ def test_the_hold_reason_counts_and_names_the_kinds() -> None:
     )
 
     assert hold_reason(drift.outside) == (
-        "2 changes made outside retention since the last run (deleted early and expiry "
-        "changed): a person should look before anything more is expired"
+        "2 changes made outside retention since the last run (1 expiry changed, 1 deleted "
+        "early): a person should look before anything more is expired"
+    )
+
+
+def test_a_protection_changed_is_counted_apart_from_an_expiry_changed() -> None:
+    """Protecting or releasing a snapshot outside retention is counted as a protection
+    changed, a moved date as an expiry changed, each in its own words and number."""
+    known = known_of(snap(1), snap(2), snap(3, dnd=True), snap(5, expires_in=30))
+    walked = [snap(1, dnd=True), snap(2, expires_in=2), snap(3), snap(5, expires_in=3)]
+
+    drift = cluster_drift(TARGET, known, walked, NOW)
+
+    assert tally(outside_entry(c) for c in drift.outside) == (
+        "2 expiries changed, 2 protections changed"
+    )
+    assert hold_reason(drift.outside).startswith(
+        "4 changes made outside retention since the last run (2 expiries changed, "
+        "2 protections changed): "
     )
 
 

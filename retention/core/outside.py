@@ -20,7 +20,7 @@ from typing import Literal
 from retention.core.model import AlertView, SnapshotView, Target
 from retention.core.planfile import OutsideChangeEntry, RetainedEntry
 from retention.core.timestamps import format_timestamp
-from retention.core.wording import counted, joined
+from retention.core.wording import counted
 
 OutsideKind = Literal["changed", "deleted-early", "gone"]
 
@@ -296,15 +296,39 @@ def outside_entry(change: OutsideChange) -> OutsideChangeEntry:
 
 def hold_reason(changes: Sequence[OutsideChange]) -> str:
     """Why ``safety.hold_on_outside_change`` holds a cluster with ``changes``."""
-    kinds = joined(sorted({_KIND_WORDS[c.kind] for c in changes}))
     return (
         f"{counted(len(changes), 'change')} made outside retention since the last run "
-        f"({kinds}): a person should look before anything more is expired"
+        f"({tally(outside_entry(c) for c in changes)}): a person should look before anything "
+        "more is expired"
     )
 
 
-_KIND_WORDS: Mapping[OutsideKind, str] = {
-    "changed": "expiry changed",
-    "deleted-early": "deleted early",
-    "gone": "cluster gone",
+# Each kind as changes are counted (one, many); a change of doNotDelete is told apart from
+# one of the expiry: protecting or releasing a snapshot is not moving its date.
+_WORDS: Mapping[str, tuple[str, str]] = {
+    "expiry": ("expiry changed", "expiries changed"),
+    "protection": ("protection changed", "protections changed"),
+    "deleted-early": ("deleted early", "deleted early"),
+    "gone": ("cluster gone", "clusters gone"),
 }
+
+
+def tally(entries: Iterable[OutsideChangeEntry]) -> str:
+    """Changes counted by kind, in a fixed order: "2 expiries changed, 1 deleted early"."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[_word_key(entry)] = counts.get(_word_key(entry), 0) + 1
+    return ", ".join(
+        f"{counts[k]} {one if counts[k] == 1 else many}"
+        for k, (one, many) in _WORDS.items()
+        if k in counts
+    )
+
+
+def _word_key(entry: OutsideChangeEntry) -> str:
+    if entry["kind"] != "changed":
+        return entry["kind"]
+    before, after = entry["before"], entry["after"]
+    if before is not None and after is not None and before["doNotDelete"] != after["doNotDelete"]:
+        return "protection"
+    return "expiry"

@@ -14,7 +14,6 @@ so the two cannot drift apart), HTML in the Summary section of templates/report.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from retention.core.approving import LONG_CUT
 from retention.core.model import CHANGE_ACTIONS
+from retention.core.outside import tally
 from retention.core.timestamps import format_timestamp, parse_timestamp
 from retention.core.wording import counted
 from retention.errors import SIGNAL_EXITS
@@ -229,17 +229,8 @@ class PlanSummary:
         run (2 expiries changed, 1 deleted early)"), or None when there is none."""
         if not self.outside:
             return None
-        kinds = Counter(c["kind"] for c in self.outside)
-        words = {
-            "changed": ("expiry changed", "expiries changed"),
-            "deleted-early": ("deleted early", "deleted early"),
-            "gone": ("cluster gone", "clusters gone"),
-        }
-        parts = [
-            f"{n} {words[k][0] if n == 1 else words[k][1]}"
-            for k, n in sorted(kinds.items(), key=lambda kv: list(words).index(kv[0]))
-        ]
-        return f"{counted(len(self.outside), 'change')} since the last run ({', '.join(parts)})"
+        tallied = tally(self.outside)
+        return f"{counted(len(self.outside), 'change')} since the last run ({tallied})"
 
     @property
     def long_cuts_text(self) -> str | None:
