@@ -79,7 +79,7 @@ def test_every_check_passes_against_the_simulator(
         "ledger",
     ):
         assert f"ok    {name}:" in out
-    assert f"ok    ledger: sqlite:///{tmp_path}/reports/ledger.db: schema 0002, 0 runs" in out
+    assert f"ok    ledger: sqlite:///{tmp_path}/reports/ledger.db: schema 0003, 0 runs" in out
     assert "WARN  tls: plain HTTP" in out
     assert f"ok    project {P}: agents: backup agents link present" in out
     assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config server" in out

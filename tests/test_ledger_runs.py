@@ -107,12 +107,13 @@ def test_each_outside_change_is_caught_once_and_our_own_changes_never(
     assert verified["shards"] == [{"shard": "", "records": 5, "head": again["ledgerHead"]}]
 
 
-def test_hold_on_outside_change_holds_the_cluster_until_the_next_plan(
+def test_hold_on_outside_change_holds_the_cluster_until_a_person_acknowledges_it(
     backend: str, sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With safety.hold_on_outside_change, a cluster changed outside retention has its
-    destructive changes held (exit 3, a hold of kind outside naming the setting); the plan
-    after it no longer holds it."""
+    destructive changes held (exit 3, a hold of kind outside naming the setting) by the
+    plan that finds the change and by every plan after it, until `ledger ack` records who
+    looked; then it is free, and a new change holds it again."""
     configure(folder, sim.base_url, HOLD_SMALL)
     assert command(capsys, sim, "plan")[0] == 0
 
@@ -120,15 +121,55 @@ def test_hold_on_outside_change_holds_the_cluster_until_the_next_plan(
         sim, "expires", cluster_id=SMALL, snapshot_id="fresh", expires=NOW + timedelta(days=1)
     )
     code, held = command(capsys, sim, "plan")
-    later, free = command(capsys, sim, "plan")
+    still_code, still = command(capsys, sim, "plan")
+    acked_code, acked = command(
+        capsys, sim, "--actor", "alice", "ledger", "ack", "prod-sm*", "--note", "INC-7"
+    )
+    free_code, free = command(capsys, sim, "plan")
 
     small = next(c for c in held["plan"]["clusters"] if c["clusterId"] == SMALL)
     assert code == 3
     assert [h["kind"] for h in small["holds"]] == ["outside"]
     assert small["holds"][0]["setting"].endswith("small.yaml:5")
     assert "1 change made outside retention" in small["holds"][0]["reason"]
-    assert later == 0
-    assert outside(free) == []
+    assert "retention ledger ack prod-small" in small["holds"][0]["reason"]
+    small = next(c for c in still["plan"]["clusters"] if c["clusterId"] == SMALL)
+    assert still_code == 3
+    assert outside(still) == []
+    assert [h["kind"] for h in small["holds"]] == ["outside"]
+    assert "not acknowledged" in small["holds"][0]["reason"]
+    assert acked_code == 0
+    assert [(a["clusterName"], a["since"]) for a in acked["acknowledged"]] == [
+        ("prod-small", held["plan"]["createdAt"])
+    ]
+    assert free_code == 0
+    small = next(c for c in free["plan"]["clusters"] if c["clusterId"] == SMALL)
+    assert small["holds"] == []
+
+    outside_change(sim, "delete", cluster_id=SMALL, snapshot_id="fresh")
+    assert command(capsys, sim, "plan")[0] == 3
+    code, verified = command(capsys, sim, "ledger", "verify")
+    assert (code, verified["records"]) == (0, 6)
+
+
+def test_ledger_ack_of_a_cluster_the_ledger_does_not_know_is_exit_2_and_records_nothing(
+    backend: str, sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ledger ack names the pattern that matches no cluster the ledger knows (exit 2); an
+    ack of a known cluster with nothing to acknowledge says so and exits 0."""
+    configure(folder, sim.base_url, HOLD_SMALL)
+    assert command(capsys, sim, "plan")[0] == 0
+
+    code = cli.main(["ledger", "ack", "prod-nope"], clock=sim.clock.now)
+    err = capsys.readouterr().err
+    quiet, document = command(capsys, sim, "ledger", "ack", "prod-small")
+
+    assert code == 2
+    assert "no cluster the ledger knows is named 'prod-nope'" in err
+    assert "prod-small" in err
+    assert quiet == 0
+    assert document["acknowledged"] == []
+    assert document["nothingToAcknowledge"] == ["prod-small"]
 
 
 def test_an_undo_puts_back_what_the_ledger_then_takes_for_ours(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from retention.core.model import AlertView, SnapshotView, Target
 from retention.core.outside import (
+    Attention,
     Known,
     Retained,
     cluster_drift,
@@ -223,10 +224,31 @@ def test_the_hold_reason_counts_and_names_the_kinds() -> None:
         TARGET, known_of(snap(1, expires_in=30), snap(4)), [snap(1, expires_in=2)], NOW
     )
 
-    assert hold_reason(drift.outside) == (
+    assert hold_reason(drift.outside, name="prod-orders") == (
         "2 changes made outside retention since the last run (1 expiry changed, 1 deleted "
-        "early): a person should look before anything more is expired"
+        "early): a person should look before anything more is expired, then `retention "
+        "ledger ack prod-orders`"
     )
+
+
+def test_an_unacknowledged_earlier_change_holds_alone_or_beside_new_ones() -> None:
+    """A change an earlier run found and nobody acknowledged is a reason to hold on its own
+    (when it was found, and by which run), and beside this plan's; with neither there is
+    none."""
+    earlier = Attention(7, NOW - timedelta(days=2))
+    drift = cluster_drift(TARGET, known_of(snap(1), snap(4)), [snap(1)], NOW)
+
+    assert hold_reason([], earlier, "prod-orders") == (
+        "changes made outside retention found on 2026-11-18T12:00:00Z (ledger run 7), not "
+        "acknowledged: a person should look before anything more is expired, then "
+        "`retention ledger ack prod-orders`"
+    )
+    assert hold_reason(drift.outside, Attention(7, None), "prod-orders") == (
+        "1 change made outside retention since the last run (1 deleted early) and earlier "
+        "ones found (ledger run 7), not acknowledged: a person should look before anything "
+        "more is expired, then `retention ledger ack prod-orders`"
+    )
+    assert hold_reason([], None) is None
 
 
 def test_a_protection_changed_is_counted_apart_from_an_expiry_changed() -> None:
@@ -240,7 +262,7 @@ def test_a_protection_changed_is_counted_apart_from_an_expiry_changed() -> None:
     assert tally(outside_entry(c) for c in drift.outside) == (
         "2 expiries changed, 2 protections changed"
     )
-    assert hold_reason(drift.outside).startswith(
+    assert str(hold_reason(drift.outside)).startswith(
         "4 changes made outside retention since the last run (2 expiries changed, "
         "2 protections changed): "
     )

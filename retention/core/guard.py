@@ -317,6 +317,7 @@ APPROVABLE = frozenset({"max_expire_fraction"})
 _UNTIL = {
     "alert": "resolve the alert and plan again",
     "walk": "plan again once the cluster can be walked",
+    "outside": "look at what changed, then `retention ledger ack CLUSTER` and plan again",
     "id": (
         "no approval makes an id safe to put in a path, so nothing with such an id is "
         "walked or changed; take it up with the service's administrators"

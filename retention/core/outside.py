@@ -294,12 +294,35 @@ def outside_entry(change: OutsideChange) -> OutsideChangeEntry:
     return entry
 
 
-def hold_reason(changes: Sequence[OutsideChange]) -> str:
-    """Why ``safety.hold_on_outside_change`` holds a cluster with ``changes``."""
+@dataclass(frozen=True)
+class Attention:
+    """A change made outside retention that an earlier run found and nobody has
+    acknowledged yet (``retention ledger ack``)."""
+
+    run: int  # the ledger's run that found it
+    since: datetime | None  # when that run started (None: ledger.keep removed its record)
+
+
+def hold_reason(
+    changes: Sequence[OutsideChange], earlier: Attention | None = None, name: str = "CLUSTER"
+) -> str | None:
+    """Why ``safety.hold_on_outside_change`` holds a cluster with ``changes`` found now
+    and ``earlier`` ones not yet acknowledged (None: neither, nothing to hold for)."""
+    found = []
+    if changes:
+        found.append(
+            f"{counted(len(changes), 'change')} made outside retention since the last run "
+            f"({tally(outside_entry(c) for c in changes)})"
+        )
+    if earlier is not None:
+        when = f" on {format_timestamp(earlier.since)}" if earlier.since else ""
+        again = "earlier ones" if changes else "changes made outside retention"
+        found.append(f"{again} found{when} (ledger run {earlier.run}), not acknowledged")
+    if not found:
+        return None
     return (
-        f"{counted(len(changes), 'change')} made outside retention since the last run "
-        f"({tally(outside_entry(c) for c in changes)}): a person should look before anything "
-        "more is expired"
+        f"{' and '.join(found)}: a person should look before anything more is expired, "
+        f"then `retention ledger ack {name}`"
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, exists, insert, select, update
 
 from retention.core.model import Target
-from retention.core.outside import ClusterDrift, Known, OutsideChange, Retained
+from retention.core.outside import Attention, ClusterDrift, Known, OutsideChange, Retained
 from retention.core.timestamps import parse_timestamp
 from retention.ledger.chain import canonical, content_sha256, link
 from retention.ledger.database import Ledger
@@ -104,6 +104,8 @@ class RunRecord:
         self._batch = Batch()
         # What the ledger knows of each target: (kind, name, gone).
         self._targets: dict[tuple[str, str], tuple[str, str, bool]] = {}
+        # Each target's first change made outside retention that nobody acknowledged.
+        self._attention: dict[tuple[str, str], Attention] = {}
 
     @classmethod
     def begin(cls, ledger: Ledger, start: RunStart) -> RunRecord:
@@ -129,9 +131,17 @@ class RunRecord:
             }
             seq = conn.execute(insert(runs).values(row).returning(runs.c.seq)).scalar_one()
             record = cls(ledger, start, int(seq), baseline=not earlier)
-            for t in conn.execute(select(targets)):
+            found = select(targets, runs.c.started.label("attention_started")).outerjoin(
+                runs, runs.c.seq == targets.c.attention_run
+            )
+            for t in conn.execute(found):
                 gone = t.gone_run is not None
                 record._targets[t.project_id, t.cluster_id] = (t.kind, t.name, gone)
+                if t.attention_run is not None:
+                    since = read_time(t.attention_started)
+                    record._attention[t.project_id, t.cluster_id] = Attention(
+                        int(t.attention_run), since
+                    )
         return record
 
     # -- what a plan's walk found ------------------------------------------------------
@@ -179,7 +189,7 @@ class RunRecord:
             if snapshot_id not in outside:
                 kind = "expired" if snapshot_id in drift.expired else "vanished"
                 b.events.append(now.event(kind, key, snapshot_id))
-        self._target_seen(target, b)
+        self._target_seen(target, b, attention=bool(drift.outside))
         b.clusters.append(cluster_row(seq, target, entry))
         if len(b) >= BATCH_ROWS:
             self.flush()
@@ -195,6 +205,7 @@ class RunRecord:
                     "t_run": self.seq,
                     "t_gone": self.seq,
                     "t_name": change.cluster_name,
+                    "t_attention": None,
                 }
             )
             self._batch.gone_clusters.append({**target_key(key), "g_run": self.seq})
@@ -211,7 +222,43 @@ class RunRecord:
             if not gone
         ]
 
-    def _target_seen(self, target: Target, b: Batch) -> None:
+    def attention(self, target: Target) -> Attention | None:
+        """The first change made outside retention an earlier run found of ``target`` that
+        nobody has acknowledged (``retention ledger ack``), or None."""
+        return self._attention.get((target.project_id, target.cluster_id))
+
+    def acknowledge(
+        self, chosen: Sequence[Target], note: str | None, at: datetime
+    ) -> list[tuple[Target, Attention]]:
+        """A person looked at ``chosen``'s outside changes: each one that had any gets an
+        ``acknowledged`` event of this run and no longer holds; what was acknowledged."""
+        done = [(t, a) for t in chosen if (a := self.attention(t)) is not None]
+        if not done:
+            return []
+        now = At(self.seq, stamp(at))
+        with self.ledger.writing(
+            f"recording the acknowledgement of run {self.start.run_id}"
+        ) as conn:
+            for target, attention in done:
+                key = {"project_id": target.project_id, "cluster_id": target.cluster_id}
+                detail = {"name": target.name, "sinceRun": attention.run}
+                detail |= {"since": stamp(attention.since)} if attention.since else {}
+                detail |= {"note": note} if note else {}
+                conn.execute(
+                    insert(events).values(now.event("acknowledged", key, None, detail=detail))
+                )
+                conn.execute(
+                    update(targets)
+                    .where(
+                        (targets.c.project_id == target.project_id)
+                        & (targets.c.cluster_id == target.cluster_id)
+                    )
+                    .values(attention_run=None)
+                )
+                del self._attention[target.project_id, target.cluster_id]
+        return done
+
+    def _target_seen(self, target: Target, b: Batch, *, attention: bool = False) -> None:
         key = (target.project_id, target.cluster_id)
         row = {"project_id": target.project_id, "cluster_id": target.cluster_id}
         if key not in self._targets:
@@ -226,7 +273,13 @@ class RunRecord:
             )
         else:
             b.targets_seen.append(
-                {**target_key(row), "t_run": self.seq, "t_gone": None, "t_name": target.name}
+                {
+                    **target_key(row),
+                    "t_run": self.seq,
+                    "t_gone": None,
+                    "t_name": target.name,
+                    "t_attention": self.seq if attention else None,
+                }
             )
         self._targets[key] = (target.kind, target.name, False)
 

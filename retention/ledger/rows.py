@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -260,7 +260,11 @@ def write_batch(conn: Connection, b: Batch) -> None:
                 & (targets.c.cluster_id == bindparam("k_cluster"))
             )
             .values(
-                last_run=bindparam("t_run"), gone_run=bindparam("t_gone"), name=bindparam("t_name")
+                last_run=bindparam("t_run"),
+                gone_run=bindparam("t_gone"),
+                name=bindparam("t_name"),
+                # The first unacknowledged outside change stays the first.
+                attention_run=func.coalesce(targets.c.attention_run, bindparam("t_attention")),
             ),
             b.targets_seen,
         )

@@ -84,7 +84,9 @@ anchors = Table(
     Column("pruned_at", String(TIME)),
 )
 
-# The clusters and config servers the ledger has seen, and the run that last walked each.
+# The clusters and config servers the ledger has seen, the run that last walked each, and
+# the run that first found a change made outside retention nobody has acknowledged since
+# (``retention ledger ack``): safety.hold_on_outside_change holds the cluster until then.
 targets = Table(
     "ledger_targets",
     metadata,
@@ -95,6 +97,7 @@ targets = Table(
     Column("first_run", BigInteger, nullable=False),
     Column("last_run", BigInteger, nullable=False),
     Column("gone_run", BigInteger),
+    Column("attention_run", BigInteger),
 )
 
 # Per cluster and run: what the plan made of it.

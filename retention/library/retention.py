@@ -30,7 +30,14 @@ from retention.errors import ConfigError, UsageError
 from retention.explain.explanation import Explained, Policies, explain_snapshot
 from retention.library.changing import ApplyJob, RunJob, UndoJob
 from retention.library.ending import MetricsTarget
-from retention.library.ledgers import LedgerVerified, LedgerVerifyJob, LedgerVerifyRequest
+from retention.library.ledgers import (
+    LedgerAcked,
+    LedgerAckJob,
+    LedgerAckRequest,
+    LedgerVerified,
+    LedgerVerifyJob,
+    LedgerVerifyRequest,
+)
 from retention.library.lifecycle import Ended, Job, R, Setup, load, run_lifecycle
 from retention.library.reading import (
     ClustersJob,
@@ -132,6 +139,11 @@ class Retention:
     def verify_ledger(self, request: LedgerVerifyRequest | None = None) -> Ended[LedgerVerified]:
         """Recompute the ledger's chains and name the first record that does not match."""
         return self._run(LedgerVerifyJob(request or LedgerVerifyRequest()))
+
+    def ack_ledger(self, request: LedgerAckRequest) -> Ended[LedgerAcked]:
+        """Acknowledge the changes made outside retention of the clusters asked: they no
+        longer hold them (safety.hold_on_outside_change)."""
+        return self._run(LedgerAckJob(request))
 
     def loaded(self, *, require_credentials: bool = False) -> LoadedConfig:
         """The configuration as loaded now (its warnings logged)."""

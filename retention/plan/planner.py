@@ -260,7 +260,9 @@ class _Planning:
                     continue
                 drift = self._drift(walk, found)
                 drifts.append((walk.target, drift))
-                yield replace(walk, outside=hold_reason(drift.outside)) if drift.outside else walk
+                earlier = self.record.attention(walk.target)
+                reason = hold_reason(drift.outside, earlier, walk.target.name)
+                yield walk if reason is None else replace(walk, outside=reason)
 
         pool = self.scope.workers if len(found.targets) >= POOL_FROM else 1
         with Deciders(shared, pool) as deciders:

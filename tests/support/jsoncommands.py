@@ -100,6 +100,14 @@ def _ledger_verify(stage: Stage) -> list[Invocation]:
     ]
 
 
+def _ledger_ack(stage: Stage) -> list[Invocation]:
+    stage.main(["plan"])  # a ledger that knows the clusters
+    return [
+        Invocation(["ledger", "ack", "*"], 0),
+        Invocation(["ledger", "ack", "no-such-cluster"], 2),
+    ]
+
+
 def _broken_policies(stage: Stage) -> Path:
     """A policy folder with a misspelt key, for invocations that must end with exit 2."""
     broken = stage.folder / "broken"
@@ -178,6 +186,7 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
         Invocation(["prune", "--keep", "a week"], 2),
     ],
     "ledger verify": _ledger_verify,
+    "ledger ack": _ledger_ack,
     "demo": lambda stage: [
         Invocation(["demo", "--report-dir", str(stage.folder / "demo")], 0),
         Invocation(["demo", "--policies", "no-such-folder"], 2),
