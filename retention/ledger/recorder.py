@@ -24,7 +24,6 @@ from sqlalchemy import bindparam, exists, insert, select, update
 
 from retention.core.model import Target
 from retention.core.outside import Attention, ClusterDrift, Known, OutsideChange, Retained
-from retention.core.timestamps import parse_timestamp
 from retention.ledger.chain import canonical, content_sha256, link
 from retention.ledger.database import Ledger
 from retention.ledger.rows import (
@@ -36,6 +35,7 @@ from retention.ledger.rows import (
     lock_head,
     moved_row,
     outside_event,
+    read_stamp,
     read_time,
     retained_fields,
     snapshot_key,
@@ -149,13 +149,12 @@ class RunRecord:
     def known(self, target: Target) -> dict[str, Known]:
         """What the ledger knows of ``target``'s snapshots that are not gone."""
         where = {"k_project": target.project_id, "k_cluster": target.cluster_id}
-        with self.ledger.reading(f"reading what it knows of {target.name}") as conn:
-            rows = conn.execute(KNOWN, where).all()
+        rows = self.ledger.fetch(f"reading what it knows of {target.name}", KNOWN, where)
         known: dict[str, Known] = {}
         for snapshot_id, created, complete, expires, dnd, pending, p_expires, p_dnd in rows:
-            last = Retained(complete, read_time(expires), dnd)
-            ours = Retained(complete, read_time(p_expires), bool(p_dnd)) if pending else None
-            known[snapshot_id] = Known(parse_timestamp(created), last, ours)
+            last = Retained(bool(complete), read_time(expires), bool(dnd))
+            ours = Retained(bool(complete), read_time(p_expires), bool(p_dnd)) if pending else None
+            known[snapshot_id] = Known(read_stamp(created), last, ours)
         return known
 
     def observe(

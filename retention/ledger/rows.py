@@ -17,7 +17,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from retention.core.model import SnapshotView, Target
 from retention.core.outside import OutsideChange, Retained
-from retention.core.timestamps import parse_timestamp
 from retention.errors import LedgerError
 from retention.ledger.chain import GENESIS, canonical
 from retention.ledger.tables import cluster_runs, events, heads, snapshots, targets
@@ -55,8 +54,15 @@ def stamp(value: datetime | None) -> str | None:
     return utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
 
 
+def read_stamp(text: str) -> datetime:
+    """A time the ledger wrote (``stamp``: always UTC with a ``Z``, which fromisoformat
+    reads as UTC itself, several times faster than the general parse_timestamp)."""
+    return datetime.fromisoformat(text)
+
+
 def read_time(text: str | None) -> datetime | None:
-    return None if text is None else parse_timestamp(text)
+    """A time the ledger wrote, or None."""
+    return None if text is None else datetime.fromisoformat(text)
 
 
 def retained_fields(value: Retained | None) -> dict[str, Any] | None:
