@@ -145,7 +145,7 @@ def test_a_run_killed_mid_apply_is_unfinished_and_what_it_sent_is_ours(
 KILLER = """\
 import os, signal, sys
 from datetime import UTC, datetime, timedelta
-from sqlalchemy import event
+import retention.ledger.rows as rows
 from retention.config.ledgerplace import LedgerPlace
 from retention.core.model import SnapshotView, Target
 from retention.core.outside import cluster_drift
@@ -164,13 +164,14 @@ def batch(n):
     record.flush()
 
 batch(1)
-inserts = []
+written = rows.execute_many
 
-@event.listens_for(ledger.engine, "after_cursor_execute")
-def die(conn, cursor, statement, parameters, context, executemany):
-    if statement.lstrip().upper().startswith("INSERT INTO LEDGER_EVENTS"):
+def die(conn, name, statement, params):
+    written(conn, name, statement, params)
+    if name == "events":
         os.kill(os.getpid(), signal.SIGKILL)  # inside the transaction, its rows sent
 
+rows.execute_many = die
 batch(2)
 """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from retention.core.model import AlertView, SnapshotView, Target
 from retention.core.planfile import OutsideChangeEntry, RetainedEntry
@@ -38,8 +38,10 @@ AUDIT_TYPES: Mapping[OutsideKind, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Retained:
+# Retained and Known are named tuples, not frozen dataclasses: a plan makes one or two of
+# each for every snapshot the ledger knows (600,000 for the bench fleet), on its main
+# process, and a tuple is built three times faster.
+class Retained(NamedTuple):
     """A snapshot's retention fields, as the ledger keeps them."""
 
     complete: bool
@@ -59,8 +61,7 @@ class Retained:
         return self.expires == other.expires
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(NamedTuple):
     """What the ledger knew of one snapshot: its fields when last seen, and what a run of
     ours sent and no walk has seen since (None: nothing pending)."""
 

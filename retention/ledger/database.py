@@ -60,7 +60,7 @@ class Ledger:
         try:
             with self.engine.begin() as conn:
                 yield conn
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
             raise LedgerError(f"ledger {self.place.shown}: {what}: {_why(exc)}") from None
 
     @contextmanager
