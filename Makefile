@@ -19,14 +19,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test]'
 	touch $(STAMP)
 
-# One round: the suite starts at once, beside the checks and the compiled core's build,
-# and the compiled core's tests follow the build. Two rounds (checks, then tests) left a
-# core idle while mypy and the build ran alone and while the suite waited on sockets and
-# child processes: on two cores one round ends about a minute sooner. The build copies
-# tests/ without its __pycache__, the only thing a running pytest writes there. make's own
-# -j, not a shell's &: a background job ignores SIGINT, and the stop tests send it.
+# Two rounds, each on both cores: the checks beside the compiled core's build, then the
+# suite beside the compiled core's tests (the build copies tests/, so it ends before any
+# pytest starts). make's own -j, not a shell's &: a background job ignores SIGINT, and the
+# stop tests send it.
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck unit unit-compiled
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck compiled
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit unit-compiled
 
 lint: $(STAMP)
 	$(BIN)/ruff check retention tests benchmarks tools
@@ -41,10 +40,8 @@ typecheck: $(STAMP)
 # a fifth of its examples here and all of them under CI=true (tests/support/examples.py).
 # A bare `pytest` runs in one process, for a file or a test at a time. The ten slowest tests
 # are listed at the end: the suite's time is a goal (make test under 4 minutes here).
-# --dist worksteal: a worker that runs out takes tests queued for the other, so the
-# suite's slowest tests do not end it on one worker while the other idles.
 unit: $(STAMP)
-	$(BIN)/pytest -q --numprocesses=auto --maxprocesses=4 --dist worksteal --durations=10
+	$(BIN)/pytest -q --numprocesses=auto --maxprocesses=4 --durations=10
 
 # The compiled core (tools/compiled.py): a copy of the package, with the tests and tools,
 # compiled in place under build/compiled/ (about 15 s; again only when a source changed).
@@ -65,7 +62,8 @@ compiled: $(COMPILED)/.built
 COPIED := retention tests tools policies pyproject.toml retention.example.yaml
 $(COMPILED)/.built: $(STAMP) Makefile $(shell find $(COPIED) -not -path '*/__pycache__*')
 	rm -rf $(COMPILED) && mkdir -p $(COMPILED)
-	tar -c --exclude=__pycache__ $(COPIED) | tar -x -C $(COMPILED)
+	cp -r $(COPIED) $(COMPILED)/
+	find $(COMPILED) -name __pycache__ -prune -exec rm -rf {} +
 	$(BIN)/python -m tools.compiled $(COMPILED)
 	touch $@
 

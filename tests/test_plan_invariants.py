@@ -41,11 +41,12 @@ from tests.support.planning import policies as policies_of
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
-# 300 scenarios an invariant under CI (a fifth elsewhere): at 500 the ten invariants took a
+# 200 scenarios an invariant under CI (a fifth elsewhere): at 500 the ten invariants took a
 # fifth of the suite's worker time (184 of 915 s, 95% of it Hypothesis drawing scenarios),
 # and the ledger's tests, PostgreSQL's install and its real-process kills need that room
-# in CI's ten minutes.
-EXAMPLES = settings(max_examples=examples(300), deadline=None)
+# in CI's ten minutes (at 300, CI took 604 s). CI's are the same 200 every run (its profile
+# is derandomized); every local run draws 40 new ones.
+EXAMPLES = settings(max_examples=examples(200), deadline=None)
 
 durations = strategies.durations(months=2, days=20, hours=48)
 counts = strategies.COUNTS
@@ -381,7 +382,7 @@ extreme_specs = st.builds(
 )
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     keep=extreme_specs,
     protect=st.none() | extreme_specs,
