@@ -12,6 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
@@ -19,7 +20,7 @@ from retention.core.outside import Retained, cluster_drift
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
 from retention.ledger.chain import verify
-from retention.ledger.database import Ledger, alembic_config, open_ledger
+from retention.ledger.database import HEAD_REVISION, Ledger, alembic_config, open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
 from retention.ledger.tables import anchors, cluster_runs, events, heads, metadata, runs, snapshots
@@ -227,8 +228,10 @@ def test_the_migrations_make_exactly_the_tables_the_code_uses(ledger: Ledger) ->
     retention/ledger/tables.py to differ by (a revision forgotten, a column misspelled)."""
     with ledger.reading("test") as conn:
         differences = compare_metadata(MigrationContext.configure(conn), metadata)
+        head = ScriptDirectory.from_config(alembic_config(conn)).get_current_head()
 
     assert differences == []
+    assert head == HEAD_REVISION  # what open_ledger checks without Alembic
 
 
 def test_an_older_ledger_is_brought_up_to_date_and_keeps_its_runs(place: LedgerPlace) -> None:

@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from typing import TYPE_CHECKING
 
 from retention.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+# SQLAlchemy is imported where a URL is read, not here: every command reads the
+# configuration, and most never open the ledger (its import is a third of loading it).
 
 ENV_LEDGER_URL = "RETENTION_LEDGER_URL"
 ENV_LEDGER_PASSWORD = "RETENTION_LEDGER_PASSWORD"  # noqa: S105 - a variable's name
@@ -35,6 +39,9 @@ class LedgerPlace:
     @property
     def shown(self) -> str:
         """The URL as every output may show it."""
+        from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports
+        from sqlalchemy.exc import ArgumentError  # noqa: PLC0415 - see the imports
+
         try:
             return make_url(self.url).render_as_string(hide_password=True)
         except ArgumentError:
@@ -43,6 +50,8 @@ class LedgerPlace:
     @property
     def sqlite_file(self) -> Path | None:
         """The file of a SQLite ledger (None: a server, or SQLite in memory)."""
+        from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports
+
         url = make_url(self.url)
         if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
             return None
@@ -50,6 +59,8 @@ class LedgerPlace:
 
     def engine_url(self) -> URL:
         """The URL the engine connects with: psycopg 3 for PostgreSQL, the password set."""
+        from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports
+
         url = make_url(self.url)
         if url.get_backend_name() == "postgresql" and url.get_driver_name() != "psycopg":
             url = url.set(drivername="postgresql+psycopg")
@@ -59,6 +70,9 @@ class LedgerPlace:
 
 
 def _parsed(value: str, where: str) -> URL:
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports
+    from sqlalchemy.exc import ArgumentError  # noqa: PLC0415 - see the imports
+
     try:
         url = make_url(value)
     except ArgumentError:
@@ -74,6 +88,8 @@ def _parsed(value: str, where: str) -> URL:
 
 
 def _no_password(url: URL) -> URL:
+    from sqlalchemy.engine import URL  # noqa: PLC0415 - see the imports
+
     # URL.set(password=None) leaves the password as it was: None there means "unchanged".
     return URL.create(
         url.drivername, url.username, None, url.host, url.port, url.database, url.query
@@ -82,6 +98,9 @@ def _no_password(url: URL) -> URL:
 
 def url_without_password(value: str) -> str | None:
     """A ledger URL with any password taken out (None: not a database URL)."""
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports
+    from sqlalchemy.exc import ArgumentError  # noqa: PLC0415 - see the imports
+
     try:
         return _no_password(make_url(value)).render_as_string(hide_password=False)
     except ArgumentError:

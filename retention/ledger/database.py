@@ -15,13 +15,8 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine, Select, create_engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -29,6 +24,10 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from retention.config.ledgerplace import LedgerPlace
 from retention.errors import LedgerError, LedgerSchemaError
 from retention.version import __version__
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 log = logging.getLogger("retention.ledger")
 
@@ -177,14 +176,39 @@ def _engine(url: URL) -> Engine:
 
 def alembic_config(conn: Connection) -> Config:
     """Alembic's configuration for the ledger's migrations, on ``conn``."""
+    from alembic.config import Config  # noqa: PLC0415 - Alembic only when migrating
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = conn
     return config
 
 
+# The newest revision of migrations/versions: a ledger already there is opened without
+# Alembic, whose import costs every command a fifth of a second (test_ledger holds this to
+# Alembic's own head).
+HEAD_REVISION = "0003"
+
+
+def _revision(ledger: Ledger) -> str | None:
+    """The ledger's schema revision, read without Alembic (None: none, or unreadable: the
+    migration then says why)."""
+    try:
+        with ledger.reading("reading its schema version") as conn:
+            found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    except LedgerError:
+        return None
+    return None if found is None else str(found)
+
+
 def _migrate(ledger: Ledger) -> None:
     """Bring the schema up to this retention's head, or refuse a newer one."""
+    if _revision(ledger) == HEAD_REVISION:
+        return
+    from alembic import command  # noqa: PLC0415 - Alembic only when migrating
+    from alembic.runtime.migration import MigrationContext  # noqa: PLC0415 - Alembic only when migrating
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 - Alembic only when migrating
+
     with ledger.writing("reading its schema version") as conn:
         if conn.dialect.name == "postgresql":
             # Shards that start at once on a new (or older) ledger: one migrates, the others
@@ -213,6 +237,8 @@ def _migrate(ledger: Ledger) -> None:
 
 
 def _known(script: ScriptDirectory, revision: str) -> bool:
+    from alembic.util.exc import CommandError  # noqa: PLC0415 - Alembic only when migrating
+
     try:
         return script.get_revision(revision) is not None
     except CommandError:
