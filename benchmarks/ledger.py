@@ -41,6 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The bench policy of fleet.py: it matches every bench cluster and changes most of each, so
+# the plan has its usual work besides the ledger's.
+from fleet import POLICY
 from machine import describe
 from simproc import admin, start_simulator
 
@@ -48,14 +51,6 @@ KEY = "ledger-bench-secret"
 CONCURRENCY = 8
 GOAL = 1.10
 POSTGRES_ENV = "RETENTION_BENCH_POSTGRES_URL"
-# The bench policy of benchmarks/fleet.py: it matches every bench cluster and changes most
-# of each, so the plan has its usual work besides the ledger's.
-POLICY = """\
-name: bench
-match: {clusters: ["rs-*"]}
-keep: {last: 4, daily: 7, weekly: 4, monthly: 6}
-safety: {max_expire_fraction: 1.0}
-"""
 
 
 @dataclass(frozen=True)
