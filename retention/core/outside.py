@@ -341,7 +341,8 @@ def tally(entries: Iterable[OutsideChangeEntry]) -> str:
     """Changes counted by kind, in a fixed order: "2 expiries changed, 1 deleted early"."""
     counts: dict[str, int] = {}
     for entry in entries:
-        counts[_word_key(entry)] = counts.get(_word_key(entry), 0) + 1
+        key = _word_key(entry)
+        counts[key] = counts.get(key, 0) + 1
     return ", ".join(
         f"{counts[k]} {one if counts[k] == 1 else many}"
         for k, (one, many) in _WORDS.items()

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, Select, create_engine, event
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from retention.config.ledgerplace import LedgerPlace
@@ -38,14 +39,47 @@ MIGRATION_LOCK = 7_204_040
 SQLITE_BUSY_MS = 120_000
 
 
+@dataclass(frozen=True)
+class DriverSQL:
+    """A statement as the database's driver takes it: its SQL in the driver's parameter
+    style, the order of its parameters (None: the driver takes them by name) and the values
+    the statement itself sets."""
+
+    text: str
+    order: tuple[str, ...] | None
+    fixed: Mapping[str, Any]
+
+    def params(self, row: Mapping[str, Any]) -> Any:
+        """One row's parameters, as the driver takes them."""
+        if self.order is not None:
+            return tuple(row[k] if k in row else self.fixed[k] for k in self.order)
+        return {**self.fixed, **row} if self.fixed else row
+
+
+def driver_sql(name: str, statement: Any, dialect: Dialect, keys: tuple[str, ...]) -> DriverSQL:
+    """``statement`` (``name`` tells it apart) compiled once for ``dialect`` and rows with
+    ``keys``: the ledger's hot reads and writes go to the driver, past SQLAlchemy's per-row
+    work, which cost more of a plan's CPU than the database did."""
+    cache = (name, dialect.name, keys)
+    found = _DRIVER_SQL.get(cache)
+    if found is None:
+        compiled = statement.compile(dialect=dialect, column_keys=list(keys))
+        order = tuple(compiled.positiontup or ()) if compiled.positional else None
+        fixed = {k: v for k, v in compiled.params.items() if k not in keys}
+        found = _DRIVER_SQL[cache] = DriverSQL(str(compiled), order, fixed)
+    return found
+
+
+# Every statement driver_sql compiled: (name, dialect, keys) -> its SQL.
+_DRIVER_SQL: dict[tuple[str, str, tuple[str, ...]], DriverSQL] = {}
+
+
 class Ledger:
     """An open ledger: its place and its engine. Close it (or use it in a with block)."""
 
     def __init__(self, place: LedgerPlace, engine: Engine) -> None:
         self.place = place
         self.engine = engine
-        # The SQL of each statement ``fetch`` ran (module-level statements, kept alive).
-        self._statements: dict[int, tuple[str, tuple[str, ...] | None]] = {}
 
     @property
     def sqlite(self) -> bool:
@@ -82,13 +116,12 @@ class Ledger:
         processing), outside any transaction of ours: for the reads a plan makes once per
         cluster, where building the statement, a transaction and SQLAlchemy's rows cost ten
         times what the database does (a steady plan of the bench fleet reads 600,000)."""
-        sql, names = self._compiled(statement)
-        params: Any = tuple(values[n] for n in names) if names is not None else dict(values)
+        sql = driver_sql(f"select {id(statement)}", statement, self.engine.dialect, tuple(values))
         try:
             raw = self.engine.raw_connection()
             try:
                 cursor = raw.cursor()
-                cursor.execute(sql, params)
+                cursor.execute(sql.text, sql.params(values))
                 rows = cursor.fetchall()
                 cursor.close()
             finally:
@@ -96,16 +129,6 @@ class Ledger:
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
             raise LedgerError(f"ledger {self.place.shown}: {what}: {_why(exc)}") from None
         return list(rows)
-
-    def _compiled(self, statement: Select[Any]) -> tuple[str, tuple[str, ...] | None]:
-        """The statement's SQL in this database's parameter style, and the order of its
-        parameters (None: the driver takes them by name); compiled once per statement."""
-        found = self._statements.get(id(statement))
-        if found is None:
-            compiled = statement.compile(dialect=self.engine.dialect)
-            order = tuple(compiled.positiontup or ()) if compiled.positional else None
-            found = self._statements[id(statement)] = (str(compiled), order)
-        return found
 
     def close(self) -> None:
         """Release its connections."""

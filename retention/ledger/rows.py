@@ -19,6 +19,7 @@ from retention.core.model import SnapshotView, Target
 from retention.core.outside import OutsideChange, Retained
 from retention.errors import LedgerError
 from retention.ledger.chain import GENESIS, canonical
+from retention.ledger.database import driver_sql
 from retention.ledger.tables import cluster_runs, events, heads, snapshots, targets
 
 # Rows a batch gathers before it is written: a few hundred kilobytes of parameters.
@@ -236,32 +237,14 @@ def cluster_row(seq: int, target: Target, entry: Mapping[str, Any]) -> dict[str,
 
 def execute_many(conn: Connection, name: str, statement: Any, rows: list[dict[str, Any]]) -> None:
     """``statement`` once for each of ``rows`` (dicts with the same keys), through the
-    driver's executemany in ``conn``'s transaction: SQLAlchemy's own executemany spent more
-    of a plan's CPU than the database did (a first plan of the bench fleet writes 1.2 million
-    rows). ``name`` says which statement it is, for the cache of its SQL."""
-    keys = tuple(rows[0])
-    cache = (name, conn.dialect.name, keys)
-    found = _COMPILED.get(cache)
-    if found is None:
-        compiled = statement.compile(dialect=conn.dialect, column_keys=list(keys))
-        order = tuple(compiled.positiontup or ()) if compiled.positional else None
-        fixed = {k: v for k, v in compiled.params.items() if k not in keys}
-        found = _COMPILED[cache] = (str(compiled), order, fixed)
-    sql, order, fixed = found
-    if order is not None:
-        params: list[Any] = [tuple(r[k] if k in r else fixed[k] for k in order) for r in rows]
-    else:
-        params = [{**fixed, **r} for r in rows] if fixed else rows
+    driver's executemany in ``conn``'s transaction (a first plan of the bench fleet writes
+    1.2 million rows). ``name`` says which statement it is."""
+    sql = driver_sql(name, statement, conn.dialect, tuple(rows[0]))
     cursor = conn.connection.cursor()
     try:
-        cursor.executemany(sql, params)
+        cursor.executemany(sql.text, [sql.params(r) for r in rows])
     finally:
         cursor.close()
-
-
-# The SQL of each statement execute_many ran: (name, dialect, keys) -> (SQL, order of the
-# parameters or None when the driver takes them by name, the statement's own values).
-_COMPILED: dict[tuple[str, str, tuple[str, ...]], tuple[str, Any, dict[str, Any]]] = {}
 
 
 def write_batch(conn: Connection, b: Batch) -> None:
