@@ -673,3 +673,16 @@ def test_config_show_names_the_ledger_the_environment_gives_without_its_password
     assert place.url == "postgresql://retention@db:5432/r"
     assert place.password == secret
     assert place.engine_url().password == secret
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_a_ledger_in_memory_is_refused_naming_the_field(tmp_path: Path, url: str) -> None:
+    """ledger.url naming a SQLite database in memory (which remembers nothing past the run,
+    and which a plan's worker processes could not read) is a usage error on that field."""
+    text = MINIMAL + f"ledger:\n  url: '{url}'\n"
+
+    problems = problems_of(write(tmp_path, text))
+
+    assert len(problems) == 1
+    assert "ledger.url" in problems[0]
+    assert "in memory remembers nothing past the run" in problems[0]

@@ -84,6 +84,12 @@ def _parsed(value: str, where: str) -> URL:
         raise ValueError(
             f"{where}: a {url.get_backend_name()} URL; use sqlite:/// or postgresql://"
         )
+    if url.get_backend_name() == "sqlite" and (not url.database or url.database == ":memory:"):
+        # It would also be a different, empty database on each of a plan's worker processes.
+        raise ValueError(
+            f"{where}: a SQLite ledger in memory remembers nothing past the run; give it a "
+            "file (e.g. sqlite:///reports/ledger.db)"
+        )
     return url
 
 
