@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from retention import cli
+from retention.ledger.database import HEAD_REVISION
 from retention.simulator.server import Simulator, SimulatorConfig
 from tests.support.client import PUBLIC_KEY
 from tests.support.simfleet import KEY, NOW, P, clock_at, small_fleet
@@ -79,7 +80,10 @@ def test_every_check_passes_against_the_simulator(
         "ledger",
     ):
         assert f"ok    {name}:" in out
-    assert f"ok    ledger: sqlite:///{tmp_path}/reports/ledger.db: schema 0003, 0 runs" in out
+    assert (
+        f"ok    ledger: sqlite:///{tmp_path}/reports/ledger.db: schema {HEAD_REVISION}, 0 runs"
+        in out
+    )
     assert "WARN  tls: plain HTTP" in out
     assert f"ok    project {P}: agents: backup agents link present" in out
     assert f"ok    project {P}: discovery: 3 clusters, 1 legacy config server" in out

@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from alembic import command
@@ -16,15 +17,21 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
+from retention.core.model import Target
 from retention.core.outside import Retained, cluster_drift
 from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.loader import PolicySet
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
 from retention.ledger.chain import verify
 from retention.ledger.database import HEAD_REVISION, Ledger, alembic_config, open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
+from retention.ledger.sight import LedgerSight
 from retention.ledger.tables import anchors, cluster_runs, events, heads, metadata, runs, snapshots
-from tests.support.ledgers import NOW, TARGET, ledger_place_for, one_run, snap
+from retention.plan.compared import Comparing
+from retention.plan.workers import Shared
+from retention.walk.inventory import Walk
+from tests.support.ledgers import NOW, TARGET, ledger_place_for, one_run, planned, snap
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -46,7 +53,7 @@ def test_a_new_ledger_gets_the_schema_and_a_second_open_changes_nothing(place: L
         one_run(first, 1, [snap(1)])
     with open_ledger(place) as again, again.reading("test") as conn:
         revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
-        assert revision == "0003"
+        assert revision == "0004"
         assert conn.execute(select(func.count()).select_from(runs)).scalar_one() == 1
 
 
@@ -120,6 +127,77 @@ def test_a_killed_apply_leaves_its_changes_pending_so_they_read_as_ours(ledger: 
         report = verify(conn)
     assert report.unfinished == ["run-killed (the whole fleet)"]
     assert report.shards[""][0] == 2
+
+
+def test_a_walk_exactly_as_the_last_reads_no_row_and_any_other_is_compared(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan whose walk lists what the last plan's did is quiet without reading a row of
+    the ledger; a walk with one expiry moved, or the same snapshots in another order, is
+    compared in full (and the moved expiry caught)."""
+    walked = [snap(1, 30), snap(2, 30), snap(3, 30)]
+    planned(ledger, 1, walked)
+    reads: list[str] = []
+    compare = LedgerSight.compare
+
+    def counted(sight: LedgerSight, target: Target, listed: Any) -> Any:
+        reads.append(target.cluster_id)
+        return compare(sight, target, listed)
+
+    monkeypatch.setattr(LedgerSight, "compare", counted)
+
+    _, same = planned(ledger, 2, walked, at=NOW + timedelta(hours=1))
+    _, reordered = planned(ledger, 3, walked[::-1], at=NOW + timedelta(hours=2))
+    _, moved = planned(ledger, 4, [snap(1, 2), *walked[1:]], at=NOW + timedelta(hours=3))
+
+    assert same.quiet
+    assert same.digest is not None
+    assert reordered.quiet
+    assert [c.kind for c in moved.outside] == ["changed"]
+    assert reads == ["c1", "c1"]  # the reordered walk and the moved one
+
+
+def test_a_change_of_ours_undone_outside_is_caught_though_the_walk_is_the_last_one(
+    ledger: Ledger,
+) -> None:
+    """A change of ours sent (the ledger then knows the new expiry) and put back by someone
+    else makes the next walk list exactly what the walk before the change did: it is
+    compared in full, not taken for unchanged, and the change back is caught."""
+    walked = [snap(1, 30), snap(2, 30)]
+    planned(ledger, 1, walked)
+    ours = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
+    change = Sent("p1", "c1", "s1", "shorten", Retained(True, NOW + timedelta(days=5), False))
+    ours.intend([change], NOW)
+    ours.outcomes([Sent(**{**change.__dict__, "outcome": "sent", "status": 200})], NOW)
+    ours.finish(RunEnd(NOW, 0))
+
+    _, back = planned(ledger, 2, walked, at=NOW + timedelta(hours=1))
+
+    assert [(c.kind, c.snapshot_id) for c in back.outside] == [("changed", "s1")]
+
+
+def test_a_plan_under_way_when_a_change_of_ours_is_recorded_keeps_no_digest(
+    ledger: Ledger,
+) -> None:
+    """An apply that records its changes while a plan walks (the plan began before): the
+    plan's walk may predate them, so its digest is not kept and the next plan compares the
+    cluster in full."""
+    walked = [snap(1, 30), snap(2, 30)]
+    planned(ledger, 1, walked)
+    under_way = RunRecord.begin(ledger, RunStart("plan-2", "plan", "", NOW, "tester"))
+    apply = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
+    change = Sent("p1", "c1", "s1", "shorten", Retained(True, NOW + timedelta(days=5), False))
+    apply.intend([change], NOW)
+    sight = under_way.sight()
+    shared = Shared(PolicySet(()), {}, {}, NOW, timedelta(days=1))
+    drift = Comparing(shared, sight, NOW).drift(sight, Walk(TARGET, walked))
+    under_way.observe(TARGET, drift, {"counts": {}, "holds": []}, NOW)
+    under_way.finish(RunEnd(NOW, 0))
+
+    after = RunRecord.begin(ledger, RunStart("plan-3", "plan", "", NOW, "tester"))
+
+    assert drift.quiet  # the walk before the apply's change is the last walk
+    assert not after.sight().unchanged(TARGET, drift.digest or "")
 
 
 def test_verify_holds_for_an_untouched_ledger_and_names_the_head(ledger: Ledger) -> None:
@@ -249,7 +327,7 @@ def test_an_older_ledger_is_brought_up_to_date_and_keeps_its_runs(place: LedgerP
         report = verify(conn)
         anchored = conn.execute(select(func.count()).select_from(anchors)).scalar_one()
 
-    assert revision == "0003"
+    assert revision == "0004"
     assert report.shards[""][0] == 1
     assert anchored == 0
 

@@ -15,6 +15,7 @@ import pytest
 
 from retention import cli
 from retention.config.ledgerplace import ENV_LEDGER_PASSWORD, ENV_LEDGER_URL
+from retention.plan import planner
 from retention.simulator.server import Simulator
 from tests.support.ledgers import ledger_place_for
 from tests.support.simfleet import BIG, CFG, NOW, SHARDED, SHORTEN_SMALL, SMALL, P, outside_change
@@ -150,6 +151,45 @@ def test_hold_on_outside_change_holds_the_cluster_until_a_person_acknowledges_it
     assert command(capsys, sim, "plan")[0] == 3
     code, verified = command(capsys, sim, "ledger", "verify")
     assert (code, verified["records"]) == (0, 6)
+
+
+def test_deciders_on_worker_processes_catch_and_hold_as_one_process_does(
+    backend: str,
+    sim: Simulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the clusters decided on two worker processes (each reading the ledger on a
+    connection of its own), changes made outside retention are caught with their audit
+    alerts, the changed cluster is held, and the next plan still holds it (what nobody
+    acknowledged reaches the workers); the chain verifies."""
+    monkeypatch.setattr(planner, "POOL_FROM", 1)  # the pool for four clusters
+    configure(folder, sim.base_url, HOLD_SMALL)
+    config = folder / "retention.yaml"
+    config.write_text(
+        config.read_text().replace("concurrency: 4\n", "concurrency: 4\n  workers: 2\n")
+    )
+    assert command(capsys, sim, "plan")[0] == 0
+
+    outside_change(
+        sim, "expires", cluster_id=SMALL, snapshot_id="fresh", expires=NOW + timedelta(days=1)
+    )
+    outside_change(sim, "delete", cluster_id=BIG, snapshot_id="big0003")
+    code, caught = command(capsys, sim, "plan")
+    still_code, still = command(capsys, sim, "plan")
+
+    assert code == 3
+    assert outside(caught) == [("changed", SMALL, "fresh"), ("deleted-early", BIG, "big0003")]
+    assert all(c["alertId"] for c in caught["plan"]["outsideChanges"])
+    held = {c["clusterId"]: [h["kind"] for h in c["holds"]] for c in caught["plan"]["clusters"]}
+    assert held[SMALL] == ["outside"]
+    assert still_code == 3
+    assert outside(still) == []
+    small = next(c for c in still["plan"]["clusters"] if c["clusterId"] == SMALL)
+    assert "not acknowledged" in small["holds"][0]["reason"]
+    code, verified = command(capsys, sim, "ledger", "verify")
+    assert (code, verified["records"]) == (0, 3)
 
 
 def test_ledger_ack_of_a_cluster_the_ledger_does_not_know_is_exit_2_and_records_nothing(

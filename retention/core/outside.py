@@ -107,6 +107,9 @@ class ClusterDrift:
     outside: list[OutsideChange] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)  # gone after their expiry: normal
     vanished: list[str] = field(default_factory=list)  # every id no longer listed
+    # The walk's digest (retention.ledger.sight.walk_digest), kept for the next plan; None:
+    # the walk failed.
+    digest: str | None = None
 
     @property
     def quiet(self) -> bool:
@@ -119,11 +122,18 @@ def cluster_drift(
     known: Mapping[str, Known],
     walked: Sequence[SnapshotView],
     now: datetime,
+    *,
+    unchanged: int = 0,
 ) -> ClusterDrift:
     """Compare a cluster's complete walk with what the ledger ``known`` of it at ``now``
     (the walk's time). With nothing known the cluster is new: every snapshot is new and
     nothing is drift (the baseline). A walk that failed must not come here: a snapshot it
-    did not list is not gone."""
+    did not list is not gone.
+
+    ``unchanged``: how many more snapshots the walk listed exactly as the ledger last knew
+    them (the same ``complete``, ``expires`` and ``doNotDelete``), left out of both
+    ``known`` and ``walked`` by a caller that compared them first: such a snapshot is
+    neither new, moved nor gone, so the answer is the same as with them in."""
     drift = ClusterDrift()
     listed: set[str] = set()
     for snapshot in walked:
@@ -153,7 +163,7 @@ def cluster_drift(
     drift.vanished = sorted(set(known) - listed)
     if not drift.vanished:
         return drift
-    if not walked:
+    if not walked and not unchanged:
         # Every snapshot at once: a terminated backup or a removed cluster.
         drift.outside.append(gone(target, known, now))
         return drift

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, exists, insert, select, update
+from sqlalchemy import Connection, bindparam, exists, insert, select, update
 
 from retention.core.model import Target
 from retention.core.outside import Attention, ClusterDrift, Known, OutsideChange, Retained
@@ -28,14 +28,12 @@ from retention.ledger.chain import canonical, content_sha256, link
 from retention.ledger.database import Ledger
 from retention.ledger.rows import (
     BATCH_ROWS,
-    KNOWN,
     At,
     Batch,
     cluster_row,
     lock_head,
     moved_row,
     outside_event,
-    read_stamp,
     read_time,
     retained_fields,
     snapshot_key,
@@ -45,6 +43,7 @@ from retention.ledger.rows import (
     target_key,
     write_batch,
 )
+from retention.ledger.sight import LedgerSight, read_known
 from retention.ledger.tables import events, heads, runs, snapshots, targets
 
 
@@ -106,6 +105,9 @@ class RunRecord:
         self._targets: dict[tuple[str, str], tuple[str, str, bool]] = {}
         # Each target's first change made outside retention that nobody acknowledged.
         self._attention: dict[tuple[str, str], Attention] = {}
+        # Each target's last walk digest and its count of changes of ours, as the run began.
+        self._digests: dict[tuple[str, str], str] = {}
+        self._ours: dict[tuple[str, str], int] = {}
 
     @classmethod
     def begin(cls, ledger: Ledger, start: RunStart) -> RunRecord:
@@ -137,6 +139,9 @@ class RunRecord:
             for t in conn.execute(found):
                 gone = t.gone_run is not None
                 record._targets[t.project_id, t.cluster_id] = (t.kind, t.name, gone)
+                record._ours[t.project_id, t.cluster_id] = int(t.ours_changes)
+                if t.walk_digest is not None:
+                    record._digests[t.project_id, t.cluster_id] = t.walk_digest
                 if t.attention_run is not None:
                     since = read_time(t.attention_started)
                     record._attention[t.project_id, t.cluster_id] = Attention(
@@ -148,14 +153,12 @@ class RunRecord:
 
     def known(self, target: Target) -> dict[str, Known]:
         """What the ledger knows of ``target``'s snapshots that are not gone."""
-        where = {"k_project": target.project_id, "k_cluster": target.cluster_id}
-        rows = self.ledger.fetch(f"reading what it knows of {target.name}", KNOWN, where)
-        known: dict[str, Known] = {}
-        for snapshot_id, created, complete, expires, dnd, pending, p_expires, p_dnd in rows:
-            last = Retained(bool(complete), read_time(expires), bool(dnd))
-            ours = Retained(bool(complete), read_time(p_expires), bool(p_dnd)) if pending else None
-            known[snapshot_id] = Known(read_stamp(created), last, ours)
-        return known
+        return read_known(self.ledger, target)
+
+    def sight(self) -> LedgerSight:
+        """The ledger as this run's deciders compare walks with it (on this run's ledger
+        here, on a reader of their own in a worker process)."""
+        return LedgerSight(self.ledger.place, self._attention, self._digests, self.ledger)
 
     def observe(
         self,
@@ -188,7 +191,7 @@ class RunRecord:
             if snapshot_id not in outside:
                 kind = "expired" if snapshot_id in drift.expired else "vanished"
                 b.events.append(now.event(kind, key, snapshot_id))
-        self._target_seen(target, b, attention=bool(drift.outside))
+        self._target_seen(target, b, attention=bool(drift.outside), digest=drift.digest)
         b.clusters.append(cluster_row(seq, target, entry))
         if len(b) >= BATCH_ROWS:
             self.flush()
@@ -205,6 +208,8 @@ class RunRecord:
                     "t_gone": self.seq,
                     "t_name": change.cluster_name,
                     "t_attention": None,
+                    "t_digest": None,
+                    "t_ours": None,
                 }
             )
             self._batch.gone_clusters.append({**target_key(key), "g_run": self.seq})
@@ -257,7 +262,9 @@ class RunRecord:
                 del self._attention[target.project_id, target.cluster_id]
         return done
 
-    def _target_seen(self, target: Target, b: Batch, *, attention: bool = False) -> None:
+    def _target_seen(
+        self, target: Target, b: Batch, *, attention: bool = False, digest: str | None = None
+    ) -> None:
         key = (target.project_id, target.cluster_id)
         row = {"project_id": target.project_id, "cluster_id": target.cluster_id}
         if key not in self._targets:
@@ -268,6 +275,7 @@ class RunRecord:
                     "name": target.name,
                     "first_run": self.seq,
                     "last_run": self.seq,
+                    "walk_digest": digest,
                 }
             )
         else:
@@ -278,6 +286,8 @@ class RunRecord:
                     "t_gone": None,
                     "t_name": target.name,
                     "t_attention": self.seq if attention else None,
+                    "t_digest": digest,
+                    "t_ours": self._ours.get(key, 0),
                 }
             )
         self._targets[key] = (target.kind, target.name, False)
@@ -313,6 +323,7 @@ class RunRecord:
                 insert(events),
                 [_sent_event(self.seq, stamp(at), "intent", c) for c in changes],
             )
+            _ours_recorded(conn, changes)
 
     def outcomes(self, changes: Sequence[Sent], at: datetime) -> None:
         """How the changes ended: a sent one is what the snapshot now has, a refused one
@@ -347,6 +358,7 @@ class RunRecord:
                 insert(events),
                 [_sent_event(self.seq, stamp(at), c.outcome or "unknown", c) for c in changes],
             )
+            _ours_recorded(conn, changes)
 
     # -- the end -----------------------------------------------------------------------
 
@@ -419,3 +431,20 @@ def _sent_event(seq: int, at: str | None, kind: str, c: Sent) -> dict[str, Any]:
         detail["status"] = c.status
     key = {"project_id": c.project_id, "cluster_id": c.cluster_id}
     return At(seq, at).event(kind, key, c.snapshot_id, None, retained_fields(c.after), detail)
+
+
+def _ours_recorded(conn: Connection, changes: Sequence[Sent]) -> None:
+    """Count a recording of changes of ours for each target of ``changes`` and drop its
+    walk digest: what the ledger knows of its snapshots may no longer be what the last walk
+    listed, and a plan under way (its count read when it began) keeps no digest of its own
+    walk either (LedgerSight.unchanged is the shortcut they guard)."""
+    clusters = sorted({(c.project_id, c.cluster_id) for c in changes})
+    conn.execute(
+        update(targets)
+        .where(
+            (targets.c.project_id == bindparam("k_project"))
+            & (targets.c.cluster_id == bindparam("k_cluster"))
+        )
+        .values(walk_digest=None, ours_changes=targets.c.ours_changes + 1),
+        [{"k_project": p, "k_cluster": c} for p, c in clusters],
+    )

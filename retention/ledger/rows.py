@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, case, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -285,6 +285,13 @@ def write_batch(conn: Connection, b: Batch) -> None:
                 name=bindparam("t_name"),
                 # The first unacknowledged outside change stays the first.
                 attention_run=func.coalesce(targets.c.attention_run, bindparam("t_attention")),
+                # The walk's digest only if no change of ours was recorded since the run
+                # began (an apply at the same time): the ledger may then know the
+                # snapshots otherwise than this walk listed them.
+                walk_digest=case(
+                    (targets.c.ours_changes == bindparam("t_ours"), bindparam("t_digest")),
+                    else_=None,
+                ),
             ),
             b.targets_seen,
         )

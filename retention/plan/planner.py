@@ -10,10 +10,9 @@ to decisions.jsonl.zst, so memory holds a few clusters at a time whatever the si
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Iterator
 from contextlib import closing, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,14 +22,7 @@ from retention.config.scope import ProjectTargets, Scope
 from retention.core.horizon import lease, previous_run
 from retention.core.model import Target
 from retention.core.outage import LastRun
-from retention.core.outside import (
-    ClusterDrift,
-    OutsideChange,
-    cluster_drift,
-    hold_reason,
-    outside_entry,
-    with_alerts,
-)
+from retention.core.outside import OutsideChange, outside_entry, with_alerts
 from retention.core.outside import gone as core_gone
 from retention.core.policy.globs import glob_warnings
 from retention.core.policy.loader import LoadedPolicy
@@ -38,6 +30,7 @@ from retention.core.wording import counted
 from retention.errors import StopRequestedError, StrictError
 from retention.ledger.recorder import RunRecord
 from retention.ops.stopping import Stop
+from retention.plan.compared import Comparing
 from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.runfolder.approvelist import Approvable, write_approve_list
 from retention.runfolder.folder import approve_list_path, decisions_path, partial_path
@@ -243,8 +236,6 @@ class _Planning:
         walk_errors: list[str] = []
         approvable: list[Approvable] = []
         concurrency = self.scope.concurrency
-        # What the ledger found of each walk sent to be decided, in their order.
-        drifts: deque[tuple[Target, ClusterDrift]] = deque()
 
         def walks() -> Iterator[Walk]:
             # One walk across every project, so no project's start waits for the last one's.
@@ -255,40 +246,22 @@ class _Planning:
                 found.named(walk.target)
                 if walk.error:
                     walk_errors.append(f"{walk.target.kind} {walk.target.cluster_id}: {walk.error}")
-                if self.record is None:
-                    yield walk
-                    continue
-                drift = self._drift(walk, found)
-                drifts.append((walk.target, drift))
-                earlier = self.record.attention(walk.target)
-                reason = hold_reason(drift.outside, earlier, walk.target.name)
-                yield walk if reason is None else replace(walk, outside=reason)
+                yield walk
 
+        record = self.record
+        comparing = Comparing(shared, None if record is None else record.sight(), self.now)
         pool = self.scope.workers if len(found.targets) >= POOL_FROM else 1
-        with Deciders(shared, pool) as deciders:
-            for cluster in deciders.decide_all(walks()):
+        with Deciders(comparing, pool) as deciders:
+            for decided in deciders.decide_all(walks()):
                 self.stop.check("deciding the next cluster")
+                cluster = decided.cluster
                 builder.add_encoded(cluster)
-                if self.record is not None:
-                    target, drift = drifts.popleft()
-                    self.record.observe(target, drift, cluster.summary, self.now)
+                if record is not None and decided.drift is not None:
+                    found.outside.extend(decided.drift.outside)
+                    record.observe(decided.target, decided.drift, cluster.summary, self.now)
                 if (can := Approvable.of(cluster.summary)) is not None:
                     approvable.append(can)
         return walk_errors, approvable
-
-    def _drift(self, walk: Walk, found: _Found) -> ClusterDrift:
-        """What changed of one walked target since the ledger last looked (nothing for a
-        walk that failed: what it did not list is not gone), its audit alerts named."""
-        record = self.record
-        if record is None or walk.error is not None:
-            return ClusterDrift()
-        target = walk.target
-        drift = cluster_drift(target, record.known(target), walk.snapshots, self.now)
-        if drift.outside:
-            alerts = found.survey.alerts.get(target.project_id, [])
-            drift.outside = with_alerts(drift.outside, alerts, {target.cluster_id: target})
-            found.outside.extend(drift.outside)
-        return drift
 
     def _gone(self, found: _Found) -> None:
         """The targets the ledger knows that discovery no longer finds: gone, each with

@@ -148,7 +148,7 @@ class Shared:
 
     def decide_walk(self, walk: Walk) -> EncodedCluster:
         """Decide and encode the walked cluster."""
-        return self.decide(walk.target, walk.snapshots, walk.error, walk.outside)
+        return self.decide(walk.target, walk.snapshots, walk.error)
 
 
 class Deciders(Generic[Answer]):

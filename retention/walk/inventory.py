@@ -36,9 +36,6 @@ class Walk:
     pages: int = 0
     # The target's snapshot schedule, when the job read it beside the snapshots (a forecast).
     schedule: SnapshotSchedule | None = None
-    # Why the ledger says the target changed outside retention since it last looked (a
-    # plan made with a ledger; core.outside.hold_reason).
-    outside: str | None = None
 
 
 class WalkListener(Protocol):

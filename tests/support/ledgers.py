@@ -10,9 +10,13 @@ import pytest
 
 from retention.config.ledgerplace import LedgerPlace
 from retention.core.model import SnapshotView, Target
-from retention.core.outside import cluster_drift
+from retention.core.outside import ClusterDrift, cluster_drift
+from retention.core.policy.loader import PolicySet
 from retention.ledger.database import Ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart
+from retention.plan.compared import Comparing
+from retention.plan.workers import Shared
+from retention.walk.inventory import Walk
 
 NOW = datetime(2026, 11, 20, 3, tzinfo=UTC)
 TARGET = Target("p1", "c1", "prod-orders")
@@ -41,3 +45,17 @@ def one_run(
     record.observe(TARGET, drift, {"counts": {"keep": len(walked)}, "holds": []}, at)
     record.finish(RunEnd(at, 0))
     return record, [c.kind for c in drift.outside]
+
+
+def planned(
+    ledger: Ledger, n: int, walked: list[SnapshotView], *, at: datetime = NOW
+) -> tuple[RunRecord, ClusterDrift]:
+    """A plan run of one cluster as a plan compares it (retention.plan.compared, the walk
+    digest's shortcut included): begun, walked, recorded, finished; what it found."""
+    record = RunRecord.begin(ledger, RunStart(f"plan-{n}", "plan", "", at, "tester"))
+    sight = record.sight()
+    shared = Shared(PolicySet(()), {}, {}, at, timedelta(days=1))
+    drift = Comparing(shared, sight, at).drift(sight, Walk(TARGET, walked))
+    record.observe(TARGET, drift, {"counts": {"keep": len(walked)}, "holds": []}, at)
+    record.finish(RunEnd(at, 0))
+    return record, drift
