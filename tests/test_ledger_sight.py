@@ -4,16 +4,20 @@ sees the rest, and what it finds is exactly what it finds of the whole walk."""
 
 from __future__ import annotations
 
+import pickle
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from retention.core.model import SnapshotView, Target
 from retention.core.outside import cluster_drift
+from retention.core.planfile import ClusterEntry
 from retention.ledger.rows import stamp
 from retention.ledger.sight import as_known, compare
+from retention.plan.compared import Decided
+from retention.runfolder.planwrite import EncodedCluster
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 TARGET = Target("p1", "c1", "prod-orders")
@@ -112,3 +116,21 @@ def test_an_empty_walk_keeps_every_row_so_the_cluster_reads_as_gone() -> None:
 
     assert sorted(left.known) == IDS[:2]
     assert [(c.kind, c.restore_points) for c in drift.outside] == [("gone", 2)]
+
+
+def test_what_a_worker_sends_back_comes_back_whole() -> None:
+    """A decided cluster with new snapshots (a ledger's first plan) crosses from a worker
+    to the plan (pickled, its new snapshots as msgpack) unchanged, the rest of its drift
+    with it; one without a drift too."""
+    new = [SnapshotView(f"s{i}", NOW, True, False, NOW + timedelta(days=i)) for i in range(3)]
+    drift = cluster_drift(TARGET, {}, new, NOW)
+    drift.digest = "w1:abc"
+    cluster = EncodedCluster(("p1", "cluster", "c1"), b"frame", 3, cast("ClusterEntry", {}))
+
+    back = pickle.loads(pickle.dumps(Decided(TARGET, cluster, drift)))  # noqa: S301 - ours
+    plain = pickle.loads(pickle.dumps(Decided(TARGET, cluster)))  # noqa: S301 - ours
+
+    assert back == Decided(TARGET, cluster, drift)
+    assert back.drift is not None
+    assert back.drift.new == new
+    assert plain == Decided(TARGET, cluster)

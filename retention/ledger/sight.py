@@ -1,6 +1,6 @@
 """What a plan's deciders read of the ledger: each walked cluster's snapshots as the ledger
-last knew them, and the clusters nobody has looked at since a change made outside
-retention.
+last knew them (unless its walk is exactly the last one's: its digest), and the clusters
+nobody has looked at since a change made outside retention.
 
 Reading and comparing what the ledger knows of every snapshot of the fleet (600,000 rows
 for the bench fleet) is CPU the plan's main process, busy with the walk, cannot spare: a
@@ -103,7 +103,8 @@ def walk_digest(walked: Sequence[SnapshotView]) -> str:
 class LedgerSight:
     """The ledger as a plan's deciders see it: where it is, what it knows of a target, and
     each target's first unacknowledged change made outside retention. Picklable: a copy
-    sent to another process leaves the open ledger behind and opens its own on first use."""
+    sent to another process leaves the open ledger behind and opens a reader of its own on
+    first use, which lasts as long as that process (a plan's worker)."""
 
     def __init__(
         self,
@@ -136,13 +137,6 @@ class LedgerSight:
     def attention_of(self, target: Target) -> Attention | None:
         """``target``'s first change made outside retention that nobody acknowledged."""
         return self.attention.get((target.project_id, target.cluster_id))
-
-    def close(self) -> None:
-        """Close the reader this sight opened (not the ledger it was given)."""
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
-            reader.ledger.close()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"place": self.place, "attention": self.attention, "digests": self.digests}
