@@ -17,16 +17,17 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
-from retention.core.model import Target
+from retention.core.model import SnapshotView
 from retention.core.outside import Retained, cluster_drift
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.loader import PolicySet
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
+from retention.ledger import sight as sight_module
 from retention.ledger.chain import verify
 from retention.ledger.database import HEAD_REVISION, Ledger, alembic_config, open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
-from retention.ledger.sight import LedgerSight
+from retention.ledger.rows import KNOWN
 from retention.ledger.tables import anchors, cluster_runs, events, heads, metadata, runs, snapshots
 from retention.plan.compared import Comparing
 from retention.plan.workers import Shared
@@ -129,32 +130,42 @@ def test_a_killed_apply_leaves_its_changes_pending_so_they_read_as_ours(ledger: 
     assert report.shards[""][0] == 2
 
 
+@pytest.fixture
+def row_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many snapshots each comparison that read a cluster's rows was given (none is
+    read when a walk's digest is the one the ledger keeps)."""
+    reads: list[int] = []
+    compare = sight_module.compare
+
+    def counted(rows: Any, walked: Any) -> Any:
+        reads.append(len(walked))
+        return compare(rows, walked)
+
+    monkeypatch.setattr(sight_module, "compare", counted)
+    return reads
+
+
 def test_a_walk_exactly_as_the_last_reads_no_row_and_any_other_is_compared(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger, row_reads: list[int]
 ) -> None:
-    """A plan whose walk lists what the last plan's did is quiet without reading a row of
-    the ledger; a walk with one expiry moved, or the same snapshots in another order, is
-    compared in full (and the moved expiry caught)."""
+    """A cluster's first walk keeps no digest and its second does; a plan whose walk then
+    lists what the last plan's did is quiet without reading a snapshot row; a walk with one
+    expiry moved, or the same snapshots in another order, is compared in full (and the
+    moved expiry caught)."""
     walked = [snap(1, 30), snap(2, 30), snap(3, 30)]
     planned(ledger, 1, walked)
-    reads: list[str] = []
-    compare = LedgerSight.compare
+    planned(ledger, 2, walked, at=NOW + timedelta(minutes=30))
+    row_reads.clear()
 
-    def counted(sight: LedgerSight, target: Target, listed: Any) -> Any:
-        reads.append(target.cluster_id)
-        return compare(sight, target, listed)
-
-    monkeypatch.setattr(LedgerSight, "compare", counted)
-
-    _, same = planned(ledger, 2, walked, at=NOW + timedelta(hours=1))
-    _, reordered = planned(ledger, 3, walked[::-1], at=NOW + timedelta(hours=2))
-    _, moved = planned(ledger, 4, [snap(1, 2), *walked[1:]], at=NOW + timedelta(hours=3))
+    _, same = planned(ledger, 3, walked, at=NOW + timedelta(hours=1))
+    _, reordered = planned(ledger, 4, walked[::-1], at=NOW + timedelta(hours=2))
+    _, moved = planned(ledger, 5, [snap(1, 2), *walked[1:]], at=NOW + timedelta(hours=3))
 
     assert same.quiet
     assert same.digest is not None
     assert reordered.quiet
     assert [c.kind for c in moved.outside] == ["changed"]
-    assert reads == ["c1", "c1"]  # the reordered walk and the moved one
+    assert row_reads == [3, 3]  # the reordered walk and the moved one
 
 
 def test_a_change_of_ours_undone_outside_is_caught_though_the_walk_is_the_last_one(
@@ -165,39 +176,71 @@ def test_a_change_of_ours_undone_outside_is_caught_though_the_walk_is_the_last_o
     compared in full, not taken for unchanged, and the change back is caught."""
     walked = [snap(1, 30), snap(2, 30)]
     planned(ledger, 1, walked)
+    planned(ledger, 2, walked, at=NOW + timedelta(minutes=30))
     ours = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
     change = Sent("p1", "c1", "s1", "shorten", Retained(True, NOW + timedelta(days=5), False))
     ours.intend([change], NOW)
     ours.outcomes([Sent(**{**change.__dict__, "outcome": "sent", "status": 200})], NOW)
     ours.finish(RunEnd(NOW, 0))
 
-    _, back = planned(ledger, 2, walked, at=NOW + timedelta(hours=1))
+    _, back = planned(ledger, 3, walked, at=NOW + timedelta(hours=1))
 
     assert [(c.kind, c.snapshot_id) for c in back.outside] == [("changed", "s1")]
 
 
-def test_a_plan_under_way_when_a_change_of_ours_is_recorded_keeps_no_digest(
-    ledger: Ledger,
+def _walked_by(ledger: Ledger, run_id: str, walked: list[SnapshotView]) -> tuple[Any, Any]:
+    """A plan begun and its walk compared, not yet recorded: its record and what it found."""
+    record = RunRecord.begin(ledger, RunStart(run_id, "plan", "", NOW, "tester"))
+    sight = record.sight()
+    shared = Shared(PolicySet(()), {}, {}, NOW, timedelta(days=1))
+    return record, Comparing(shared, sight, NOW).drift(sight, Walk(TARGET, walked))
+
+
+def test_a_plan_that_compared_before_another_write_keeps_no_digest(
+    ledger: Ledger, row_reads: list[int]
 ) -> None:
-    """An apply that records its changes while a plan walks (the plan began before): the
-    plan's walk may predate them, so its digest is not kept and the next plan compares the
-    cluster in full."""
+    """Two writes of what the ledger knows of a cluster land while a plan is between its
+    comparison and its record: an apply's changes, and another plan that found an expiry
+    changed outside. The plan's walk predates both, so it keeps no digest: the next plan
+    compares in full, and catches that expiry put back."""
     walked = [snap(1, 30), snap(2, 30)]
     planned(ledger, 1, walked)
-    under_way = RunRecord.begin(ledger, RunStart("plan-2", "plan", "", NOW, "tester"))
-    apply = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
-    change = Sent("p1", "c1", "s1", "shorten", Retained(True, NOW + timedelta(days=5), False))
-    apply.intend([change], NOW)
-    sight = under_way.sight()
-    shared = Shared(PolicySet(()), {}, {}, NOW, timedelta(days=1))
-    drift = Comparing(shared, sight, NOW).drift(sight, Walk(TARGET, walked))
-    under_way.observe(TARGET, drift, {"counts": {}, "holds": []}, NOW)
-    under_way.finish(RunEnd(NOW, 0))
+    planned(ledger, 2, walked, at=NOW + timedelta(minutes=30))
+    for write in ("apply", "plan"):
+        slow, found = _walked_by(ledger, f"slow-{write}", walked)
+        if write == "apply":
+            other = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
+            change = Sent(
+                "p1", "c1", "s2", "extend", Retained(True, NOW + timedelta(days=40), False)
+            )
+            other.intend([change], NOW)
+            other.finish(RunEnd(NOW, 0))
+        else:
+            _, caught = planned(ledger, 9, [snap(1, 3), snap(2, 30)], at=NOW + timedelta(hours=1))
+            assert [c.kind for c in caught.outside] == ["changed"]
+        slow.observe(TARGET, found, {"counts": {}, "holds": []}, NOW)
+        slow.finish(RunEnd(NOW, 0))
+        assert found.quiet  # its walk was the last one
 
-    after = RunRecord.begin(ledger, RunStart("plan-3", "plan", "", NOW, "tester"))
+    row_reads.clear()
+    _, back = planned(ledger, 10, walked, at=NOW + timedelta(hours=2))
 
-    assert drift.quiet  # the walk before the apply's change is the last walk
-    assert not after.sight().unchanged(TARGET, drift.digest or "")
+    assert row_reads == [2]
+    assert [(c.kind, c.snapshot_id) for c in back.outside] == [("changed", "s1")]
+
+
+def test_a_reader_whose_connection_broke_reads_again_on_a_new_one(ledger: Ledger) -> None:
+    """A decider's reader holds one connection; one that broke between two reads (a
+    server restarted during a long walk) is replaced once, and the read comes back."""
+    one_run(ledger, 1, [snap(1), snap(2)])
+    reader = ledger.reader()
+    first = reader.fetch("test", KNOWN, {"k_project": "p1", "k_cluster": "c1"})
+    reader._raw.driver_connection.close()
+
+    again = reader.fetch("test", KNOWN, {"k_project": "p1", "k_cluster": "c1"})
+    reader.close()
+
+    assert sorted(r[0] for r in again) == sorted(r[0] for r in first) == ["s1", "s2"]
 
 
 def test_verify_holds_for_an_untouched_ledger_and_names_the_head(ledger: Ledger) -> None:

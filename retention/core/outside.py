@@ -107,9 +107,11 @@ class ClusterDrift:
     outside: list[OutsideChange] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)  # gone after their expiry: normal
     vanished: list[str] = field(default_factory=list)  # every id no longer listed
-    # The walk's digest (retention.ledger.sight.walk_digest), kept for the next plan; None:
-    # the walk failed.
+    # The walk's digest (retention.ledger.sight.walk_digest), kept for the next plan, and
+    # the version of what the ledger knew that it was compared with (None: the walk failed,
+    # or the ledger did not know the cluster).
     digest: str | None = None
+    version: int | None = None
 
     @property
     def quiet(self) -> bool:

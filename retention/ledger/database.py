@@ -152,18 +152,24 @@ class Reader:
         self._raw: Any = None
 
     def fetch(self, what: str, statement: Select[Any], values: Mapping[str, Any]) -> list[Any]:
-        """The rows of one read-only SELECT, as Ledger.fetch gives them."""
+        """The rows of one read-only SELECT, as Ledger.fetch gives them; a connection that
+        broke since the last read (a server restarted during a long walk) is replaced once,
+        as the pool's pre-ping would have done."""
         engine = self.ledger.engine
-        try:
-            if self._raw is None:
-                self._raw = engine.raw_connection()
+        for attempt in (1, 2):
             try:
-                return _fetch(self._raw, statement, engine.dialect, values)
-            finally:
-                self._raw.rollback()
-        except (SQLAlchemyError, engine.dialect.loaded_dbapi.Error) as exc:
-            self.close()  # a broken connection is not read from again
-            raise LedgerError(f"ledger {self.ledger.place.shown}: {what}: {_why(exc)}") from None
+                if self._raw is None:
+                    self._raw = engine.raw_connection()
+                try:
+                    return _fetch(self._raw, statement, engine.dialect, values)
+                finally:
+                    self._raw.rollback()
+            except (SQLAlchemyError, engine.dialect.loaded_dbapi.Error) as exc:
+                self.close()  # a broken connection is not read from again
+                if attempt == 2:
+                    shown = self.ledger.place.shown
+                    raise LedgerError(f"ledger {shown}: {what}: {_why(exc)}") from None
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def close(self) -> None:
         """Give the connection back (a later read takes another)."""

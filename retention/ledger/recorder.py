@@ -105,9 +105,6 @@ class RunRecord:
         self._targets: dict[tuple[str, str], tuple[str, str, bool]] = {}
         # Each target's first change made outside retention that nobody acknowledged.
         self._attention: dict[tuple[str, str], Attention] = {}
-        # Each target's last walk digest and its count of changes of ours, as the run began.
-        self._digests: dict[tuple[str, str], str] = {}
-        self._ours: dict[tuple[str, str], int] = {}
 
     @classmethod
     def begin(cls, ledger: Ledger, start: RunStart) -> RunRecord:
@@ -139,9 +136,6 @@ class RunRecord:
             for t in conn.execute(found):
                 gone = t.gone_run is not None
                 record._targets[t.project_id, t.cluster_id] = (t.kind, t.name, gone)
-                record._ours[t.project_id, t.cluster_id] = int(t.ours_changes)
-                if t.walk_digest is not None:
-                    record._digests[t.project_id, t.cluster_id] = t.walk_digest
                 if t.attention_run is not None:
                     since = read_time(t.attention_started)
                     record._attention[t.project_id, t.cluster_id] = Attention(
@@ -158,7 +152,7 @@ class RunRecord:
     def sight(self) -> LedgerSight:
         """The ledger as this run's deciders compare walks with it (on this run's ledger
         here, on a reader of their own in a worker process)."""
-        return LedgerSight(self.ledger.place, self._attention, self._digests, self.ledger)
+        return LedgerSight(self.ledger.place, self._attention, self.ledger)
 
     def observe(
         self,
@@ -191,7 +185,7 @@ class RunRecord:
             if snapshot_id not in outside:
                 kind = "expired" if snapshot_id in drift.expired else "vanished"
                 b.events.append(now.event(kind, key, snapshot_id))
-        self._target_seen(target, b, attention=bool(drift.outside), digest=drift.digest)
+        self._target_seen(target, b, attention=bool(drift.outside), drift=drift)
         b.clusters.append(cluster_row(seq, target, entry))
         if len(b) >= BATCH_ROWS:
             self.flush()
@@ -209,7 +203,7 @@ class RunRecord:
                     "t_name": change.cluster_name,
                     "t_attention": None,
                     "t_digest": None,
-                    "t_ours": None,
+                    "t_version": None,
                 }
             )
             self._batch.gone_clusters.append({**target_key(key), "g_run": self.seq})
@@ -263,8 +257,14 @@ class RunRecord:
         return done
 
     def _target_seen(
-        self, target: Target, b: Batch, *, attention: bool = False, digest: str | None = None
+        self,
+        target: Target,
+        b: Batch,
+        *,
+        attention: bool = False,
+        drift: ClusterDrift | None = None,
     ) -> None:
+        digest, version = (drift.digest, drift.version) if drift is not None else (None, None)
         key = (target.project_id, target.cluster_id)
         row = {"project_id": target.project_id, "cluster_id": target.cluster_id}
         if key not in self._targets:
@@ -275,7 +275,9 @@ class RunRecord:
                     "name": target.name,
                     "first_run": self.seq,
                     "last_run": self.seq,
-                    "walk_digest": digest,
+                    # No digest from a target's first walk: a plan beside this one may be
+                    # inserting it too, and only one insert is kept.
+                    "walk_digest": None,
                 }
             )
         else:
@@ -287,7 +289,7 @@ class RunRecord:
                     "t_name": target.name,
                     "t_attention": self.seq if attention else None,
                     "t_digest": digest,
-                    "t_ours": self._ours.get(key, 0),
+                    "t_version": version,
                 }
             )
         self._targets[key] = (target.kind, target.name, False)
@@ -323,7 +325,7 @@ class RunRecord:
                 insert(events),
                 [_sent_event(self.seq, stamp(at), "intent", c) for c in changes],
             )
-            _ours_recorded(conn, changes)
+            _known_changed(conn, changes)
 
     def outcomes(self, changes: Sequence[Sent], at: datetime) -> None:
         """How the changes ended: a sent one is what the snapshot now has, a refused one
@@ -358,7 +360,7 @@ class RunRecord:
                 insert(events),
                 [_sent_event(self.seq, stamp(at), c.outcome or "unknown", c) for c in changes],
             )
-            _ours_recorded(conn, changes)
+            _known_changed(conn, changes)
 
     # -- the end -----------------------------------------------------------------------
 
@@ -433,11 +435,10 @@ def _sent_event(seq: int, at: str | None, kind: str, c: Sent) -> dict[str, Any]:
     return At(seq, at).event(kind, key, c.snapshot_id, None, retained_fields(c.after), detail)
 
 
-def _ours_recorded(conn: Connection, changes: Sequence[Sent]) -> None:
-    """Count a recording of changes of ours for each target of ``changes`` and drop its
-    walk digest: what the ledger knows of its snapshots may no longer be what the last walk
-    listed, and a plan under way (its count read when it began) keeps no digest of its own
-    walk either (LedgerSight.unchanged is the shortcut they guard)."""
+def _known_changed(conn: Connection, changes: Sequence[Sent]) -> None:
+    """Drop the walk digest of each target of ``changes`` and move its known_version on:
+    what the ledger knows of its snapshots may no longer be what the last walk listed, and
+    a plan that read the target before this keeps no digest of its own walk either."""
     clusters = sorted({(c.project_id, c.cluster_id) for c in changes})
     conn.execute(
         update(targets)
@@ -445,6 +446,6 @@ def _ours_recorded(conn: Connection, changes: Sequence[Sent]) -> None:
             (targets.c.project_id == bindparam("k_project"))
             & (targets.c.cluster_id == bindparam("k_cluster"))
         )
-        .values(walk_digest=None, ours_changes=targets.c.ours_changes + 1),
+        .values(walk_digest=None, known_version=targets.c.known_version + 1),
         [{"k_project": p, "k_cluster": c} for p, c in clusters],
     )

@@ -26,9 +26,8 @@ from retention.ledger.tables import cluster_runs, events, heads, snapshots, targ
 BATCH_ROWS = 2000
 
 # What a plan compares of each cluster's snapshots, in one statement built once: a plan
-# reads every snapshot the ledger knows, on the main process, and building the statement
-# for each cluster and reading whole rows took half of that (a steady plan of the bench
-# fleet's 600,000 snapshots: 9 to 11 s of the main thread's CPU before, 5 to 6 s after).
+# may read every snapshot the ledger knows (600,000 for the bench fleet), and building the
+# statement for each cluster and reading whole rows took half of that.
 KNOWN = select(
     snapshots.c.snapshot_id,
     snapshots.c.created,
@@ -42,6 +41,14 @@ KNOWN = select(
     snapshots.c.project_id == bindparam("k_project"),
     snapshots.c.cluster_id == bindparam("k_cluster"),
     snapshots.c.gone_run.is_(None),
+)
+
+
+# A target's walk digest and the version of what the ledger knows of it, read before its
+# snapshots (retention.ledger.sight): a walk with that digest reads none of them.
+TARGET_STATE = select(targets.c.walk_digest, targets.c.known_version).where(
+    targets.c.project_id == bindparam("k_project"),
+    targets.c.cluster_id == bindparam("k_cluster"),
 )
 
 
@@ -285,13 +292,15 @@ def write_batch(conn: Connection, b: Batch) -> None:
                 name=bindparam("t_name"),
                 # The first unacknowledged outside change stays the first.
                 attention_run=func.coalesce(targets.c.attention_run, bindparam("t_attention")),
-                # The walk's digest only if no change of ours was recorded since the run
-                # began (an apply at the same time): the ledger may then know the
-                # snapshots otherwise than this walk listed them.
+                # The walk's digest only if nothing else wrote what the ledger knows of
+                # the target since this run read it (another run, an apply, at the same
+                # time): the ledger may then know the snapshots otherwise than this walk
+                # listed them.
                 walk_digest=case(
-                    (targets.c.ours_changes == bindparam("t_ours"), bindparam("t_digest")),
+                    (targets.c.known_version == bindparam("t_version"), bindparam("t_digest")),
                     else_=None,
                 ),
+                known_version=targets.c.known_version + 1,
             ),
             b.targets_seen,
         )

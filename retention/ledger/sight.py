@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -24,17 +24,17 @@ from retention.config.ledgerplace import LedgerPlace
 from retention.core.model import SnapshotView, Target
 from retention.core.outside import Attention, Known, Retained
 from retention.ledger.database import Ledger, Reader, open_reader
-from retention.ledger.rows import KNOWN, read_stamp, read_time
+from retention.ledger.rows import KNOWN, TARGET_STATE, read_stamp, read_time
 
 
 def read_known(ledger: Ledger, target: Target) -> dict[str, Known]:
     """What ``ledger`` knows of ``target``'s snapshots that are not gone."""
-    return {row[0]: as_known(row) for row in ledger.fetch(*_known_read(target))}
+    return {row[0]: as_known(row) for row in ledger.fetch(*_read(target, KNOWN))}
 
 
-def _known_read(target: Target) -> tuple[str, Select[Any], dict[str, str]]:
+def _read(target: Target, statement: Select[Any]) -> tuple[str, Select[Any], dict[str, str]]:
     where = {"k_project": target.project_id, "k_cluster": target.cluster_id}
-    return f"reading what it knows of {target.name}", KNOWN, where
+    return f"reading what it knows of {target.name}", statement, where
 
 
 def as_known(row: Sequence[Any]) -> Known:
@@ -54,6 +54,8 @@ class Compared:
     known: dict[str, Known]
     walked: list[SnapshotView]
     unchanged: int
+    digest: str | None = None  # the walk's (walk_digest)
+    version: int | None = None  # of what the ledger knew, read before its rows
 
 
 def compare(rows: Iterable[Sequence[Any]], walked: Sequence[SnapshotView]) -> Compared:
@@ -110,38 +112,40 @@ class LedgerSight:
         self,
         place: LedgerPlace,
         attention: Mapping[tuple[str, str], Attention],
-        digests: Mapping[tuple[str, str], str] | None = None,
         ledger: Ledger | None = None,
     ) -> None:
         self.place = place
         self.attention = dict(attention)
-        self.digests = dict(digests or {})  # each target's last walk_digest still valid
         self._ledger = ledger  # the run's own, in its process: read through its pool
         self._reader: Reader | None = None  # in another process: a connection of its own
 
     def compare(self, target: Target, walked: Sequence[SnapshotView]) -> Compared:
-        """``target``'s walk against what the ledger knows of its snapshots (``compare``)."""
-        if self._ledger is not None:
-            rows = self._ledger.fetch(*_known_read(target))
-        else:
-            if self._reader is None:
-                self._reader = open_reader(self.place).reader()
-            rows = self._reader.fetch(*_known_read(target))
-        return compare(rows, walked)
+        """``target``'s walk against what the ledger knows of its snapshots (``compare``),
+        none of them read when the walk's digest is the one the ledger keeps (the last
+        walk's, and nothing written of the target since)."""
+        digest = walk_digest(walked)
+        state = self._fetch(*_read(target, TARGET_STATE))
+        kept, version = state[0] if state else (None, None)
+        version = None if version is None else int(version)
+        if kept is not None and kept == digest:
+            return Compared({}, [], len(walked), digest, version)
+        found = compare(self._fetch(*_read(target, KNOWN)), walked)
+        return replace(found, digest=digest, version=version)
 
-    def unchanged(self, target: Target, digest: str) -> bool:
-        """Whether a walk of ``target`` with ``digest`` lists its snapshots exactly as the
-        ledger knows them: the last walk's digest, and no change of ours recorded since."""
-        return self.digests.get((target.project_id, target.cluster_id)) == digest
+    def _fetch(self, what: str, statement: Select[Any], values: Mapping[str, Any]) -> list[Any]:
+        if self._ledger is not None:
+            return self._ledger.fetch(what, statement, values)
+        if self._reader is None:
+            self._reader = open_reader(self.place).reader()
+        return self._reader.fetch(what, statement, values)
 
     def attention_of(self, target: Target) -> Attention | None:
         """``target``'s first change made outside retention that nobody acknowledged."""
         return self.attention.get((target.project_id, target.cluster_id))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"place": self.place, "attention": self.attention, "digests": self.digests}
+        return {"place": self.place, "attention": self.attention}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.place, self.attention = state["place"], state["attention"]
-        self.digests = state["digests"]
         self._ledger, self._reader = None, None

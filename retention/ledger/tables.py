@@ -98,11 +98,12 @@ targets = Table(
     Column("last_run", BigInteger, nullable=False),
     Column("gone_run", BigInteger),
     Column("attention_run", BigInteger),
-    # The digest of its last walk (core.outside.walk_digest), valid while ours_changes is
-    # what that walk's run read: a plan whose walk has it reads none of its snapshots.
+    # The digest of its last walk (ledger.sight.walk_digest), kept only by a write made at
+    # the known_version its plan read: a plan whose walk has it reads none of its snapshots.
     Column("walk_digest", String(64)),
-    # How many times a run recorded changes of ours it sends or sent to its snapshots.
-    Column("ours_changes", BigInteger, nullable=False, server_default="0"),
+    # Moved on by every write of what the ledger knows of its snapshots (a plan's walk
+    # recorded, an apply's or an undo's changes).
+    Column("known_version", BigInteger, nullable=False, server_default="0"),
 )
 
 # Per cluster and run: what the plan made of it.

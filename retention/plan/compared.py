@@ -19,7 +19,7 @@ import msgspec
 
 from retention.core.model import SnapshotView, Target
 from retention.core.outside import ClusterDrift, cluster_drift, hold_reason, with_alerts
-from retention.ledger.sight import LedgerSight, walk_digest
+from retention.ledger.sight import LedgerSight
 from retention.plan.workers import Shared
 from retention.runfolder.planwrite import EncodedCluster
 from retention.walk.inventory import Walk
@@ -76,18 +76,15 @@ class Comparing:
         """What changed of the walked target since the ledger last looked (nothing for a
         walk that failed: what it did not list is not gone), its audit alerts named; a walk
         that lists exactly what the last one did, with no change of ours since, reads no
-        row of the ledger (LedgerSight.unchanged)."""
+        snapshot row of the ledger (LedgerSight.compare)."""
         if walk.error is not None:
             return ClusterDrift()
         target = walk.target
-        digest = walk_digest(walk.snapshots)
-        if sight.unchanged(target, digest):
-            return ClusterDrift(digest=digest)
         found = sight.compare(target, walk.snapshots)
         drift = cluster_drift(
             target, found.known, found.walked, self.walked, unchanged=found.unchanged
         )
-        drift.digest = digest
+        drift.digest, drift.version = found.digest, found.version
         if drift.outside:
             alerts = self.shared.alerts.get(target.project_id, [])
             drift.outside = with_alerts(drift.outside, alerts, {target.cluster_id: target})
