@@ -143,9 +143,9 @@ class Ledger:
 class Reader:
     """Ledger.fetch on one connection held from the first read to ``close``: a process
     that reads for every cluster of a plan (a decider) saves the pool's checkout and
-    return, a third of a read of 300 rows. Each read ends its transaction, so none is held
-    between reads (on PostgreSQL it would hold back vacuum and every schema change) and
-    each sees what was committed before it."""
+    return, a third of a read of 300 rows. It reads in autocommit, so no transaction is
+    held between reads (on PostgreSQL one would hold back vacuum and every schema change)
+    and each read sees what was committed before it."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
@@ -159,11 +159,8 @@ class Reader:
         for attempt in (1, 2):
             try:
                 if self._raw is None:
-                    self._raw = engine.raw_connection()
-                try:
-                    return _fetch(self._raw, statement, engine.dialect, values)
-                finally:
-                    self._raw.rollback()
+                    self._raw = self._connect()
+                return _fetch(self._raw, statement, engine.dialect, values)
             except (SQLAlchemyError, engine.dialect.loaded_dbapi.Error) as exc:
                 self.close()  # a broken connection is not read from again
                 if attempt == 2:
@@ -171,12 +168,23 @@ class Reader:
                     raise LedgerError(f"ledger {shown}: {what}: {_why(exc)}") from None
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
+    def _connect(self) -> Any:
+        """A connection in autocommit: a read is one statement, no BEGIN and ROLLBACK
+        around it (on PostgreSQL each is a round trip, for every cluster of a plan).
+        SQLite's connections are opened in autocommit already (_engine)."""
+        raw: Any = self.ledger.engine.raw_connection()
+        if not self.ledger.sqlite:
+            raw.rollback()  # the pool's pre-ping may have begun one
+            raw.driver_connection.autocommit = True
+        return raw
+
     def close(self) -> None:
-        """Give the connection back (a later read takes another)."""
+        """Let the connection go (a later read takes another). It is dropped, not pooled:
+        in autocommit, a transaction of the engine's on it would not be one."""
         raw, self._raw = self._raw, None
         if raw is not None:
             with suppress(Exception):  # a connection already broken: nothing to give back
-                raw.close()
+                raw.invalidate()
 
 
 def _fetch(
