@@ -6,9 +6,14 @@ favours neither side). Two cases:
 
 - first:  the plan against an empty ledger, each pair a new one: the baseline run, which
           writes every snapshot of the fleet once (a row and a `seen` event each);
-- steady: the plan against a ledger that already knows the fleet (one plan made first,
-          not timed): nothing changed since, so it reads what it knew of each cluster,
-          compares, and writes a row a cluster.
+- steady: the plan against a ledger that already knows the fleet (two plans made first,
+          not timed: a cluster's first walk keeps no digest): nothing changed since, so
+          each cluster's walk is the last one's (the digest the ledger kept), no snapshot
+          row is read, and it writes a row a cluster;
+- compared: the same, each cluster's digest dropped before the timed plan (not timed):
+          every cluster's rows read and compared with its walk, what a plan pays for each
+          cluster whose walk changed (a day's new and expired snapshots; the writes of
+          those changes are not in it).
 
 Each case with the default SQLite ledger, and with PostgreSQL when
 RETENTION_BENCH_POSTGRES_URL names a server (`postgresql://user@host:5432/db`, its password
@@ -36,7 +41,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,6 +148,13 @@ class Backend:
             for path in self.setup.folder.glob(f"{name}*"):
                 path.unlink()
 
+    def forget_digests(self) -> None:
+        """Drop every cluster's walk digest: the next plan compares each in full."""
+        import sqlite3  # noqa: PLC0415 - only for this case
+
+        with closing(sqlite3.connect(self.setup.folder / f"ledger-{self.count}.db")) as db, db:
+            db.execute("UPDATE ledger_targets SET walk_digest = NULL")
+
     def size(self) -> int:
         """Bytes of the newest ledger (its WAL included)."""
         name = f"ledger-{self.count}.db"
@@ -192,6 +204,18 @@ class Postgres(Backend):
                 conn.execute(text(f'DROP SCHEMA "{self.schema}" CASCADE'))
             engine.dispose()
 
+    def forget_digests(self) -> None:
+        """Drop every cluster's walk digest: the next plan compares each in full."""
+        from sqlalchemy import text  # noqa: PLC0415 - only with a server
+
+        engine = self._engine()
+        try:
+            with engine.connect() as conn:
+                table = f'"{self.schema}".ledger_targets'  # a name of our own making
+                conn.execute(text(f"UPDATE {table} SET walk_digest = NULL"))  # noqa: S608
+        finally:
+            engine.dispose()
+
     def size(self) -> int:
         """Bytes of the schema's tables and indexes."""
         from sqlalchemy import text  # noqa: PLC0415 - only with a server
@@ -216,13 +240,20 @@ def pairs(setup: Setup, backend: Backend, case: str, count: int) -> list[dict[st
     """``count`` pairs of plans, without and with the ledger, alternating which goes first."""
     off = setup.config("off", "{enabled: false}")
     rows: list[dict[str, Any]] = []
-    if case == "steady":
+    if case in ("steady", "compared"):
         with backend.fresh() as (config, env):
             known = setup.plan(config, env)  # the baseline, not timed: the ledger learns it
             if not known.baseline:
                 raise SystemExit("the first plan of a new ledger did not say it is its baseline")
+            setup.plan(config, env)  # the second: each cluster's digest kept
+
+            def planned() -> Plan:
+                if case == "compared":
+                    backend.forget_digests()
+                return setup.plan(config, env)
+
             for n in range(count):
-                rows.append(_pair(n, lambda: setup.plan(off), lambda: setup.plan(config, env)))
+                rows.append(_pair(n, lambda: setup.plan(off), planned))
                 _say(backend, n, rows[-1])
             rows[-1]["ledger_bytes"] = backend.size()
         return rows
@@ -285,8 +316,8 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=2000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--cases", nargs="+", choices=("first", "steady"),
-                        default=["first", "steady"])  # fmt: skip
+    parser.add_argument("--cases", nargs="+", choices=("first", "steady", "compared"),
+                        default=["first", "steady", "compared"])  # fmt: skip
     parser.add_argument("--backends", nargs="+", choices=("sqlite", "postgresql"),
                         default=["sqlite", "postgresql"])  # fmt: skip
     args = parser.parse_args()

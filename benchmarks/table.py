@@ -126,7 +126,11 @@ def _ledger_goals() -> list[tuple[str, str, str, str]]:
     out: list[tuple[str, str, str, str]] = []
     if ledger := load("ledger"):
         goal = ledger["goal_ratio"]
-        cases = {"steady": "a plan of a ledger that knows the fleet", "first": "the first plan"}
+        cases = {
+            "steady": "a plan of a ledger that knows the fleet, nothing changed",
+            "compared": "the same, every cluster's rows read and compared with its walk",
+            "first": "the first plan",
+        }
         for backend in ("sqlite", "postgresql"):
             for case, words in cases.items():
                 if figures := ledger.get(backend, {}).get(case):
