@@ -17,10 +17,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
-from retention.core.model import SnapshotView
 from retention.core.outside import Retained, cluster_drift
 from retention.core.policy.duration import RetentionDuration
-from retention.core.policy.loader import PolicySet
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
 from retention.ledger import sight as sight_module
 from retention.ledger.chain import verify
@@ -29,10 +27,15 @@ from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
 from retention.ledger.rows import KNOWN
 from retention.ledger.tables import anchors, cluster_runs, events, heads, metadata, runs, snapshots
-from retention.plan.compared import Comparing
-from retention.plan.workers import Shared
-from retention.walk.inventory import Walk
-from tests.support.ledgers import NOW, TARGET, ledger_place_for, one_run, planned, snap
+from tests.support.ledgers import (
+    NOW,
+    TARGET,
+    compared,
+    ledger_place_for,
+    one_run,
+    planned,
+    snap,
+)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -188,14 +191,6 @@ def test_a_change_of_ours_undone_outside_is_caught_though_the_walk_is_the_last_o
     assert [(c.kind, c.snapshot_id) for c in back.outside] == [("changed", "s1")]
 
 
-def _walked_by(ledger: Ledger, run_id: str, walked: list[SnapshotView]) -> tuple[Any, Any]:
-    """A plan begun and its walk compared, not yet recorded: its record and what it found."""
-    record = RunRecord.begin(ledger, RunStart(run_id, "plan", "", NOW, "tester"))
-    sight = record.sight()
-    shared = Shared(PolicySet(()), {}, {}, NOW, timedelta(days=1))
-    return record, Comparing(shared, sight, NOW).drift(sight, Walk(TARGET, walked))
-
-
 def test_a_plan_that_compared_before_another_write_keeps_no_digest(
     ledger: Ledger, row_reads: list[int]
 ) -> None:
@@ -207,7 +202,7 @@ def test_a_plan_that_compared_before_another_write_keeps_no_digest(
     planned(ledger, 1, walked)
     planned(ledger, 2, walked, at=NOW + timedelta(minutes=30))
     for write in ("apply", "plan"):
-        slow, found = _walked_by(ledger, f"slow-{write}", walked)
+        slow, found = compared(ledger, f"slow-{write}", walked)
         if write == "apply":
             other = RunRecord.begin(ledger, RunStart("run-ours", "run", "", NOW, "tester"))
             change = Sent(

@@ -15,12 +15,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-import msgspec
-
-from retention.core.model import SnapshotView, Target
+from retention.core.model import Target
 from retention.core.outside import ClusterDrift, cluster_drift, hold_reason, with_alerts
 from retention.ledger.sight import LedgerSight
-from retention.plan.workers import Shared
+from retention.plan.workers import Shared, pack_snapshots, unpack_snapshots
 from retention.runfolder.planwrite import EncodedCluster
 from retention.walk.inventory import Walk
 
@@ -42,15 +40,11 @@ class Decided:
         if drift is None or not drift.new:
             return (Decided, (self.target, self.cluster, drift))
         bare = replace(drift, new=[])
-        return (_decided, (self.target, self.cluster, bare, _NEW.encode(drift.new)))
-
-
-_NEW = msgspec.msgpack.Encoder()
-_NEW_BACK = msgspec.msgpack.Decoder(list[SnapshotView])
+        return (_decided, (self.target, self.cluster, bare, pack_snapshots(drift.new)))
 
 
 def _decided(target: Target, cluster: EncodedCluster, drift: ClusterDrift, new: bytes) -> Decided:
-    return Decided(target, cluster, replace(drift, new=_NEW_BACK.decode(new)))
+    return Decided(target, cluster, replace(drift, new=unpack_snapshots(new)))
 
 
 @dataclass(frozen=True)

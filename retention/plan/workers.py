@@ -79,6 +79,16 @@ _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(list[SnapshotView])
 
 
+def pack_snapshots(snapshots: Sequence[SnapshotView]) -> bytes:
+    """Snapshots as they cross between a plan and its workers: one msgpack blob."""
+    return _ENCODER.encode(snapshots)
+
+
+def unpack_snapshots(blob: bytes) -> list[SnapshotView]:
+    """The snapshots of a ``pack_snapshots`` blob."""
+    return _DECODER.decode(blob)
+
+
 Answer_co = TypeVar("Answer_co", covariant=True)
 Answer = TypeVar("Answer")
 
@@ -224,7 +234,7 @@ class Deciders(Generic[Answer]):
         try:
             for walk in walks:
                 in_hand = walk
-                blob = _ENCODER.encode(walk.snapshots)
+                blob = pack_snapshots(walk.snapshots)
                 bare = replace(walk, snapshots=[])  # the snapshots go as the blob
                 # Blocked for each task too: a task can make the pool spawn a worker.
                 with _stop_signals_blocked():
@@ -361,4 +371,4 @@ def _start(shared: Decides[object]) -> None:
 
 def _decide(bare: Walk, blob: bytes) -> object:
     assert _shared is not None  # noqa: S101 - _start runs first in every worker
-    return _shared.decide_walk(replace(bare, snapshots=_DECODER.decode(blob)))
+    return _shared.decide_walk(replace(bare, snapshots=unpack_snapshots(blob)))

@@ -47,15 +47,22 @@ def one_run(
     return record, [c.kind for c in drift.outside]
 
 
+def compared(
+    ledger: Ledger, run_id: str, walked: list[SnapshotView], *, at: datetime = NOW
+) -> tuple[RunRecord, ClusterDrift]:
+    """A plan run begun and one cluster's walk compared as a plan compares it
+    (retention.plan.compared, the walk digest's shortcut included), not yet recorded."""
+    record = RunRecord.begin(ledger, RunStart(run_id, "plan", "", at, "tester"))
+    sight = record.sight()
+    shared = Shared(PolicySet(()), {}, {}, at, timedelta(days=1))
+    return record, Comparing(shared, sight, at).drift(sight, Walk(TARGET, walked))
+
+
 def planned(
     ledger: Ledger, n: int, walked: list[SnapshotView], *, at: datetime = NOW
 ) -> tuple[RunRecord, ClusterDrift]:
-    """A plan run of one cluster as a plan compares it (retention.plan.compared, the walk
-    digest's shortcut included): begun, walked, recorded, finished; what it found."""
-    record = RunRecord.begin(ledger, RunStart(f"plan-{n}", "plan", "", at, "tester"))
-    sight = record.sight()
-    shared = Shared(PolicySet(()), {}, {}, at, timedelta(days=1))
-    drift = Comparing(shared, sight, at).drift(sight, Walk(TARGET, walked))
+    """A plan run of one cluster (``compared``), recorded and finished; what it found."""
+    record, drift = compared(ledger, f"plan-{n}", walked, at=at)
     record.observe(TARGET, drift, {"counts": {"keep": len(walked)}, "holds": []}, at)
     record.finish(RunEnd(at, 0))
     return record, drift
