@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
 from retention.ops.cpus import available_cpus, planning_workers
 from retention.plan.planner import make_plan
-from retention.plan.workers import POOL_FROM, Deciders, Shared
+from retention.plan.workers import PARENT_POLL, POOL_FROM, Deciders, Shared
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import Walk
 from tests.support.client import PUBLIC_KEY
@@ -194,6 +195,56 @@ def test_a_process_whose_worker_died_mid_answer_still_exits() -> None:
 
     assert (child.returncode, err) == (0, "")
     assert "planning worker process ended without an answer" in out
+
+
+POOL_THEN_SLEEP = """
+import sys, time
+from tests.test_deciding import shared
+from retention.plan.workers import Deciders
+with Deciders(shared(), 2) as deciders:
+    for started in deciders._started:
+        started.result()
+    print(*deciders._pool._processes, flush=True)
+    time.sleep(600)
+"""
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` is gone (or a zombie no one has reaped yet)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_workers_end_when_the_plan_is_killed() -> None:
+    """A plan killed with SIGKILL (the out-of-memory killer, kill -9) leaves no worker
+    waiting for ever: each ends within a few seconds, its memory and any database
+    connection with it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", POOL_THEN_SLEEP],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert child.stdout is not None
+    try:
+        workers = [int(pid) for pid in child.stdout.readline().split()]
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+        deadline = time.monotonic() + 3 * PARENT_POLL + 10
+        while not all(_ended(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [pid for pid in workers if not _ended(pid)]
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.stdout.close()
+
+    assert len(workers) == 2
+    assert left == []
 
 
 def test_policies_travel_to_a_worker_intact() -> None:

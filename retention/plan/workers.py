@@ -31,6 +31,7 @@ pool is taken down without waiting for its thread (``_abandon``).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -183,7 +184,7 @@ class Deciders(Generic[Answer]):
                 workers,
                 mp_context=get_context("spawn"),
                 initializer=_start,
-                initargs=(self.shared,),
+                initargs=(self.shared, os.getpid()),
             )
             # A pool spawns a worker for a task no idle worker takes: one task each.
             with _stop_signals_blocked():
@@ -362,11 +363,28 @@ def _ready() -> None:
 _shared: Decides[object] | None = None
 
 
-def _start(shared: Decides[object]) -> None:
+# How often a worker looks whether the plan that spawned it is still there.
+PARENT_POLL = 1.0
+
+
+def _start(shared: Decides[object], parent: int) -> None:
     global _shared  # noqa: PLW0603 - one value per worker process, set at its start
     _shared = shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The plan's pid as it gave it, not os.getppid() now: a worker still starting when the
+    # plan was killed would take its new parent (init) for the plan.
+    threading.Thread(target=_end_with, args=(parent,), name="parent-watch", daemon=True).start()
+
+
+def _end_with(parent: int) -> None:
+    """End this worker once the plan that spawned it is gone (killed: kill -9, the
+    out-of-memory killer). The pool's queue never tells a waiting worker so, since each
+    worker holds its write end too: it would wait for ever, holding its memory and, with a
+    ledger, a database connection."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(0)
 
 
 def _decide(bare: Walk, blob: bytes) -> object:
