@@ -5,6 +5,7 @@ used stopping a run before anything is sent."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import timedelta
@@ -327,3 +328,37 @@ def test_verify_of_a_ledger_that_is_not_there_is_exit_2_and_makes_none(
     assert code == 2
     assert "no ledger there" in capsys.readouterr().err
     assert not (folder / "reports" / "ledger.db").exists()
+
+
+def test_a_run_keeps_what_evidence_needs_its_policy_text_what_was_expected_and_why(
+    sim: Simulator, folder: Path
+) -> None:
+    """A run records its policy file's text under the sha256 of its bytes, each cluster's
+    policies and freshness check, and for each change it sends the snapshot's fields it was
+    planned from, the policy that decided it and why."""
+    configure(folder, sim.base_url)
+    assert cli.main(["run"], clock=sim.clock.now) == 0
+    text = (folder / "policies" / "small.yaml").read_bytes()
+
+    with sqlite3.connect(folder / "reports" / "ledger.db") as db:
+        kept = db.execute("SELECT sha256, path, text FROM ledger_policies").fetchall()
+        expected = dict(
+            db.execute("SELECT name, expected FROM ledger_cluster_runs WHERE kind = 'cluster'")
+        )
+        intents = db.execute(
+            "SELECT before, after, detail FROM ledger_events WHERE kind = 'intent'"
+        ).fetchall()
+
+    assert kept == [
+        (hashlib.sha256(text).hexdigest(), str(folder / "policies" / "small.yaml"), text.decode())
+    ]
+    small = json.loads(expected["prod-small"])
+    assert small["policies"] == ["small"]
+    assert small["withinSeconds"] > 0
+    assert small["stale"] is False
+    assert intents, "the run sent changes"
+    for before, after, detail in intents:
+        said = json.loads(detail)
+        assert said["policy"] == "small"
+        assert said["why"]
+        assert json.loads(before) != json.loads(after)

@@ -5,7 +5,7 @@ says why in that order)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from retention.apply.executor import Listener, Outcome
@@ -38,6 +38,8 @@ def _after(change: Change, body: dict[str, object] | None) -> Retained:
 
 
 def _sent(change: Change, body: dict[str, object] | None, approval: str | None) -> Sent:
+    observed = change["observed"]
+    before = Retained(True, observed["expires"], observed["doNotDelete"])
     return Sent(
         change["projectId"],
         change["clusterId"],
@@ -45,6 +47,9 @@ def _sent(change: Change, body: dict[str, object] | None, approval: str | None) 
         change["action"],
         _after(change, body),
         approval=approval,
+        before=before,
+        policy=change["policy"] or None,
+        why="; ".join(r["text"] for r in change["reasons"]) or None,
     )
 
 
@@ -90,16 +95,5 @@ class RecordedSends:
             name = _LEDGER_OUTCOME.get(o.outcome)
             if name is None:  # failed: no answer leaves it unknown, an answer refused it
                 name = "unknown" if o.status is None else "refused"
-            ended.append(
-                Sent(
-                    sent.project_id,
-                    sent.cluster_id,
-                    sent.snapshot_id,
-                    sent.action,
-                    sent.after,
-                    approval,
-                    name,
-                    o.status,
-                )
-            )
+            ended.append(replace(sent, outcome=name, status=o.status))
         self.record.outcomes(ended, self.clock())

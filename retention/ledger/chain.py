@@ -68,6 +68,11 @@ _CLUSTER_COLUMNS = [c for c in cluster_runs.c if c.name != "run_seq"]
 _EVENT_COLUMNS = [c for c in events.c if c.name not in ("seq", "run_seq")]
 
 
+# Columns added after a ledger may already hold runs: a line leaves them out when they are
+# null, so that a run recorded before they were added hashes as it did.
+_LATER_COLUMNS = frozenset({"expected"})
+
+
 def _lines(conn: Connection, seq: int) -> Iterator[str]:
     names = [c.name for c in _CLUSTER_COLUMNS]
     clusters = (
@@ -76,7 +81,11 @@ def _lines(conn: Connection, seq: int) -> Iterator[str]:
         .order_by(cluster_runs.c.project_id, cluster_runs.c.cluster_id)
     )
     for row in conn.execute(clusters):
-        yield canonical(dict(zip(names, row, strict=True)))
+        line = dict(zip(names, row, strict=True))
+        for later in _LATER_COLUMNS:
+            if line[later] is None:
+                del line[later]
+        yield canonical(line)
     names = [c.name for c in _EVENT_COLUMNS]
     ordered = select(*_EVENT_COLUMNS).where(events.c.run_seq == seq).order_by(events.c.seq)
     # Streamed, for this statement only: Connection.execution_options sets them for every

@@ -31,6 +31,7 @@ from retention.ledger.rows import (
     At,
     Batch,
     cluster_row,
+    insert_new,
     lock_head,
     moved_row,
     outside_event,
@@ -44,7 +45,7 @@ from retention.ledger.rows import (
     write_batch,
 )
 from retention.ledger.sight import LedgerSight, read_known
-from retention.ledger.tables import events, heads, runs, snapshots, targets
+from retention.ledger.tables import events, heads, policies, runs, snapshots, targets
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,17 @@ class RunStart:
     config_sha256: str | None = None
     policies: tuple[Mapping[str, str], ...] = ()  # {name, path, sha256}
     version: str = ""
+    # The text of each policy file, kept once per sha256 (ledger_policies).
+    policy_texts: tuple[PolicyText, ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicyText:
+    """A policy file as a run read it: the sha256 of its bytes, its path and its text."""
+
+    sha256: str
+    path: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,9 @@ class Sent:
     approval: str | None = None
     outcome: str | None = None
     status: int | None = None
+    before: Retained | None = None  # the snapshot's fields the change was planned from
+    policy: str | None = None  # the policy that decided it
+    why: str | None = None  # the decision's reasons, as the plan words them
 
 
 class RunRecord:
@@ -130,6 +145,14 @@ class RunRecord:
             }
             seq = conn.execute(insert(runs).values(row).returning(runs.c.seq)).scalar_one()
             record = cls(ledger, start, int(seq), baseline=not earlier)
+            if start.policy_texts:
+                conn.execute(
+                    insert_new(conn, policies),
+                    [
+                        {"sha256": p.sha256, "path": p.path, "text": p.text, "first_run": seq}
+                        for p in start.policy_texts
+                    ],
+                )
             found = select(targets, runs.c.started.label("attention_started")).outerjoin(
                 runs, runs.c.seq == targets.c.attention_run
             )
@@ -431,8 +454,13 @@ def _sent_event(seq: int, at: str | None, kind: str, c: Sent) -> dict[str, Any]:
         detail["approval"] = c.approval
     if c.status is not None:
         detail["status"] = c.status
+    if c.policy:
+        detail["policy"] = c.policy
+    if c.why:
+        detail["why"] = c.why
     key = {"project_id": c.project_id, "cluster_id": c.cluster_id}
-    return At(seq, at).event(kind, key, c.snapshot_id, None, retained_fields(c.after), detail)
+    before, after = retained_fields(c.before), retained_fields(c.after)
+    return At(seq, at).event(kind, key, c.snapshot_id, before, after, detail)
 
 
 def _known_changed(conn: Connection, changes: Sequence[Sent]) -> None:

@@ -239,7 +239,24 @@ def cluster_row(seq: int, target: Target, entry: Mapping[str, Any]) -> dict[str,
         "ladder": canonical(ladder),
         "newest_age_seconds": fresh.get("ageSeconds"),
         "walk_error": "; ".join(entry.get("errors", [])) or None,
+        "expected": _expected(entry, fresh),
     }
+
+
+def _expected(entry: Mapping[str, Any], fresh: Mapping[str, Any]) -> str | None:
+    """What was expected of a cluster in a run: its policies and its freshness check (the
+    evidence of ``retention evidence``), None when its entry says neither."""
+    expected: dict[str, Any] = {}
+    if entry.get("policies"):
+        expected["policies"] = list(entry["policies"])
+    if fresh:
+        expected |= {
+            "withinSeconds": fresh.get("withinSeconds"),
+            "stale": fresh.get("stale"),
+            "newest": fresh.get("newest"),
+            "expectedFrom": fresh.get("expectedFrom"),
+        }
+    return canonical(expected) if expected else None
 
 
 def execute_many(conn: Connection, name: str, statement: Any, rows: list[dict[str, Any]]) -> None:

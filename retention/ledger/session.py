@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from retention.ledger.database import Ledger
-from retention.ledger.recorder import RunEnd, RunRecord, RunStart
+from retention.ledger.recorder import PolicyText, RunEnd, RunRecord, RunStart
 
 
 @dataclass
@@ -24,11 +24,21 @@ class Recording:
     head: str | None = None  # the shard's chain head once the run is finished
 
     def begin(
-        self, run_id: str, started: datetime, policies: Sequence[Mapping[str, str]] = ()
+        self,
+        run_id: str,
+        started: datetime,
+        policies: Sequence[Mapping[str, str]] = (),
+        texts: Sequence[PolicyText] = (),
     ) -> RunRecord:
         """Begin the run (once: a second call gives the same record)."""
         if self.record is None:
-            start = replace(self.start, run_id=run_id, started=started, policies=tuple(policies))
+            start = replace(
+                self.start,
+                run_id=run_id,
+                started=started,
+                policies=tuple(policies),
+                policy_texts=tuple(texts),
+            )
             self.record = RunRecord.begin(self.ledger, start)
         return self.record
 

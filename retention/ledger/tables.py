@@ -121,6 +121,10 @@ cluster_runs = Table(
     Column("ladder", Text, nullable=False),  # JSON: the restore-point ladder
     Column("newest_age_seconds", BigInteger),
     Column("walk_error", Text),
+    # JSON: its policies and freshness check ({policies, withinSeconds, stale, newest,
+    # expectedFrom}); null in runs recorded before schema 0005, and left out of the chain's
+    # line then, so that their hashes still hold.
+    Column("expected", Text),
 )
 
 # What the ledger knows of each snapshot now: its fields when last seen, a change of ours
@@ -147,6 +151,18 @@ Index(
     snapshots.c.project_id,
     snapshots.c.cluster_id,
     snapshots.c.gone_run,
+)
+
+# The text of each policy file a run was made with, by the sha256 of its bytes (the runs'
+# ``policies`` name it): evidence reads what a policy promised from it, and a text whose
+# sha256 is not its key was edited.
+policies = Table(
+    "ledger_policies",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("path", String(1024), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("first_run", BigInteger, nullable=False),
 )
 
 # Append-only: everything a run saw or did to a snapshot or a cluster.

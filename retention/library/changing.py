@@ -26,7 +26,7 @@ from retention.core.runfiles import Mode
 from retention.errors import StopRequestedError
 from retention.ledger.recorder import RunEnd
 from retention.ledger.session import Recording
-from retention.library.ledgered import plan_end, policy_refs
+from retention.library.ledgered import plan_end, policy_refs, policy_texts
 from retention.library.lifecycle import Facts, Job, JobContext
 from retention.library.requests import ApplyRequest, RunRequest, UndoRequest
 from retention.library.stages import Progress, Quiet
@@ -66,7 +66,11 @@ def run_job(  # noqa: PLR0913 - the ledger is one more fact of the same run
     hears = listener or Quiet()
     started = clock()
     folder = RunFolder.new(reports, started)
-    record = None if ledger is None else ledger.begin(folder.run_id, started, policy_refs(scope))
+    record = (
+        None
+        if ledger is None
+        else ledger.begin(folder.run_id, started, policy_refs(scope), policy_texts(scope))
+    )
     try:
         planned = make_plan(
             client, scope, plan_path=folder.plan, now=started, listener=hears, record=record

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from retention.config.scope import Scope
-from retention.ledger.recorder import RunEnd
+from retention.ledger.recorder import PolicyText, RunEnd
 from retention.runfolder.planread import PlanFile
 
 
@@ -52,3 +52,21 @@ def policy_refs(scope: Scope) -> list[dict[str, str]]:
         {"name": p.policy.name, "path": str(p.path), "sha256": p.sha256}
         for p in sorted(scope.policies, key=lambda p: p.name)
     ]
+
+
+def policy_texts(scope: Scope) -> list[PolicyText]:
+    """The text of each policy file the job read, for the ledger to keep once; a file that
+    changed since it was read (its sha256 no longer the one its policies were loaded with)
+    is left out rather than kept under a digest that is not its own."""
+    texts: dict[str, PolicyText] = {}
+    for p in scope.policies:
+        if p.sha256 in texts:
+            continue
+        try:
+            data = p.path.read_bytes()
+        except OSError:
+            continue
+        if hashlib.sha256(data).hexdigest() != p.sha256:
+            continue
+        texts[p.sha256] = PolicyText(p.sha256, str(p.path), data.decode("utf-8", "replace"))
+    return [texts[k] for k in sorted(texts)]

@@ -42,7 +42,7 @@ from retention.forecast.forecaster import Forecast, forecast_fleet
 from retention.forecast.page import write_forecast_html
 from retention.forecast.render import text_lines as forecast_lines
 from retention.ledger.recorder import RunEnd
-from retention.library.ledgered import plan_end, policy_refs
+from retention.library.ledgered import plan_end, policy_refs, policy_texts
 from retention.library.lifecycle import Job, JobContext
 from retention.library.requests import (
     ClustersRequest,
@@ -100,7 +100,7 @@ class PlanJob(Job[PlanResult]):
             plan_path = self._plan_path(config, created)
             run_id = RunFolder(plan_path.parent).run_id if out is None else plan_path.stem
             record = (
-                run.ledger.begin(run_id, created, policy_refs(scope))
+                run.ledger.begin(run_id, created, policy_refs(scope), policy_texts(scope))
                 if run.ledger is not None
                 else None
             )

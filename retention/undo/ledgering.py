@@ -22,7 +22,21 @@ _LEDGER_OUTCOME: dict[str, str] = {"restored": "sent", "unchanged": "sent"}
 def _sent(r: Restoration, outcome: str | None = None, status: int | None = None) -> Sent:
     dnd = r.before.do_not_delete
     after = Retained(True, None if dnd else r.before.expires, dnd)
-    return Sent(r.project_id, r.cluster_id, r.snapshot_id, "restore", after, None, outcome, status)
+    written = Retained(
+        True, None if r.written.do_not_delete else r.written.expires, r.written.do_not_delete
+    )
+    return Sent(
+        r.project_id,
+        r.cluster_id,
+        r.snapshot_id,
+        "restore",
+        after,
+        None,
+        outcome,
+        status,
+        before=written,
+        why=f"undo of a {r.action}",
+    )
 
 
 @dataclass
