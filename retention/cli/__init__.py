@@ -9,9 +9,10 @@ reader of stdout went away (`retention diff | head`), said nowhere.
 Commands live by subject in starting.py (init), planning.py (plan, validate, explain,
 schema, config, doctor), listing.py (clusters), reviewing.py (diff), forecasting.py
 (forecast), running.py (run, apply, demo), undoing.py (undo), pruning.py (prune),
-ledgering.py (ledger verify) and simulating.py; each adds its commands to the ``cli``
-group (group.py) when it is imported below. progress.py is the progress of the long
-commands on a terminal, ending.py how a run ends (summary, JSON), output.py --format json.
+ledgering.py (ledger verify), auditing.py (evidence) and simulating.py; each adds its
+commands to the ``cli`` group (group.py) when it is imported below. progress.py is the
+progress of the long commands on a terminal, ending.py how a run ends (summary, JSON),
+output.py --format json.
 
 ``main(argv, clock=...)`` takes the clock every command reads the time from (the system
 clock by default; retention.ops.clock): a test gives it the simulator's. ``interactive``
@@ -32,6 +33,7 @@ import click
 
 # Imported for their side effect: each registers its commands on the group.
 from retention.cli import (
+    auditing,
     forecasting,
     ledgering,
     listing,
@@ -196,6 +198,7 @@ def on_terminal() -> bool:
 
 
 __all__ = [
+    "auditing",
     "cli",
     "forecasting",
     "ledgering",

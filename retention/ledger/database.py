@@ -23,7 +23,7 @@ from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from retention.config.ledgerplace import LedgerPlace
-from retention.errors import LedgerError, LedgerSchemaError
+from retention.errors import ConfigError, LedgerError, LedgerSchemaError
 from retention.version import __version__
 
 if TYPE_CHECKING:
@@ -216,6 +216,43 @@ def open_reader(place: LedgerPlace) -> Ledger:
     """The ledger at ``place``, for a process that only reads it while another one has it
     open with ``open_ledger`` (a plan's deciders): its schema already checked there."""
     return _open(place)
+
+
+def open_to_read(place: LedgerPlace) -> Ledger:
+    """The ledger at ``place`` for a job that only reads it, perhaps as a database user
+    that may only read (``retention evidence``): nothing made, migrated or written. No
+    ledger there, or one at another schema revision, raises ConfigError (exit 2)."""
+    file = place.sqlite_file
+    if file is not None and not file.exists():
+        raise ConfigError(
+            f"ledger {place.shown}: no ledger there (nothing was recorded at this path): "
+            "check ledger.url, reports.dir or RETENTION_LEDGER_URL"
+        )
+    ledger = _open(place)
+    try:
+        _check_revision(ledger)
+    except BaseException:
+        ledger.close()
+        raise
+    return ledger
+
+
+def _check_revision(ledger: Ledger) -> None:
+    found, shown = _revision(ledger), ledger.place.shown
+    if found is None:
+        raise ConfigError(f"ledger {shown}: not a ledger (no schema revision in it)")
+    if found > HEAD_REVISION:
+        raise LedgerSchemaError(
+            f"ledger {shown} has schema revision {found}, newer than retention "
+            f"{__version__} knows ({HEAD_REVISION}): run a retention at least as new as the "
+            "one that wrote it"
+        )
+    if found != HEAD_REVISION:
+        raise ConfigError(
+            f"ledger {shown} has schema revision {found}, older than this retention's "
+            f"{HEAD_REVISION}: a plan by this retention (as a user that may write) brings it "
+            "up to date"
+        )
 
 
 def _open(place: LedgerPlace) -> Ledger:

@@ -30,6 +30,7 @@ from retention.errors import ConfigError, UsageError
 from retention.explain.explanation import Explained, Policies, explain_snapshot
 from retention.library.changing import ApplyJob, RunJob, UndoJob
 from retention.library.ending import MetricsTarget
+from retention.library.evidence import Evidence, EvidenceJob, EvidenceRequest
 from retention.library.ledgers import (
     LedgerAcked,
     LedgerAckJob,
@@ -135,6 +136,10 @@ class Retention:
     def prune(self, request: PruneRequest | None = None) -> Ended[PruneResult]:
         """Remove old run folders that nothing can still undo."""
         return self._run(PruneJob(request or PruneRequest()))
+
+    def evidence(self, request: EvidenceRequest) -> Ended[Evidence]:
+        """The evidence of a period for auditors, from the ledger alone."""
+        return self._run(EvidenceJob(request))
 
     def verify_ledger(self, request: LedgerVerifyRequest | None = None) -> Ended[LedgerVerified]:
         """Recompute the ledger's chains and name the first record that does not match."""

@@ -1,0 +1,1 @@
+"""Evidence for auditors, from the ledger alone (``retention evidence``)."""

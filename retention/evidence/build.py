@@ -1,0 +1,583 @@
+"""The evidence document: the ledger's facts of a period (gather.py) made into the six
+sections every format renders (one model, four renderers, as the run reports are).
+
+Pure: facts in, a JSON-ready document out (times as the plan files write them).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from retention.config.policyfiles import parse_policies
+from retention.core.policy.holdrecords import HoldRecord
+from retention.core.policy.model import Policy
+from retention.core.timestamps import format_timestamp
+from retention.errors import EXIT_FAILURES, EXIT_HELD, EXIT_OK, PolicyError
+from retention.evidence.controls import controls
+from retention.evidence.coverage import Check, Coverage, coverage
+from retention.evidence.gather import OUTSIDE, ClusterFacts, EventFact, Facts, RunFact
+from retention.evidence.promise import Point, RuleCheck, checks, unchecked_rules
+from retention.evidence.restorelog import RestoreTest
+from retention.ledger.chain import GENESIS
+
+SCHEMA_VERSION = 1
+# The modes whose runs walk the fleet (a cluster's day is checked by one of them).
+WALKING = ("plan", "run", "dry-run")
+# The outcomes of a change of ours as the ledger records them.
+OUTCOMES = ("sent", "refused", "unknown")
+
+
+def _ts(value: datetime | None) -> str | None:
+    return None if value is None else format_timestamp(value)
+
+
+def _day(value: datetime) -> date:
+    return value.astimezone(UTC).date()
+
+
+def document(
+    facts: Facts,
+    generated: datetime,
+    ledger: str,
+    restore_tests: Sequence[RestoreTest] | None = None,
+) -> dict[str, Any]:
+    """The evidence of ``facts``'s period, generated at ``generated``."""
+    policies = _policies(facts)
+    clusters = sorted(facts.clusters, key=lambda c: (c.name, c.project_id, c.cluster_id))
+    covered = [_coverage(facts, c) for c in clusters]
+    promised = [_retention(facts, c, policies) for c in clusters]
+    changes = _changes(facts, {(c.project_id, c.cluster_id): c for c in clusters})
+    chain = _chain(facts)
+    doc: dict[str, Any] = {
+        "kind": "retention-evidence",
+        "schemaVersion": SCHEMA_VERSION,
+        "generated": _ts(generated),
+        "ledger": ledger,
+        "period": {
+            "from": facts.period.first.isoformat(),
+            "to": facts.period.last.isoformat(),
+            "days": len(facts.period.days),
+        },
+        "scope": _scope(facts, clusters, policies),
+        "coverage": covered,
+        "retention": promised,
+        "changes": changes,
+        "chain": chain,
+        "restoreTests": None
+        if restore_tests is None
+        else [t.document() for t in sorted(restore_tests, key=lambda t: (t.day, t.cluster))],
+    }
+    doc["notMet"] = _not_met(doc)
+    doc["controls"] = controls(doc)
+    doc["exitCode"] = (
+        EXIT_FAILURES if not chain["verified"] else EXIT_HELD if doc["notMet"] else EXIT_OK
+    )
+    return doc
+
+
+# -- policies ----------------------------------------------------------------------------
+
+
+class _Policies:
+    """The policies of the period's runs, read from the texts the ledger kept."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self._parsed: dict[str, dict[str, Policy] | None] = {}
+
+    def of(self, run: RunFact, name: str) -> Policy | None:
+        """Policy ``name`` as run ``run`` was made with it (None: its text not kept)."""
+        ref = next((p for p in run.policies if p.get("name") == name), None)
+        if ref is None:
+            return None
+        found = self.parsed(ref["sha256"])
+        return None if found is None else found.get(name)
+
+    def parsed(self, sha256: str) -> dict[str, Policy] | None:
+        """The policies of the file kept under ``sha256`` (None: not kept, or not valid)."""
+        if sha256 not in self._parsed:
+            kept = self.facts.texts.get(sha256)
+            self._parsed[sha256] = None if kept is None else _parse(*kept)
+        return self._parsed[sha256]
+
+
+def _parse(path: str, text: str) -> dict[str, Policy] | None:
+    try:
+        loaded = parse_policies([(Path(path), text.encode())])
+    except PolicyError:
+        return None
+    return {p.policy.name: p.policy for p in loaded}
+
+
+def _policies(facts: Facts) -> _Policies:
+    return _Policies(facts)
+
+
+# -- 1. scope ----------------------------------------------------------------------------
+
+
+def _scope(facts: Facts, clusters: list[ClusterFacts], policies: _Policies) -> dict[str, Any]:
+    period_runs = facts.in_period()
+    by_mode = Counter(r.mode for r in period_runs)
+    walked = {_day(r.started) for r in period_runs if r.mode in WALKING and r.ended is not None}
+    in_force: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in period_runs:
+        for ref in run.policies:
+            key = (ref.get("name", ""), ref.get("sha256", ""))
+            entry = in_force.setdefault(
+                key,
+                {
+                    "name": key[0],
+                    "sha256": key[1],
+                    "path": ref.get("path"),
+                    "from": _ts(run.started),
+                    "to": _ts(run.started),
+                    "runs": 0,
+                    "textKept": policies.parsed(key[1]) is not None,
+                },
+            )
+            entry["to"] = _ts(run.started)
+            entry["runs"] += 1
+    return {
+        "projects": sorted({c.project_id for c in clusters}),
+        "clusters": [
+            {
+                "projectId": c.project_id,
+                "clusterId": c.cluster_id,
+                "name": c.name,
+                "kind": c.kind,
+                "firstSeen": _ts(facts.started(c.first_run)),
+                "gone": _ts(facts.started(c.gone_run)),
+            }
+            for c in clusters
+        ],
+        "runs": {
+            "total": len(period_runs),
+            "byMode": dict(sorted(by_mode.items())),
+            "failed": sum(
+                1 for r in period_runs if r.exit_code not in (None, 0, 3) and r.signal is None
+            ),
+            "stopped": sum(1 for r in period_runs if r.signal is not None),
+            "unfinished": sum(1 for r in period_runs if r.ended is None),
+            "daysWithoutRun": [d.isoformat() for d in facts.period.days if d not in walked],
+        },
+        "policies": sorted(in_force.values(), key=lambda p: (p["name"], p["from"])),
+        "actors": _actors(facts, period_runs),
+    }
+
+
+def _actors(facts: Facts, period_runs: list[RunFact]) -> list[dict[str, Any]]:
+    sent_by_run = Counter(e.run_seq for e in facts.events if e.kind == "sent")
+    roles: dict[str, set[str]] = defaultdict(set)
+    counts: Counter[str] = Counter()
+    for run in period_runs:
+        counts[run.actor] += 1
+        if sent_by_run[run.seq]:
+            roles[run.actor].add("undid" if run.mode == "undo" else "applied")
+        approver = run.approvals.get("by")
+        if run.approvals.get("clusters") and approver:
+            roles[str(approver)].add("approved")
+        if run.mode == "ledger-ack":
+            roles[run.actor].add("acknowledged")
+        roles[run.actor].add("ran")
+    return [
+        {"actor": actor, "roles": sorted(roles[actor]), "runs": counts[actor]}
+        for actor in sorted(roles)
+    ]
+
+
+# -- 2. coverage -------------------------------------------------------------------------
+
+
+def cluster_coverage(facts: Facts, c: ClusterFacts) -> Coverage:
+    """The coverage of cluster ``c`` over the period."""
+    found = []
+    for row in c.rows:
+        run = facts.runs.get(row.run_seq)
+        if run is None or run.mode not in WALKING:
+            continue
+        expected = row.expected or {}
+        stale = expected.get("stale")
+        found.append(
+            Check(
+                _day(run.started),
+                None if stale is None else bool(stale),
+                row.walk_error is not None,
+            )
+        )
+    first = facts.started(c.first_run)
+    gone = facts.started(c.gone_run)
+    return coverage(
+        facts.period.days,
+        found,
+        None if first is None else _day(first),
+        None if gone is None else _day(gone) - timedelta(days=1),
+    )
+
+
+def _coverage(facts: Facts, c: ClusterFacts) -> dict[str, Any]:
+    cov = cluster_coverage(facts, c)
+    gap = cov.longest_gap
+    return {
+        **_who(c),
+        "daysInScope": cov.in_scope,
+        "daysMet": cov.met,
+        "met": cov.complete,
+        "longestGap": None
+        if gap is None
+        else {"from": gap.first.isoformat(), "to": gap.last.isoformat(), "days": gap.days},
+        "stale": [
+            {"from": g.first.isoformat(), "to": g.last.isoformat(), "days": g.days}
+            for g in cov.spans("stale")
+        ],
+        "daysWithoutRun": cov.count("no-run"),
+        "daysWithError": cov.count("error"),
+        "daysUnchecked": cov.count("unchecked"),
+        "strip": cov.strip,
+    }
+
+
+def _who(c: ClusterFacts) -> dict[str, Any]:
+    return {"projectId": c.project_id, "clusterId": c.cluster_id, "name": c.name, "kind": c.kind}
+
+
+# -- 3. retention as promised ------------------------------------------------------------
+
+
+def moments(facts: Facts) -> list[datetime]:
+    """The ends the ladder is checked at: each month's end in the period, and its end."""
+    found = []
+    for day in facts.period.days:
+        after = day + timedelta(days=1)
+        if after.day == 1:
+            found.append(datetime(after.year, after.month, after.day, tzinfo=UTC))
+    if facts.period.end not in found:
+        found.append(facts.period.end)
+    return found
+
+
+def _points(facts: Facts, c: ClusterFacts) -> list[Point]:
+    oldest = min((r.started for r in facts.runs.values()), default=None)
+    points = []
+    for s in c.snapshots:
+        if not s.complete:
+            continue
+        gone = None
+        if s.gone_run is not None:
+            gone = facts.started(s.gone_run) or oldest
+        ends = [t for t in (s.expires if not s.do_not_delete else None, gone) if t is not None]
+        points.append(Point(s.snapshot_id, s.created, min(ends) if ends else None))
+    return points
+
+
+def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, Any]:
+    points = _points(facts, c)
+    rows = [(facts.runs[r.run_seq], r) for r in c.rows if r.run_seq in facts.runs]
+    found: list[dict[str, Any]] = []
+    unchecked: set[str] = set()
+    unknown: set[str] = set()
+    for moment in moments(facts):
+        before = [(run, row) for run, row in rows if run.started < moment and run.mode in WALKING]
+        if not before:
+            continue
+        run, row = before[-1]
+        for name in (row.expected or {}).get("policies", []):
+            policy = policies.of(run, name)
+            if policy is None:
+                unknown.add(name)
+                continue
+            unchecked.update(f"{name}: {r}" for r in unchecked_rules(policy))
+            for check in checks(policy, points, moment):
+                found.append(_rule_check(facts, c, check, moment))
+    return {
+        **_who(c),
+        "checks": found,
+        "rules": _rule_summaries(found),
+        "met": all(f["status"] != "missed" for f in found),
+        "notChecked": sorted(unchecked),
+        "policiesWithoutText": sorted(unknown),
+    }
+
+
+def _rule_check(
+    facts: Facts, c: ClusterFacts, check: RuleCheck, moment: datetime
+) -> dict[str, Any]:
+    at = (moment - timedelta(days=1)).date()
+    return {
+        "at": at.isoformat(),
+        "policy": check.policy,
+        "rule": f"{check.section}.{check.rule}",
+        "count": check.count,
+        "promised": check.promised,
+        "had": check.had,
+        "status": check.status,
+        "missing": [
+            {
+                "bucket": m.bucket,
+                "snapshotId": m.snapshot_id,
+                "why": _why_missing(facts, c, m.snapshot_id, moment),
+            }
+            for m in check.missing
+        ],
+    }
+
+
+def _why_missing(facts: Facts, c: ClusterFacts, snapshot_id: str, moment: datetime) -> str:
+    """Why a promised point was not there, from what the ledger recorded of it."""
+    for e in facts.events:
+        if e.snapshot_id != snapshot_id or e.cluster_id != c.cluster_id:
+            continue
+        when = _ts(e.at) or "?"
+        if e.kind in OUTSIDE:
+            return f"a change outside retention ({e.kind}, {when})"
+        if e.kind == "sent" and e.detail.get("action") in ("shorten", "expire", "release"):
+            run = facts.runs.get(e.run_seq)
+            by = f" by {run.actor}" if run else ""
+            return f"retention changed it ({e.detail.get('action')}, {when}{by})"
+    s = next((s for s in c.snapshots if s.snapshot_id == snapshot_id), None)
+    if s is not None and s.expires is not None and s.expires <= moment:
+        return f"its expiry passed ({_ts(s.expires)})"
+    return "it went before the period, or between two runs without a trace"
+
+
+def _rule_summaries(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per policy rule: met on how many of its checks, and the checks that missed."""
+    by_rule: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for f in found:
+        by_rule[f["policy"], f["rule"]].append(f)
+    summaries = []
+    for (policy, rule), items in sorted(by_rule.items()):
+        ok = sum(1 for i in items if i["status"] != "missed")
+        missed = [i for i in items if i["status"] == "missed"]
+        text = f"{rule} {_count(items[-1]['count'])}: met on {ok} of {len(items)} ends"
+        if missed:
+            text += "; " + ", ".join(f"{i['at']} had {i['had']} of {i['promised']}" for i in missed)
+        short = [i for i in items if i["status"] == "short"]
+        if short:
+            text += f"; history too short on {len(short)}"
+        summaries.append(
+            {"policy": policy, "rule": rule, "met": ok, "of": len(items), "text": text}
+        )
+    return summaries
+
+
+def _count(value: int) -> str:
+    return "all" if value < 0 else str(value)
+
+
+# -- 4. changes --------------------------------------------------------------------------
+
+
+def _changes(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dict[str, Any]:
+    ended = {(e.run_seq, e.cluster_id, e.snapshot_id) for e in facts.events if e.kind in OUTCOMES}
+    intents = {
+        (e.run_seq, e.cluster_id, e.snapshot_id): e for e in facts.events if e.kind == "intent"
+    }
+    ours = []
+    for e in facts.events:
+        pending = e.kind == "intent" and (e.run_seq, e.cluster_id, e.snapshot_id) not in ended
+        if e.kind in OUTCOMES or pending:
+            ours.append(
+                _change(facts, by_key, e, intents.get((e.run_seq, e.cluster_id, e.snapshot_id)))
+            )
+    by_cluster: dict[str, Counter[str]] = defaultdict(Counter)
+    for ch in ours:
+        if ch["outcome"] == "sent":
+            by_cluster[ch["cluster"]][ch["action"]] += 1
+    outside = [_outside(facts, by_key, e) for e in facts.events if e.kind in OUTSIDE]
+    return {
+        "sent": sum(1 for ch in ours if ch["outcome"] == "sent"),
+        "byAction": dict(
+            sorted(Counter(ch["action"] for ch in ours if ch["outcome"] == "sent").items())
+        ),
+        "byCluster": {k: dict(sorted(v.items())) for k, v in sorted(by_cluster.items())},
+        "log": ours,
+        "undos": [ch for ch in ours if ch["mode"] == "undo"],
+        "holds": _holds(facts, by_key),
+        "holdRecords": _hold_records(facts),
+        "outside": outside,
+    }
+
+
+def _change(
+    facts: Facts,
+    by_key: dict[tuple[str, str], ClusterFacts],
+    e: EventFact,
+    intent: EventFact | None,
+) -> dict[str, Any]:
+    run = facts.runs.get(e.run_seq)
+    said = {**(intent.detail if intent else {}), **e.detail}
+    before = e.before or (intent.before if intent else None) or {}
+    after = e.after or {}
+    return {
+        "at": _ts(e.at),
+        "runId": run.run_id if run else None,
+        "mode": run.mode if run else None,
+        "actor": run.actor if run else None,
+        "projectId": e.project_id,
+        "clusterId": e.cluster_id,
+        "cluster": _name(by_key, e),
+        "snapshotId": e.snapshot_id,
+        "action": said.get("action"),
+        "outcome": "pending" if e.kind == "intent" else e.kind,
+        "status": said.get("status"),
+        "before": {"expires": before.get("expires"), "doNotDelete": before.get("doNotDelete")},
+        "after": {"expires": after.get("expires"), "doNotDelete": after.get("doNotDelete")},
+        "approval": said.get("approval"),
+        "policy": said.get("policy"),
+        "why": said.get("why"),
+    }
+
+
+def _name(by_key: dict[tuple[str, str], ClusterFacts], e: EventFact) -> str:
+    c = by_key.get((e.project_id, e.cluster_id))
+    return c.name if c else e.cluster_id
+
+
+def _outside(
+    facts: Facts, by_key: dict[tuple[str, str], ClusterFacts], e: EventFact
+) -> dict[str, Any]:
+    ack = next(
+        (
+            a
+            for a in facts.events
+            if a.kind == "acknowledged" and a.cluster_id == e.cluster_id and a.seq > e.seq
+        ),
+        None,
+    )
+    ack_run = None if ack is None else facts.runs.get(ack.run_seq)
+    return {
+        "at": _ts(e.at),
+        "kind": e.kind,
+        "projectId": e.project_id,
+        "clusterId": e.cluster_id,
+        "cluster": _name(by_key, e),
+        "snapshotId": e.snapshot_id,
+        "before": e.before,
+        "after": e.after,
+        "alertId": e.detail.get("alertId"),
+        "acknowledged": None
+        if ack is None
+        else {
+            "at": _ts(ack.at),
+            "by": ack_run.actor if ack_run else None,
+            "note": ack.detail.get("note"),
+        },
+    }
+
+
+def _holds(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> list[dict[str, Any]]:
+    """Each hold of each cluster: its kind and reason, its first and last run."""
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for c in by_key.values():
+        for row in c.rows:
+            run = facts.runs.get(row.run_seq)
+            if run is None:
+                continue
+            for h in row.holds:
+                key = (c.cluster_id, h.get("kind", ""), h.get("reason", ""))
+                entry = found.setdefault(
+                    key,
+                    {
+                        "cluster": c.name,
+                        "clusterId": c.cluster_id,
+                        "kind": h.get("kind"),
+                        "reason": h.get("reason"),
+                        "from": _ts(run.started),
+                        "runs": 0,
+                    },
+                )
+                entry["to"] = _ts(run.started)
+                entry["runs"] += 1
+    return sorted(found.values(), key=lambda h: (h["cluster"], h["from"]))
+
+
+def _hold_records(facts: Facts) -> list[dict[str, Any]]:
+    """The hold records (protect.ids with a reason) of the policies in force."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    shas = {ref.get("sha256", "") for r in facts.in_period() for ref in r.policies}
+    policies = _Policies(facts)
+    for sha in sorted(shas):
+        for name, policy in sorted((policies.parsed(sha) or {}).items()):
+            records = policy.protect.records if policy.protect is not None else []
+            for _, record in records:
+                found.setdefault((name, record.id), _record(name, record))
+    return list(found.values())
+
+
+def _record(policy: str, record: HoldRecord) -> dict[str, Any]:
+    until = record.until
+    return {
+        "policy": policy,
+        "snapshotId": record.id,
+        "reason": record.reason,
+        "ticket": record.ticket,
+        "until": None if until is None else str(until),
+    }
+
+
+# -- 5. the chain ------------------------------------------------------------------------
+
+
+def _chain(facts: Facts) -> dict[str, Any]:
+    p = facts.period
+    shards = sorted({r.shard for r in facts.runs.values()})
+    heads = []
+    for shard in shards:
+        chained = [r for r in facts.runs.values() if r.shard == shard and r.hash is not None]
+        chained.sort(key=lambda r: r.position or 0)
+        before = [r for r in chained if r.started < p.start]
+        through = [r for r in chained if r.started < p.end]
+        heads.append(
+            {
+                "shard": shard,
+                "headAtStart": before[-1].hash if before else GENESIS,
+                "headAtEnd": through[-1].hash if through else GENESIS,
+                "records": sum(1 for r in chained if p.start <= r.started < p.end),
+            }
+        )
+    unfinished = [r for r in facts.in_period() if r.position is None]
+    return {
+        "verified": facts.broken is None,
+        "problem": facts.broken,
+        "brokenAt": facts.broken_at,
+        "shards": heads,
+        "unfinished": [f"{r.run_id} ({r.mode}, {_ts(r.started)})" for r in unfinished],
+    }
+
+
+# -- what was not met ------------------------------------------------------------------
+
+
+def _not_met(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if not doc["chain"]["verified"]:
+        found.append({"section": "chain", "cluster": None, "text": doc["chain"]["problem"]})
+    for cov in doc["coverage"]:
+        if not cov["met"]:
+            gap = cov["longestGap"]
+            text = f"coverage {cov['daysMet']} of {cov['daysInScope']} days"
+            if gap:
+                text += f", longest gap {gap['days']} days ({gap['from']} to {gap['to']})"
+            found.append({"section": "coverage", "cluster": cov["name"], "text": text})
+    for ret in doc["retention"]:
+        for rule in ret["rules"]:
+            if rule["met"] < rule["of"]:
+                found.append(
+                    {
+                        "section": "retention",
+                        "cluster": ret["name"],
+                        "text": f"{rule['policy']}: {rule['text']}",
+                    }
+                )
+    return found
+
+
+def listed(values: Iterable[str]) -> str:
+    """Names in a sentence."""
+    items = list(values)
+    return ", ".join(items) if items else "none"

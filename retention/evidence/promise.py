@@ -1,0 +1,151 @@
+"""Retention as promised: at a moment (a month's end, the period's end), the restore points
+a cluster had against what its policy's rules promise. Pure: its points and a policy in,
+one check per rule out.
+
+What a rule promises is read as restic's ``forget`` keeps: ``monthly: 13`` keeps the
+newest point of each of the 13 newest months that have one. So at a moment the rule
+promises the newest point of each of the newest N buckets (in the policy's time zone) of
+every complete snapshot made by then that the ledger knew, gone since or not; the check
+counts how many of those buckets still had a point at that moment. Fewer buckets than N
+made by then is a history too short, not a miss. ``last`` and ``within`` promise their
+snapshots likewise; the window and cron (``every``) rules are not checked here, and the
+check says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from retention.core.policy.model import Policy
+from retention.core.policy.rules import COUNTS, WINDOWS, WITHIN, Rule
+from retention.core.policy.spec import KeepSpec
+
+Status = Literal["met", "short", "missed"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """A complete snapshot as evidence places it in time: made at ``created``, there
+    until ``until`` (its expiry passed or the ledger saw it go; None: still there)."""
+
+    snapshot_id: str
+    created: datetime
+    until: datetime | None
+
+    def there_at(self, moment: datetime) -> bool:
+        """Whether it was a restore point at ``moment``."""
+        return self.created < moment and (self.until is None or self.until > moment)
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A promised point that was not there: its bucket in words, and the snapshot that
+    would have been it."""
+
+    bucket: str
+    snapshot_id: str
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """One rule of one policy at one moment."""
+
+    policy: str
+    section: str  # keep or protect
+    rule: str
+    count: int  # what the rule says (-1: all)
+    promised: int  # buckets (or snapshots) it promised at the moment
+    had: int  # of them, how many had their point
+    missing: tuple[Missing, ...] = ()
+
+    @property
+    def status(self) -> Status:
+        """met, short (met, but fewer made than the rule counts), or missed."""
+        if self.had < self.promised:
+            return "missed"
+        return "short" if self.count >= 0 and self.promised < self.count else "met"
+
+    @property
+    def text(self) -> str:
+        """In words: "monthly 13: 12 of 13"."""
+        of = "all" if self.count < 0 else str(self.count)
+        return f"{self.section}.{self.rule} {of}: {self.had} of {self.promised}"
+
+
+def unchecked_rules(policy: Policy) -> list[str]:
+    """The rules of ``policy`` this check leaves aside (windows, cron), as keys."""
+    found = []
+    for section, spec in (("keep", policy.keep_spec()), ("protect", policy.protect_spec())):
+        found += [f"{section}.{r.name}" for r in WINDOWS if r.keeps_with(getattr(spec, r.name))]
+        if spec.every:
+            found.append(f"{section}.every")
+    return found
+
+
+def checks(policy: Policy, points: Sequence[Point], moment: datetime) -> list[RuleCheck]:
+    """Each counted rule of ``policy`` at ``moment``, over the cluster's ``points``."""
+    made = sorted((p for p in points if p.created < moment), key=lambda p: p.created, reverse=True)
+    found = []
+    for section, spec in (("keep", policy.keep_spec()), ("protect", policy.protect_spec())):
+        found += _section(policy, section, spec, made, moment)
+    return found
+
+
+def _section(
+    policy: Policy, section: str, spec: KeepSpec, made: list[Point], moment: datetime
+) -> list[RuleCheck]:
+    found = []
+    for rule in COUNTS:
+        count = int(getattr(spec, rule.name))
+        if count:
+            promised = _newest_per_bucket(policy, rule, made, count)
+            found.append(_check(policy.name, section, rule.name, count, promised, moment))
+    within = spec.within
+    if within is not None and not within.zero and made:
+        since = within.before(made[0].created, policy.zone)
+        promised = [("", [p]) for p in made if p.created >= since]
+        found.append(_check(policy.name, section, WITHIN.name, -1, promised, moment))
+    return found
+
+
+def _newest_per_bucket(
+    policy: Policy, rule: Rule, made: list[Point], count: int
+) -> list[tuple[str, list[Point]]]:
+    """The points of each of the newest ``count`` buckets (all: -1) of ``rule``, newest
+    first, each bucket's newest point first; ``last`` counts snapshots."""
+    if rule.calendar is None:
+        chosen = made if count < 0 else made[:count]
+        return [("", [p]) for p in chosen]
+    zone = policy.zone
+    buckets: dict[int, tuple[str, list[Point]]] = {}
+    for p in made:
+        local = p.created.astimezone(zone)
+        key = rule.calendar.key(local)
+        if key not in buckets:
+            if 0 <= count <= len(buckets):
+                break
+            buckets[key] = (rule.calendar.words(local), [])
+        buckets[key][1].append(p)
+    return list(buckets.values())
+
+
+def _check(
+    policy: str,
+    section: str,
+    rule: str,
+    count: int,
+    promised: list[tuple[str, list[Point]]],
+    moment: datetime,
+) -> RuleCheck:
+    """The rule's check: a bucket is had when any of its points was there at ``moment``
+    (its newest gone, an older one of the same bucket is still a restore point of it)."""
+    missing = tuple(
+        Missing(bucket, points[0].snapshot_id)
+        for bucket, points in promised
+        if not any(p.there_at(moment) for p in points)
+    )
+    had = len(promised) - len(missing)
+    return RuleCheck(policy, section, rule, count, len(promised), had, missing)

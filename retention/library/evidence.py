@@ -1,0 +1,146 @@
+"""``retention evidence``: the evidence of a period for auditors, from the ledger alone
+(no API, no lock, nothing written to the ledger), in HTML, Markdown, JSON or CSV."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retention.core.wording import counted
+from retention.errors import UsageError
+from retention.evidence.build import document
+from retention.evidence.gather import Period, gather
+from retention.evidence.render import FORMATS, render
+from retention.evidence.restorelog import RestoreTest, read_restore_log
+from retention.ledger.database import open_to_read
+from retention.library.lifecycle import Job, JobContext
+
+if TYPE_CHECKING:
+    from retention.config.settings import RetentionConfig
+
+
+@dataclass(frozen=True)
+class EvidenceRequest:
+    """The period (its first and last day, UTC), the clusters and projects (globs; none:
+    all), the formats, where to write them (None: nowhere, the caller takes the text),
+    and a team's record of restore tests."""
+
+    first: date
+    last: date
+    clusters: tuple[str, ...] = ()
+    projects: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ("html",)
+    out: Path | None = None
+    restore_log: Path | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The evidence: its document, each format's text, and the files written."""
+
+    doc: dict[str, Any]
+    texts: dict[str, str] = field(default_factory=dict)
+    written: tuple[Path, ...] = ()
+
+    @property
+    def code(self) -> int:
+        """0 everything met, 3 something not met, 1 the chain does not hold."""
+        return int(self.doc["exitCode"])
+
+    def lines(self) -> list[str]:
+        """What a terminal shows."""
+        doc = self.doc
+        p = doc["period"]
+        cov = doc["coverage"]
+        lines = [
+            f"Evidence {p['from']} to {p['to']}: {counted(len(cov), 'cluster')}, "
+            f"{counted(doc['scope']['runs']['total'], 'run')}, "
+            f"{counted(doc['changes']['sent'], 'change')} sent, "
+            f"{counted(len(doc['changes']['outside']), 'change')} made outside retention",
+        ]
+        if doc["notMet"]:
+            lines.append(f"Not met ({len(doc['notMet'])}):")
+            for n in doc["notMet"][:20]:
+                who = f"{n['cluster']}: " if n["cluster"] else ""
+                lines.append(f"  {who}{n['section']}: {n['text']}")
+            if len(doc["notMet"]) > 20:
+                lines.append(f"  ... {len(doc['notMet']) - 20} more in the report")
+        else:
+            lines.append("Everything in scope was met: coverage, retention, the chain.")
+        chain = doc["chain"]
+        lines.append(
+            "Chain: holds" if chain["verified"] else f"Chain: does NOT hold: {chain['problem']}"
+        )
+        lines += [f"Written: {path}" for path in self.written]
+        return lines
+
+
+@dataclass(frozen=True)
+class EvidenceJob(Job[Evidence]):
+    """Read the ledger, build the evidence, write its formats."""
+
+    request: EvidenceRequest
+    connects = False
+    mode = "evidence"
+
+    def check(self) -> None:
+        """A period that ends before it starts, or a format we do not write."""
+        r = self.request
+        if r.last < r.first:
+            raise UsageError(f"--to {r.last} is before --from {r.first}")
+        unknown = [f for f in r.formats if f not in FORMATS]
+        if unknown:
+            raise UsageError(f"--format {unknown[0]}: one of {', '.join(FORMATS)}")
+
+    def prepare(self, config: RetentionConfig) -> Callable[[JobContext], Evidence]:
+        """Where the ledger is; the team's restore tests, read and checked now."""
+        place = config.ledger_place(os.environ)
+        r = self.request
+        tests: list[RestoreTest] | None = (
+            None if r.restore_log is None else read_restore_log(r.restore_log)
+        )
+
+        def step(run: JobContext) -> Evidence:
+            now = run.clock()
+            today = now.astimezone(UTC).date()
+            if r.first > today or r.last > today:
+                late = r.first if r.first > today else r.last
+                flag = "--from" if r.first > today else "--to"
+                raise UsageError(f"{flag} {late} is in the future (today is {today}, UTC)")
+            period = Period(r.first, r.last)
+            with open_to_read(place) as ledger, ledger.reading("reading the evidence") as conn:
+                facts = gather(conn, period, r.clusters, r.projects)
+            doc = document(facts, now, place.shown, tests)
+            texts = {fmt: render(doc, fmt) for fmt in r.formats}
+            written = _write(texts, r.out, period) if r.out is not None else ()
+            return Evidence(doc, texts, written)
+
+        return step
+
+    def code(self, result: Evidence) -> int:
+        """0 met, 3 not met, 1 the chain does not hold."""
+        return result.code
+
+
+def _write(texts: dict[str, str], out: Path, period: Period) -> tuple[Path, ...]:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot make the folder ({exc.strerror or exc})") from None
+    written = []
+    for fmt, text in texts.items():
+        path = out / f"evidence-{period.first}-{period.last}.{fmt}"
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            raise UsageError(
+                f"--out {out}: cannot write {path.name} ({exc.strerror or exc})"
+            ) from None
+        written.append(path)
+    return tuple(written)

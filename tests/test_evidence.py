@@ -1,0 +1,263 @@
+"""retention evidence: from a ledger of 60 daily runs written through the recorder, the
+coverage with its gap, retention as promised at each month's end, every change with who
+and why, the chain, the same numbers in all four formats, and exit 0/3/1/2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import sqlite3
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from retention import cli
+from retention.config.ledgerplace import LedgerPlace
+from retention.core.model import Target
+from retention.core.policy.model import Policy
+from retention.evidence.coverage import Check, coverage
+from retention.evidence.promise import Point, checks
+from retention.ledger.database import open_ledger
+from tests.support.evidenced import FIRST, POLICY, Fleet, generate
+from tests.support.simfleet import P
+
+A = Target(P, "c-aaa", "prod-a")
+B = Target(P, "c-bbb", "prod-b")
+C = Target(P, "c-ccc", "prod-c")
+DAYS = 60
+LAST = FIRST + timedelta(days=DAYS - 1)  # 2026-09-29
+STOPPED = (date(2026, 8, 10), date(2026, 8, 14))
+TODAY = datetime(2026, 10, 5, 12, tzinfo=UTC)
+
+
+def config(folder: Path) -> None:
+    """retention.yaml naming the ledger file (the API is never asked)."""
+    (folder / "retention.yaml").write_text(
+        "api:\n  base_url: http://127.0.0.1:9/api/public/v1.0\n"
+        f'targets:\n  - project: "{P}"\npolicies: policies/\nreports:\n  dir: reports/\n'
+    )
+    (folder / "policies").mkdir(exist_ok=True)
+    (folder / "policies" / "gfs.yaml").write_text(POLICY)
+
+
+@pytest.fixture(scope="module")
+def sixty_days(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """60 daily runs of three clusters: prod-a healthy; prod-b's backups stopped from
+    2026-08-10 to 2026-08-14; prod-c's snapshot of 2026-08-20 deleted by someone else
+    before day 20's run and its snapshot of 2026-08-27 before day 28's, and on day 40 a
+    protect of prod-a approved by alice. Written once; each test gets a copy."""
+    file = tmp_path_factory.mktemp("evidence") / "ledger.db"
+    fleet = Fleet([A, B, C], stopped={"prod-b": STOPPED})
+    with open_ledger(LedgerPlace(f"sqlite:///{file}")) as ledger:
+        generate(
+            ledger,
+            fleet,
+            DAYS,
+            outside_on={20: ("prod-c", "c-ccc-20260820"), 28: ("prod-c", "c-ccc-20260827")},
+            approved_on={40: ("prod-a", "c-aaa-20260801", "alice")},
+        )
+    return file
+
+
+@pytest.fixture
+def ledgered(folder: Path, sixty_days: Path) -> Path:
+    """The working folder, its configuration and a copy of the sixty days' ledger."""
+    config(folder)
+    (folder / "reports").mkdir()
+    shutil.copyfile(sixty_days, folder / "reports" / "ledger.db")
+    return folder
+
+
+def evidence(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """The command at TODAY: its exit code and what it printed."""
+    code = cli.main(["evidence", *args], clock=lambda: TODAY)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def written(folder: Path, fmt: str) -> str:
+    """The evidence file of the whole period in ``fmt``."""
+    return (folder / "out" / f"evidence-{FIRST}-{LAST}.{fmt}").read_text()
+
+
+def test_coverage_retention_changes_and_chain_of_sixty_days(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A healthy cluster covers 60 of 60 days; one whose backups stopped five days shows
+    the gap with its dates; the outside deletions are listed with their values and the
+    one that took a promised daily point is why its month's end missed; alice's approval
+    is listed with the change it sent; the chain holds; exit 3, what missed listed first."""
+    code, out = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
+                         "--out", "out")  # fmt: skip
+    doc = json.loads(written(ledgered, "json"))
+
+    assert code == 3
+    cov = {c["name"]: c for c in doc["coverage"]}
+    assert (cov["prod-a"]["daysMet"], cov["prod-a"]["daysInScope"]) == (60, 60)
+    assert cov["prod-a"]["strip"] == "#" * 60
+    # No snapshot from 08-10 to 08-14: the 03:00 runs of 08-11 .. 08-14 find the newest
+    # (08-09 01:00) older than the 36 h expected; the run of 08-10 finds it 26 h old, and
+    # the one of 08-15 finds that day's, 2 h old.
+    assert cov["prod-b"]["longestGap"] == {"from": "2026-08-11", "to": "2026-08-14", "days": 4}
+    assert cov["prod-b"]["stale"] == [{"from": "2026-08-11", "to": "2026-08-14", "days": 4}]
+    assert cov["prod-b"]["daysMet"] == 56
+
+    outside = doc["changes"]["outside"]
+    assert [(o["cluster"], o["snapshotId"], o["kind"], o["at"]) for o in outside] == [
+        ("prod-c", "c-ccc-20260820", "deleted-early", "2026-08-21T03:00:00Z"),
+        ("prod-c", "c-ccc-20260827", "deleted-early", "2026-08-29T03:00:00Z"),
+    ]
+    assert outside[0]["before"] == {"complete": True, "doNotDelete": False, "expires": None}
+
+    [sent] = doc["changes"]["log"]
+    assert sent["snapshotId"] == "c-aaa-20260801"
+    assert (sent["action"], sent["outcome"], sent["approval"]) == ("protect", "sent", "alice")
+    assert (sent["policy"], sent["why"]) == ("gfs", "protect: monthly snapshot")
+    assert sent["before"] == {"expires": None, "doNotDelete": False}
+    assert sent["after"] == {"expires": None, "doNotDelete": True}
+    assert {a["actor"]: a["roles"] for a in doc["scope"]["actors"]}["alice"] == ["approved"]
+
+    ret = {r["name"]: r for r in doc["retention"]}
+    daily_c = [c for c in ret["prod-c"]["checks"] if c["rule"] == "keep.daily"]
+    assert [(c["at"], c["status"], c["had"]) for c in daily_c] == [
+        ("2026-08-31", "missed", 6),
+        ("2026-09-29", "met", 7),
+    ]
+    assert daily_c[0]["missing"][0]["snapshotId"] == "c-ccc-20260827"
+    assert daily_c[0]["missing"][0]["why"].startswith("a change outside retention (deleted-early")
+    monthly_a = [c for c in ret["prod-a"]["checks"] if c["rule"] == "keep.monthly"]
+    # Aug 31: one month made (short), Sep 29: two of three: history too short, not missed.
+    assert [(c["at"], c["promised"], c["had"], c["status"]) for c in monthly_a] == [
+        ("2026-08-31", 1, 1, "short"),
+        ("2026-09-29", 2, 2, "short"),
+    ]
+
+    assert [(n["section"], n["cluster"]) for n in doc["notMet"]] == [
+        ("coverage", "prod-b"),
+        ("retention", "prod-c"),
+    ]
+    assert doc["chain"]["verified"] is True
+    assert doc["chain"]["shards"][0]["records"] == 60
+    assert out.index("Not met (2)") < out.index("Chain: holds")
+
+
+def test_the_four_formats_carry_the_same_numbers(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HTML, Markdown, JSON and CSV from one document: the coverage, the counts of changes
+    and the chain's head are the same in each; the CSV has every change."""
+    formats = [a for fmt in ("html", "md", "json", "csv") for a in ("--format", fmt)]
+    evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--out", "out", *formats)
+    doc = json.loads(written(ledgered, "json"))
+    html, md = written(ledgered, "html"), written(ledgered, "md")
+    rows = list(csv.DictReader(io.StringIO(written(ledgered, "csv"))))
+
+    assert [(r["by"], r["snapshotId"]) for r in rows] == [
+        ("retention", "c-aaa-20260801"),
+        ("outside", "c-ccc-20260820"),
+        ("outside", "c-ccc-20260827"),
+    ]
+    head = doc["chain"]["shards"][0]["headAtEnd"]
+    for text in (html, md):
+        assert head in text
+        assert "56 / 60" in text  # prod-b's coverage
+        assert "2026-08-11 to 2026-08-14" in text
+        assert "1 changes sent by retention (1 protect)" in text
+        assert "keep.daily 7: met on 1 of 2 ends; 2026-08-31 had 6 of 7" in text
+    assert "<script" not in html
+    assert re.search(r"Not met \(2\)", html)
+    assert "Not met (2)" in md
+
+
+def test_a_ledger_edited_by_hand_breaks_the_chain_and_exits_1(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An event whose values were changed in the database: the chain section says the
+    chain does not hold, naming the run, and the command exits 1."""
+    with sqlite3.connect(ledgered / "reports" / "ledger.db") as db:
+        db.execute(
+            "UPDATE ledger_events SET after = '{\"doNotDelete\":true}' WHERE kind = 'deleted-early'"
+        )
+    code, out = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
+                         "--out", "out")  # fmt: skip
+    doc = json.loads(written(ledgered, "json"))
+
+    assert code == 1
+    assert doc["chain"]["verified"] is False
+    assert "run-020" in doc["chain"]["brokenAt"]
+    assert doc["notMet"][0]["section"] == "chain"
+    assert "does NOT hold" in out
+    assert {c["control"]: c["status"] for c in doc["controls"]}["SEC 17a-4(f) audit trail"] == (
+        "not evidenced"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--from", "2026-10-01", "--to", "2026-10-09"], "--to 2026-10-09 is in the future"),
+        (["--from", "2026-09-01", "--to", "2026-08-01"], "is before --from"),
+        (["--from", "2026-08-01", "--to", "2026-08-31", "--clusters", "stage-*"], "'stage-*'"),
+        (["--from", "2026-05-01", "--to", "2026-05-31"], "no run in 2026-05-01 .. 2026-05-31"),
+    ],
+)
+def test_bad_input_is_exit_2_and_named(
+    ledgered: Path, capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    """A period in the future or backwards, a glob that matches nothing, a period with no
+    run: exit 2, and the message names what is wrong; nothing is written."""
+    code, out = evidence(capsys, *args, "--out", "out")
+
+    assert code == 2
+    assert said in out
+    assert not (ledgered / "out").exists()
+
+
+def test_no_ledger_is_exit_2_and_makes_none(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Evidence with no ledger where the configuration says: exit 2, and no file made."""
+    config(folder)
+    code, out = evidence(capsys, "--from", "2026-08-01", "--to", "2026-08-31")
+
+    assert code == 2
+    assert "no ledger there" in out
+    assert not (folder / "reports" / "ledger.db").exists()
+
+
+def test_coverage_counts_days_and_finds_the_longest_gap() -> None:
+    """Days before the cluster was first seen are out of scope; a day with no run and
+    stale days are gaps; a day with a fresh check is met."""
+    days = [date(2026, 1, d) for d in range(1, 11)]
+    found = [Check(date(2026, 1, d), stale=d in (5, 6)) for d in (2, 3, 5, 6, 8, 9, 10)]
+    cov = coverage(days, found, first=date(2026, 1, 2), gone=None)
+
+    assert cov.strip == " ##.SS.###"
+    assert (cov.met, cov.in_scope) == (5, 9)
+    gap = cov.longest_gap
+    assert gap is not None
+    assert (gap.first, gap.last, gap.days) == (date(2026, 1, 4), date(2026, 1, 7), 4)
+
+
+def test_a_bucket_is_had_while_any_of_its_points_is_there() -> None:
+    """monthly: a month whose newest point went still counts while an older point of it
+    is there; a month with none left is missed and names its newest point."""
+    policy = Policy.model_validate({"name": "m", "keep": {"monthly": 3}})
+
+    def t(month: int, day: int) -> datetime:
+        return datetime(2026, month, day, tzinfo=UTC)
+
+    points = [
+        Point("jan-a", t(1, 10), None),
+        Point("jan-b", t(1, 20), t(2, 1)),  # went: jan-a still holds January
+        Point("feb", t(2, 10), t(3, 15)),  # went mid-March: February empty at March's end
+        Point("mar", t(3, 10), None),
+    ]
+    [check] = checks(policy, points, t(4, 1))
+
+    assert (check.promised, check.had, check.status) == (3, 2, "missed")
+    assert [(m.bucket, m.snapshot_id) for m in check.missing] == [("month 2026-02", "feb")]
