@@ -181,7 +181,7 @@ def _actors(facts: Facts, period_runs: list[RunFact]) -> list[dict[str, Any]]:
         approver = run.approvals.get("by")
         if run.approvals.get("clusters") and approver:
             roles[str(approver)].add("approved")
-        if run.mode == "ledger-ack":
+        if run.mode == "ack":
             roles[run.actor].add("acknowledged")
         roles[run.actor].add("ran")
     return [
@@ -266,11 +266,12 @@ def _points(facts: Facts, c: ClusterFacts) -> list[Point]:
     for s in c.snapshots:
         if not s.complete:
             continue
+        # There until a run saw it gone: the ladder is read at the time of a run, and a
+        # snapshot a run listed was a restore point then, its expiry passed or not.
         gone = None
         if s.gone_run is not None:
             gone = facts.started(s.gone_run) or oldest
-        ends = [t for t in (s.expires if not s.do_not_delete else None, gone) if t is not None]
-        points.append(Point(s.snapshot_id, s.created, min(ends) if ends else None))
+        points.append(Point(s.snapshot_id, s.created, gone))
     return points
 
 
@@ -284,6 +285,8 @@ def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, 
         before = [(run, row) for run, row in rows if run.started < moment and run.mode in WALKING]
         if not before:
             continue
+        # As the last run by then saw the cluster: the ledger knows nothing of the
+        # snapshots made after it, so the ladder is read at its time.
         run, row = before[-1]
         for name in (row.expected or {}).get("policies", []):
             policy = policies.of(run, name)
@@ -291,8 +294,8 @@ def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, 
                 unknown.add(name)
                 continue
             unchecked.update(f"{name}: {r}" for r in unchecked_rules(policy))
-            for check in checks(policy, points, moment):
-                found.append(_rule_check(facts, c, check, moment))
+            for check in checks(policy, points, run.started):
+                found.append(_rule_check(facts, c, check, moment, run.started))
     return {
         **_who(c),
         "checks": found,
@@ -304,11 +307,12 @@ def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, 
 
 
 def _rule_check(
-    facts: Facts, c: ClusterFacts, check: RuleCheck, moment: datetime
+    facts: Facts, c: ClusterFacts, check: RuleCheck, moment: datetime, seen: datetime
 ) -> dict[str, Any]:
     at = (moment - timedelta(days=1)).date()
     return {
         "at": at.isoformat(),
+        "asOf": _ts(seen),
         "policy": check.policy,
         "rule": f"{check.section}.{check.rule}",
         "count": check.count,
@@ -319,7 +323,7 @@ def _rule_check(
             {
                 "bucket": m.bucket,
                 "snapshotId": m.snapshot_id,
-                "why": _why_missing(facts, c, m.snapshot_id, moment),
+                "why": _why_missing(facts, c, m.snapshot_id, seen),
             }
             for m in check.missing
         ],

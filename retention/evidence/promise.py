@@ -29,7 +29,7 @@ Status = Literal["met", "short", "missed"]
 @dataclass(frozen=True)
 class Point:
     """A complete snapshot as evidence places it in time: made at ``created``, there
-    until ``until`` (its expiry passed or the ledger saw it go; None: still there)."""
+    until ``until`` (when a run saw it gone; None: still there)."""
 
     snapshot_id: str
     created: datetime

@@ -108,6 +108,16 @@ def _ledger_ack(stage: Stage) -> list[Invocation]:
     ]
 
 
+def _evidence(stage: Stage) -> list[Invocation]:
+    stage.main(["plan"])  # a ledger with a run of the simulator's day
+    day = stage.sim.clock.now().date().isoformat()
+    # --format json is the evidence's file format here; --out - writes it to stdout.
+    return [
+        Invocation(["evidence", "--from", day, "--to", day, "--out", "-"], 0),
+        Invocation(["evidence", "--from", day, "--to", "2099-01-01", "--out", "-"], 2),
+    ]
+
+
 def _broken_policies(stage: Stage) -> Path:
     """A policy folder with a misspelt key, for invocations that must end with exit 2."""
     broken = stage.folder / "broken"
@@ -187,6 +197,7 @@ INVOCATIONS: dict[str, Callable[[Stage], list[Invocation]]] = {
     ],
     "ledger verify": _ledger_verify,
     "ledger ack": _ledger_ack,
+    "evidence": _evidence,
     "demo": lambda stage: [
         Invocation(["demo", "--report-dir", str(stage.folder / "demo")], 0),
         Invocation(["demo", "--policies", "no-such-folder"], 2),
