@@ -141,12 +141,11 @@ def evidence(sixty: dict[str, Any], *args: str) -> int:
     """`retention evidence` of the sixty days as JSON on stdout, an hour after the last
     run (the same time each call, so two documents of one ledger are equal)."""
     first, last = sixty["first"].date().isoformat(), sixty["last"].date().isoformat()
-    code = cli.main(
+    return cli.main(
         ["--config", str(sixty["config"]), "evidence", "--from", first, "--to", last,
          "--format", "json", "--out", "-", *args],
         clock=lambda: sixty["last"] + timedelta(hours=1),
     )  # fmt: skip
-    return code
 
 
 def test_sixty_days_of_runs_give_their_evidence(
