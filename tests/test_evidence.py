@@ -166,7 +166,7 @@ def test_the_four_formats_carry_the_same_numbers(
         assert head in text
         assert "56 / 60" in text  # prod-b's coverage
         assert "2026-08-11 to 2026-08-14" in text
-        assert "1 changes sent by retention (1 protect)" in text
+        assert "1 change sent by retention (1 protect)" in text
         assert "keep.daily 7: met on 1 of 2 ends; 2026-08-31 had 6 of 7" in text
     assert "<script" not in html
     assert re.search(r"Not met \(2\)", html)
