@@ -20,6 +20,7 @@ from retention.config.ledgerplace import LedgerPlace
 from retention.core.model import Target
 from retention.core.policy.model import Policy
 from retention.evidence.coverage import Check, coverage
+from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
 from retention.evidence.promise import Point, checks
 from retention.ledger.database import open_ledger
 from tests.support.evidenced import FIRST, POLICY, Fleet, generate
@@ -94,6 +95,7 @@ def test_coverage_retention_changes_and_chain_of_sixty_days(
     code, out = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
                          "--out", "out")  # fmt: skip
     doc = json.loads(written(ledgered, "json"))
+    DOCUMENT.validate_python(doc)  # what is written is what the shipped schema says
 
     assert code == 3
     cov = {c["name"]: c for c in doc["coverage"]}
@@ -186,6 +188,7 @@ def test_a_ledger_edited_by_hand_breaks_the_chain_and_exits_1(
                          "--out", "out")  # fmt: skip
     doc = json.loads(written(ledgered, "json"))
 
+    DOCUMENT.validate_python(doc)
     assert code == 1
     assert doc["chain"]["verified"] is False
     assert "run-020" in doc["chain"]["brokenAt"]
@@ -261,3 +264,9 @@ def test_a_bucket_is_had_while_any_of_its_points_is_there() -> None:
 
     assert (check.promised, check.had, check.status) == (3, 2, "missed")
     assert [(m.bucket, m.snapshot_id) for m in check.missing] == [("month 2026-02", "feb")]
+
+
+def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
+    """evidence.schema.json is generated from the typed model: regenerate it with
+    `python -m retention.evidence.model` when the model changes."""
+    assert evidence_json_schema() == json.loads(json.dumps(generated_schema()))

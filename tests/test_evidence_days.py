@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from retention import cli
+from retention.evidence.model import DOCUMENT
 from retention.simulator.schedule import SimSchedule
 from retention.simulator.server import Simulator
 from retention.simulator.store import Fleet, SimCluster, SimProject, SimSnapshot
@@ -157,6 +158,7 @@ def test_sixty_days_of_runs_give_their_evidence(
     capsys.readouterr()
     code = evidence(sixty)
     doc = json.loads(capsys.readouterr().out)
+    DOCUMENT.validate_python(doc)
 
     assert set(sixty["codes"]) == {0}
     cov = {c["name"]: c for c in doc["coverage"]}

@@ -225,14 +225,15 @@ def explain(
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["policy", "config", "plan"]))
+@click.argument("kind", type=click.Choice(["policy", "config", "plan", "evidence"]))
 def schema(kind: str) -> None:
-    """Print the JSON Schema of a policy file, retention.yaml or a plan file.
+    """Print the JSON Schema of a policy file, retention.yaml, a plan file or the evidence.
 
     \b
     Examples:
       retention schema policy > policy.schema.json   # for editor completion
       retention schema plan
+      retention schema evidence   # what `retention evidence --format json` writes
     """
     if kind == "policy":
         from retention.core.policy.model import policy_json_schema
@@ -242,6 +243,10 @@ def schema(kind: str) -> None:
         from retention.config.settings import config_json_schema
 
         document = config_json_schema()
+    elif kind == "evidence":
+        from retention.evidence.model import evidence_json_schema
+
+        document = evidence_json_schema()
     else:
         from retention.runfolder.schema import plan_json_schema
 
