@@ -163,6 +163,7 @@ def test_the_four_formats_carry_the_same_numbers(
         ("outside", "c-ccc-20260820"),
         ("outside", "c-ccc-20260827"),
     ]
+    assert doc["changes"]["count"] == len(doc["changes"]["log"]) == 1
     head = doc["chain"]["shards"][0]["headAtEnd"]
     for text in (html, md):
         assert head in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -104,10 +105,9 @@ def evidence(  # noqa: PLR0913 - click passes each option of the command as a ke
         tuple(dict.fromkeys(formats)),
         None if to_stdout else Path(out),
         restore_log,
+        sys.stdout if to_stdout else None,
     )
     result = library(ctx).evidence(request).result
-    if to_stdout:
-        click.echo(result.texts[formats[0]], nl=False)
     for line in result.lines():
         click.echo(line, err=to_stdout)
     return result.code

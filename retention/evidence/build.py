@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from retention.config.policyfiles import parse_policies
 from retention.core.policy.holdrecords import HoldRecord
@@ -25,6 +25,21 @@ from retention.evidence.restorelog import RestoreTest
 from retention.ledger.chain import GENESIS
 
 SCHEMA_VERSION = 1
+
+
+class Lookup(Protocol):
+    """What the document asks the ledger beyond the facts: the events of a snapshot whose
+    promised point went, and its last known expiry (gather.Reading answers)."""
+
+    def events_of(self, project_id: str, cluster_id: str, snapshot_id: str) -> list[EventFact]:
+        """Every event of one snapshot, oldest first."""
+        ...
+
+    def expires_of(self, project_id: str, cluster_id: str, snapshot_id: str) -> datetime | None:
+        """Its last known expiry."""
+        ...
+
+
 # The modes whose runs walk the fleet (a cluster's day is checked by one of them).
 WALKING = ("plan", "run", "dry-run")
 # The outcomes of a change of ours as the ledger records them.
@@ -43,13 +58,15 @@ def document(
     facts: Facts,
     generated: datetime,
     ledger: str,
+    lookup: Lookup,
     restore_tests: Sequence[RestoreTest] | None = None,
 ) -> dict[str, Any]:
-    """The evidence of ``facts``'s period, generated at ``generated``."""
+    """The evidence of ``facts``'s period, generated at ``generated``; its change log is
+    the first entries only (gather.PREVIEW): the JSON and the CSV stream every one."""
     policies = _policies(facts)
     clusters = sorted(facts.clusters, key=lambda c: (c.name, c.project_id, c.cluster_id))
     covered = [_coverage(facts, c) for c in clusters]
-    promised = [_retention(facts, c, policies) for c in clusters]
+    promised = [_retention(facts, c, policies, lookup) for c in clusters]
     changes = _changes(facts, {(c.project_id, c.cluster_id): c for c in clusters})
     chain = _chain(facts)
     doc: dict[str, Any] = {
@@ -171,7 +188,7 @@ def _scope(facts: Facts, clusters: list[ClusterFacts], policies: _Policies) -> d
 
 
 def _actors(facts: Facts, period_runs: list[RunFact]) -> list[dict[str, Any]]:
-    sent_by_run = Counter(e.run_seq for e in facts.events if e.kind == "sent")
+    sent_by_run = facts.ours.sent_by_run
     roles: dict[str, set[str]] = defaultdict(set)
     counts: Counter[str] = Counter()
     for run in period_runs:
@@ -200,15 +217,7 @@ def cluster_coverage(facts: Facts, c: ClusterFacts) -> Coverage:
         run = facts.runs.get(row.run_seq)
         if run is None or run.mode not in WALKING:
             continue
-        expected = row.expected or {}
-        stale = expected.get("stale")
-        found.append(
-            Check(
-                _day(run.started),
-                None if stale is None else bool(stale),
-                row.walk_error is not None,
-            )
-        )
+        found.append(Check(_day(run.started), row.stale, row.error))
     first = facts.started(c.first_run)
     gone = facts.started(c.gone_run)
     return coverage(
@@ -263,9 +272,7 @@ def moments(facts: Facts) -> list[datetime]:
 def _points(facts: Facts, c: ClusterFacts) -> list[Point]:
     oldest = min((r.started for r in facts.runs.values()), default=None)
     points = []
-    for s in c.snapshots:
-        if not s.complete:
-            continue
+    for s in c.snapshots:  # complete ones (gather)
         # There until a run saw it gone: the ladder is read at the time of a run, and a
         # snapshot a run listed was a restore point then, its expiry passed or not.
         gone = None
@@ -275,7 +282,9 @@ def _points(facts: Facts, c: ClusterFacts) -> list[Point]:
     return points
 
 
-def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, Any]:
+def _retention(
+    facts: Facts, c: ClusterFacts, policies: _Policies, lookup: Lookup
+) -> dict[str, Any]:
     points = _points(facts, c)
     rows = [(facts.runs[r.run_seq], r) for r in c.rows if r.run_seq in facts.runs]
     found: list[dict[str, Any]] = []
@@ -288,14 +297,14 @@ def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, 
         # As the last run by then saw the cluster: the ledger knows nothing of the
         # snapshots made after it, so the ladder is read at its time.
         run, row = before[-1]
-        for name in (row.expected or {}).get("policies", []):
+        for name in row.policies:
             policy = policies.of(run, name)
             if policy is None:
                 unknown.add(name)
                 continue
             unchecked.update(f"{name}: {r}" for r in unchecked_rules(policy))
             for check in checks(policy, points, run.started):
-                found.append(_rule_check(facts, c, check, moment, run.started))
+                found.append(_rule_check(facts, c, check, moment, run.started, lookup))
     return {
         **_who(c),
         "checks": found,
@@ -307,7 +316,12 @@ def _retention(facts: Facts, c: ClusterFacts, policies: _Policies) -> dict[str, 
 
 
 def _rule_check(
-    facts: Facts, c: ClusterFacts, check: RuleCheck, moment: datetime, seen: datetime
+    facts: Facts,
+    c: ClusterFacts,
+    check: RuleCheck,
+    moment: datetime,
+    seen: datetime,
+    lookup: Lookup,
 ) -> dict[str, Any]:
     at = (moment - timedelta(days=1)).date()
     return {
@@ -323,18 +337,18 @@ def _rule_check(
             {
                 "bucket": m.bucket,
                 "snapshotId": m.snapshot_id,
-                "why": _why_missing(facts, c, m.snapshot_id, seen),
+                "why": _why_missing(facts, c, m.snapshot_id, seen, lookup),
             }
             for m in check.missing
         ],
     }
 
 
-def _why_missing(facts: Facts, c: ClusterFacts, snapshot_id: str, moment: datetime) -> str:
+def _why_missing(
+    facts: Facts, c: ClusterFacts, snapshot_id: str, moment: datetime, lookup: Lookup
+) -> str:
     """Why a promised point was not there, from what the ledger recorded of it."""
-    for e in facts.events:
-        if e.snapshot_id != snapshot_id or e.cluster_id != c.cluster_id:
-            continue
+    for e in reversed(lookup.events_of(c.project_id, c.cluster_id, snapshot_id)):
         when = _ts(e.at) or "?"
         if e.kind in OUTSIDE:
             return f"a change outside retention ({e.kind}, {when})"
@@ -342,10 +356,10 @@ def _why_missing(facts: Facts, c: ClusterFacts, snapshot_id: str, moment: dateti
             run = facts.runs.get(e.run_seq)
             by = f" by {run.actor}" if run else ""
             return f"retention changed it ({e.detail.get('action')}, {when}{by})"
-    s = next((s for s in c.snapshots if s.snapshot_id == snapshot_id), None)
-    if s is not None and s.expires is not None and s.expires <= moment:
-        return f"its expiry passed ({_ts(s.expires)})"
-    return "it went before the period, or between two runs without a trace"
+    expires = lookup.expires_of(c.project_id, c.cluster_id, snapshot_id)
+    if expires is not None and expires <= moment:
+        return f"its expiry passed ({_ts(expires)})"
+    return "it went between two runs without a trace"
 
 
 def _rule_summaries(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -377,63 +391,17 @@ def _count(value: int) -> str:
 
 
 def _changes(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dict[str, Any]:
-    ended = {(e.run_seq, e.cluster_id, e.snapshot_id) for e in facts.events if e.kind in OUTCOMES}
-    intents = {
-        (e.run_seq, e.cluster_id, e.snapshot_id): e for e in facts.events if e.kind == "intent"
-    }
-    ours = []
-    for e in facts.events:
-        pending = e.kind == "intent" and (e.run_seq, e.cluster_id, e.snapshot_id) not in ended
-        if e.kind in OUTCOMES or pending:
-            ours.append(
-                _change(facts, by_key, e, intents.get((e.run_seq, e.cluster_id, e.snapshot_id)))
-            )
-    by_cluster: dict[str, Counter[str]] = defaultdict(Counter)
-    for ch in ours:
-        if ch["outcome"] == "sent":
-            by_cluster[ch["cluster"]][ch["action"]] += 1
-    outside = [_outside(facts, by_key, e) for e in facts.events if e.kind in OUTSIDE]
+    ours = facts.ours
     return {
-        "sent": sum(1 for ch in ours if ch["outcome"] == "sent"),
-        "byAction": dict(
-            sorted(Counter(ch["action"] for ch in ours if ch["outcome"] == "sent").items())
-        ),
-        "byCluster": {k: dict(sorted(v.items())) for k, v in sorted(by_cluster.items())},
-        "log": ours,
-        "undos": [ch for ch in ours if ch["mode"] == "undo"],
+        "sent": ours.sent,
+        "byAction": dict(sorted(ours.by_action.items())),
+        "byCluster": {k: dict(sorted(v.items())) for k, v in sorted(ours.by_cluster.items())},
+        "count": ours.total,
+        "log": ours.preview,
+        "undos": ours.undos,
         "holds": _holds(facts, by_key),
         "holdRecords": _hold_records(facts),
-        "outside": outside,
-    }
-
-
-def _change(
-    facts: Facts,
-    by_key: dict[tuple[str, str], ClusterFacts],
-    e: EventFact,
-    intent: EventFact | None,
-) -> dict[str, Any]:
-    run = facts.runs.get(e.run_seq)
-    said = {**(intent.detail if intent else {}), **e.detail}
-    before = e.before or (intent.before if intent else None) or {}
-    after = e.after or {}
-    return {
-        "at": _ts(e.at),
-        "runId": run.run_id if run else None,
-        "mode": run.mode if run else None,
-        "actor": run.actor if run else None,
-        "projectId": e.project_id,
-        "clusterId": e.cluster_id,
-        "cluster": _name(by_key, e),
-        "snapshotId": e.snapshot_id,
-        "action": said.get("action"),
-        "outcome": "pending" if e.kind == "intent" else e.kind,
-        "status": said.get("status"),
-        "before": {"expires": before.get("expires"), "doNotDelete": before.get("doNotDelete")},
-        "after": {"expires": after.get("expires"), "doNotDelete": after.get("doNotDelete")},
-        "approval": said.get("approval"),
-        "policy": said.get("policy"),
-        "why": said.get("why"),
+        "outside": [_outside(facts, by_key, e) for e in facts.events if e.kind in OUTSIDE],
     }
 
 
@@ -482,15 +450,14 @@ def _holds(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> list[di
             run = facts.runs.get(row.run_seq)
             if run is None:
                 continue
-            for h in row.holds:
-                key = (c.cluster_id, h.get("kind", ""), h.get("reason", ""))
+            for kind, reason in row.holds:
                 entry = found.setdefault(
-                    key,
+                    (c.cluster_id, kind, reason),
                     {
                         "cluster": c.name,
                         "clusterId": c.cluster_id,
-                        "kind": h.get("kind"),
-                        "reason": h.get("reason"),
+                        "kind": kind,
+                        "reason": reason,
                         "from": _ts(run.started),
                         "runs": 0,
                     },

@@ -1,31 +1,37 @@
-"""What evidence reads of the ledger: the runs of the period (and the times of every run,
-to place a snapshot's first sight and its going), the clusters in scope with their rows
-per run, their snapshots, the events of the period, the policy texts, and the chain as
-``ledger verify`` finds it. One read-only transaction (on PostgreSQL one snapshot, so
-that a run finished meanwhile cannot show half), nothing written, no API asked.
+"""What evidence reads of the ledger: the runs (every one, to place a snapshot's first
+sight and its going), the clusters in scope with their rows of the period and their
+complete snapshots, the period's changes made outside retention and acknowledgements,
+the policy texts, and the chain as ``ledger verify`` finds it. The period's changes of
+ours, which a year of a fleet counts by the hundred thousand, are summed as they are read
+(``ours``) and streamed again only to write the JSON and the CSV (``change_log``), never
+held. All on one connection in one read-only transaction (on PostgreSQL one snapshot, so
+a run finished meanwhile cannot show half): nothing written, no API asked.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, and_, exists, func, or_, select
 
+from retention.core.timestamps import format_timestamp
 from retention.errors import ChainBrokenError, UsageError
 from retention.ledger.chain import ChainReport, verify
 from retention.ledger.rows import read_time
 from retention.ledger.tables import cluster_runs, events, policies, runs, snapshots, targets
 
-# The events evidence lists: the changes of ours and how they ended, the changes made
-# outside retention, and their acknowledgements.
-OURS = ("intent", "sent", "refused", "unknown")
+# The changes of ours and how they ended; those made outside retention.
+OUTCOMES = ("sent", "refused", "unknown")
 OUTSIDE = ("changed", "deleted-early", "gone")
-LISTED = (*OURS, *OUTSIDE, "acknowledged")
+# Changes listed in the HTML and the Markdown; the JSON and the CSV have every one.
+PREVIEW = 200
+_STREAM = {"yield_per": 5000}
 
 
 @dataclass(frozen=True)
@@ -71,33 +77,33 @@ class RunFact:
     hash: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClusterRunFact:
-    """A cluster in one run: what its plan made of it."""
+    """A cluster in one run: its freshness check (``stale`` None: nothing expected or a
+    run recorded before expectations were), whether its walk failed, its policies and
+    its holds."""
 
     run_seq: int
-    holds: tuple[dict[str, str], ...]
-    newest_age_seconds: int | None
-    walk_error: str | None
-    expected: dict[str, Any] | None
+    stale: bool | None
+    error: bool
+    policies: tuple[str, ...]
+    holds: tuple[tuple[str, str], ...]  # (kind, reason)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SnapshotFact:
-    """A snapshot the ledger knows of a cluster, gone or not."""
+    """A complete snapshot the ledger knows of a cluster: made ``created``, seen gone by
+    run ``gone_run`` (None: still there)."""
 
     snapshot_id: str
     created: datetime
-    complete: bool
-    expires: datetime | None
-    do_not_delete: bool
-    first_run: int
     gone_run: int | None
 
 
 @dataclass(frozen=True)
 class EventFact:
-    """An event of the period."""
+    """An event the evidence lists whole (an outside change, an acknowledgement, the
+    events of a snapshot whose promised point went)."""
 
     seq: int
     run_seq: int
@@ -126,18 +132,31 @@ class ClusterFacts:
 
 
 @dataclass
+class Ours:
+    """The period's changes of ours, summed as they were read."""
+
+    total: int = 0  # changes in the log: each outcome, and each intent that has none
+    sent: int = 0
+    by_action: Counter[str] = field(default_factory=Counter)  # sent ones
+    by_cluster: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    sent_by_run: Counter[int] = field(default_factory=Counter)
+    preview: list[dict[str, Any]] = field(default_factory=list)  # the first PREVIEW
+    undos: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Facts:
-    """Everything evidence reads, for one period."""
+    """What evidence reads, for one period."""
 
     period: Period
     runs: dict[int, RunFact]  # every run of the ledger, by seq
     clusters: list[ClusterFacts]
-    events: list[EventFact]
+    events: list[EventFact]  # outside changes and acknowledgements of the period
     texts: dict[str, tuple[str, str]]  # sha256: (path, text)
     chain: ChainReport | None
     broken: str | None
     broken_at: str | None
-    unmatched: list[str]  # --clusters and --projects arguments that matched nothing
+    ours: Ours = field(default_factory=Ours)
 
     def started(self, seq: int | None) -> datetime | None:
         """When run ``seq`` started (None: no run, or one ledger.keep removed)."""
@@ -150,53 +169,262 @@ class Facts:
         return [r for r in self.runs.values() if p.start <= r.started < p.end]
 
 
-def gather(
-    conn: Connection,
-    period: Period,
-    clusters: Sequence[str] = (),
-    projects: Sequence[str] = (),
-) -> Facts:
-    """Read the period's facts on ``conn`` (one read-only transaction)."""
-    all_runs = {r.seq: r for r in _runs(conn)}
-    if not any(r.ended is not None for r in all_runs.values()):
-        raise UsageError("the ledger holds no finished run: nothing to give evidence of")
-    in_period = [r for r in all_runs.values() if period.start <= r.started < period.end]
-    if not in_period:
-        times = sorted(r.started for r in all_runs.values())
-        raise UsageError(
-            f"no run in {period.first} .. {period.last}: the ledger's runs go from "
-            f"{times[0]:%Y-%m-%d} to {times[-1]:%Y-%m-%d}"
+class Reading:
+    """The ledger as the evidence of one period reads it, on one connection."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        period: Period,
+        clusters: Sequence[str] = (),
+        projects: Sequence[str] = (),
+    ) -> None:
+        self.conn, self.period = conn, period
+        self.clusters, self.projects = clusters, projects
+        self.seqs = (0, -1)
+        self.names: dict[tuple[str, str], str] = {}
+        self.runs: dict[int, RunFact] = {}
+
+    def gather(self) -> Facts:
+        """Read the period's facts; UsageError for an empty ledger, a period with no run,
+        or arguments that choose nothing."""
+        conn, period = self.conn, self.period
+        self.runs = {r.seq: r for r in _runs(conn)}
+        if not any(r.ended is not None for r in self.runs.values()):
+            raise UsageError("the ledger holds no finished run: nothing to give evidence of")
+        in_period = [r for r in self.runs.values() if period.start <= r.started < period.end]
+        if not in_period:
+            times = sorted(r.started for r in self.runs.values())
+            raise UsageError(
+                f"no run in {period.first} .. {period.last}: the ledger's runs go from "
+                f"{times[0]:%Y-%m-%d} to {times[-1]:%Y-%m-%d}"
+            )
+        chosen, unmatched = _chosen(_targets(conn), self.clusters, self.projects)
+        if unmatched:
+            raise UsageError(
+                "nothing in the ledger matches "
+                + ", ".join(unmatched)
+                + " (--clusters takes names, globs of names or cluster ids; --projects "
+                "project ids)"
+            )
+        self.seqs = (min(r.seq for r in in_period), max(r.seq for r in in_period))
+        scoped = [c for c in chosen if self._in_period(c)]
+        by_key = {(c.project_id, c.cluster_id): c for c in scoped}
+        self.names = {k: c.name for k, c in by_key.items()}
+        self._rows(by_key)
+        self._snapshots(by_key)
+        texts = {
+            p.sha256: (p.path, p.text)
+            for p in conn.execute(select(policies.c.sha256, policies.c.path, policies.c.text))
+        }
+        try:
+            chain, broken, broken_at = verify(conn), None, None
+        except ChainBrokenError as exc:
+            chain, broken, broken_at = None, str(exc), exc.record
+        facts = Facts(period, self.runs, scoped, [], texts, chain, broken, broken_at)
+        facts.events = self._listed((*OUTSIDE, "acknowledged"))
+        facts.ours = self._ours()
+        return facts
+
+    # -- scope -------------------------------------------------------------------------
+
+    def _in_period(self, c: ClusterFacts) -> bool:
+        first = self.runs.get(c.first_run)
+        if first is not None and first.started >= self.period.end:
+            return False  # first seen after the period
+        if c.gone_run is None:
+            return True
+        gone = self.runs.get(c.gone_run)
+        return gone is not None and gone.started >= self.period.start
+
+    def _rows(self, by_key: dict[tuple[str, str], ClusterFacts]) -> None:
+        chosen = select(
+            cluster_runs.c.run_seq,
+            cluster_runs.c.project_id,
+            cluster_runs.c.cluster_id,
+            cluster_runs.c.holds,
+            cluster_runs.c.walk_error,
+            cluster_runs.c.expected,
+        ).where(cluster_runs.c.run_seq.between(*self.seqs))
+        interned: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for r in self.conn.execute(
+            chosen.order_by(cluster_runs.c.run_seq), execution_options=_STREAM
+        ):
+            c = by_key.get((r.project_id, r.cluster_id))
+            if c is None:
+                continue
+            expected = json.loads(r.expected) if r.expected else {}
+            names = tuple(expected.get("policies", ()))
+            stale = expected.get("stale")
+            holds = () if r.holds == "[]" else tuple(
+                (h.get("kind", ""), h.get("reason", "")) for h in json.loads(r.holds)
+            )  # fmt: skip
+            c.rows.append(
+                ClusterRunFact(
+                    int(r.run_seq),
+                    None if stale is None else bool(stale),
+                    r.walk_error is not None,
+                    interned.setdefault(names, names),
+                    holds,
+                )
+            )
+
+    def _snapshots(self, by_key: dict[tuple[str, str], ClusterFacts]) -> None:
+        chosen = select(
+            snapshots.c.project_id,
+            snapshots.c.cluster_id,
+            snapshots.c.snapshot_id,
+            snapshots.c.created,
+            snapshots.c.gone_run,
+        ).where(snapshots.c.complete.is_(True))
+        for s in self.conn.execute(chosen, execution_options=_STREAM):
+            c = by_key.get((s.project_id, s.cluster_id))
+            if c is not None:
+                c.snapshots.append(SnapshotFact(s.snapshot_id, _time(s.created), s.gone_run))
+
+    # -- events ------------------------------------------------------------------------
+
+    def _listed(self, kinds: tuple[str, ...]) -> list[EventFact]:
+        chosen = (
+            select(events)
+            .where(events.c.run_seq.between(*self.seqs), events.c.kind.in_(kinds))
+            .order_by(events.c.seq)
         )
-    known = _targets(conn)
-    chosen, unmatched = _chosen(known, clusters, projects)
-    if unmatched:
-        raise UsageError(
-            "nothing in the ledger matches "
-            + ", ".join(unmatched)
-            + " (--clusters takes names, globs of names or cluster ids; --projects project ids)"
+        return [
+            _event(e)
+            for e in self.conn.execute(chosen)
+            if (e.project_id, e.cluster_id) in self.names
+        ]
+
+    def events_of(self, project_id: str, cluster_id: str, snapshot_id: str) -> list[EventFact]:
+        """Every event of one snapshot, oldest first (why a promised point went)."""
+        chosen = (
+            select(events)
+            .where(
+                events.c.project_id == project_id,
+                events.c.cluster_id == cluster_id,
+                events.c.snapshot_id == snapshot_id,
+            )
+            .order_by(events.c.seq)
         )
-    first_seq, last_seq = min(r.seq for r in in_period), max(r.seq for r in in_period)
-    scoped = [
-        c
-        for c in chosen
-        if _seen_by(all_runs, c.first_run, period.end) and not _gone_before(all_runs, c, period)
-    ]
-    by_key = {(c.project_id, c.cluster_id): c for c in scoped}
-    _rows(conn, by_key, first_seq, last_seq)
-    _snapshots(conn, by_key)
-    found = _events(conn, by_key, first_seq, last_seq)
-    texts = {
-        p.sha256: (p.path, p.text)
-        for p in conn.execute(select(policies.c.sha256, policies.c.path, policies.c.text))
-    }
-    try:
-        chain, broken, broken_at = verify(conn), None, None
-    except ChainBrokenError as exc:
-        chain, broken, broken_at = None, str(exc), exc.record
-    return Facts(period, all_runs, scoped, found, texts, chain, broken, broken_at, [])
+        return [_event(e) for e in self.conn.execute(chosen)]
+
+    def expires_of(self, project_id: str, cluster_id: str, snapshot_id: str) -> datetime | None:
+        """A snapshot's last known expiry."""
+        found = self.conn.execute(
+            select(snapshots.c.expires).where(
+                snapshots.c.project_id == project_id,
+                snapshots.c.cluster_id == cluster_id,
+                snapshots.c.snapshot_id == snapshot_id,
+            )
+        ).scalar()
+        return read_time(found)
+
+    def _ours(self) -> Ours:
+        """Sum the period's changes of ours; keep the first PREVIEW and the undos whole."""
+        ours = Ours()
+        for entry in self.change_log():
+            ours.total += 1
+            run_seq = entry.pop("_run")
+            if entry["outcome"] == "sent":
+                ours.sent += 1
+                ours.by_action[entry["action"] or "?"] += 1
+                ours.by_cluster[entry["cluster"]][entry["action"] or "?"] += 1
+                ours.sent_by_run[run_seq] += 1
+            if len(ours.preview) < PREVIEW:
+                ours.preview.append(entry)
+            if entry["mode"] == "undo":
+                ours.undos.append(entry)
+        return ours
+
+    def change_log(self) -> Iterator[dict[str, Any]]:
+        """Every change of ours in the period, oldest first, as the document lists it
+        (plus ``_run``, its run's seq): each outcome, and each intent whose run never
+        said how it ended (killed: ``pending``)."""
+        done = events.alias("done")
+        pending = and_(
+            events.c.kind == "intent",
+            ~exists().where(
+                done.c.run_seq == events.c.run_seq,
+                done.c.project_id == events.c.project_id,
+                done.c.cluster_id == events.c.cluster_id,
+                done.c.snapshot_id == events.c.snapshot_id,
+                done.c.kind.in_(OUTCOMES),
+            ),
+        )
+        chosen = (
+            select(
+                events.c.run_seq,
+                events.c.at,
+                events.c.kind,
+                events.c.project_id,
+                events.c.cluster_id,
+                events.c.snapshot_id,
+                events.c.before,
+                events.c.after,
+                events.c.detail,
+            )
+            .where(events.c.run_seq.between(*self.seqs), or_(events.c.kind.in_(OUTCOMES), pending))
+            .order_by(events.c.seq)
+        )
+        names, all_runs = self.names, self.runs
+        for e in self.conn.execute(chosen, execution_options=_STREAM):
+            name = names.get((e.project_id, e.cluster_id))
+            if name is None:
+                continue
+            run = all_runs.get(e.run_seq)
+            said = json.loads(e.detail) if e.detail else {}
+            yield {
+                "_run": e.run_seq,
+                "at": e.at,
+                "runId": run.run_id if run else None,
+                "mode": run.mode if run else None,
+                "actor": run.actor if run else None,
+                "projectId": e.project_id,
+                "clusterId": e.cluster_id,
+                "cluster": name,
+                "snapshotId": e.snapshot_id,
+                "action": said.get("action"),
+                "outcome": "pending" if e.kind == "intent" else e.kind,
+                "status": said.get("status"),
+                "before": _fields(e.before),
+                "after": _fields(e.after),
+                "approval": said.get("approval"),
+                "policy": said.get("policy"),
+                "why": said.get("why"),
+            }
+
+    def counts(self) -> Mapping[str, int]:
+        """Events by kind in the period (for the benchmark's description)."""
+        chosen = (
+            select(events.c.kind, func.count())
+            .where(events.c.run_seq.between(*self.seqs))
+            .group_by(events.c.kind)
+        )
+        return {kind: int(n) for kind, n in self.conn.execute(chosen)}
 
 
-def _runs(conn: Connection) -> Iterable[RunFact]:
+def _fields(text: str | None) -> dict[str, Any]:
+    value = json.loads(text) if text else {}
+    return {"expires": value.get("expires"), "doNotDelete": value.get("doNotDelete")}
+
+
+def _event(e: Any) -> EventFact:
+    return EventFact(
+        int(e.seq),
+        int(e.run_seq),
+        read_time(e.at),
+        e.kind,
+        e.project_id,
+        e.cluster_id,
+        e.snapshot_id,
+        None if e.before is None else json.loads(e.before),
+        None if e.after is None else json.loads(e.after),
+        json.loads(e.detail) if e.detail else {},
+    )
+
+
+def _runs(conn: Connection) -> Iterator[RunFact]:
     for r in conn.execute(select(runs).order_by(runs.c.seq)):
         yield RunFact(
             int(r.seq),
@@ -222,6 +450,11 @@ def _time(text: str) -> datetime:
     return value
 
 
+def stamp_text(value: datetime | None) -> str | None:
+    """A time as the document writes it."""
+    return None if value is None else format_timestamp(value)
+
+
 def _targets(conn: Connection) -> list[ClusterFacts]:
     return [
         ClusterFacts(t.project_id, t.cluster_id, t.kind, t.name, int(t.first_run), t.gone_run)
@@ -235,11 +468,11 @@ def _chosen(
     known: list[ClusterFacts], clusters: Sequence[str], projects: Sequence[str]
 ) -> tuple[list[ClusterFacts], list[str]]:
     """The targets the arguments choose, and each argument that chose none."""
-    unmatched = [
-        f"--clusters {g!r}"
-        for g in clusters
-        if not any(fnmatchcase(t.name, g) or t.cluster_id == g for t in known)
-    ]
+
+    def named(t: ClusterFacts, g: str) -> bool:
+        return fnmatchcase(t.name, g) or t.cluster_id == g
+
+    unmatched = [f"--clusters {g!r}" for g in clusters if not any(named(t, g) for t in known)]
     unmatched += [
         f"--projects {g!r}"
         for g in projects
@@ -248,102 +481,7 @@ def _chosen(
     chosen = [
         t
         for t in known
-        if (not clusters or any(fnmatchcase(t.name, g) or t.cluster_id == g for g in clusters))
+        if (not clusters or any(named(t, g) for g in clusters))
         and (not projects or any(fnmatchcase(t.project_id, g) for g in projects))
     ]
     return chosen, unmatched
-
-
-def _seen_by(all_runs: dict[int, RunFact], seq: int, end: datetime) -> bool:
-    run = all_runs.get(seq)
-    return run is None or run.started < end  # a run ledger.keep removed was long before
-
-
-def _gone_before(all_runs: dict[int, RunFact], c: ClusterFacts, period: Period) -> bool:
-    run = None if c.gone_run is None else all_runs.get(c.gone_run)
-    return c.gone_run is not None and (run is None or run.started < period.start)
-
-
-def _rows(
-    conn: Connection, by_key: dict[tuple[str, str], ClusterFacts], first: int, last: int
-) -> None:
-    chosen = select(
-        cluster_runs.c.run_seq,
-        cluster_runs.c.project_id,
-        cluster_runs.c.cluster_id,
-        cluster_runs.c.holds,
-        cluster_runs.c.newest_age_seconds,
-        cluster_runs.c.walk_error,
-        cluster_runs.c.expected,
-    ).where(cluster_runs.c.run_seq.between(first, last))
-    for r in conn.execute(chosen.order_by(cluster_runs.c.run_seq)):
-        c = by_key.get((r.project_id, r.cluster_id))
-        if c is not None:
-            c.rows.append(
-                ClusterRunFact(
-                    int(r.run_seq),
-                    tuple(json.loads(r.holds)),
-                    r.newest_age_seconds,
-                    r.walk_error,
-                    None if r.expected is None else json.loads(r.expected),
-                )
-            )
-
-
-def _snapshots(conn: Connection, by_key: dict[tuple[str, str], ClusterFacts]) -> None:
-    chosen = select(
-        snapshots.c.project_id,
-        snapshots.c.cluster_id,
-        snapshots.c.snapshot_id,
-        snapshots.c.created,
-        snapshots.c.complete,
-        snapshots.c.expires,
-        snapshots.c.do_not_delete,
-        snapshots.c.first_run,
-        snapshots.c.gone_run,
-    )
-    for s in conn.execute(chosen):
-        c = by_key.get((s.project_id, s.cluster_id))
-        if c is not None:
-            c.snapshots.append(
-                SnapshotFact(
-                    s.snapshot_id,
-                    _time(s.created),
-                    bool(s.complete),
-                    read_time(s.expires),
-                    bool(s.do_not_delete),
-                    int(s.first_run),
-                    s.gone_run,
-                )
-            )
-    for c in by_key.values():
-        c.snapshots.sort(key=lambda s: (s.created, s.snapshot_id))
-
-
-def _events(
-    conn: Connection, by_key: dict[tuple[str, str], ClusterFacts], first: int, last: int
-) -> list[EventFact]:
-    chosen = (
-        select(events)
-        .where(events.c.run_seq.between(first, last), events.c.kind.in_(LISTED))
-        .order_by(events.c.seq)
-    )
-    found = []
-    for e in conn.execute(chosen):
-        if (e.project_id, e.cluster_id) not in by_key:
-            continue
-        found.append(
-            EventFact(
-                int(e.seq),
-                int(e.run_seq),
-                read_time(e.at),
-                e.kind,
-                e.project_id,
-                e.cluster_id,
-                e.snapshot_id,
-                None if e.before is None else json.loads(e.before),
-                None if e.after is None else json.loads(e.after),
-                json.loads(e.detail) if e.detail else {},
-            )
-        )
-    return found

@@ -257,6 +257,7 @@ class Changes(TypedDict):
     sent: int
     byAction: dict[str, int]
     byCluster: dict[str, dict[str, int]]
+    count: int  # changes in the log
     log: list[ChangeEntry]
     undos: list[ChangeEntry]
     holds: list[HoldEntry]

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from retention.core.wording import counted
 from retention.errors import UsageError
 from retention.evidence.build import document
-from retention.evidence.gather import Period, gather
-from retention.evidence.render import FORMATS, render
+from retention.evidence.gather import Period, Reading
+from retention.evidence.render import FORMATS, write
 from retention.evidence.restorelog import RestoreTest, read_restore_log
 from retention.ledger.database import open_to_read
 from retention.library.lifecycle import Job, JobContext
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 class EvidenceRequest:
     """The period (its first and last day, UTC), the clusters and projects (globs; none:
     all), the formats, where to write them (None: nowhere, the caller takes the text),
-    and a team's record of restore tests."""
+    and a team's record of restore tests. ``stream``: write the one format asked for
+    there instead (the CLI's stdout for ``--out -``)."""
 
     first: date
     last: date
@@ -36,14 +37,15 @@ class EvidenceRequest:
     formats: tuple[str, ...] = ("html",)
     out: Path | None = None
     restore_log: Path | None = None
+    stream: TextIO | None = None
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """The evidence: its document, each format's text, and the files written."""
+    """The evidence: its document (its change log the first entries only) and the files
+    written."""
 
     doc: dict[str, Any]
-    texts: dict[str, str] = field(default_factory=dict)
     written: tuple[Path, ...] = ()
 
     @property
@@ -112,12 +114,16 @@ class EvidenceJob(Job[Evidence]):
                 flag = "--from" if r.first > today else "--to"
                 raise UsageError(f"{flag} {late} is in the future (today is {today}, UTC)")
             period = Period(r.first, r.last)
+            # One read-only transaction for all of it: the JSON and the CSV stream the
+            # change log from the ledger as they are written.
             with open_to_read(place) as ledger, ledger.reading("reading the evidence") as conn:
-                facts = gather(conn, period, r.clusters, r.projects)
-            doc = document(facts, now, place.shown, tests)
-            texts = {fmt: render(doc, fmt) for fmt in r.formats}
-            written = _write(texts, r.out, period) if r.out is not None else ()
-            return Evidence(doc, texts, written)
+                reading = Reading(conn, period, r.clusters, r.projects)
+                doc = document(reading.gather(), now, place.shown, reading, tests)
+                if r.stream is not None:
+                    write(doc, r.formats[0], r.stream, reading.change_log())
+                    return Evidence(doc)
+                written = _write(doc, r, period, reading) if r.out is not None else ()
+            return Evidence(doc, written)
 
         return step
 
@@ -126,19 +132,28 @@ class EvidenceJob(Job[Evidence]):
         return result.code
 
 
-def _write(texts: dict[str, str], out: Path, period: Period) -> tuple[Path, ...]:
+def _write(
+    doc: dict[str, Any], r: EvidenceRequest, period: Period, reading: Reading
+) -> tuple[Path, ...]:
+    """Each format to its file in ``r.out``, through a temporary file renamed into place
+    (a reader never finds half of one)."""
+    out = r.out
+    if out is None:
+        return ()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot make the folder ({exc.strerror or exc})") from None
     written = []
-    for fmt, text in texts.items():
+    for fmt in r.formats:
         path = out / f"evidence-{period.first}-{period.last}.{fmt}"
-        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_text(text, encoding="utf-8")
+            with tmp.open("w", encoding="utf-8", newline="") as file:
+                write(doc, fmt, file, reading.change_log())
             tmp.replace(path)
         except OSError as exc:
+            tmp.unlink(missing_ok=True)
             raise UsageError(
                 f"--out {out}: cannot write {path.name} ({exc.strerror or exc})"
             ) from None
