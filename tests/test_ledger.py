@@ -14,6 +14,8 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import create_engine, delete, func, select, text, update
 
 from retention.config.ledgerplace import LedgerPlace
@@ -21,7 +23,7 @@ from retention.core.outside import Retained, cluster_drift
 from retention.core.policy.duration import RetentionDuration
 from retention.errors import ChainBrokenError, LedgerError, LedgerSchemaError
 from retention.ledger import sight as sight_module
-from retention.ledger.chain import verify
+from retention.ledger.chain import canonical, line_of, verify
 from retention.ledger.database import HEAD_REVISION, Ledger, alembic_config, open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
@@ -440,3 +442,25 @@ def test_shards_opening_a_new_ledger_at_once_all_get_its_schema(place: LedgerPla
         thread.join(timeout=120)
 
     assert errors == []
+
+
+_VALUES = st.one_of(
+    st.none(), st.text(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.booleans()
+)
+
+
+@given(st.lists(_VALUES, min_size=3, max_size=3), st.booleans())
+def test_a_line_built_from_the_drivers_row_is_the_canonical_json_of_it(
+    values: list[object], later_null: bool
+) -> None:
+    """The chain's fast line (chain.line_of) is byte for byte canonical() of the row's
+    mapping, whatever the text (quotes, backslashes, control characters, any script) and
+    with a later column left out only when it is null: the hashes of every ledger depend
+    on it."""
+    names = ["zeta", "alpha", "later"]
+    row = [*values[:2], None if later_null else values[2]]
+    expected = dict(zip(names, row, strict=True))
+    if expected["later"] is None:
+        del expected["later"]
+
+    assert line_of(names, frozenset({"later"}))(row) == canonical(expected)

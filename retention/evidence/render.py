@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
+import msgspec
+
 from retention.evidence.coverage import STRIP
 from retention.evidence.gather import PREVIEW
 from retention.report.render import html_environment, markdown_environment
@@ -52,87 +54,123 @@ def render(doc: Mapping[str, Any], fmt: str) -> str:
     return template.render(doc=doc, LOG_ROWS=PREVIEW, STRIP_NAMES=STRIP_NAMES)
 
 
-def write(doc: Mapping[str, Any], fmt: str, out: TextIO, log: Iterable[dict[str, Any]]) -> None:
-    """Write the document in ``fmt`` to ``out``; ``log`` gives every change of ours (the
-    JSON and the CSV read it; the others list the document's first ones)."""
-    if fmt == "json":
-        write_json(doc, out, log)
-    elif fmt == "csv":
-        write_csv(doc, out, log)
-    else:
-        out.write(render(doc, fmt))
-
-
-def write_json(doc: Mapping[str, Any], out: TextIO, log: Iterable[dict[str, Any]]) -> None:
-    """The whole document, its ``changes.log`` every change, streamed."""
-    shell = {**doc, "changes": {**doc["changes"], "log": _LOG}}
-    text = json.dumps(shell, indent=2, sort_keys=True, ensure_ascii=False)
-    before, after = text.split(json.dumps(_LOG))
-    out.write(before)
-    out.write("[")
-    first = True
+def write(
+    doc: Mapping[str, Any], outs: Mapping[str, TextIO], log: Iterable[dict[str, Any]]
+) -> None:
+    """Write the document in each format of ``outs`` to its stream; ``log`` gives every
+    change of ours, read once for the JSON and the CSV together (the HTML and the
+    Markdown list the document's first ones)."""
+    sinks: list[_JsonLog | _CsvLog] = []
+    for fmt, out in outs.items():
+        if fmt == "json":
+            sinks.append(_JsonLog(doc, out))
+        elif fmt == "csv":
+            sinks.append(_CsvLog(doc, out))
+        else:
+            out.write(render(doc, fmt))
+    if not sinks:
+        return
     for entry in log:
-        out.write("\n      " if first else ",\n      ")
-        out.write(json.dumps(_public(entry), sort_keys=True, ensure_ascii=False))
-        first = False
-    out.write("\n    ]" if not first else "]")
-    out.write(after)
-    out.write("\n")
+        for sink in sinks:
+            sink.add(entry)
+    for sink in sinks:
+        sink.end()
 
 
-def write_csv(doc: Mapping[str, Any], out: TextIO, log: Iterable[dict[str, Any]]) -> None:
-    """Every change of the period, retention's and those made outside it, one row each."""
-    writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for ch in log:
-        writer.writerow(
-            _cells(
-                {
-                    **{k: ch[k] for k in ("at", "outcome", "runId", "mode", "actor", "approval")},
-                    **{k: ch[k] for k in ("projectId", "clusterId", "cluster", "snapshotId")},
-                    "by": "retention",
-                    "kind": "undo" if ch["mode"] == "undo" else "change",
-                    "action": ch["action"],
-                    **_fields("before", ch["before"]),
-                    **_fields("after", ch["after"]),
-                    "policy": ch["policy"],
-                    "why": ch["why"],
-                    "alertId": None,
-                }
+# One encoder for every entry, its keys sorted as the document's (msgspec: a year's log
+# has hundreds of thousands of entries, and json.dumps builds an encoder for each).
+_ENTRY = msgspec.json.Encoder(order="sorted")
+
+
+class _JsonLog:
+    """The whole document, its ``changes.log`` every change, written as they come."""
+
+    def __init__(self, doc: Mapping[str, Any], out: TextIO) -> None:
+        shell = {**doc, "changes": {**doc["changes"], "log": _LOG}}
+        text = json.dumps(shell, indent=2, sort_keys=True, ensure_ascii=False)
+        before, self.after = text.split(json.dumps(_LOG))
+        self.out, self.first = out, True
+        out.write(before + "[")
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        self.out.write("\n      " if self.first else ",\n      ")
+        self.out.write(_ENTRY.encode(entry).decode())
+        self.first = False
+
+    def end(self) -> None:
+        self.out.write(("]" if self.first else "\n    ]") + self.after + "\n")
+
+
+class _CsvLog:
+    """Every change of the period, retention's and then those made outside it."""
+
+    def __init__(self, doc: Mapping[str, Any], out: TextIO) -> None:
+        self.doc, self.writer = doc, csv.writer(out, lineterminator="\n")
+        self.writer.writerow(CSV_COLUMNS)
+
+    def add(self, ch: Mapping[str, Any]) -> None:
+        before, after = ch["before"], ch["after"]
+        self.writer.writerow(
+            (
+                ch["at"],
+                "retention",
+                "undo" if ch["mode"] == "undo" else "change",
+                ch["outcome"],
+                ch["runId"],
+                ch["mode"],
+                _cell(ch["actor"]),
+                _cell(ch["approval"]),
+                ch["projectId"],
+                ch["clusterId"],
+                _cell(ch["cluster"]),
+                ch["snapshotId"],
+                ch["action"],
+                before["expires"],
+                _bool(before["doNotDelete"]),
+                after["expires"],
+                _bool(after["doNotDelete"]),
+                _cell(ch["policy"]),
+                _cell(ch["why"]),
+                None,
             )
         )
-    for o in doc["changes"]["outside"]:
-        writer.writerow(
-            _cells(
-                {
-                    "at": o["at"],
-                    "by": "outside",
-                    "kind": o["kind"],
-                    **{k: o[k] for k in ("projectId", "clusterId", "cluster", "snapshotId")},
-                    **_fields("before", o["before"]),
-                    **_fields("after", o["after"]),
-                    "alertId": o["alertId"],
-                }
+
+    def end(self) -> None:
+        for o in self.doc["changes"]["outside"]:
+            before, after = o["before"] or {}, o["after"] or {}
+            self.writer.writerow(
+                (
+                    o["at"],
+                    "outside",
+                    o["kind"],
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    o["projectId"],
+                    o["clusterId"],
+                    _cell(o["cluster"]),
+                    o["snapshotId"],
+                    None,
+                    before.get("expires"),
+                    _bool(before.get("doNotDelete")),
+                    after.get("expires"),
+                    _bool(after.get("doNotDelete")),
+                    None,
+                    None,
+                    o["alertId"],
+                )
             )
-        )
 
 
-def _public(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if not k.startswith("_")}
+def _bool(value: object) -> str | None:
+    return None if value is None else str(value).lower()
 
 
-def _cells(row: dict[str, Any]) -> dict[str, Any]:
-    """A row whose text cells cannot run as a spreadsheet formula (a cluster named
-    "=cmd|..." by someone): such a cell starts with an apostrophe."""
-    return {
-        k: "'" + v if isinstance(v, str) and v.startswith(_FORMULA) else v for k, v in row.items()
-    }
-
-
-def _fields(side: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
-    value = value or {}
-    dnd = value.get("doNotDelete")
-    return {
-        f"{side}Expires": value.get("expires"),
-        f"{side}DoNotDelete": None if dnd is None else str(dnd).lower(),
-    }
+def _cell(value: object) -> object:
+    """A text a spreadsheet would take for a formula (a cluster named "=cmd|..." by
+    someone) starts with an apostrophe."""
+    if isinstance(value, str) and value.startswith(_FORMULA):
+        return "'" + value
+    return value

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import encode_basestring
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select, text
+from sqlalchemy import Connection, Row, bindparam, func, select, text
 
 from retention.core.timestamps import format_timestamp
 from retention.errors import ChainBrokenError
+from retention.ledger.database import stream_rows
 from retention.ledger.tables import anchors, cluster_runs, events, heads, runs
 
 GENESIS = "0" * 64
@@ -62,38 +64,64 @@ def content_sha256(conn: Connection, run: Row[Any]) -> str:
 
 
 # The columns of a run's clusters and events that are its content (the run's own number is
-# in its row), selected and zipped with their names: a first run hashes an event for each
-# snapshot of the fleet, and a line through the row's mapping took about twice as long.
+# in its row).
 _CLUSTER_COLUMNS = [c for c in cluster_runs.c if c.name != "run_seq"]
 _EVENT_COLUMNS = [c for c in events.c if c.name not in ("seq", "run_seq")]
-
 
 # Columns added after a ledger may already hold runs: a line leaves them out when they are
 # null, so that a run recorded before they were added hashes as it did.
 _LATER_COLUMNS = frozenset({"expected"})
 
 
+def line_of(
+    names: Sequence[str], later: frozenset[str] = frozenset()
+) -> Callable[[Sequence[Any]], str]:
+    """A row's canonical line (``canonical`` of the mapping of ``names`` to its values,
+    the ``later`` ones left out when null), built straight from the driver's tuple: the
+    chain hashes a line for every event (a year of a fleet: two million), and a dict
+    through the encoder cost twice as much."""
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    fields = [(i, encode_basestring(names[i]) + ":", names[i] in later) for i in order]
+
+    def line(row: Sequence[Any]) -> str:
+        parts = []
+        for i, key, optional in fields:
+            value = row[i]
+            if value is None:
+                if not optional:
+                    parts.append(key + "null")
+            elif value.__class__ is str:
+                parts.append(key + encode_basestring(value))
+            elif value.__class__ is bool:
+                parts.append(key + ("true" if value else "false"))
+            elif value.__class__ is int:
+                parts.append(key + int.__repr__(value))
+            else:
+                parts.append(key + _ENCODER.encode(value))
+        return "{" + ",".join(parts) + "}"
+
+    return line
+
+
+_CLUSTER_LINE = line_of([c.name for c in _CLUSTER_COLUMNS], _LATER_COLUMNS)
+_EVENT_LINE = line_of([c.name for c in _EVENT_COLUMNS])
+_CLUSTERS_OF = (
+    select(*_CLUSTER_COLUMNS)
+    .where(cluster_runs.c.run_seq == bindparam("k_run"))
+    .order_by(cluster_runs.c.project_id, cluster_runs.c.cluster_id)
+)
+_EVENTS_OF = (
+    select(*_EVENT_COLUMNS).where(events.c.run_seq == bindparam("k_run")).order_by(events.c.seq)
+)
+
+
 def _lines(conn: Connection, seq: int) -> Iterator[str]:
-    names = [c.name for c in _CLUSTER_COLUMNS]
-    clusters = (
-        select(*_CLUSTER_COLUMNS)
-        .where(cluster_runs.c.run_seq == seq)
-        .order_by(cluster_runs.c.project_id, cluster_runs.c.cluster_id)
-    )
-    for row in conn.execute(clusters):
-        line = dict(zip(names, row, strict=True))
-        for later in _LATER_COLUMNS:
-            if line[later] is None:
-                del line[later]
-        yield canonical(line)
-    names = [c.name for c in _EVENT_COLUMNS]
-    ordered = select(*_EVENT_COLUMNS).where(events.c.run_seq == seq).order_by(events.c.seq)
-    # Streamed, for this statement only: Connection.execution_options sets them for every
-    # later statement of the connection, and on PostgreSQL the run's UPDATE after the hash
-    # then went to a server-side cursor (DECLARE ... CURSOR FOR UPDATE: a syntax error).
-    streamed = {"yield_per": _BATCH}
-    for row in conn.execute(ordered, execution_options=streamed):
-        yield canonical(dict(zip(names, row, strict=True)))
+    # Streamed by the driver (ledger.database.stream_rows): a first run hashes an event
+    # for each snapshot of the fleet.
+    for row in stream_rows(conn, "chain clusters", _CLUSTERS_OF, {"k_run": seq}, _BATCH):
+        yield _CLUSTER_LINE(row)
+    for row in stream_rows(conn, "chain events", _EVENTS_OF, {"k_run": seq}, _BATCH):
+        yield _EVENT_LINE(row)
 
 
 def link(prev_hash: str, content: str) -> str:

@@ -11,8 +11,9 @@ the configuration or any output shows.
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,35 @@ def driver_sql(name: str, statement: Any, dialect: Dialect, keys: tuple[str, ...
 
 # Every statement driver_sql compiled: (name, dialect, keys) -> its SQL.
 _DRIVER_SQL: dict[tuple[str, str, tuple[str, ...]], DriverSQL] = {}
+_CURSORS = itertools.count()
+
+
+def stream_rows(
+    conn: Connection,
+    name: str,
+    statement: Any,
+    values: Mapping[str, Any],
+    size: int = 5000,
+) -> Iterator[Sequence[Any]]:
+    """The rows of one SELECT as the driver gives them (tuples), streamed in ``conn``'s
+    transaction: on PostgreSQL through a server-side cursor, so that a run of a million
+    events is read without holding them (a client-side cursor fetches every row at once).
+    ``name`` tells the statement apart (its compiled SQL is kept)."""
+    sql = driver_sql(name, statement, conn.dialect, tuple(values))
+    raw: Any = conn.connection.dbapi_connection
+    if raw is None:
+        raise LedgerError("the ledger's connection is closed")
+    if conn.dialect.name == "postgresql":
+        cursor = raw.cursor(name=f"retention_stream_{next(_CURSORS)}")
+        cursor.itersize = size
+    else:
+        cursor = raw.cursor()
+    try:
+        cursor.execute(sql.text, sql.params(values))
+        while rows := cursor.fetchmany(size):
+            yield from rows
+    finally:
+        cursor.close()
 
 
 class Ledger:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date
 from pathlib import Path
@@ -120,7 +121,7 @@ class EvidenceJob(Job[Evidence]):
                 reading = Reading(conn, period, r.clusters, r.projects)
                 doc = document(reading.gather(), now, place.shown, reading, tests)
                 if r.stream is not None:
-                    write(doc, r.formats[0], r.stream, reading.change_log())
+                    write(doc, {r.formats[0]: r.stream}, reading.change_log())
                     return Evidence(doc)
                 written = _write(doc, r, period, reading) if r.out is not None else ()
             return Evidence(doc, written)
@@ -135,27 +136,27 @@ class EvidenceJob(Job[Evidence]):
 def _write(
     doc: dict[str, Any], r: EvidenceRequest, period: Period, reading: Reading
 ) -> tuple[Path, ...]:
-    """Each format to its file in ``r.out``, through a temporary file renamed into place
-    (a reader never finds half of one)."""
+    """Each format to its file in ``r.out`` (the change log read once for all), each
+    through a temporary file renamed into place: a reader never finds half of one."""
     out = r.out
     if out is None:
         return ()
+    paths = {fmt: out / f"evidence-{period.first}-{period.last}.{fmt}" for fmt in r.formats}
+    temporary = {fmt: path.with_name(path.name + ".tmp") for fmt, path in paths.items()}
     try:
         out.mkdir(parents=True, exist_ok=True)
+        with ExitStack() as files:
+            streams = {
+                fmt: files.enter_context(tmp.open("w", encoding="utf-8", newline=""))
+                for fmt, tmp in temporary.items()
+            }
+            write(doc, streams, reading.change_log())
+        for fmt, tmp in temporary.items():
+            tmp.replace(paths[fmt])
     except OSError as exc:
-        raise UsageError(f"--out {out}: cannot make the folder ({exc.strerror or exc})") from None
-    written = []
-    for fmt in r.formats:
-        path = out / f"evidence-{period.first}-{period.last}.{fmt}"
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            with tmp.open("w", encoding="utf-8", newline="") as file:
-                write(doc, fmt, file, reading.change_log())
-            tmp.replace(path)
-        except OSError as exc:
+        for tmp in temporary.values():
             tmp.unlink(missing_ok=True)
-            raise UsageError(
-                f"--out {out}: cannot write {path.name} ({exc.strerror or exc})"
-            ) from None
-        written.append(path)
-    return tuple(written)
+        raise UsageError(
+            f"--out {out}: cannot write the evidence ({exc.strerror or exc})"
+        ) from None
+    return tuple(paths.values())
