@@ -5,6 +5,7 @@ and why, the chain, the same numbers in all four formats, and exit 0/3/1/2."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -14,16 +15,20 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text as sql
 
 from retention import cli
 from retention.config.ledgerplace import LedgerPlace
 from retention.core.model import Target
+from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.model import Policy
 from retention.evidence.coverage import Check, coverage
 from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
 from retention.evidence.promise import Point, checks
 from retention.ledger.database import open_ledger
-from tests.support.evidenced import FIRST, POLICY, Fleet, generate
+from retention.ledger.keeping import prune_ledger
+from retention.ledger.recorder import RunEnd, RunRecord, RunStart
+from tests.support.evidenced import FIRST, POLICY, Fleet, generate, generate_gone
 from tests.support.simfleet import P
 
 A = Target(P, "c-aaa", "prod-a")
@@ -271,3 +276,89 @@ def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:
     """evidence.schema.json is generated from the typed model: regenerate it with
     `python -m retention.evidence.model` when the model changes."""
     assert evidence_json_schema() == json.loads(json.dumps(generated_schema()))
+
+
+def test_an_edited_policy_text_breaks_the_evidence_and_exits_1(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy text changed in the database no longer hashes to the sha256 the runs
+    recorded: it is not read as the policy, the chain section names it, exit 1."""
+    with sqlite3.connect(ledgered / "reports" / "ledger.db") as db:
+        db.execute("UPDATE ledger_policies SET text = replace(text, 'daily: 7', 'daily: 1')")
+    code, _ = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
+                       "--out", "out")  # fmt: skip
+    doc = json.loads(written(ledgered, "json"))
+
+    assert code == 1
+    assert doc["chain"]["verified"] is False
+    assert [a["path"] for a in doc["chain"]["policyTexts"]["altered"]] == ["policies/gfs.yaml"]
+    assert doc["notMet"][0]["section"] == "chain"
+    assert all(r["policiesWithoutText"] == ["gfs"] for r in doc["retention"])
+
+
+def test_after_ledger_keep_the_heads_start_at_the_anchor_and_pruned_days_are_out(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ledger.keep removed the runs up to 2026-08-21: the chain's head at the period's
+    start is the anchor the pruning run recorded, and the days before the oldest run left
+    are out of scope, not gaps (prod-b's stop went with them)."""
+    place = LedgerPlace(f"sqlite:///{ledgered / 'reports' / 'ledger.db'}")
+    now = datetime(2026, 9, 30, 5, tzinfo=UTC)
+    with open_ledger(place) as ledger:
+        record = RunRecord.begin(ledger, RunStart("pruning", "prune", "", now, "tester"))
+        prune_ledger(ledger, RetentionDuration.parse("40d"), now, record)
+        record.finish(RunEnd(now, 0))
+        with ledger.reading("test") as conn:
+            [(anchor,)] = conn.execute(sql("SELECT hash FROM ledger_anchors")).all()
+    code, _ = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
+                       "--out", "out")  # fmt: skip
+    doc = json.loads(written(ledgered, "json"))
+
+    assert doc["chain"]["verified"] is True
+    assert doc["chain"]["shards"][0]["headAtStart"] == anchor
+    cov = {c["name"]: c for c in doc["coverage"]}
+    assert cov["prod-b"]["strip"] == " " * 21 + "#" * 39
+    assert (cov["prod-b"]["daysMet"], cov["prod-b"]["daysInScope"]) == (39, 39)
+    assert code == 3  # prod-c's deletion of 08-29 is still in the period
+
+
+def test_a_sqlite_ledger_is_read_without_a_byte_changed(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A copy of a backup in rollback-journal mode: evidence reads it and leaves it byte
+    for byte as it was (no WAL switch, no journal, nothing written)."""
+    file = ledgered / "reports" / "ledger.db"
+    with sqlite3.connect(file) as db:
+        db.execute("PRAGMA journal_mode=DELETE")
+    before = hashlib.sha256(file.read_bytes()).hexdigest()
+    code, _ = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--out", "out")
+
+    assert code == 3
+    assert hashlib.sha256(file.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in file.parent.iterdir()) == ["ledger.db"]
+
+
+def test_a_cluster_that_lost_every_snapshot_is_stale_not_unchecked(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With nothing expected a plan checks no freshness of a cluster with no snapshot:
+    once its last snapshot went (deleted by someone on day 5 and backups stopped), its
+    days are stale, not "nothing expected", and the evidence exits 3."""
+    config(folder)
+    fleet = Fleet([A], stopped={"prod-a": (date(2026, 8, 5), date(2026, 8, 31))}, expected=False)
+    with open_ledger(LedgerPlace(f"sqlite:///{folder / 'reports' / 'ledger.db'}")) as ledger:
+        generate_gone(ledger, fleet, 10, {5: "prod-a"})
+    code, _ = evidence(capsys, "--from", str(FIRST), "--to", "2026-08-10", "--format",
+                         "json", "--out", "out")  # fmt: skip
+    doc = json.loads((folder / "out" / f"evidence-{FIRST}-2026-08-10.json").read_text())
+
+    assert code == 3
+    assert doc["coverage"][0]["strip"] == "#####SSSSS"
+
+
+def test_a_password_in_the_urls_query_is_never_shown() -> None:
+    """libpq takes ?password=: the URL every output shows has neither it nor the one
+    after the user."""
+    place = LedgerPlace("postgresql://u:pw@db:5432/r?password=TopSecret&sslmode=require")
+
+    assert place.shown == "postgresql://u:***@db:5432/r?sslmode=require"

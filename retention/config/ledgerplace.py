@@ -27,6 +27,8 @@ ENV_LEDGER_PASSWORD = "RETENTION_LEDGER_PASSWORD"  # noqa: S105 - a variable's n
 ENV_LEDGER_PASSWORD_FILE = "RETENTION_LEDGER_PASSWORD_FILE"  # noqa: S105 - a variable's name
 LEDGER_FILE = "ledger.db"
 BACKENDS = ("sqlite", "postgresql")
+# Query parameters of a database URL that carry a secret.
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,12 @@ class LedgerPlace:
         from sqlalchemy.exc import ArgumentError  # noqa: PLC0415 - see the imports
 
         try:
-            return make_url(self.url).render_as_string(hide_password=True)
+            url = make_url(self.url)
         except ArgumentError:
             return "(an invalid URL)"
+        # libpq also takes the password as a query parameter (?password=...): never shown.
+        secret = [k for k in url.query if k.lower() in _SECRET_PARAMETERS]
+        return url.difference_update_query(secret).render_as_string(hide_password=True)
 
     @property
     def sqlite_file(self) -> Path | None:

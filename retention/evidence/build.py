@@ -6,6 +6,7 @@ Pure: facts in, a JSON-ready document out (times as the plan files write them).
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -42,6 +43,8 @@ class Lookup(Protocol):
 
 # The modes whose runs walk the fleet (a cluster's day is checked by one of them).
 WALKING = ("plan", "run", "dry-run")
+# What a change of ours that can take a restore point away does.
+DESTRUCTIVE = ("shorten", "delete", "release")
 # The outcomes of a change of ours as the ledger records them.
 OUTCOMES = ("sent", "refused", "unknown")
 
@@ -213,17 +216,28 @@ def _actors(facts: Facts, period_runs: list[RunFact]) -> list[dict[str, Any]]:
 def cluster_coverage(facts: Facts, c: ClusterFacts) -> Coverage:
     """The coverage of cluster ``c`` over the period."""
     found = []
+    checked = False
     for row in c.rows:
         run = facts.runs.get(row.run_seq)
         if run is None or run.mode not in WALKING:
             continue
-        found.append(Check(_day(run.started), row.stale, row.error))
+        stale = row.stale
+        # A cluster that had a freshness check and has none now lost its last restorable
+        # snapshot (with nothing expected, a plan checks nothing): stale, not unchecked.
+        if stale is None and checked and not row.error:
+            stale = True
+        checked = checked or stale is not None
+        found.append(Check(_day(run.started), stale, row.error))
     first = facts.started(c.first_run)
     gone = facts.started(c.gone_run)
+    # Days before the oldest run the ledger still has (ledger.keep removed the others)
+    # say nothing either way: out of scope, not gaps.
+    oldest = min((r.started for r in facts.runs.values()), default=None)
+    starts = [_day(t) for t in (first, oldest) if t is not None]
     return coverage(
         facts.period.days,
         found,
-        None if first is None else _day(first),
+        max(starts) if starts else None,
         None if gone is None else _day(gone) - timedelta(days=1),
     )
 
@@ -235,7 +249,8 @@ def _coverage(facts: Facts, c: ClusterFacts) -> dict[str, Any]:
         **_who(c),
         "daysInScope": cov.in_scope,
         "daysMet": cov.met,
-        "met": cov.complete,
+        # No day could be checked: nothing evidences it (not "met").
+        "met": cov.complete and cov.in_scope > 0,
         "longestGap": None
         if gap is None
         else {"from": gap.first.isoformat(), "to": gap.last.isoformat(), "days": gap.days},
@@ -309,7 +324,8 @@ def _retention(
         **_who(c),
         "checks": found,
         "rules": _rule_summaries(found),
-        "met": all(f["status"] != "missed" for f in found),
+        # A policy whose text the ledger does not have promised what nobody can say.
+        "met": all(f["status"] != "missed" for f in found) and not unknown,
         "notChecked": sorted(unchecked),
         "policiesWithoutText": sorted(unknown),
     }
@@ -349,10 +365,12 @@ def _why_missing(
 ) -> str:
     """Why a promised point was not there, from what the ledger recorded of it."""
     for e in reversed(lookup.events_of(c.project_id, c.cluster_id, snapshot_id)):
+        if e.at is not None and e.at > moment:
+            continue  # after the check: not why it was missing then
         when = _ts(e.at) or "?"
         if e.kind in OUTSIDE:
             return f"a change outside retention ({e.kind}, {when})"
-        if e.kind == "sent" and e.detail.get("action") in ("shorten", "expire", "release"):
+        if e.kind == "sent" and e.detail.get("action") in DESTRUCTIVE:
             run = facts.runs.get(e.run_seq)
             by = f" by {run.actor}" if run else ""
             return f"retention changed it ({e.detail.get('action')}, {when}{by})"
@@ -392,6 +410,7 @@ def _count(value: int) -> str:
 
 def _changes(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dict[str, Any]:
     ours = facts.ours
+    acks = _acknowledgements(facts)
     return {
         "sent": ours.sent,
         "byAction": dict(sorted(ours.by_action.items())),
@@ -401,7 +420,7 @@ def _changes(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dict[
         "undos": ours.undos,
         "holds": _holds(facts, by_key),
         "holdRecords": _hold_records(facts),
-        "outside": [_outside(facts, by_key, e) for e in facts.events if e.kind in OUTSIDE],
+        "outside": [_outside(facts, by_key, e, acks) for e in facts.events if e.kind in OUTSIDE],
     }
 
 
@@ -410,17 +429,24 @@ def _name(by_key: dict[tuple[str, str], ClusterFacts], e: EventFact) -> str:
     return c.name if c else e.cluster_id
 
 
+def _acknowledgements(facts: Facts) -> dict[tuple[str, str], list[EventFact]]:
+    """Each cluster's acknowledgements, in the order written."""
+    found: dict[tuple[str, str], list[EventFact]] = defaultdict(list)
+    for a in facts.events:
+        if a.kind == "acknowledged":
+            found[a.project_id, a.cluster_id].append(a)
+    return found
+
+
 def _outside(
-    facts: Facts, by_key: dict[tuple[str, str], ClusterFacts], e: EventFact
+    facts: Facts,
+    by_key: dict[tuple[str, str], ClusterFacts],
+    e: EventFact,
+    acks: dict[tuple[str, str], list[EventFact]],
 ) -> dict[str, Any]:
-    ack = next(
-        (
-            a
-            for a in facts.events
-            if a.kind == "acknowledged" and a.cluster_id == e.cluster_id and a.seq > e.seq
-        ),
-        None,
-    )
+    mine = acks.get((e.project_id, e.cluster_id), [])
+    after = bisect.bisect_right([a.seq for a in mine], e.seq)
+    ack = mine[after] if after < len(mine) else None
     ack_run = None if ack is None else facts.runs.get(ack.run_seq)
     return {
         "at": _ts(e.at),
@@ -495,29 +521,48 @@ def _record(policy: str, record: HoldRecord) -> dict[str, Any]:
 
 
 def _chain(facts: Facts) -> dict[str, Any]:
+    """Whether the chain holds, and per shard its head before the period and at its end:
+    a record is chained when its run ends, so the heads go by the runs' ends; a shard
+    whose oldest records ledger.keep removed starts at its anchor."""
     p = facts.period
     shards = sorted({r.shard for r in facts.runs.values()})
+    pruned = facts.chain.pruned if facts.chain is not None else {}
     heads = []
     for shard in shards:
-        chained = [r for r in facts.runs.values() if r.shard == shard and r.hash is not None]
+        chained = [
+            r
+            for r in facts.runs.values()
+            if r.shard == shard and r.hash is not None and r.ended is not None
+        ]
         chained.sort(key=lambda r: r.position or 0)
-        before = [r for r in chained if r.started < p.start]
-        through = [r for r in chained if r.started < p.end]
+        anchor = pruned.get(shard)
+        start = anchor[1] if anchor is not None else GENESIS
+        before = [r for r in chained if r.ended is not None and r.ended < p.start]
+        through = [r for r in chained if r.ended is not None and r.ended < p.end]
+        start = before[-1].hash or start if before else start
         heads.append(
             {
                 "shard": shard,
-                "headAtStart": before[-1].hash if before else GENESIS,
-                "headAtEnd": through[-1].hash if through else GENESIS,
-                "records": sum(1 for r in chained if p.start <= r.started < p.end),
+                "headAtStart": start,
+                "headAtEnd": (through[-1].hash or start) if through else start,
+                "records": len(through) - len(before),
             }
         )
     unfinished = [r for r in facts.in_period() if r.position is None]
+    altered = [{"sha256": sha, "path": path} for sha, path in sorted(facts.altered.items())]
     return {
-        "verified": facts.broken is None,
-        "problem": facts.broken,
+        "verified": facts.broken is None and not altered,
+        "problem": facts.broken
+        or (
+            f"{len(altered)} policy texts the ledger keeps do not hash to their sha256: "
+            "they were edited in the database"
+            if altered
+            else None
+        ),
         "brokenAt": facts.broken_at,
         "shards": heads,
         "unfinished": [f"{r.run_id} ({r.mode}, {_ts(r.started)})" for r in unfinished],
+        "policyTexts": {"kept": len(facts.texts), "altered": altered},
     }
 
 
@@ -532,10 +577,16 @@ def _not_met(doc: dict[str, Any]) -> list[dict[str, Any]]:
         if not cov["met"]:
             gap = cov["longestGap"]
             text = f"coverage {cov['daysMet']} of {cov['daysInScope']} days"
+            if not cov["daysInScope"]:
+                text = "no day could be checked: no run recorded a freshness check of it"
             if gap:
                 text += f", longest gap {gap['days']} days ({gap['from']} to {gap['to']})"
             found.append({"section": "coverage", "cluster": cov["name"], "text": text})
     for ret in doc["retention"]:
+        if ret["policiesWithoutText"]:
+            names = ", ".join(ret["policiesWithoutText"])
+            text = f"the ledger has not the text of {names}: what it promised cannot be checked"
+            found.append({"section": "retention", "cluster": ret["name"], "text": text})
         for rule in ret["rules"]:
             if rule["met"] < rule["of"]:
                 found.append(

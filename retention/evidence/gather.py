@@ -10,6 +10,7 @@ a run finished meanwhile cannot show half): nothing written, no API asked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -174,6 +175,7 @@ class Facts:
     broken: str | None
     broken_at: str | None
     ours: Ours = field(default_factory=Ours)
+    altered: dict[str, str] = field(default_factory=dict)  # sha256: path of edited texts
 
     def started(self, seq: int | None) -> datetime | None:
         """When run ``seq`` started (None: no run, or one ledger.keep removed)."""
@@ -228,19 +230,30 @@ class Reading:
             )
         self.seqs = (min(r.seq for r in in_period), max(r.seq for r in in_period))
         scoped = [c for c in chosen if self._in_period(c)]
+        if not scoped:
+            raise UsageError(
+                f"no cluster in scope in {period.first} .. {period.last}: every cluster "
+                "chosen was first seen after it or gone before it"
+            )
         by_key = {(c.project_id, c.cluster_id): c for c in scoped}
         self.names = {k: c.name for k, c in by_key.items()}
         self._rows(by_key)
         self._snapshots(by_key)
-        texts = {
-            p.sha256: (p.path, p.text)
-            for p in conn.execute(select(policies.c.sha256, policies.c.path, policies.c.text))
-        }
+        texts: dict[str, tuple[str, str]] = {}
+        altered: dict[str, str] = {}
+        for p in conn.execute(select(policies.c.sha256, policies.c.path, policies.c.text)):
+            # The runs' records (in the chain) name each file by the sha256 of its bytes:
+            # a text that does not hash to it was edited, and is not read as a policy.
+            if hashlib.sha256(p.text.encode()).hexdigest() == p.sha256:
+                texts[p.sha256] = (p.path, p.text)
+            else:
+                altered[p.sha256] = p.path
         try:
             chain, broken, broken_at = verify(conn), None, None
         except ChainBrokenError as exc:
             chain, broken, broken_at = None, str(exc), exc.record
         facts = Facts(period, self.runs, scoped, [], texts, chain, broken, broken_at)
+        facts.altered = altered
         facts.events = self._listed((*OUTSIDE, "acknowledged"))
         facts.ours = self._ours()
         return facts

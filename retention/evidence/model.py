@@ -276,6 +276,22 @@ class ShardHeads(TypedDict):
 
 
 @with_config(_STRICT)
+class AlteredText(TypedDict):
+    """A policy text the ledger keeps that does not hash to its sha256."""
+
+    sha256: str
+    path: str
+
+
+@with_config(_STRICT)
+class PolicyTexts(TypedDict):
+    """The policy texts the ledger keeps, checked against their sha256."""
+
+    kept: int
+    altered: list[AlteredText]
+
+
+@with_config(_STRICT)
 class Chain(TypedDict):
     """Section 5."""
 
@@ -284,6 +300,7 @@ class Chain(TypedDict):
     brokenAt: str | None
     shards: list[ShardHeads]
     unfinished: list[str]
+    policyTexts: PolicyTexts
 
 
 @with_config(_STRICT)

@@ -43,7 +43,7 @@ class RestoreTest:
 def read_restore_log(path: Path) -> list[RestoreTest]:
     """The tests in ``path``; UsageError naming the file, line and column of a problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's CSV may start with a BOM
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--restore-log {path}: cannot read it ({exc})") from None
     reader = csv.DictReader(io.StringIO(text))

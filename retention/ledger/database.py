@@ -18,8 +18,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, Select, create_engine, event
+from sqlalchemy import Connection, Engine, Select, create_engine, event, inspect
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -250,15 +251,17 @@ def open_reader(place: LedgerPlace) -> Ledger:
 
 def open_to_read(place: LedgerPlace) -> Ledger:
     """The ledger at ``place`` for a job that only reads it, perhaps as a database user
-    that may only read (``retention evidence``): nothing made, migrated or written. No
-    ledger there, or one at another schema revision, raises ConfigError (exit 2)."""
+    that may only read (``retention evidence``): nothing made, migrated or written. A
+    SQLite file is opened read-only (``mode=ro``, no pragma that would write: a copy of a
+    backup stays byte for byte what it was). No ledger there, or one at another schema
+    revision, raises ConfigError (exit 2); one that cannot be reached, LedgerError."""
     file = place.sqlite_file
     if file is not None and not file.exists():
         raise ConfigError(
             f"ledger {place.shown}: no ledger there (nothing was recorded at this path): "
             "check ledger.url, reports.dir or RETENTION_LEDGER_URL"
         )
-    ledger = _open(place)
+    ledger = _open(place) if file is None else Ledger(place, _read_only_sqlite(file))
     try:
         _check_revision(ledger)
     except BaseException:
@@ -267,10 +270,41 @@ def open_to_read(place: LedgerPlace) -> Ledger:
     return ledger
 
 
+def _read_only_sqlite(file: Path) -> Engine:
+    """An engine that reads a SQLite file and cannot write it."""
+    uri = f"file:{quote(str(file.resolve()))}?mode=ro&uri=true"
+    engine = create_engine(
+        "sqlite+pysqlite:///" + uri, connect_args={"timeout": SQLITE_BUSY_MS / 1000}
+    )
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we begin the transaction: one snapshot
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA query_only=1")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
 def _check_revision(ledger: Ledger) -> None:
-    found, shown = _revision(ledger), ledger.place.shown
+    shown = ledger.place.shown
+    # A ledger that cannot be reached (a server down, a password refused, a file that
+    # cannot be read) is a LedgerError from reading(), said as it is, not "not a ledger".
+    with ledger.reading("reading its schema version") as conn:
+        tables = set(inspect(conn).get_table_names())
+        found = (
+            conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+            if "alembic_version" in tables
+            else None
+        )
     if found is None:
         raise ConfigError(f"ledger {shown}: not a ledger (no schema revision in it)")
+    found = str(found)
     if found > HEAD_REVISION:
         raise LedgerSchemaError(
             f"ledger {shown} has schema revision {found}, newer than retention "

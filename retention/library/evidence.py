@@ -11,7 +11,7 @@ from datetime import UTC, date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from retention.core.wording import counted
+from retention.core.wording import counted, printable
 from retention.errors import UsageError
 from retention.evidence.build import document
 from retention.evidence.gather import Period, Reading
@@ -79,7 +79,8 @@ class Evidence:
             "Chain: holds" if chain["verified"] else f"Chain: does NOT hold: {chain['problem']}"
         )
         lines += [f"Written: {path}" for path in self.written]
-        return lines
+        # Names come from the API and the ledger: no control character reaches a terminal.
+        return [printable(line) for line in lines]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from retention.core.model import SnapshotView, Target
 from retention.core.outside import Retained, cluster_drift
@@ -35,6 +36,7 @@ class Fleet:
     targets: Sequence[Target]
     stopped: dict[str, tuple[date, date]] = field(default_factory=dict)  # name: days
     snapshots: dict[str, dict[str, SnapshotView]] = field(default_factory=dict)
+    expected: bool = True  # the policy says expect.newest_within (checked with no snapshot)
 
     def take(self, day: date) -> None:
         """Each cluster's snapshot of ``day`` (01:00), unless its backups stopped."""
@@ -65,19 +67,20 @@ def plan_day(ledger: Ledger, fleet: Fleet, day: date, n: int, actor: str = "cron
         drift = cluster_drift(t, record.known(t), walked, at)
         newest = fleet.newest(t.name)
         age = None if newest is None else int((at - newest).total_seconds())
-        entry = {
+        entry: dict[str, Any] = {
             "counts": {"snapshots": len(walked)},
             "holds": [],
             "policies": ["gfs"],
-            "newestRestorable": {
+        }
+        if newest is not None or fleet.expected:  # as a plan: no snapshot, nothing expected
+            entry["newestRestorable"] = {
                 "newest": newest,
                 "ageSeconds": age,
                 "withinSeconds": WITHIN,
                 "expectedFrom": "policy",
                 "stale": age is None or age > WITHIN,
                 "text": "",
-            },
-        }
+            }
         record.observe(t, drift, entry, at)
     return record
 
@@ -128,3 +131,14 @@ def _protect(
     record.intend([change], at)
     record.outcomes([Sent(**{**change.__dict__, "outcome": "sent", "status": 200})], at)
     fleet.snapshots[name][sid] = SnapshotView(sid, before.created, True, True, None)
+
+
+def generate_gone(ledger: Ledger, fleet: Fleet, days: int, cleared_on: dict[int, str]) -> None:
+    """As ``generate``; on each day of ``cleared_on`` someone deletes every snapshot of
+    that cluster before the run."""
+    for i in range(days):
+        day = FIRST + timedelta(days=i)
+        fleet.take(day)
+        if i in cleared_on:
+            fleet.snapshots[cleared_on[i]].clear()
+        plan_day(ledger, fleet, day, i).finish(RunEnd(day_at(day, 4), 0))
