@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit unit-compiled compiled demo screenshots bench bench-sim bench-fleet bench-apply bench-forecast bench-ledger chaos clean
+.PHONY: test lint typecheck unit unit-compiled compiled demo screenshots bench bench-sim bench-fleet bench-apply bench-forecast bench-ledger bench-evidence chaos clean
 
 # uv installs what pip would, from the same index, in a third of the time (pip re-downloads
 # every wheel: this index sends no caching headers). --compile-bytecode: pip compiles the
@@ -121,6 +121,11 @@ bench-apply: $(COMPILED)/.built
 bench-ledger: $(COMPILED)/.built
 	$(BENCH) benchmarks/ledger.py
 	$(BENCH) benchmarks/ledger_size.py
+
+# retention evidence of a year: 365 daily runs of 200 clusters written into a new ledger
+# (SQLite, and PostgreSQL when RETENTION_BENCH_POSTGRES_URL names a server), then timed.
+bench-evidence: $(COMPILED)/.built
+	$(BENCH) benchmarks/evidence.py
 
 chaos: $(STAMP)
 	$(BIN)/python benchmarks/chaos.py

@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,10 @@ from retention.ledger.recorder import PolicyText, RunEnd, RunRecord, RunStart, S
 
 GOAL_SECONDS, GOAL_MB = 30.0, 300.0
 POSTGRES_ENV = "RETENTION_BENCH_POSTGRES_URL"
-POLICY = 'name: year\nmatch: {clusters: ["rs-*"]}\nkeep: {within: 60d, daily: 7, weekly: 4, monthly: 13}\n'
+POLICY = (
+    'name: year\nmatch: {clusters: ["rs-*"]}\n'
+    "keep: {within: 60d, daily: 7, weekly: 4, monthly: 13}\n"
+)
 SHA = hashlib.sha256(POLICY.encode()).hexdigest()
 REFS = ({"name": "year", "path": "policies/year.yaml", "sha256": SHA},)
 TEXTS = (PolicyText(SHA, "policies/year.yaml", POLICY),)
@@ -180,9 +182,11 @@ def ledger_url(backend: str, folder: Path) -> Iterator[tuple[str, str | None]]:
         engine.dispose()
 
 
-def evidence(folder: Path, url: str, password: str | None, days: int) -> dict[str, Any]:
-    """`retention evidence` of the year in all four formats, in a process of its own: its
-    wall time, peak memory (maxrss), exit code and files."""
+def evidence(
+    folder: Path, url: str, password: str | None, days: int, formats: tuple[str, ...]
+) -> dict[str, Any]:
+    """`retention evidence` of the year in ``formats``, in a process of its own: its wall
+    time, peak memory (maxrss), exit code and files."""
     config = folder / "retention.yaml"
     config.write_text(
         "api:\n  base_url: http://127.0.0.1:9/api/public/v1.0\n"
@@ -193,22 +197,23 @@ def evidence(folder: Path, url: str, password: str | None, days: int) -> dict[st
     if password:
         env["RETENTION_LEDGER_PASSWORD"] = password
     last = FIRST + timedelta(days=days - 1)
-    out = folder / "out"
-    argv = [sys.executable, "-m", "retention", "--config", str(config), "evidence",
-            "--from", str(FIRST), "--to", str(last), "--out", str(out)]  # fmt: skip
-    for fmt in ("html", "md", "json", "csv"):
+    out = folder / ("out-" + "-".join(formats))
+    # /usr/bin/time's account of the child alone: RUSAGE_CHILDREN's maxrss is the largest
+    # child's of the whole benchmark (the generator's children included).
+    argv = ["/usr/bin/time", "-f", "%M %e", sys.executable, "-m", "retention",
+            "--config", str(config), "evidence", "--from", str(FIRST), "--to", str(last),
+            "--out", str(out)]  # fmt: skip
+    for fmt in formats:
         argv += ["--format", fmt]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    began = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - began
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)  # noqa: S603 - our own command line
     if done.returncode not in (0, 3):
         sys.exit(f"evidence failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    peak_kb, seconds = done.stderr.strip().splitlines()[-1].split()
     files = {p.suffix[1:]: p.stat().st_size for p in out.iterdir()}
     return {
-        "seconds": round(seconds, 1),
-        "peak_mb": round(max(peak_kb, before) / 1024, 1),
+        "formats": list(formats),
+        "seconds": round(float(seconds), 1),
+        "peak_mb": round(int(peak_kb) / 1024, 1),
         "exit": done.returncode,
         "bytes": files,
         "summary": done.stdout.splitlines()[:3],
@@ -227,16 +232,21 @@ def run(backend: str, clusters: int, days: int) -> dict[str, Any]:
             size = None
             if backend == "sqlite":
                 size = sum(p.stat().st_size for p in folder.glob("ledger.db*"))
-            result = evidence(folder, url, password, days)
-    result |= {"generated_seconds": round(generated), "ledger_bytes": size}
-    ok = result["seconds"] <= GOAL_SECONDS and result["peak_mb"] <= GOAL_MB
-    result["met"] = ok
-    print(
-        f"{backend}: evidence of {days} runs x {clusters} clusters in {result['seconds']} s, "
-        f"peak {result['peak_mb']} MB ({'met' if ok else 'NOT met'}; goal {GOAL_SECONDS:.0f} s, "
-        f"{GOAL_MB:.0f} MB); files {result['bytes']}",
-        flush=True,
-    )
+            cases = {
+                "html": evidence(folder, url, password, days, ("html",)),
+                "all": evidence(folder, url, password, days, ("html", "md", "json", "csv")),
+            }
+    result: dict[str, Any] = {"generated_seconds": round(generated), "ledger_bytes": size}
+    for case, found in cases.items():
+        found["met"] = found["seconds"] <= GOAL_SECONDS and found["peak_mb"] <= GOAL_MB
+        result[case] = found
+        print(
+            f"{backend} ({', '.join(found['formats'])}): evidence of {days} runs x {clusters} "
+            f"clusters in {found['seconds']} s, peak {found['peak_mb']} MB "
+            f"({'met' if found['met'] else 'NOT met'}; goal {GOAL_SECONDS:.0f} s, "
+            f"{GOAL_MB:.0f} MB); files {found['bytes']}",
+            flush=True,
+        )
     return result
 
 

@@ -158,6 +158,21 @@ def _ledger_goals() -> list[tuple[str, str, str, str]]:
         )
     else:
         out.append(("ledger: size (benchmarks/ledger_size.py)", "", "", status(None)))
+    if found := load("evidence"):
+        for backend in ("sqlite", "postgresql"):
+            for case, words in (("html", "HTML"), ("all", "all four formats")):
+                if figures := found.get(backend, {}).get(case):
+                    out.append(
+                        (
+                            f"evidence ({backend}): a year of {found['clusters']} clusters "
+                            f"({found['days']} daily runs), {words}",
+                            f"{figures['seconds']} s, {figures['peak_mb']} MB",
+                            f"<= {found['goal_seconds']:.0f} s, {found['goal_mb']:.0f} MB",
+                            status(figures["met"]),
+                        )
+                    )
+    else:
+        out.append(("evidence of a year (benchmarks/evidence.py)", "", "", status(None)))
     return out
 
 

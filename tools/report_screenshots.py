@@ -1,6 +1,7 @@
 """Screenshots of the demo's report.html for the README: the top of the page in headless
 Chromium at 1280 and at 800 px wide, written to docs/images/report-1280.png and
-report-800.png.
+report-800.png; and of the evidence of the demo's day, from its ledger
+(docs/images/evidence-1280.png).
 
 Run it with `make screenshots` after a change to the report's look, and look at both
 pictures before committing them. The demo runs as `retention demo` does, on the simulator's
@@ -45,6 +46,30 @@ def demo_report(folder: Path) -> Path:
     return Path(json.loads(said.getvalue())["runDir"]) / "report.html"
 
 
+def demo_evidence(report: Path) -> Path:
+    """`retention evidence` of the demo's day, from the ledger the demo recorded beside its
+    run folders (no API: the configuration only names the ledger); its HTML."""
+    folder = report.parent.parent
+    config = folder / "evidence.yaml"
+    config.write_text(
+        "api:\n  base_url: http://127.0.0.1:9/api/public/v1.0\n"
+        'targets:\n  - project: "5e2211c17a3e5a48f5497de4"\n'
+        f"policies: {ROOT / 'policies'}\n"
+        f"reports:\n  dir: {folder}\n"
+        f"ledger:\n  url: sqlite:///{folder / 'demo-ledger.db'}\n"
+    )
+    day = START.date().isoformat()
+    out = folder / "evidence"
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = retention(
+            ["--config", str(config), "evidence", "--from", day, "--to", day, "--out", str(out)],
+            clock=lambda: START + timedelta(hours=1),
+        )
+    if code not in (0, 3):
+        raise SystemExit(f"retention evidence exited {code}")
+    return out / f"evidence-{day}-{day}.html"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the screenshots; 1 when Chromium is missing."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -64,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
             path = args.out / f"report-{width}.png"
             page.screenshot(path)
             sys.stdout.write(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}\n")
+        page.resize(1280, 1000)
+        page.load(demo_evidence(report))
+        path = args.out / "evidence-1280.png"
+        page.screenshot(path)
+        sys.stdout.write(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}\n")
     return 0
 
 
