@@ -28,6 +28,7 @@ from retention.evidence.promise import Point, checks
 from retention.ledger.database import open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart
+from retention.library import evidence as evidence_job
 from tests.support.evidenced import FIRST, POLICY, Fleet, generate, generate_gone
 from tests.support.simfleet import P
 
@@ -182,10 +183,12 @@ def test_the_four_formats_carry_the_same_numbers(
 
 
 def test_a_ledger_edited_by_hand_breaks_the_chain_and_exits_1(
-    ledgered: Path, capsys: pytest.CaptureFixture[str]
+    ledgered: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An event whose values were changed in the database: the chain section says the
-    chain does not hold, naming the run, and the command exits 1."""
+    chain does not hold, naming the run, and the command exits 1; verified in the process
+    beside the reading, as a large ledger's chain is."""
+    monkeypatch.setattr(evidence_job, "BESIDE", 0)
     with sqlite3.connect(ledgered / "reports" / "ledger.db") as db:
         db.execute(
             "UPDATE ledger_events SET after = '{\"doNotDelete\":true}' WHERE kind = 'deleted-early'"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fnmatch import fnmatchcase
@@ -22,10 +22,11 @@ from typing import Any
 import msgspec
 from sqlalchemy import Connection, bindparam, func, or_, select
 
+from retention.config.ledgerplace import LedgerPlace
 from retention.core.timestamps import format_timestamp
 from retention.errors import ChainBrokenError, UsageError
 from retention.ledger.chain import ChainReport, verify
-from retention.ledger.database import stream_rows
+from retention.ledger.database import open_to_read, stream_rows
 from retention.ledger.rows import read_time
 from retention.ledger.tables import cluster_runs, events, policies, runs, snapshots, targets
 
@@ -188,6 +189,26 @@ class Facts:
         return [r for r in self.runs.values() if p.start <= r.started < p.end]
 
 
+# What verifying the chain found: its report, or why it does not hold and where.
+Verified = tuple[ChainReport | None, str | None, str | None]
+
+
+def verified_on(conn: Connection) -> Verified:
+    """Verify every chain of the ledger on ``conn``."""
+    try:
+        return verify(conn), None, None
+    except ChainBrokenError as exc:
+        return None, str(exc), exc.record
+
+
+def verified(place: LedgerPlace) -> Verified:
+    """Verify the ledger at ``place`` on a connection of its own, read-only: run in a
+    process beside the one that reads the period (a year of a fleet's chain is two
+    million lines to hash, as long as the rest of the evidence)."""
+    with open_to_read(place) as ledger, ledger.reading("verifying its chain") as conn:
+        return verified_on(conn)
+
+
 class Reading:
     """The ledger as the evidence of one period reads it, on one connection."""
 
@@ -206,9 +227,11 @@ class Reading:
         self._details: dict[str, dict[str, Any]] = {}
         self._bounds: tuple[int, int] | None = None
 
-    def gather(self) -> Facts:
+    def gather(self, chain: Callable[[], Verified] | None = None) -> Facts:
         """Read the period's facts; UsageError for an empty ledger, a period with no run,
-        or arguments that choose nothing."""
+        or arguments that choose nothing. ``chain`` gives the chain's verification when it
+        is made elsewhere (another process, side by side with this reading: ``verified``);
+        None: verified here."""
         conn, period = self.conn, self.period
         self.runs = {r.seq: r for r in _runs(conn)}
         if not any(r.ended is not None for r in self.runs.values()):
@@ -248,14 +271,12 @@ class Reading:
                 texts[p.sha256] = (p.path, p.text)
             else:
                 altered[p.sha256] = p.path
-        try:
-            chain, broken, broken_at = verify(conn), None, None
-        except ChainBrokenError as exc:
-            chain, broken, broken_at = None, str(exc), exc.record
-        facts = Facts(period, self.runs, scoped, [], texts, chain, broken, broken_at)
+        facts = Facts(period, self.runs, scoped, [], texts, None, None, None)
         facts.altered = altered
         facts.events = self._listed((*OUTSIDE, "acknowledged"))
         facts.ours = self._ours()
+        found = chain() if chain is not None else verified_on(conn)
+        facts.chain, facts.broken, facts.broken_at = found
         return facts
 
     # -- scope -------------------------------------------------------------------------
@@ -387,11 +408,11 @@ class Reading:
         not_sent = sum(n for p, c, n in self.conn.execute(others) if (p, c) in self.names)
         ours.total = ours.sent + not_sent + sum(1 for _ in self._pending(_SUMMED))
         for entry in self.change_log():
-            ours.preview.append(entry)
+            ours.preview.append(plain(entry))
             if len(ours.preview) >= PREVIEW:
                 break
         undo = [s for s, r in self.runs.items() if r.mode == "undo" and self._in_seqs(s)]
-        ours.undos = list(self.change_log(undo)) if undo else []
+        ours.undos = [plain(e) for e in self.change_log(undo)] if undo else []
         return ours
 
     def _in_seqs(self, seq: int) -> bool:
@@ -515,9 +536,26 @@ class Reading:
         return {kind: int(n) for kind, n in self.conn.execute(chosen)}
 
 
-def _fields(text: str | None) -> dict[str, Any]:
-    value = _decode(text) if text else {}
-    return {"expires": value.get("expires"), "doNotDelete": value.get("doNotDelete")}
+class Fields(msgspec.Struct):
+    """A snapshot's retention fields as a change log entry has them (the ledger's JSON
+    also says ``complete``: not read)."""
+
+    expires: str | None = None
+    doNotDelete: bool | None = None  # noqa: N815 - the document's name
+
+
+_FIELDS = msgspec.json.Decoder(Fields)
+_NO_FIELDS = Fields()
+
+
+def _fields(text: str | None) -> Fields:
+    return _FIELDS.decode(text) if text else _NO_FIELDS
+
+
+def plain(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry as plain data (its fields as mappings): what a template or json reads."""
+    found: dict[str, Any] = msgspec.to_builtins(entry)
+    return found
 
 
 def _event(e: Any) -> EventFact:

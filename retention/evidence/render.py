@@ -107,9 +107,20 @@ class _CsvLog:
     def __init__(self, doc: Mapping[str, Any], out: TextIO) -> None:
         self.doc, self.writer = doc, csv.writer(out, lineterminator="\n")
         self.writer.writerow(CSV_COLUMNS)
+        # Each distinct text made safe once: a year's log says the same names and reasons
+        # hundreds of thousands of times.
+        self.safe: dict[str, str] = {}
+
+    def _safe(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        found = self.safe.get(value)
+        if found is None:
+            found = self.safe[value] = "'" + value if value.startswith(_FORMULA) else value
+        return found
 
     def add(self, ch: Mapping[str, Any]) -> None:
-        before, after = ch["before"], ch["after"]
+        before, after, safe = ch["before"], ch["after"], self._safe
         self.writer.writerow(
             (
                 ch["at"],
@@ -118,19 +129,19 @@ class _CsvLog:
                 ch["outcome"],
                 ch["runId"],
                 ch["mode"],
-                _cell(ch["actor"]),
-                _cell(ch["approval"]),
+                safe(ch["actor"]),
+                safe(ch["approval"]),
                 ch["projectId"],
                 ch["clusterId"],
-                _cell(ch["cluster"]),
+                safe(ch["cluster"]),
                 ch["snapshotId"],
                 ch["action"],
-                before["expires"],
-                _bool(before["doNotDelete"]),
-                after["expires"],
-                _bool(after["doNotDelete"]),
-                _cell(ch["policy"]),
-                _cell(ch["why"]),
+                before.expires,
+                _BOOL[before.doNotDelete],
+                after.expires,
+                _BOOL[after.doNotDelete],
+                safe(ch["policy"]),
+                safe(ch["why"]),
                 None,
             )
         )
@@ -154,9 +165,9 @@ class _CsvLog:
                     o["snapshotId"],
                     None,
                     before.get("expires"),
-                    _bool(before.get("doNotDelete")),
+                    _BOOL[before.get("doNotDelete")],
                     after.get("expires"),
-                    _bool(after.get("doNotDelete")),
+                    _BOOL[after.get("doNotDelete")],
                     None,
                     None,
                     o["alertId"],
@@ -164,8 +175,7 @@ class _CsvLog:
             )
 
 
-def _bool(value: object) -> str | None:
-    return None if value is None else str(value).lower()
+_BOOL = {None: None, True: "true", False: "false"}
 
 
 def _cell(value: object) -> object:
