@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
+
+from retention.runfolder.schema import shipped_schema
 
 _STRICT = ConfigDict(extra="forbid")
 SCHEMA_FILE = "evidence.schema.json"
@@ -359,9 +360,7 @@ def generated_schema() -> dict[str, Any]:
 
 def evidence_json_schema() -> dict[str, Any]:
     """The JSON Schema of the evidence document, as shipped."""
-    text = resources.files("retention.evidence").joinpath(SCHEMA_FILE).read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
+    return shipped_schema("retention.evidence", SCHEMA_FILE)
 
 
 if __name__ == "__main__":  # pragma: no cover - regenerates the shipped schema

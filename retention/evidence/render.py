@@ -14,7 +14,7 @@ from typing import Any, TextIO
 import msgspec
 
 from retention.evidence.coverage import STRIP
-from retention.evidence.gather import PREVIEW
+from retention.evidence.log import PREVIEW
 from retention.report.render import html_environment, markdown_environment
 
 FORMATS = ("html", "md", "json", "csv")

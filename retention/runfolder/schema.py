@@ -20,8 +20,12 @@ SCHEMA_FILE = "plan.schema.json"
 
 def plan_json_schema() -> dict[str, Any]:
     """The JSON Schema of the plan file, as shipped."""
-    text = resources.files("retention.runfolder").joinpath(SCHEMA_FILE).read_text()
-    schema: dict[str, Any] = json.loads(text)
+    return shipped_schema("retention.runfolder", SCHEMA_FILE)
+
+
+def shipped_schema(package: str, name: str) -> dict[str, Any]:
+    """A JSON Schema shipped in ``package`` as the file ``name``."""
+    schema: dict[str, Any] = json.loads(resources.files(package).joinpath(name).read_text())
     return schema
 
 
