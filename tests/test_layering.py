@@ -146,7 +146,7 @@ NAMES = {
 @pytest.fixture(scope="module")
 def climbed(tmp_path_factory: pytest.TempPathFactory) -> str:
     """What the shell's contracts say of a copy of the repository with every import of
-    CLIMBED added, and a new package (retention/evidence) that no layer names."""
+    CLIMBED added, and a new package (retention/unlisted) that no layer names."""
     copy = tmp_path_factory.mktemp("climbed")
     shutil.copytree(ROOT / "retention", copy / "retention")
     shutil.copytree(ROOT / "tools", copy / "tools")
@@ -154,8 +154,8 @@ def climbed(tmp_path_factory: pytest.TempPathFactory) -> str:
     for _contract, path, code in CLIMBED:
         module = copy / path
         module.write_text(module.read_text() + "\n" + code)
-    (copy / "retention" / "evidence").mkdir()
-    (copy / "retention" / "evidence" / "__init__.py").write_text(
+    (copy / "retention" / "unlisted").mkdir()
+    (copy / "retention" / "unlisted" / "__init__.py").write_text(
         '"""A package no layer names."""\n'
     )
     result = _lint_imports(copy, *CONTRACTS)
@@ -183,5 +183,5 @@ def test_each_shell_contract_breaks_on_an_import_against_it(
 
 def test_a_package_no_layer_names_breaks_the_layers(climbed: str) -> None:
     """The layers are exhaustive: a new package of retention breaks them until it is given
-    its layer, so an evidence package cannot land outside the order."""
-    assert "not listed as layers:\n\n- retention.evidence\n" in climbed
+    its layer, so a new package cannot land outside the order."""
+    assert "not listed as layers:\n\n- retention.unlisted\n" in climbed

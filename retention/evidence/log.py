@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 from sqlalchemy import Connection, bindparam, func, or_, select
@@ -15,8 +15,25 @@ from sqlalchemy import Connection, bindparam, func, or_, select
 from retention.ledger.database import stream_rows
 from retention.ledger.tables import events
 
-if TYPE_CHECKING:
-    from retention.evidence.gather import RunFact
+
+class RunFact(Protocol):
+    """What the log says of a change's run (gather.RunFact has it)."""
+
+    @property
+    def run_id(self) -> str:
+        """Its id."""
+        ...
+
+    @property
+    def mode(self) -> str:
+        """Its command."""
+        ...
+
+    @property
+    def actor(self) -> str:
+        """Who ran it."""
+        ...
+
 
 # The outcomes of a change of ours, as the ledger records them.
 OUTCOMES = ("sent", "refused", "unknown")

@@ -249,13 +249,9 @@ def _expected(entry: Mapping[str, Any], fresh: Mapping[str, Any]) -> str | None:
     expected: dict[str, Any] = {}
     if entry.get("policies"):
         expected["policies"] = list(entry["policies"])
-    if fresh:
-        expected |= {
-            "withinSeconds": fresh.get("withinSeconds"),
-            "stale": fresh.get("stale"),
-            "newest": fresh.get("newest"),
-            "expectedFrom": fresh.get("expectedFrom"),
-        }
+    for key in ("withinSeconds", "stale", "newest", "expectedFrom"):
+        if fresh.get(key) is not None:
+            expected[key] = fresh[key]
     return canonical(expected) if expected else None
 
 
