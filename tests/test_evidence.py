@@ -20,6 +20,7 @@ from sqlalchemy import text as sql
 from retention import cli
 from retention.config.ledgerplace import LedgerPlace
 from retention.core.model import Target
+from retention.core.outside import Retained
 from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.model import Policy
 from retention.evidence.coverage import Check, coverage
@@ -27,7 +28,7 @@ from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_s
 from retention.evidence.promise import Point, checks
 from retention.ledger.database import open_ledger
 from retention.ledger.keeping import prune_ledger
-from retention.ledger.recorder import RunEnd, RunRecord, RunStart
+from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
 from retention.library import evidence as evidence_job
 from tests.support.evidenced import FIRST, POLICY, Fleet, generate, generate_gone
 from tests.support.simfleet import P
@@ -365,3 +366,29 @@ def test_a_password_in_the_urls_query_is_never_shown() -> None:
     place = LedgerPlace("postgresql://u:pw@db:5432/r?password=TopSecret&sslmode=require")
 
     assert place.shown == "postgresql://u:***@db:5432/r?sslmode=require"
+
+
+def test_a_change_whose_run_was_killed_after_its_intent_is_listed_pending(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An apply killed between writing what it was about to send and how it ended: its
+    change is in the log as pending (counted, in the JSON and the CSV), and the run is
+    listed as never finished."""
+    place = LedgerPlace(f"sqlite:///{ledgered / 'reports' / 'ledger.db'}")
+    at = datetime(2026, 9, 29, 5, tzinfo=UTC)
+    with open_ledger(place) as ledger:
+        record = RunRecord.begin(ledger, RunStart("killed-apply", "apply", "", at, "bob"))
+        change = Sent(P, C.cluster_id, "c-ccc-20260928", "shorten", Retained(True, at, False))
+        record.intend([change], at)  # and then kill -9: no outcome, no end
+    evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--out", "out",
+             "--format", "json", "--format", "csv")  # fmt: skip
+    doc = json.loads(written(ledgered, "json"))
+    rows = list(csv.DictReader(io.StringIO(written(ledgered, "csv"))))
+
+    pending = [ch for ch in doc["changes"]["log"] if ch["outcome"] == "pending"]
+    assert [(ch["snapshotId"], ch["actor"], ch["action"]) for ch in pending] == [
+        ("c-ccc-20260928", "bob", "shorten")
+    ]
+    assert doc["changes"]["count"] == 2
+    assert [r["outcome"] for r in rows if r["by"] == "retention"] == ["sent", "pending"]
+    assert any("killed-apply" in u for u in doc["chain"]["unfinished"])

@@ -33,7 +33,7 @@ def document(
     restore_tests: Sequence[RestoreTest] | None = None,
 ) -> dict[str, Any]:
     """The evidence of ``facts``'s period, generated at ``generated``; its change log is
-    the first entries only (gather.PREVIEW): the JSON and the CSV stream every one."""
+    the first entries only (log.PREVIEW): the JSON and the CSV stream every one."""
     policies = Policies(facts)
     clusters = sorted(facts.clusters, key=lambda c: (c.name, c.project_id, c.cluster_id))
     covered = [_coverage(facts, c) for c in clusters]
@@ -45,11 +45,7 @@ def document(
         "schemaVersion": SCHEMA_VERSION,
         "generated": ts(generated),
         "ledger": ledger,
-        "period": {
-            "from": facts.period.first.isoformat(),
-            "to": facts.period.last.isoformat(),
-            "days": len(facts.period.days),
-        },
+        "period": facts.period.document(),
         "scope": _scope(facts, clusters, policies),
         "coverage": covered,
         "retention": promised,
@@ -109,11 +105,13 @@ def _scope(facts: Facts, clusters: list[ClusterFacts], policies: Policies) -> di
             "total": len(period_runs),
             "byMode": dict(sorted(by_mode.items())),
             "failed": sum(
-                1 for r in period_runs if r.exit_code not in (None, 0, 3) and r.signal is None
+                1
+                for r in period_runs
+                if r.exit_code not in (None, EXIT_OK, EXIT_HELD) and r.signal is None
             ),
             "stopped": sum(1 for r in period_runs if r.signal is not None),
             "unfinished": sum(1 for r in period_runs if r.ended is None),
-            "daysWithoutRun": [d.isoformat() for d in facts.period.days if d not in walked],
+            "daysWithoutRun": [d.isoformat() for d in facts.period.dates if d not in walked],
         },
         "policies": sorted(in_force.values(), key=lambda p: (p["name"], p["from"])),
         "actors": _actors(facts, period_runs),
@@ -162,10 +160,9 @@ def cluster_coverage(facts: Facts, c: ClusterFacts) -> Coverage:
     gone = facts.started(c.gone_run)
     # Days before the oldest run the ledger still has (ledger.keep removed the others)
     # say nothing either way: out of scope, not gaps.
-    oldest = min((r.started for r in facts.runs.values()), default=None)
-    starts = [day(t) for t in (first, oldest) if t is not None]
+    starts = [day(t) for t in (first, facts.oldest) if t is not None]
     return coverage(
-        facts.period.days,
+        facts.period.dates,
         found,
         max(starts) if starts else None,
         None if gone is None else day(gone) - timedelta(days=1),
@@ -181,13 +178,8 @@ def _coverage(facts: Facts, c: ClusterFacts) -> dict[str, Any]:
         "daysMet": cov.met,
         # No day could be checked: nothing evidences it (not "met").
         "met": cov.complete and cov.in_scope > 0,
-        "longestGap": None
-        if gap is None
-        else {"from": gap.first.isoformat(), "to": gap.last.isoformat(), "days": gap.days},
-        "stale": [
-            {"from": g.first.isoformat(), "to": g.last.isoformat(), "days": g.days}
-            for g in cov.spans("stale")
-        ],
+        "longestGap": None if gap is None else gap.document(),
+        "stale": [g.document() for g in cov.spans("stale")],
         "daysWithoutRun": cov.count("no-run"),
         "daysWithError": cov.count("error"),
         "daysUnchecked": cov.count("unchecked"),

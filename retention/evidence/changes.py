@@ -8,7 +8,7 @@ import bisect
 from collections import defaultdict
 from typing import Any
 
-from retention.core.policy.holdrecords import HoldRecord
+from retention.core.policy.holdrecords import HoldRecord, until_text
 from retention.evidence.gather import OUTSIDE, ClusterFacts, EventFact, Facts
 from retention.evidence.policies import Policies
 from retention.evidence.values import ts
@@ -119,5 +119,6 @@ def _record(policy: str, record: HoldRecord) -> dict[str, Any]:
         "snapshotId": record.id,
         "reason": record.reason,
         "ticket": record.ticket,
-        "until": None if until is None else str(until),
+        # As the plans and reports write it: a day, or a UTC timestamp.
+        "until": None if until is None else until_text(until),
     }

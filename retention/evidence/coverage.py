@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 DayStatus = Literal["met", "stale", "error", "no-run", "unchecked", "out"]
 # How a status shows in a calendar strip of one character a day.
@@ -34,8 +34,8 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Gap:
-    """Days in a row that were not met."""
+class Span:
+    """Days in a row (a gap, a stop of the backups, the period itself), both included."""
 
     first: date
     last: date
@@ -44,6 +44,10 @@ class Gap:
     def days(self) -> int:
         """How many."""
         return (self.last - self.first).days + 1
+
+    def document(self) -> dict[str, Any]:
+        """As the evidence document writes it."""
+        return {"from": self.first.isoformat(), "to": self.last.isoformat(), "days": self.days}
 
 
 @dataclass(frozen=True)
@@ -72,37 +76,37 @@ class Coverage:
         return self.met == self.in_scope
 
     @property
-    def gaps(self) -> list[Gap]:
+    def gaps(self) -> list[Span]:
         """Each run of days not met, oldest first (unchecked days neither break nor
         extend one; a day out of scope ends it)."""
-        gaps: list[Gap] = []
+        gaps: list[Span] = []
         first: date | None = None
         last: date | None = None
         for day, status in self.days:
             if status in ("stale", "error", "no-run"):
                 first, last = first or day, day
             elif status != "unchecked" and first is not None and last is not None:
-                gaps.append(Gap(first, last))
+                gaps.append(Span(first, last))
                 first = last = None
         if first is not None and last is not None:
-            gaps.append(Gap(first, last))
+            gaps.append(Span(first, last))
         return gaps
 
     @property
-    def longest_gap(self) -> Gap | None:
+    def longest_gap(self) -> Span | None:
         """The longest gap (the first of the longest), None when every day was met."""
         return max(self.gaps, key=lambda g: g.days, default=None)
 
-    def spans(self, status: DayStatus) -> list[Gap]:
+    def spans(self, status: DayStatus) -> list[Span]:
         """Each run of days of ``status`` in a row (the days backups had stopped)."""
-        found: list[Gap] = []
+        found: list[Span] = []
         for day, s in self.days:
             if s != status:
                 continue
             if found and found[-1].last == day - timedelta(days=1):
-                found[-1] = Gap(found[-1].first, day)
+                found[-1] = Span(found[-1].first, day)
             else:
-                found.append(Gap(day, day))
+                found.append(Span(day, day))
         return found
 
     @property

@@ -12,34 +12,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fnmatch import fnmatchcase
+from functools import cached_property
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from retention.config.ledgerplace import LedgerPlace
-from retention.core.timestamps import format_timestamp
 from retention.errors import ChainBrokenError, UsageError
+from retention.evidence.coverage import Span
 from retention.evidence.log import ChangeLog, Ours
 from retention.ledger.chain import ChainReport, verify
 from retention.ledger.database import open_to_read
 from retention.ledger.rows import read_time
 from retention.ledger.tables import cluster_runs, events, policies, runs, snapshots, targets
 
-# The changes of ours and how they ended; those made outside retention.
+# The kinds of the changes made outside retention that a plan catches.
 OUTSIDE = ("changed", "deleted-early", "gone")
 _STREAM = {"yield_per": 5000}
 
 
 @dataclass(frozen=True)
-class Period:
+class Period(Span):
     """The days asked for, both included (UTC days)."""
-
-    first: date
-    last: date
 
     @property
     def start(self) -> datetime:
@@ -53,9 +51,9 @@ class Period:
         return datetime(after.year, after.month, after.day, tzinfo=UTC)
 
     @property
-    def days(self) -> list[date]:
+    def dates(self) -> list[date]:
         """Each of its days."""
-        return [self.first + timedelta(days=i) for i in range((self.last - self.first).days + 1)]
+        return [self.first + timedelta(days=i) for i in range(self.days)]
 
 
 @dataclass(frozen=True)
@@ -145,6 +143,12 @@ class Facts:
     broken_at: str | None
     ours: Ours = field(default_factory=Ours)
     altered: dict[str, str] = field(default_factory=dict)  # sha256: path of edited texts
+
+    @cached_property
+    def oldest(self) -> datetime | None:
+        """When the oldest run the ledger still has started (ledger.keep removed those
+        before it)."""
+        return min((r.started for r in self.runs.values()), default=None)
 
     def started(self, seq: int | None) -> datetime | None:
         """When run ``seq`` started (None: no run, or one ledger.keep removed)."""
@@ -238,14 +242,13 @@ class Reading:
                 texts[p.sha256] = (p.path, p.text)
             else:
                 altered[p.sha256] = p.path
-        facts = Facts(period, self.runs, scoped, [], texts, None, None, None)
-        facts.altered = altered
-        facts.events = self._listed((*OUTSIDE, "acknowledged"))
+        listed = self._listed((*OUTSIDE, "acknowledged"))
         self.log = ChangeLog(conn, self.seqs, self.names, self.runs)
-        facts.ours = self.log.ours()
-        found = chain() if chain is not None else verified_on(conn)
-        facts.chain, facts.broken, facts.broken_at = found
-        return facts
+        ours = self.log.ours()
+        report, broken, broken_at = chain() if chain is not None else verified_on(conn)
+        return Facts(
+            period, self.runs, scoped, listed, texts, report, broken, broken_at, ours, altered
+        )
 
     # -- scope -------------------------------------------------------------------------
 
@@ -347,15 +350,6 @@ class Reading:
             raise AssertionError("Reading.gather comes first")
         return self.log.change_log(runs)
 
-    def counts(self) -> Mapping[str, int]:
-        """Events by kind in the period (for the benchmark's description)."""
-        chosen = (
-            select(events.c.kind, func.count())
-            .where(events.c.run_seq.between(*self.seqs))
-            .group_by(events.c.kind)
-        )
-        return {kind: int(n) for kind, n in self.conn.execute(chosen)}
-
 
 def _event(e: Any) -> EventFact:
     return EventFact(
@@ -396,11 +390,6 @@ def _time(text: str) -> datetime:
     if value is None:
         raise AssertionError("a time the ledger requires")
     return value
-
-
-def stamp_text(value: datetime | None) -> str | None:
-    """A time as the document writes it."""
-    return None if value is None else format_timestamp(value)
 
 
 def _targets(conn: Connection) -> list[ClusterFacts]:

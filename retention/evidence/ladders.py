@@ -30,7 +30,7 @@ class Lookup(Protocol):
 def moments(facts: Facts) -> list[datetime]:
     """The ends the ladder is checked at: each month's end in the period, and its end."""
     found = []
-    for day in facts.period.days:
+    for day in facts.period.dates:
         after = day + timedelta(days=1)
         if after.day == 1:
             found.append(datetime(after.year, after.month, after.day, tzinfo=UTC))
@@ -40,14 +40,13 @@ def moments(facts: Facts) -> list[datetime]:
 
 
 def _points(facts: Facts, c: ClusterFacts) -> list[Point]:
-    oldest = min((r.started for r in facts.runs.values()), default=None)
     points = []
     for s in c.snapshots:  # complete ones (gather)
         # There until a run saw it gone: the ladder is read at the time of a run, and a
         # snapshot a run listed was a restore point then, its expiry passed or not.
         gone = None
         if s.gone_run is not None:
-            gone = facts.started(s.gone_run) or oldest
+            gone = facts.started(s.gone_run) or facts.oldest
         points.append(Point(s.snapshot_id, s.created, gone))
     return points
 

@@ -50,6 +50,8 @@ _SUMMED = (
     events.c.detail,
 )
 _LOGGED = (*_SUMMED, events.c.at, events.c.before, events.c.after)
+# The kinds of the events of a change of ours: what it was about to send, how it ended.
+_KINDS = or_(*(events.c.kind == k for k in (*OUTCOMES, "intent")))
 # Distinct details kept parsed at once (a few hundred a day's changes have, at most).
 _DETAILS = 10_000
 # The ledger's JSON texts, read several times faster than by json.loads (a year's log
@@ -84,11 +86,13 @@ class ChangeLog:
         self.conn, self.seqs, self.names, self.runs = conn, seqs, names, runs
         self._details: dict[str, dict[str, Any]] = {}
         self._bounds: tuple[int, int] | None = None
+        self._killed: list[int] = []  # runs with intents no outcome followed (``ours``)
 
     def ours(self) -> Ours:
-        """Sum the period's changes of ours in the database (by cluster and detail: a
-        few hundred groups for a year's hundreds of thousands of changes); keep the first
-        PREVIEW and the undos whole."""
+        """Sum the period's changes of ours in the database, in two reads of the period's
+        events (by cluster and detail for the actions; by run, kind and cluster for the
+        rest: a few hundred thousand groups for a year's millions of events); keep the
+        first PREVIEW and the undos whole."""
         ours = Ours()
         period = self._period_events()
         summed = (
@@ -104,21 +108,28 @@ class ChangeLog:
             ours.sent += count
             ours.by_action[action] += count
             ours.by_cluster[name][action] += count
-        by_run = (
-            select(events.c.run_seq, events.c.project_id, events.c.cluster_id, func.count())
-            .where(*period, events.c.kind == "sent")
-            .group_by(events.c.run_seq, events.c.project_id, events.c.cluster_id)
+        counted = (
+            select(
+                events.c.run_seq,
+                events.c.kind,
+                events.c.project_id,
+                events.c.cluster_id,
+                func.count(),
+            )
+            .where(*period, _KINDS)
+            .group_by(events.c.run_seq, events.c.kind, events.c.project_id, events.c.cluster_id)
         )
-        for run_seq, project_id, cluster_id, count in self.conn.execute(by_run):
-            if (project_id, cluster_id) in self.names:
+        more: Counter[int] = Counter()  # a run's intents less its outcomes
+        for run_seq, kind, project_id, cluster_id, count in self.conn.execute(counted):
+            more[run_seq] += count if kind == "intent" else -count
+            if (project_id, cluster_id) not in self.names:
+                continue
+            if kind == "sent":
                 ours.sent_by_run[run_seq] += count
-        others = (
-            select(events.c.project_id, events.c.cluster_id, func.count())
-            .where(*period, or_(*(events.c.kind == k for k in OUTCOMES if k != "sent")))
-            .group_by(events.c.project_id, events.c.cluster_id)
-        )
-        not_sent = sum(n for p, c, n in self.conn.execute(others) if (p, c) in self.names)
-        ours.total = ours.sent + not_sent + sum(1 for _ in self._pending(_SUMMED))
+            elif kind != "intent":
+                ours.total += count  # refused, unknown
+        self._killed = sorted(seq for seq, n in more.items() if n > 0)
+        ours.total += ours.sent + sum(1 for _ in self._pending(_SUMMED))
         for entry in self.change_log():
             ours.preview.append(plain(entry))
             if len(ours.preview) >= PREVIEW:
@@ -174,21 +185,12 @@ class ChangeLog:
         self, columns: Sequence[Any], runs: Sequence[int] | None = None
     ) -> Iterator[Sequence[Any]]:
         """Each intent of the period no outcome followed: a run killed between writing
-        what it was about to send and how it ended. Only the runs with more intents
-        than outcomes are read again (none, unless a run was killed while it sent)."""
-        kinds = or_(*(events.c.kind == k for k in (*OUTCOMES, "intent")))
-        counted = (
-            select(events.c.run_seq, events.c.kind, func.count())
-            .where(events.c.run_seq.between(*self.seqs), kinds)
-            .group_by(events.c.run_seq, events.c.kind)
-        )
-        more: Counter[int] = Counter()
-        for run_seq, kind, count in self.conn.execute(counted):
-            more[run_seq] += count if kind == "intent" else -count
-        for run_seq in sorted(seq for seq, n in more.items() if n > 0):
+        what it was about to send and how it ended. Only the runs with more intents than
+        outcomes (``ours`` found them) are read again: none, unless one was killed."""
+        for run_seq in self._killed:
             if runs is not None and run_seq not in runs:
                 continue
-            chosen = select(*columns).where(events.c.run_seq == run_seq, kinds)
+            chosen = select(*columns).where(events.c.run_seq == run_seq, _KINDS)
             rows = self.conn.execute(chosen.order_by(events.c.seq)).all()
             ended = {(r[2], r[3], r[4]) for r in rows if r[1] != "intent"}
             for r in rows:
