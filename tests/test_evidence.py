@@ -30,6 +30,9 @@ from retention.ledger.database import open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
 from retention.library import evidence as evidence_job
+from retention.library.evidence import EvidenceRequest
+from retention.library.retention import Retention
+from retention.library.stages import Quiet
 from tests.support.evidenced import FIRST, POLICY, Fleet, generate, generate_gone
 from tests.support.simfleet import P
 
@@ -392,3 +395,36 @@ def test_a_change_whose_run_was_killed_after_its_intent_is_listed_pending(
     assert doc["changes"]["count"] == 2
     assert [r["outcome"] for r in rows if r["by"] == "retention"] == ["sent", "pending"]
     assert any("killed-apply" in u for u in doc["chain"]["unfinished"])
+
+
+class Steps(Quiet):
+    """A progress that keeps what the evidence said of its steps."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, object]] = []
+
+    def sections(self, total: int) -> None:
+        """The evidence starts."""
+        self.heard.append(("sections", total))
+
+    def section(self, under_way: str) -> None:
+        """One more step done."""
+        self.heard.append(("section", under_way))
+
+
+def test_the_evidence_says_its_steps_to_whoever_shows_progress(ledgered: Path) -> None:
+    """A year takes half a minute: the job says its three steps as each starts (what a
+    terminal draws as a bar), the last ending with nothing under way."""
+    steps = Steps()
+    library = Retention(ledgered / "retention.yaml", clock=lambda: TODAY, progress=steps)
+    request = EvidenceRequest(FIRST, LAST, out=ledgered / "out")
+
+    ended = library.evidence(request)
+
+    assert ended.code == 3
+    assert steps.heard == [
+        ("sections", 3),
+        ("section", "making the document: coverage, ladders, changes"),
+        ("section", "writing the files"),
+        ("section", ""),
+    ]

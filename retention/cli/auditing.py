@@ -10,6 +10,7 @@ import click
 
 from retention.cli.common import library
 from retention.cli.group import cli
+from retention.cli.progress import TerminalProgress, quiet_option
 from retention.errors import UsageError
 
 _DAY = click.DateTime(formats=["%Y-%m-%d"])
@@ -55,6 +56,7 @@ _DAY = click.DateTime(formats=["%Y-%m-%d"])
     help="The team's own record of restore tests: a CSV with date,cluster,result and, if "
     "kept, snapshot,by,note. retention runs no restore test itself.",
 )
+@quiet_option
 @click.pass_context
 def evidence(  # noqa: PLR0913 - click passes each option of the command as a keyword
     ctx: click.Context,
@@ -66,6 +68,7 @@ def evidence(  # noqa: PLR0913 - click passes each option of the command as a ke
     formats: tuple[str, ...],
     out: str,
     restore_log: Path | None,
+    quiet: bool,
 ) -> int:
     """Evidence for auditors of a period, from the ledger alone.
 
@@ -107,7 +110,7 @@ def evidence(  # noqa: PLR0913 - click passes each option of the command as a ke
         restore_log,
         sys.stdout if to_stdout else None,
     )
-    result = library(ctx).evidence(request).result
+    result = library(ctx, TerminalProgress.of(ctx, quiet=quiet)).evidence(request).result
     for line in result.lines():
         click.echo(line, err=to_stdout)
     return result.code

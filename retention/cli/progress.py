@@ -2,8 +2,9 @@
 runs. It hears the library's Progress (retention.library.stages) and shows, stage by
 stage, the clusters walked of the total and the snapshots read (plan, run, diff,
 forecast), the changes applied and the snapshots put back of theirs with the outcomes so
-far (run, apply, undo), the run folders read (prune), and the time left once a rate has
-been measured. It is gone from the screen before the command prints what it found.
+far (run, apply, undo), the run folders read (prune), the evidence's steps, and the time
+left once a rate has been measured. It is gone from the screen before the command prints
+what it found.
 
 Nothing of it is written when stderr is not a terminal, under ``--log-format json`` or
 with ``--quiet``: a log or a pipe gets the same bytes as if there were no progress at
@@ -118,6 +119,18 @@ class TerminalProgress:
         with self._lock:
             if self._showing("reading"):
                 self._advance("")
+
+    def sections(self, total: int) -> None:
+        """The evidence starts: ``total`` steps, the first under way."""
+        from retention.evidence.steps import STEPS
+
+        self._start("evidence", total, "steps", STEPS[0])
+
+    def section(self, under_way: str) -> None:
+        """One more step of the evidence done; ``under_way`` next."""
+        with self._lock:
+            if self._showing("evidence"):
+                self._advance(under_way)
 
     def close(self) -> None:
         """Clear the progress from the screen (what the command prints follows)."""

@@ -21,6 +21,7 @@ from retention.evidence.build import document
 from retention.evidence.gather import Period, Reading, verified
 from retention.evidence.render import FORMATS, write
 from retention.evidence.restorelog import RestoreTest, read_restore_log
+from retention.evidence.steps import MAKING, STEPS, WRITING
 from retention.ledger.database import open_to_read
 from retention.ledger.tables import events
 from retention.library.lifecycle import Job, JobContext
@@ -140,6 +141,7 @@ class EvidenceJob(Job[Evidence]):
                 open_to_read(place) as ledger,
                 ledger.reading("reading the evidence") as conn,
             ):
+                run.progress.sections(len(STEPS))
                 chain = None
                 if _events_in(conn) >= BESIDE:
                     pool = stack.enter_context(
@@ -148,11 +150,15 @@ class EvidenceJob(Job[Evidence]):
                     chain = pool.submit(verified, place).result
                 reading = Reading(conn, period, r.clusters, r.projects)
                 facts = reading.gather(chain)
+                run.progress.section(MAKING)
                 doc = document(facts, now, place.shown, reading, tests)
+                run.progress.section(WRITING)
+                written: tuple[Path, ...] = ()
                 if r.stream is not None:
                     write(doc, {r.formats[0]: r.stream}, reading.change_log())
-                    return Evidence(doc)
-                written = _write(doc, r, period, reading) if r.out is not None else ()
+                elif r.out is not None:
+                    written = _write(doc, r, period, reading)
+                run.progress.section("")
             return Evidence(doc, written)
 
         return step

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from retention.apply.executor import Listener as ApplyListener
 from retention.core.wording import plural
+from retention.evidence.steps import Listener as EvidenceListener
 from retention.ops.logs import RUN_LOGGER
 from retention.prune.folders import Listener as PruneListener
 from retention.undo.restoring import Listener as UndoListener
@@ -35,12 +36,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(RUN_LOGGER)
 
 
-class Progress(WalkListener, ApplyListener, UndoListener, PruneListener, Protocol):
+class Progress(
+    WalkListener, ApplyListener, UndoListener, PruneListener, EvidenceListener, Protocol
+):
     """Who hears how a job goes (the command line's progress on a terminal). Each stage is
     said with its total, then item by item: the walk (``walks``, then ``walk`` for each
     cluster: plan, run, diff, forecast), applying (``apply``, then ``outcome`` for each
     change: run, apply), undoing (``undo``, then ``undone`` for each snapshot), reading run
-    folders (``folders``, then ``folder``: prune); and ``close`` at the end. The items of
+    folders (``folders``, then ``folder``: prune), the evidence's steps (``sections``, then
+    ``section``); and ``close`` at the end. The items of
     applying and undoing are heard from the workers' threads. To hear only some of it,
     subclass Quiet."""
 
@@ -73,6 +77,12 @@ class Quiet:
         """Nothing to say."""
 
     def folder(self, name: str) -> None:
+        """Nothing to say."""
+
+    def sections(self, total: int) -> None:
+        """Nothing to say."""
+
+    def section(self, under_way: str) -> None:
         """Nothing to say."""
 
     def close(self) -> None:
@@ -173,6 +183,18 @@ class StageLog:
             if self._stage is not None:
                 self._stage.done += 1
         self.inner.folder(name)
+
+    def sections(self, total: int) -> None:
+        """The evidence starts."""
+        self._begin("evidence", "step", total)
+        self.inner.sections(total)
+
+    def section(self, under_way: str) -> None:
+        """One more step of the evidence done."""
+        with self._lock:
+            if self._stage is not None:
+                self._stage.done += 1
+        self.inner.section(under_way)
 
     def close(self) -> None:
         """The job ended: the stage under way ends too."""
