@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text as sql
 
 from retention import cli
-from retention.config.ledgerplace import LedgerPlace
+from retention.config.ledgerplace import ENV_LEDGER_PASSWORD, ENV_LEDGER_URL, LedgerPlace
 from retention.core.model import Target
 from retention.core.outside import Retained
 from retention.core.policy.duration import RetentionDuration
@@ -34,6 +34,7 @@ from retention.library.evidence import EvidenceRequest
 from retention.library.retention import Retention
 from retention.library.stages import Quiet
 from tests.support.evidenced import FIRST, POLICY, Fleet, generate, generate_gone
+from tests.support.ledgers import ledger_place_for
 from tests.support.simfleet import P
 
 A = Target(P, "c-aaa", "prod-a")
@@ -428,3 +429,47 @@ def test_the_evidence_says_its_steps_to_whoever_shows_progress(ledgered: Path) -
         ("section", "writing the files"),
         ("section", ""),
     ]
+
+
+def test_the_evidence_of_a_postgresql_ledger_is_the_sqlite_ones(
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The same sixty days written into PostgreSQL (its password from the environment, as a
+    CronJob's Secret gives it), the chain verified in the process beside the reading: the
+    same coverage, findings, changes and exit code as from the SQLite ledger."""
+    place = ledger_place_for(request, "postgresql")
+    monkeypatch.setenv(ENV_LEDGER_URL, place.url)
+    monkeypatch.setenv(ENV_LEDGER_PASSWORD, place.password or "")
+    monkeypatch.setattr(evidence_job, "BESIDE", 0)
+    config(folder)
+    fleet = Fleet([A, B, C], stopped={"prod-b": STOPPED})
+    with open_ledger(place) as ledger:
+        generate(
+            ledger,
+            fleet,
+            DAYS,
+            outside_on={20: ("prod-c", "c-ccc-20260820"), 28: ("prod-c", "c-ccc-20260827")},
+            approved_on={40: ("prod-a", "c-aaa-20260801", "alice")},
+        )
+    code, out = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
+                         "--out", "out")  # fmt: skip
+    doc = json.loads(written(folder, "json"))
+
+    assert code == 3, out
+    assert place.password is None or place.password not in out + written(folder, "json")
+    assert [(n["section"], n["cluster"]) for n in doc["notMet"]] == [
+        ("coverage", "prod-b"),
+        ("retention", "prod-c"),
+    ]
+    assert {c["name"]: c["daysMet"] for c in doc["coverage"]} == {
+        "prod-a": 60,
+        "prod-b": 56,
+        "prod-c": 60,
+    }
+    assert doc["changes"]["count"] == 1
+    assert len(doc["changes"]["outside"]) == 2
+    assert doc["chain"]["verified"] is True
+    assert doc["chain"]["shards"][0]["records"] == 60
