@@ -464,3 +464,39 @@ def test_a_line_built_from_the_drivers_row_is_the_canonical_json_of_it(
         del expected["later"]
 
     assert line_of(names, frozenset({"later"}))(row) == canonical(expected)
+
+
+def test_a_change_outside_retention_a_killed_run_found_is_carried_by_the_next(
+    ledger: Ledger,
+) -> None:
+    """A plan killed after writing what its walk found moved what the ledger knows, so no
+    later walk finds its outside change again: the next run of the shard carries it (its
+    plan, reports and notice name it; its finished record holds it, with the run that
+    found it), and the run after that does not carry it again."""
+    one_run(ledger, 1, [snap(1), snap(2)])
+    killed = RunRecord.begin(ledger, RunStart("run-killed", "plan", "", NOW, "tester"))
+    drift = cluster_drift(TARGET, killed.known(TARGET), [snap(1)], NOW)
+    killed.observe(TARGET, drift, {"counts": {}, "holds": []}, NOW)
+    killed.flush()  # and then kill -9: no finish
+    assert [c.kind for c in drift.outside] == ["deleted-early"]
+
+    after = RunRecord.begin(ledger, RunStart("run-after", "plan", "", NOW, "tester"))
+    walked = cluster_drift(TARGET, after.known(TARGET), [snap(1)], NOW)
+    carried = after.carry(NOW)
+    after.observe(TARGET, walked, {"counts": {}, "holds": []}, NOW)
+    after.finish(RunEnd(NOW, 0))
+    again = RunRecord.begin(ledger, RunStart("run-again", "plan", "", NOW, "tester"))
+
+    assert walked.outside == []  # the walk alone finds nothing: the killed run wrote it
+    assert [(c.kind, c.snapshot_id, c.cluster_name) for c in carried] == [
+        ("deleted-early", "s2", "prod-orders")
+    ]
+    assert again.carry(NOW) == []
+    with ledger.reading("test") as conn:
+        [(detail,)] = conn.execute(
+            select(events.c.detail)
+            .join(runs, runs.c.seq == events.c.run_seq)
+            .where(runs.c.run_id == "run-after", events.c.kind == "deleted-early")
+        ).all()
+        assert json.loads(detail)["foundBy"] == "run-killed"
+        assert verify(conn).shards[""][0] == 2

@@ -26,8 +26,22 @@ def changes_of(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dic
         "undos": ours.undos,
         "holds": _holds(facts, by_key),
         "holdRecords": _hold_records(facts),
-        "outside": [_outside(facts, by_key, e, acks) for e in facts.events if e.kind in OUTSIDE],
+        "outside": [_outside(facts, by_key, e, acks) for e in _once(facts.events)],
     }
+
+
+def _once(found: list[EventFact]) -> list[EventFact]:
+    """Each change made outside retention once: a run killed after finding one left it in
+    its unfinished record, and the next run carried it into its own (``foundBy``)."""
+    seen: set[tuple[str, str, str, str | None]] = set()
+    listed = []
+    for e in found:
+        key = (e.kind, e.project_id, e.cluster_id, e.snapshot_id)
+        if e.kind not in OUTSIDE or (key in seen and e.detail.get("foundBy")):
+            continue
+        seen.add(key)
+        listed.append(e)
+    return listed
 
 
 def _name(by_key: dict[tuple[str, str], ClusterFacts], e: EventFact) -> str:

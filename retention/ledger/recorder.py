@@ -13,6 +13,7 @@ change.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,10 +21,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, insert, select, update
+from sqlalchemy import Connection, bindparam, exists, func, insert, select, update
 
 from retention.core.model import Target
-from retention.core.outside import Attention, ClusterDrift, Known, OutsideChange, Retained
+from retention.core.outside import (
+    AUDIT_TYPES,
+    Attention,
+    ClusterDrift,
+    Known,
+    OutsideChange,
+    Retained,
+)
 from retention.ledger.chain import canonical, content_sha256, link
 from retention.ledger.database import Ledger
 from retention.ledger.rows import (
@@ -46,6 +54,9 @@ from retention.ledger.rows import (
 )
 from retention.ledger.sight import LedgerSight, read_known
 from retention.ledger.tables import events, heads, policies, runs, snapshots, targets
+
+# The kinds of the events of changes made outside retention.
+OUTSIDE_KINDS = tuple(AUDIT_TYPES)
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,9 @@ class RunRecord:
         self._targets: dict[tuple[str, str], tuple[str, str, bool]] = {}
         # Each target's first change made outside retention that nobody acknowledged.
         self._attention: dict[tuple[str, str], Attention] = {}
+        # Changes made outside retention that runs of this shard found and never finished
+        # (killed after writing them), with the id of the run that found each.
+        self._carried: list[tuple[OutsideChange, str]] = []
 
     @classmethod
     def begin(cls, ledger: Ledger, start: RunStart) -> RunRecord:
@@ -164,6 +178,7 @@ class RunRecord:
                     record._attention[t.project_id, t.cluster_id] = Attention(
                         int(t.attention_run), since
                     )
+            record._carried = _unfinished_outside(conn, start.shard, record.seq, record._targets)
         return record
 
     # -- what a plan's walk found ------------------------------------------------------
@@ -234,6 +249,18 @@ class RunRecord:
                 (change.project_id, change.cluster_id), ("", "", True)
             )
             self._targets[change.project_id, change.cluster_id] = (kind, name, True)
+
+    def carry(self, at: datetime) -> list[OutsideChange]:
+        """The changes made outside retention that killed runs of this shard found: a run
+        writes what its walk found as it goes, so what the ledger knows moved on and no
+        later walk finds them again. Recorded again as this run's (``foundBy``: the run
+        that found each), so that a finished record, its reports and its notice name them."""
+        now = At(self.seq, stamp(at))
+        for change, found_by in self._carried:
+            key = {"project_id": change.project_id, "cluster_id": change.cluster_id}
+            self._batch.events.append(outside_event(now, key, change, found_by=found_by))
+        carried, self._carried = [c for c, _ in self._carried], []
+        return carried
 
     def known_targets(self) -> list[Target]:
         """The targets the ledger knows and has not seen go, as it last named them."""
@@ -476,4 +503,63 @@ def _known_changed(conn: Connection, changes: Sequence[Sent]) -> None:
         )
         .values(walk_digest=None, known_version=targets.c.known_version + 1),
         [{"k_project": p, "k_cluster": c} for p, c in clusters],
+    )
+
+
+def _unfinished_outside(
+    conn: Connection,
+    shard: str,
+    seq: int,
+    known: Mapping[tuple[str, str], tuple[str, str, bool]],
+) -> list[tuple[OutsideChange, str]]:
+    """The changes made outside retention written by the runs of ``shard`` begun after
+    its last finished run and never finished themselves (but ``seq``, this one), each with
+    the id of the run that found it (the first, when two killed runs carried one)."""
+    finished = (
+        select(func.max(runs.c.seq))
+        .where(runs.c.shard == shard, runs.c.position.is_not(None))
+        .scalar_subquery()
+    )
+    chosen = (
+        select(events, runs.c.run_id)
+        .join(runs, runs.c.seq == events.c.run_seq)
+        .where(
+            runs.c.shard == shard,
+            runs.c.position.is_(None),
+            runs.c.seq != seq,
+            runs.c.seq > func.coalesce(finished, 0),
+            events.c.kind.in_(OUTSIDE_KINDS),
+        )
+        .order_by(events.c.seq)
+    )
+    found: dict[tuple[str, str, str, str | None], tuple[OutsideChange, str]] = {}
+    for e in conn.execute(chosen):
+        key = (e.kind, e.project_id, e.cluster_id, e.snapshot_id)
+        if key in found:
+            continue
+        detail = json.loads(e.detail) if e.detail else {}
+        name = known.get((e.project_id, e.cluster_id), ("", detail.get("name", ""), False))[1]
+        change = OutsideChange(
+            e.kind,
+            e.project_id,
+            e.cluster_id,
+            name or detail.get("name", e.cluster_id),
+            e.snapshot_id,
+            _retained(e.before),
+            _retained(e.after),
+            restore_points=int(detail.get("restorePoints", 0)),
+            newest=read_time(detail.get("newest")),
+            alert_id=detail.get("alertId"),
+        )
+        found[key] = (change, detail.get("foundBy") or e.run_id)
+    return list(found.values())
+
+
+def _retained(text: str | None) -> Retained | None:
+    """A snapshot's fields as an event wrote them (rows.retained_fields)."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    return Retained(
+        bool(value["complete"]), read_time(value["expires"]), bool(value["doNotDelete"])
     )

@@ -195,12 +195,17 @@ class At:
         }
 
 
-def outside_event(now: At, key: Mapping[str, str], change: OutsideChange) -> dict[str, Any]:
-    """An events row of a change made outside retention."""
+def outside_event(
+    now: At, key: Mapping[str, str], change: OutsideChange, *, found_by: str | None = None
+) -> dict[str, Any]:
+    """An events row of a change made outside retention (``found_by``: the id of the run
+    that found it and never finished, when this run carries it on)."""
     if change.kind == "gone":
         detail: dict[str, Any] | None = _gone_detail(change)
     else:
         detail = {"alertId": change.alert_id} if change.alert_id else None
+    if found_by is not None:
+        detail = {**(detail or {}), "foundBy": found_by}
     before, after = retained_fields(change.before), retained_fields(change.after)
     return now.event(change.kind, key, change.snapshot_id, before, after, detail)
 

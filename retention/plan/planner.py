@@ -219,6 +219,7 @@ class _Planning:
             walk_errors, approvable = self._walk_and_decide(found, builder, shared)
             if self.record is not None:
                 self._gone(found)
+                found.outside.extend(self.record.carry(self.now))
                 builder.outside_changes = [outside_entry(c) for c in found.outside]
                 builder.ledger_baseline = self.record.baseline
             found.policy_warnings = _policy_warnings(scope, found, evaluated)
