@@ -22,7 +22,9 @@ from retention.config.ledgerplace import ENV_LEDGER_PASSWORD, ENV_LEDGER_URL, Le
 from retention.core.model import Target
 from retention.core.outside import Retained
 from retention.core.policy.duration import RetentionDuration
+from retention.core.policy.engine import evaluate
 from retention.core.policy.model import Policy
+from retention.core.policy.spec import Item
 from retention.evidence.coverage import Check, coverage
 from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
 from retention.evidence.promise import Point, checks
@@ -278,6 +280,26 @@ def test_a_bucket_is_had_while_any_of_its_points_is_there() -> None:
 
     assert (check.promised, check.had, check.status) == (3, 2, "missed")
     assert [(m.bucket, m.snapshot_id) for m in check.missing] == [("month 2026-02", "feb")]
+
+
+def test_within_promises_what_the_engine_keeps_to_the_edge() -> None:
+    """keep.within 60d promises the points the engine keeps with that rule, no more: a
+    point made exactly 60 days before the newest is not kept, so its expiry at that
+    moment is not a miss (the year benchmark flagged every cluster for it)."""
+    policy = Policy.model_validate({"name": "w", "keep": {"within": "60d"}})
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    made = [start + timedelta(hours=6 * n) for n in range(4 * 90)]
+    moment = made[-1] + timedelta(hours=3)
+    edge = made[-1] - timedelta(days=60)
+    # Each point lives 60 days, so the one at the edge went as the newest was made.
+    points = [Point(f"s{n}", at, at + timedelta(days=60)) for n, at in enumerate(made)]
+    [check] = checks(policy, points, moment)
+    items = [Item(p.snapshot_id, p.created) for p in points if p.there_at(moment)]
+    kept = evaluate(items, policy.keep_spec(), moment).keep
+
+    assert edge in made
+    assert (check.promised, check.had, check.status) == (240, 240, "met")
+    assert check.promised == len(kept)
 
 
 def test_the_shipped_schema_is_the_one_generated_from_the_model() -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from retention.core.policy.engine import cutoff
 from retention.core.policy.model import Policy
 from retention.core.policy.rules import COUNTS, WINDOWS, WITHIN, Rule
 from retention.core.policy.spec import KeepSpec
@@ -103,10 +104,11 @@ def _section(
         if count:
             promised = _newest_per_bucket(policy, rule, made, count)
             found.append(_check(policy.name, section, rule.name, count, promised, moment))
-    within = spec.within
-    if within is not None and not within.zero and made:
-        since = within.before(made[0].created, policy.zone)
-        promised = [("", [p]) for p in made if p.created >= since]
+    # The engine's own cut and comparison: ``within`` keeps what is strictly newer than
+    # the newest point shifted back (a point made exactly that long before is not kept).
+    cut = cutoff(spec.within, made[0].created if made else None, policy.zone)
+    if cut is not None and made:
+        promised = [("", [p]) for p in made if p.created > cut]
         found.append(_check(policy.name, section, WITHIN.name, -1, promised, moment))
     return found
 
