@@ -27,7 +27,7 @@ from retention.core.policy.model import Policy
 from retention.core.policy.spec import Item
 from retention.evidence.coverage import Check, coverage
 from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
-from retention.evidence.promise import Point, checks
+from retention.evidence.promise import History, Point, checks
 from retention.ledger.database import open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
@@ -276,7 +276,7 @@ def test_a_bucket_is_had_while_any_of_its_points_is_there() -> None:
         Point("feb", t(2, 10), t(3, 15)),  # went mid-March: February empty at March's end
         Point("mar", t(3, 10), None),
     ]
-    [check] = checks(policy, points, t(4, 1))
+    [check] = checks(policy, History(points), t(4, 1))
 
     assert (check.promised, check.had, check.status) == (3, 2, "missed")
     assert [(m.bucket, m.snapshot_id) for m in check.missing] == [("month 2026-02", "feb")]
@@ -293,7 +293,7 @@ def test_within_promises_what_the_engine_keeps_to_the_edge() -> None:
     edge = made[-1] - timedelta(days=60)
     # Each point lives 60 days, so the one at the edge went as the newest was made.
     points = [Point(f"s{n}", at, at + timedelta(days=60)) for n, at in enumerate(made)]
-    [check] = checks(policy, points, moment)
+    [check] = checks(policy, History(points), moment)
     items = [Item(p.snapshot_id, p.created) for p in points if p.there_at(moment)]
     kept = evaluate(items, policy.keep_spec(), moment).keep
 

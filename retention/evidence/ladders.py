@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from retention.evidence.gather import OUTSIDE, ClusterFacts, EventFact, Facts
 from retention.evidence.policies import Policies
-from retention.evidence.promise import Point, RuleCheck, checks, unchecked_rules
+from retention.evidence.promise import History, Point, RuleCheck, checks, unchecked_rules
 from retention.evidence.values import DESTRUCTIVE, WALKING, ts, who
 
 
@@ -54,7 +54,7 @@ def _points(facts: Facts, c: ClusterFacts) -> list[Point]:
 def retention_of(
     facts: Facts, c: ClusterFacts, policies: Policies, lookup: Lookup
 ) -> dict[str, Any]:
-    points = _points(facts, c)
+    history = History(_points(facts, c))
     rows = [(facts.runs[r.run_seq], r) for r in c.rows if r.run_seq in facts.runs]
     found: list[dict[str, Any]] = []
     unchecked: set[str] = set()
@@ -72,7 +72,7 @@ def retention_of(
                 unknown.add(name)
                 continue
             unchecked.update(f"{name}: {r}" for r in unchecked_rules(policy))
-            for check in checks(policy, points, run.started):
+            for check in checks(policy, history, run.started):
                 found.append(_rule_check(facts, c, check, moment, run.started, lookup))
     return {
         **who(c),

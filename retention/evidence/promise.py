@@ -14,9 +14,10 @@ check says so.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Literal
 
 from retention.core.policy.engine import cutoff
@@ -86,52 +87,88 @@ def unchecked_rules(policy: Policy) -> list[str]:
     return found
 
 
-def checks(policy: Policy, points: Sequence[Point], moment: datetime) -> list[RuleCheck]:
-    """Each counted rule of ``policy`` at ``moment``, over the cluster's ``points``."""
-    made = sorted((p for p in points if p.created < moment), key=lambda p: p.created, reverse=True)
+class History:
+    """A cluster's points, newest first, prepared once for the checks at each moment: a
+    year of a cluster is checked at thirteen moments, by each rule of each policy, and
+    the local time and bucket of each point are worked out once, not at each."""
+
+    def __init__(self, points: Sequence[Point]) -> None:
+        self.newest_first = sorted(points, key=lambda p: p.created, reverse=True)
+        self._ascending = [p.created for p in reversed(self.newest_first)]
+        self._keys: dict[tuple[str, tzinfo], list[int]] = {}
+
+    def made_before(self, moment: datetime) -> int:
+        """Where the points made before ``moment`` begin in ``newest_first``."""
+        return len(self._ascending) - bisect_left(self._ascending, moment)
+
+    def keys(self, rule: Rule, zone: tzinfo) -> list[int]:
+        """Each point's bucket of ``rule`` in ``zone``, as ``newest_first`` orders them."""
+        found = self._keys.get((rule.name, zone))
+        if found is None:
+            calendar = rule.calendar
+            if calendar is None:
+                raise ValueError(f"{rule.name} counts snapshots, not buckets")
+            found = [calendar.key(p.created.astimezone(zone)) for p in self.newest_first]
+            self._keys[rule.name, zone] = found
+        return found
+
+
+def checks(policy: Policy, history: History, moment: datetime) -> list[RuleCheck]:
+    """Each counted rule of ``policy`` at ``moment``, over the cluster's ``history``."""
     found = []
     for section, spec in (("keep", policy.keep_spec()), ("protect", policy.protect_spec())):
-        found += _section(policy, section, spec, made, moment)
+        found += _section(policy, section, spec, history, moment)
     return found
 
 
 def _section(
-    policy: Policy, section: str, spec: KeepSpec, made: list[Point], moment: datetime
+    policy: Policy, section: str, spec: KeepSpec, history: History, moment: datetime
 ) -> list[RuleCheck]:
     found = []
+    start = history.made_before(moment)
+    made = history.newest_first
     for rule in COUNTS:
         count = int(getattr(spec, rule.name))
         if count:
-            promised = _newest_per_bucket(policy, rule, made, count)
+            promised = _newest_per_bucket(policy, rule, history, start, count)
             found.append(_check(policy.name, section, rule.name, count, promised, moment))
     # The engine's own cut and comparison: ``within`` keeps what is strictly newer than
     # the newest point shifted back (a point made exactly that long before is not kept).
-    cut = cutoff(spec.within, made[0].created if made else None, policy.zone)
-    if cut is not None and made:
-        promised = [("", [p]) for p in made if p.created > cut]
+    newest = made[start].created if start < len(made) else None
+    cut = cutoff(spec.within, newest, policy.zone)
+    if cut is not None and newest is not None:
+        promised = []
+        for p in made[start:]:
+            if not p.created > cut:
+                break
+            promised.append(("", [p]))
         found.append(_check(policy.name, section, WITHIN.name, -1, promised, moment))
     return found
 
 
 def _newest_per_bucket(
-    policy: Policy, rule: Rule, made: list[Point], count: int
+    policy: Policy, rule: Rule, history: History, start: int, count: int
 ) -> list[tuple[str, list[Point]]]:
-    """The points of each of the newest ``count`` buckets (all: -1) of ``rule``, newest
-    first, each bucket's newest point first; ``last`` counts snapshots."""
+    """The points of each of the newest ``count`` buckets (all: -1) of ``rule`` among the
+    points from ``start`` on, newest first, each bucket's newest point first; ``last``
+    counts snapshots."""
+    made = history.newest_first
     if rule.calendar is None:
-        chosen = made if count < 0 else made[:count]
+        chosen = made[start:] if count < 0 else made[start : start + count]
         return [("", [p]) for p in chosen]
-    zone = policy.zone
-    buckets: dict[int, tuple[str, list[Point]]] = {}
-    for p in made:
-        local = p.created.astimezone(zone)
-        key = rule.calendar.key(local)
-        if key not in buckets:
+    zone, words = policy.zone, rule.calendar.words
+    keys = history.keys(rule, zone)
+    buckets: list[tuple[str, list[Point]]] = []
+    last = None
+    for i in range(start, len(made)):
+        key = keys[i]
+        if key != last:
             if 0 <= count <= len(buckets):
                 break
-            buckets[key] = (rule.calendar.words(local), [])
-        buckets[key][1].append(p)
-    return list(buckets.values())
+            buckets.append((words(made[i].created.astimezone(zone)), []))
+            last = key
+        buckets[-1][1].append(made[i])
+    return buckets
 
 
 def _check(
