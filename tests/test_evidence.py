@@ -15,6 +15,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import text as sql
 
 from retention import cli
@@ -28,6 +30,7 @@ from retention.core.policy.spec import Item
 from retention.evidence.coverage import Check, coverage
 from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
 from retention.evidence.promise import History, Point, checks
+from retention.evidence.render import csv_cell
 from retention.ledger.database import open_ledger
 from retention.ledger.keeping import prune_ledger
 from retention.ledger.recorder import RunEnd, RunRecord, RunStart, Sent
@@ -495,3 +498,19 @@ def test_the_evidence_of_a_postgresql_ledger_is_the_sqlite_ones(
     assert len(doc["changes"]["outside"]) == 2
     assert doc["chain"]["verified"] is True
     assert doc["chain"]["shards"][0]["records"] == 60
+
+
+@given(st.text())
+def test_a_csv_cell_reads_back_as_itself_and_never_as_a_formula(value: str) -> None:
+    """Any text (commas, quotes, line ends, a leading "=" or "@") reads back as itself,
+    one a spreadsheet would take for a formula with a leading apostrophe; written as
+    csv.writer writes it, but for a carriage return, which csv.writer leaves unquoted
+    when lines end in "\\n" (and a reader then splits the row there)."""
+    safe = "'" + value if value.startswith(("=", "+", "-", "@", "\t", "\r")) else value
+    line = csv_cell(value) + ",x\n"
+    expected = io.StringIO()
+    csv.writer(expected, lineterminator="\n").writerow([safe, "x"])
+
+    assert list(csv.reader(io.StringIO(line))) == [[safe, "x"]]
+    if "\r" not in value:
+        assert line == expected.getvalue()

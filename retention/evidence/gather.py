@@ -26,7 +26,7 @@ from retention.errors import ChainBrokenError, UsageError
 from retention.evidence.coverage import Span
 from retention.evidence.log import ChangeLog, Ours
 from retention.ledger.chain import ChainReport, verify
-from retention.ledger.database import open_to_read
+from retention.ledger.database import open_to_read, stream_rows
 from retention.ledger.rows import read_time
 from retention.ledger.tables import cluster_runs, events, policies, runs, snapshots, targets
 
@@ -301,10 +301,14 @@ class Reading:
             snapshots.c.created,
             snapshots.c.gone_run,
         ).where(snapshots.c.complete.is_(True))
-        for s in self.conn.execute(chosen, execution_options=_STREAM):
-            c = by_key.get((s.project_id, s.cluster_id))
+        # The driver's rows, past SQLAlchemy's per-row work: a year of a fleet knows
+        # hundreds of thousands of snapshots.
+        for project_id, cluster_id, snapshot_id, created, gone_run in stream_rows(
+            self.conn, "evidence snapshots", chosen, {}
+        ):
+            c = by_key.get((project_id, cluster_id))
             if c is not None:
-                c.snapshots.append(SnapshotFact(s.snapshot_id, _time(s.created), s.gone_run))
+                c.snapshots.append(SnapshotFact(snapshot_id, _time(created), gone_run))
 
     # -- events ------------------------------------------------------------------------
 
