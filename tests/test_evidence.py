@@ -439,19 +439,25 @@ class Steps(Quiet):
 
 
 def test_the_evidence_says_its_steps_to_whoever_shows_progress(ledgered: Path) -> None:
-    """A year takes half a minute: the job says its three steps as each starts (what a
-    terminal draws as a bar), the last ending with nothing under way."""
-    steps = Steps()
-    library = Retention(ledgered / "retention.yaml", clock=lambda: TODAY, progress=steps)
-    request = EvidenceRequest(FIRST, LAST, out=ledgered / "out")
+    """A year takes half a minute: the job says its steps as each starts (what a
+    terminal draws as a bar), the last ending with nothing under way; with a JSON or a
+    CSV the change log is written first, while the chain is verified."""
+    heard = {}
+    for formats in (("html",), ("html", "csv")):
+        steps = Steps()
+        library = Retention(ledgered / "retention.yaml", clock=lambda: TODAY, progress=steps)
+        ended = library.evidence(EvidenceRequest(FIRST, LAST, formats=formats, out=ledgered / "out"))
+        assert ended.code == 3
+        heard[formats] = steps.heard
 
-    ended = library.evidence(request)
-
-    assert ended.code == 3
-    assert steps.heard == [
-        ("sections", 3),
-        ("section", "making the document: coverage, ladders, changes"),
-        ("section", "writing the files"),
+    making = ("section", "making the document: coverage, ladders, changes, the chain")
+    writing = ("section", "writing the files")
+    assert heard[("html",)] == [("sections", 3), making, writing, ("section", "")]
+    assert heard[("html", "csv")] == [
+        ("sections", 4),
+        ("section", "writing the change log"),
+        making,
+        writing,
         ("section", ""),
     ]
 

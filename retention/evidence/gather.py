@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fnmatch import fnmatchcase
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -138,11 +138,31 @@ class Facts:
     clusters: list[ClusterFacts]
     events: list[EventFact]  # outside changes and acknowledgements of the period
     texts: dict[str, tuple[str, str]]  # sha256: (path, text)
-    chain: ChainReport | None
-    broken: str | None
-    broken_at: str | None
+    # The chain's verification, asked for when the document comes to the chain: a large
+    # ledger's is made in another process meanwhile (gather), and only waited for then.
+    verification: Callable[[], Verified]
     ours: Ours = field(default_factory=Ours)
     altered: dict[str, str] = field(default_factory=dict)  # sha256: path of edited texts
+
+    @cached_property
+    def verified(self) -> Verified:
+        """The chain's report, or why it does not hold and where (waited for once)."""
+        return self.verification()
+
+    @property
+    def chain(self) -> ChainReport | None:
+        """The chain's report (None: it does not hold)."""
+        return self.verified[0]
+
+    @property
+    def broken(self) -> str | None:
+        """Why the chain does not hold (None: it holds)."""
+        return self.verified[1]
+
+    @property
+    def broken_at(self) -> str | None:
+        """The record where it stopped holding."""
+        return self.verified[2]
 
     @cached_property
     def oldest(self) -> datetime | None:
@@ -202,7 +222,8 @@ class Reading:
         """Read the period's facts; UsageError for an empty ledger, a period with no run,
         or arguments that choose nothing. ``chain`` gives the chain's verification when it
         is made elsewhere (another process, side by side with this reading: ``verified``);
-        None: verified here."""
+        None: verified here. Either is asked for only when the document comes to the
+        chain (``Facts.verified``)."""
         conn, period = self.conn, self.period
         self.runs = {r.seq: r for r in _runs(conn)}
         if not any(r.ended is not None for r in self.runs.values()):
@@ -245,10 +266,8 @@ class Reading:
         listed = self._listed((*OUTSIDE, "acknowledged"))
         self.log = ChangeLog(conn, self.seqs, self.names, self.runs)
         ours = self.log.ours()
-        report, broken, broken_at = chain() if chain is not None else verified_on(conn)
-        return Facts(
-            period, self.runs, scoped, listed, texts, report, broken, broken_at, ours, altered
-        )
+        verification = chain if chain is not None else partial(verified_on, conn)
+        return Facts(period, self.runs, scoped, listed, texts, verification, ours, altered)
 
     # -- scope -------------------------------------------------------------------------
 

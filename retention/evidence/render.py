@@ -7,7 +7,8 @@ thousands), so that no format needs them all in memory."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import shutil
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
 import msgspec
@@ -48,6 +49,8 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 _QUOTED = (",", '"', "\r", "\n")
 # Distinct cell texts kept at once (a day's times, names and reasons; not snapshot ids).
 _CELLS = 100_000
+# The JSON's entries are copied into place a megabyte at a time.
+_COPIED = 1 << 20
 
 
 def render(doc: Mapping[str, Any], fmt: str) -> str:
@@ -58,26 +61,38 @@ def render(doc: Mapping[str, Any], fmt: str) -> str:
 
 
 def write(
-    doc: Mapping[str, Any], outs: Mapping[str, TextIO], log: Iterable[dict[str, Any]]
-) -> None:
-    """Write the document in each format of ``outs`` to its stream; ``log`` gives every
-    change of ours, read once for the JSON and the CSV together (the HTML and the
-    Markdown list the document's first ones)."""
+    make: Callable[[], dict[str, Any]],
+    outs: Mapping[str, TextIO],
+    log: Iterable[dict[str, Any]],
+    spill: TextIO | None = None,
+) -> dict[str, Any]:
+    """Write each format of ``outs`` to its stream; the document, made by ``make``. ``log``
+    gives every change of ours, read once for the JSON and the CSV together (the HTML and
+    the Markdown list the document's first ones).
+
+    With ``spill`` (a temporary file) the log comes first: the CSV's rows, and the JSON's
+    entries to ``spill``, copied into place once the document is made. ``make`` may wait
+    for the chain's verification, made in another process meanwhile: a year's log is
+    as long to write as the chain to verify. Without, the document comes first (the JSON
+    is written to its stream as it goes)."""
+    json_out, csv_out = outs.get("json"), outs.get("csv")
+    doc = make() if spill is None or (json_out is None and csv_out is None) else None
     sinks: list[_JsonLog | _CsvLog] = []
-    for fmt, out in outs.items():
-        if fmt == "json":
-            sinks.append(_JsonLog(doc, out))
-        elif fmt == "csv":
-            sinks.append(_CsvLog(doc, out))
-        else:
-            out.write(render(doc, fmt))
-    if not sinks:
-        return
-    for entry in log:
-        for sink in sinks:
-            sink.add(entry)
+    if json_out is not None:
+        sinks.append(_JsonLog(json_out, spill, doc))
+    if csv_out is not None:
+        sinks.append(_CsvLog(csv_out))
+    if sinks:
+        for entry in log:
+            for sink in sinks:
+                sink.add(entry)
+    doc = make() if doc is None else doc
     for sink in sinks:
-        sink.end()
+        sink.end(doc)
+    for fmt, out in outs.items():
+        if fmt not in ("json", "csv"):
+            out.write(render(doc, fmt))
+    return doc
 
 
 # One encoder for every entry, its keys sorted as the document's (msgspec: a year's log
@@ -86,22 +101,33 @@ _ENTRY = msgspec.json.Encoder(order="sorted")
 
 
 class _JsonLog:
-    """The whole document, its ``changes.log`` every change, written as they come."""
+    """The whole document, its ``changes.log`` every change: written as they come after
+    the document's first part (``doc`` given), or to ``spill`` and copied into place."""
 
-    def __init__(self, doc: Mapping[str, Any], out: TextIO) -> None:
+    def __init__(self, out: TextIO, spill: TextIO | None, doc: Mapping[str, Any] | None) -> None:
+        self.out, self.first = out, True
+        self.entries = out if spill is None else spill
+        self.tail = "" if doc is None else self._head(doc)
+
+    def _head(self, doc: Mapping[str, Any]) -> str:
+        """Write the document up to its log; what follows the log."""
         shell = {**doc, "changes": {**doc["changes"], "log": _LOG}}
         text = json.dumps(shell, indent=2, sort_keys=True, ensure_ascii=False)
-        before, self.after = text.split(json.dumps(_LOG))
-        self.out, self.first = out, True
-        out.write(before + "[")
+        before, after = text.split(json.dumps(_LOG))
+        self.out.write(before + "[")
+        return after
 
     def add(self, entry: Mapping[str, Any]) -> None:
-        self.out.write("\n      " if self.first else ",\n      ")
-        self.out.write(_ENTRY.encode(entry).decode())
+        self.entries.write("\n      " if self.first else ",\n      ")
+        self.entries.write(_ENTRY.encode(entry).decode())
         self.first = False
 
-    def end(self) -> None:
-        self.out.write(("]" if self.first else "\n    ]") + self.after + "\n")
+    def end(self, doc: Mapping[str, Any]) -> None:
+        if self.entries is not self.out:
+            self.tail = self._head(doc)
+            self.entries.seek(0)
+            shutil.copyfileobj(self.entries, self.out, _COPIED)
+        self.out.write(("]" if self.first else "\n    ]") + self.tail + "\n")
 
 
 class _CsvLog:
@@ -111,8 +137,8 @@ class _CsvLog:
     and reasons, and csv.writer looked at each field of each one (a third of the JSON and
     CSV's time)."""
 
-    def __init__(self, doc: Mapping[str, Any], out: TextIO) -> None:
-        self.doc, self.out = doc, out
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
         self.cells: dict[str, str] = {}
         out.write(",".join(CSV_COLUMNS) + "\n")
 
@@ -156,9 +182,9 @@ class _CsvLog:
         )
         self.out.write(",".join(cells) + "\n")
 
-    def end(self) -> None:
+    def end(self, doc: Mapping[str, Any]) -> None:
         cell = self._cell
-        for o in self.doc["changes"]["outside"]:
+        for o in doc["changes"]["outside"]:
             before, after = o["before"] or {}, o["after"] or {}
             cells = (
                 cell(o["at"]),

@@ -1,15 +1,17 @@
 """Who hears how the evidence of a period goes (the command line's progress): a year of a
-fleet takes half a minute, in three steps, each said before it starts."""
+fleet takes half a minute, in three or four steps, each said before it starts."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-# What each step does, in order.
-READING = "reading the ledger and verifying its chain"
-MAKING = "making the document: coverage, ladders, changes"
+# What each step does, in order. The change log comes first when a JSON or a CSV file is
+# written (the chain is verified in another process meanwhile); otherwise it is not a step.
+READING = "reading the ledger"
+LOGGING = "writing the change log"
+MAKING = "making the document: coverage, ladders, changes, the chain"
 WRITING = "writing the files"
-STEPS = (READING, MAKING, WRITING)
+STEPS = (READING, LOGGING, MAKING, WRITING)
 
 
 class Listener(Protocol):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
@@ -21,7 +22,7 @@ from retention.evidence.build import document
 from retention.evidence.gather import Period, Reading, verified
 from retention.evidence.render import FORMATS, write
 from retention.evidence.restorelog import RestoreTest, read_restore_log
-from retention.evidence.steps import MAKING, STEPS, WRITING
+from retention.evidence.steps import LOGGING, MAKING, STEPS, WRITING
 from retention.ledger.database import open_to_read
 from retention.ledger.tables import events
 from retention.library.lifecycle import Job, JobContext
@@ -141,7 +142,8 @@ class EvidenceJob(Job[Evidence]):
                 open_to_read(place) as ledger,
                 ledger.reading("reading the evidence") as conn,
             ):
-                run.progress.sections(len(STEPS))
+                logging = r.stream is None and r.out is not None and _logged(r.formats)
+                run.progress.sections(len(STEPS) - (0 if logging else 1))
                 chain = None
                 if _events_in(conn) >= BESIDE:
                     pool = stack.enter_context(
@@ -150,14 +152,22 @@ class EvidenceJob(Job[Evidence]):
                     chain = pool.submit(verified, place).result
                 reading = Reading(conn, period, r.clusters, r.projects)
                 facts = reading.gather(chain)
-                run.progress.section(MAKING)
-                doc = document(facts, now, place.shown, reading, tests)
-                run.progress.section(WRITING)
+
+                def make() -> dict[str, Any]:
+                    run.progress.section(MAKING)
+                    made = document(facts, now, place.shown, reading, tests)
+                    run.progress.section(WRITING)
+                    return made
+
+                if logging:
+                    run.progress.section(LOGGING)
                 written: tuple[Path, ...] = ()
                 if r.stream is not None:
-                    write(doc, {r.formats[0]: r.stream}, reading.change_log())
+                    doc = write(make, {r.formats[0]: r.stream}, reading.change_log())
                 elif r.out is not None:
-                    written = _write(doc, r, period, reading)
+                    doc, written = _write(make, r, period, reading)
+                else:
+                    doc = make()
                 run.progress.section("")
             return Evidence(doc, written)
 
@@ -168,14 +178,21 @@ class EvidenceJob(Job[Evidence]):
         return result.code
 
 
+def _logged(formats: tuple[str, ...]) -> bool:
+    """Whether ``formats`` have the whole change log (the JSON and the CSV do)."""
+    return "json" in formats or "csv" in formats
+
+
 def _write(
-    doc: dict[str, Any], r: EvidenceRequest, period: Period, reading: Reading
-) -> tuple[Path, ...]:
-    """Each format to its file in ``r.out`` (the change log read once for all), each
-    through a temporary file renamed into place: a reader never finds half of one."""
+    make: Callable[[], dict[str, Any]], r: EvidenceRequest, period: Period, reading: Reading
+) -> tuple[dict[str, Any], tuple[Path, ...]]:
+    """Each format to its file in ``r.out`` (the change log read once for all, the JSON's
+    spilled to a temporary file until the document is made), each through a temporary
+    file renamed into place: a reader never finds half of one. The document and the
+    files."""
     out = r.out
     if out is None:
-        return ()
+        return make(), ()
     paths = {fmt: out / f"evidence-{period.first}-{period.last}.{fmt}" for fmt in r.formats}
     temporary = {fmt: path.with_name(path.name + ".tmp") for fmt, path in paths.items()}
     try:
@@ -185,7 +202,11 @@ def _write(
                 fmt: files.enter_context(tmp.open("w", encoding="utf-8", newline=""))
                 for fmt, tmp in temporary.items()
             }
-            write(doc, streams, reading.change_log())
+            # Unlinked at once: nothing is left of it, whatever stops the evidence.
+            spill = files.enter_context(
+                tempfile.TemporaryFile("w+", encoding="utf-8", newline="", dir=out)
+            )
+            doc = write(make, streams, reading.change_log(), spill)
         for fmt, tmp in temporary.items():
             tmp.replace(paths[fmt])
     except OSError as exc:
@@ -194,4 +215,4 @@ def _write(
         raise UsageError(
             f"--out {out}: cannot write the evidence ({exc.strerror or exc})"
         ) from None
-    return tuple(paths.values())
+    return doc, tuple(paths.values())
