@@ -446,7 +446,9 @@ def test_the_evidence_says_its_steps_to_whoever_shows_progress(ledgered: Path) -
     for formats in (("html",), ("html", "csv")):
         steps = Steps()
         library = Retention(ledgered / "retention.yaml", clock=lambda: TODAY, progress=steps)
-        ended = library.evidence(EvidenceRequest(FIRST, LAST, formats=formats, out=ledgered / "out"))
+        ended = library.evidence(
+            EvidenceRequest(FIRST, LAST, formats=formats, out=ledgered / "out")
+        )
         assert ended.code == 3
         heard[formats] = steps.heard
 
@@ -520,3 +522,38 @@ def test_a_csv_cell_reads_back_as_itself_and_never_as_a_formula(value: str) -> N
     assert list(csv.reader(io.StringIO(line))) == [[safe, "x"]]
     if "\r" not in value:
         assert line == expected.getvalue()
+
+
+def test_the_files_hold_the_bytes_the_stream_does(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSON and the CSV written to --out DIR (the change log first, the JSON's entries
+    spilled to a temporary file and copied in) are byte for byte what --out - streams
+    (the document first)."""
+    period = ("--from", str(FIRST), "--to", str(LAST))
+    evidence(capsys, *period, "--format", "json", "--format", "csv", "--out", "out")
+    for fmt in ("json", "csv"):
+        code = cli.main(["evidence", *period, "--format", fmt, "--out", "-"], clock=lambda: TODAY)
+        streamed = capsys.readouterr().out
+
+        assert code == 3
+        assert streamed == written(ledgered, fmt)
+
+
+def test_a_failure_while_making_the_document_leaves_no_file(
+    ledgered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The change log is written before the document is made: when making it fails (the
+    chain's process died, say), nothing is left in --out, not even the full CSV's
+    temporary file."""
+
+    def died(*args: object) -> dict[str, object]:
+        raise RuntimeError("the chain's process died")
+
+    monkeypatch.setattr(evidence_job, "document", died)
+    library = Retention(ledgered / "retention.yaml", clock=lambda: TODAY)
+    request = EvidenceRequest(FIRST, LAST, formats=("json", "csv"), out=ledgered / "out")
+
+    with pytest.raises(RuntimeError, match="process died"):
+        library.evidence(request)
+    assert list((ledgered / "out").iterdir()) == []

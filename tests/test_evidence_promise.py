@@ -44,7 +44,7 @@ AROUND_MIDNIGHT = [Point(f"m{n}", at, None) for n, at in enumerate(
 EVERY_SIX_HOURS = [Point(f"e{n}", _at(1, 0) + timedelta(hours=6 * n), None) for n in range(12)]
 
 
-@settings(max_examples=examples(400))
+@settings(max_examples=examples(400), deadline=None)
 @example((AROUND_MIDNIGHT, _at(4, 0)), "daily", 3, "Europe/Berlin")
 @example((EVERY_SIX_HOURS, _at(4, 0)), "within", 1, "UTC")
 @given(

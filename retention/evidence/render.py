@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import msgspec
 
@@ -64,22 +64,23 @@ def write(
     make: Callable[[], dict[str, Any]],
     outs: Mapping[str, TextIO],
     log: Iterable[dict[str, Any]],
-    spill: TextIO | None = None,
+    spill: Callable[[], BinaryIO] | None = None,
 ) -> dict[str, Any]:
     """Write each format of ``outs`` to its stream; the document, made by ``make``. ``log``
     gives every change of ours, read once for the JSON and the CSV together (the HTML and
     the Markdown list the document's first ones).
 
-    With ``spill`` (a temporary file) the log comes first: the CSV's rows, and the JSON's
-    entries to ``spill``, copied into place once the document is made. ``make`` may wait
-    for the chain's verification, made in another process meanwhile: a year's log is
-    as long to write as the chain to verify. Without, the document comes first (the JSON
-    is written to its stream as it goes)."""
+    With ``spill`` (it opens a temporary file) the log comes first: the CSV's rows, and
+    the JSON's entries to the temporary file, copied into place once the document is
+    made. ``make`` may then wait for the chain's verification, made in another process
+    meanwhile: a year's log is as long to write as the chain to verify. Without, the
+    document comes first (the JSON is written to its stream as it goes)."""
     json_out, csv_out = outs.get("json"), outs.get("csv")
-    doc = make() if spill is None or (json_out is None and csv_out is None) else None
+    logged = json_out is not None or csv_out is not None
+    doc = make() if spill is None or not logged else None
     sinks: list[_JsonLog | _CsvLog] = []
     if json_out is not None:
-        sinks.append(_JsonLog(json_out, spill, doc))
+        sinks.append(_JsonLog(json_out, doc, spill))
     if csv_out is not None:
         sinks.append(_CsvLog(csv_out))
     if sinks:
@@ -102,11 +103,17 @@ _ENTRY = msgspec.json.Encoder(order="sorted")
 
 class _JsonLog:
     """The whole document, its ``changes.log`` every change: written as they come after
-    the document's first part (``doc`` given), or to ``spill`` and copied into place."""
+    the document's first part (``doc`` given), else to a temporary file (``spill``
+    opens it) as msgspec's bytes, and copied into place after the first part."""
 
-    def __init__(self, out: TextIO, spill: TextIO | None, doc: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        doc: Mapping[str, Any] | None,
+        spill: Callable[[], BinaryIO] | None,
+    ) -> None:
         self.out, self.first = out, True
-        self.entries = out if spill is None else spill
+        self.spill = spill() if doc is None and spill is not None else None
         self.tail = "" if doc is None else self._head(doc)
 
     def _head(self, doc: Mapping[str, Any]) -> str:
@@ -118,24 +125,29 @@ class _JsonLog:
         return after
 
     def add(self, entry: Mapping[str, Any]) -> None:
-        self.entries.write("\n      " if self.first else ",\n      ")
-        self.entries.write(_ENTRY.encode(entry).decode())
+        if self.spill is not None:
+            self.spill.write(b"\n      " if self.first else b",\n      ")
+            self.spill.write(_ENTRY.encode(entry))
+        else:
+            self.out.write("\n      " if self.first else ",\n      ")
+            self.out.write(_ENTRY.encode(entry).decode())
         self.first = False
 
     def end(self, doc: Mapping[str, Any]) -> None:
-        if self.entries is not self.out:
+        if self.spill is not None:
             self.tail = self._head(doc)
-            self.entries.seek(0)
-            shutil.copyfileobj(self.entries, self.out, _COPIED)
+            # The entries are UTF-8 as the file is: copied as bytes, past the text layer.
+            self.out.flush()
+            self.spill.seek(0)
+            shutil.copyfileobj(self.spill, self.out.buffer, _COPIED)
         self.out.write(("]" if self.first else "\n    ]") + self.tail + "\n")
 
 
 class _CsvLog:
-    """Every change of the period, retention's and then those made outside it. Written
-    as csv.writer writes (minimal quoting, "\\n" lines), each cell made once per distinct
-    text: a year's log is hundreds of thousands of rows that say the same names, times
-    and reasons, and csv.writer looked at each field of each one (a third of the JSON and
-    CSV's time)."""
+    """Every change of the period, retention's and then those made outside it, as
+    csv.writer writes them (csv_cell), each cell made once per distinct text: a year's
+    log is hundreds of thousands of rows that say the same names, times and reasons, and
+    csv.writer looked at each field of each one (a third of the JSON and CSV's time)."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
@@ -211,9 +223,13 @@ class _CsvLog:
             self.out.write(",".join(cells) + "\n")
 
 
-def csv_cell(value: str) -> str:
-    """One CSV cell as csv.writer's minimal quoting writes it; a text a spreadsheet would
-    take for a formula (a cluster named "=cmd|..." by someone) starts with an apostrophe."""
+def csv_cell(value: object) -> str:
+    """One CSV cell as csv.writer's minimal quoting writes it (and a carriage return
+    quoted too, which csv.writer leaves bare before Python 3.13 when lines end in "\\n");
+    a text a spreadsheet would take for a formula (a cluster named "=cmd|..." by someone)
+    starts with an apostrophe."""
+    if not isinstance(value, str):
+        value = str(value)
     if value.startswith(_FORMULA):
         value = "'" + value
     if any(c in value for c in _QUOTED):

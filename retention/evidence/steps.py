@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Protocol
 
 # What each step does, in order. The change log comes first when a JSON or a CSV file is
-# written (the chain is verified in another process meanwhile); otherwise it is not a step.
+# written (a large ledger's chain is verified in another process meanwhile); otherwise it
+# is not a step.
 READING = "reading the ledger"
 LOGGING = "writing the change log"
 MAKING = "making the document: coverage, ladders, changes, the chain"

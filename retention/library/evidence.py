@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, date
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from sqlalchemy import Connection, func, select
 
@@ -186,10 +186,10 @@ def _logged(formats: tuple[str, ...]) -> bool:
 def _write(
     make: Callable[[], dict[str, Any]], r: EvidenceRequest, period: Period, reading: Reading
 ) -> tuple[dict[str, Any], tuple[Path, ...]]:
-    """Each format to its file in ``r.out`` (the change log read once for all, the JSON's
-    spilled to a temporary file until the document is made), each through a temporary
-    file renamed into place: a reader never finds half of one. The document and the
-    files."""
+    """Each format to its file in ``r.out`` (the change log read once for all, first: the
+    JSON's spilled to a temporary file until the document is made), each through a
+    temporary file renamed into place: a reader never finds half of one. The document
+    and the files."""
     out = r.out
     if out is None:
         return make(), ()
@@ -202,17 +202,22 @@ def _write(
                 fmt: files.enter_context(tmp.open("w", encoding="utf-8", newline=""))
                 for fmt, tmp in temporary.items()
             }
-            # Unlinked at once: nothing is left of it, whatever stops the evidence.
-            spill = files.enter_context(
-                tempfile.TemporaryFile("w+", encoding="utf-8", newline="", dir=out)
-            )
+
+            def spill() -> BinaryIO:
+                # Unlinked at once: nothing is left of it, whatever stops the evidence.
+                return files.enter_context(tempfile.TemporaryFile("w+b", dir=out))
+
             doc = write(make, streams, reading.change_log(), spill)
         for fmt, tmp in temporary.items():
             tmp.replace(paths[fmt])
-    except OSError as exc:
+    except BaseException as exc:
+        # Nothing half written is left, whatever stopped it: a full disk, the chain's
+        # process, Ctrl-C while the change log was written.
         for tmp in temporary.values():
             tmp.unlink(missing_ok=True)
-        raise UsageError(
-            f"--out {out}: cannot write the evidence ({exc.strerror or exc})"
-        ) from None
+        if isinstance(exc, OSError):
+            raise UsageError(
+                f"--out {out}: cannot write the evidence ({exc.strerror or exc})"
+            ) from None
+        raise
     return doc, tuple(paths.values())
