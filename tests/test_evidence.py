@@ -38,7 +38,16 @@ from retention.library import evidence as evidence_job
 from retention.library.evidence import EvidenceRequest
 from retention.library.retention import Retention
 from retention.library.stages import Quiet
-from tests.support.evidenced import FIRST, POLICY, Fleet, generate, generate_gone
+from tests.support.evidenced import (
+    FIRST,
+    POLICY,
+    Fleet,
+    day_at,
+    generate,
+    generate_gone,
+    plan_day,
+    protect,
+)
 from tests.support.ledgers import ledger_place_for
 from tests.support.simfleet import P
 
@@ -421,6 +430,31 @@ def test_a_change_whose_run_was_killed_after_its_intent_is_listed_pending(
     assert doc["changes"]["count"] == 2
     assert [r["outcome"] for r in rows if r["by"] == "retention"] == ["sent", "pending"]
     assert any("killed-apply" in u for u in doc["chain"]["unfinished"])
+
+
+def test_clusters_of_one_name_in_two_projects_are_counted_apart(
+    ledgered: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two projects may each have a prod-a: the changes sent to each are counted apart,
+    each named by its project and cluster id, in the JSON and the HTML."""
+    twin = Target("5e2211c17a3e5a48f5497de4", "c-twin", "prod-a")
+    fleet = Fleet([twin])
+    fleet.take(LAST)
+    with open_ledger(LedgerPlace(f"sqlite:///{ledgered / 'reports' / 'ledger.db'}")) as ledger:
+        record = plan_day(ledger, fleet, LAST, 999)
+        protect(record, fleet, "prod-a", f"c-twin-{LAST:%Y%m%d}", "bob", day_at(LAST, 5))
+        record.finish(RunEnd(day_at(LAST, 5), 0))
+    evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--out", "out",
+             "--format", "json", "--format", "html")  # fmt: skip
+    doc = json.loads(written(ledgered, "json"))
+
+    assert [(c["name"], c["projectId"], c["clusterId"], c["byAction"])
+            for c in doc["changes"]["byCluster"]] == [
+        ("prod-a", P, "c-aaa", {"protect": 1}),
+        ("prod-a", twin.project_id, "c-twin", {"protect": 1}),
+    ]  # fmt: skip
+    assert doc["changes"]["sent"] == 2
+    assert f"{twin.project_id} / c-twin" in written(ledgered, "html")
 
 
 class Steps(Quiet):

@@ -11,7 +11,7 @@ from typing import Any
 from retention.core.policy.holdrecords import HoldRecord, until_text
 from retention.evidence.gather import OUTSIDE, ClusterFacts, EventFact, Facts
 from retention.evidence.policies import Policies
-from retention.evidence.values import ts
+from retention.evidence.values import ts, who
 
 
 def changes_of(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dict[str, Any]:
@@ -20,7 +20,11 @@ def changes_of(facts: Facts, by_key: dict[tuple[str, str], ClusterFacts]) -> dic
     return {
         "sent": ours.sent,
         "byAction": dict(sorted(ours.by_action.items())),
-        "byCluster": {k: dict(sorted(v.items())) for k, v in sorted(ours.by_cluster.items())},
+        "byCluster": [
+            {**who(c), "byAction": dict(sorted(ours.by_cluster[key].items()))}
+            for key, c in sorted(by_key.items(), key=lambda kv: (kv[1].name, kv[0]))
+            if key in ours.by_cluster
+        ],
         "count": ours.total,
         "log": ours.preview,
         "undos": ours.undos,

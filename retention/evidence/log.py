@@ -66,7 +66,10 @@ class Ours:
     total: int = 0  # changes in the log: each outcome, and each intent that has none
     sent: int = 0
     by_action: Counter[str] = field(default_factory=Counter)  # sent ones
-    by_cluster: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    # By (project id, cluster id): a name can be another project's cluster's too.
+    by_cluster: dict[tuple[str, str], Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
     sent_by_run: Counter[int] = field(default_factory=Counter)
     preview: list[dict[str, Any]] = field(default_factory=list)  # the first PREVIEW
     undos: list[dict[str, Any]] = field(default_factory=list)
@@ -101,13 +104,12 @@ class ChangeLog:
             .group_by(events.c.project_id, events.c.cluster_id, events.c.detail)
         )
         for project_id, cluster_id, detail, count in self.conn.execute(summed):
-            name = self.names.get((project_id, cluster_id))
-            if name is None:
+            if (project_id, cluster_id) not in self.names:
                 continue
             action = self._detail(detail).get("action") or "?"
             ours.sent += count
             ours.by_action[action] += count
-            ours.by_cluster[name][action] += count
+            ours.by_cluster[project_id, cluster_id][action] += count
         counted = (
             select(
                 events.c.run_seq,

@@ -252,12 +252,23 @@ class HoldRecordEntry(TypedDict):
 
 
 @with_config(_STRICT)
+class ClusterSent(TypedDict):
+    """The changes retention sent to one cluster, by action."""
+
+    projectId: str
+    clusterId: str
+    name: str
+    kind: str
+    byAction: dict[str, int]
+
+
+@with_config(_STRICT)
 class Changes(TypedDict):
     """Section 4."""
 
     sent: int
     byAction: dict[str, int]
-    byCluster: dict[str, dict[str, int]]
+    byCluster: list[ClusterSent]  # by name, then project: names repeat across projects
     count: int  # changes in the log
     log: list[ChangeEntry]
     undos: list[ChangeEntry]

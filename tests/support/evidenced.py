@@ -106,14 +106,16 @@ def generate(
         record = plan_day(ledger, fleet, day, i)
         if approved_on and i in approved_on:
             name, sid, approver = approved_on[i]
-            _protect(record, fleet, name, sid, approver, day_at(day, 4))
+            protect(record, fleet, name, sid, approver, day_at(day, 4))
         record.finish(RunEnd(day_at(day, 4), 0, approvals={"clusters": [name], "by": approver}
                              if approved_on and i in approved_on else {}))  # fmt: skip
 
 
-def _protect(
+def protect(
     record: RunRecord, fleet: Fleet, name: str, sid: str, approver: str, at: datetime
 ) -> None:
+    """``record``'s run sends a protect of cluster ``name``'s snapshot ``sid``, which
+    ``approver`` let through, and the service takes it."""
     target = next(t for t in fleet.targets if t.name == name)
     before = fleet.snapshots[name][sid]
     after = Retained(True, None, True)
