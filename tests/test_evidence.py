@@ -77,8 +77,14 @@ def sixty_days(tmp_path_factory: pytest.TempPathFactory) -> Path:
     before day 20's run and its snapshot of 2026-08-27 before day 28's, and on day 40 a
     protect of prod-a approved by alice. Written once; each test gets a copy."""
     file = tmp_path_factory.mktemp("evidence") / "ledger.db"
+    write_sixty_days(LedgerPlace(f"sqlite:///{file}"))
+    return file
+
+
+def write_sixty_days(place: LedgerPlace) -> None:
+    """The sixty days (``sixty_days``) into the ledger at ``place``."""
     fleet = Fleet([A, B, C], stopped={"prod-b": STOPPED})
-    with open_ledger(LedgerPlace(f"sqlite:///{file}")) as ledger:
+    with open_ledger(place) as ledger:
         generate(
             ledger,
             fleet,
@@ -86,7 +92,6 @@ def sixty_days(tmp_path_factory: pytest.TempPathFactory) -> Path:
             outside_on={20: ("prod-c", "c-ccc-20260820"), 28: ("prod-c", "c-ccc-20260827")},
             approved_on={40: ("prod-a", "c-aaa-20260801", "alice")},
         )
-    return file
 
 
 @pytest.fixture
@@ -512,15 +517,7 @@ def test_the_evidence_of_a_postgresql_ledger_is_the_sqlite_ones(
     monkeypatch.setenv(ENV_LEDGER_PASSWORD, place.password or "")
     monkeypatch.setattr(evidence_job, "BESIDE", 0)
     config(folder)
-    fleet = Fleet([A, B, C], stopped={"prod-b": STOPPED})
-    with open_ledger(place) as ledger:
-        generate(
-            ledger,
-            fleet,
-            DAYS,
-            outside_on={20: ("prod-c", "c-ccc-20260820"), 28: ("prod-c", "c-ccc-20260827")},
-            approved_on={40: ("prod-a", "c-aaa-20260801", "alice")},
-        )
+    write_sixty_days(place)
     code, out = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--format", "json",
                          "--out", "out")  # fmt: skip
     doc = json.loads(written(folder, "json"))
