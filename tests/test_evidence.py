@@ -8,11 +8,16 @@ import csv
 import hashlib
 import io
 import json
+import multiprocessing
+import os
 import re
 import shutil
+import signal
 import sqlite3
+from collections.abc import Generator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -27,6 +32,8 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import evaluate
 from retention.core.policy.model import Policy
 from retention.core.policy.spec import Item
+from retention.errors import LedgerError
+from retention.evidence.beside import verifying
 from retention.evidence.coverage import Check, coverage
 from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
 from retention.evidence.promise import History, Point, checks
@@ -38,6 +45,7 @@ from retention.library import evidence as evidence_job
 from retention.library.evidence import EvidenceRequest
 from retention.library.retention import Retention
 from retention.library.stages import Quiet
+from retention.ops.stopping import Stop
 from tests.support.evidenced import (
     FIRST,
     POLICY,
@@ -588,3 +596,59 @@ def test_a_failure_while_making_the_document_leaves_no_file(
     with pytest.raises(RuntimeError, match="process died"):
         library.evidence(request)
     assert list((ledgered / "out").iterdir()) == []
+
+
+Entries = Generator[dict[str, Any], None, None]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_while_the_change_log_is_written_ends_the_evidence_and_its_files(
+    ledgered: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    signum: signal.Signals,
+) -> None:
+    """Ctrl-C or SIGTERM while the change log is written (the chain verified in its own
+    process meanwhile): the evidence stops there with 130 or 143, the process verifying
+    the chain is ended rather than waited for, and nothing is left in --out."""
+    monkeypatch.setattr(evidence_job, "BESIDE", 0)
+    stoppable = evidence_job._stoppable
+
+    def signalled(log: Entries, stop: Stop) -> Entries:
+        def entries() -> Entries:
+            os.kill(os.getpid(), signum)
+            yield from log
+
+        return stoppable(entries(), stop)
+
+    monkeypatch.setattr(evidence_job, "_stoppable", signalled)
+    code, out = evidence(capsys, "--from", str(FIRST), "--to", str(LAST), "--out", "out",
+                         "--format", "json", "--format", "csv")  # fmt: skip
+
+    assert code == 128 + signum
+    assert f"{signal.Signals(signum).name}: stopped before writing the change log" in out
+    assert list((ledgered / "out").iterdir()) == []
+    assert multiprocessing.active_children() == []
+
+
+def test_a_verification_whose_process_died_is_an_error_not_a_wait(ledgered: Path) -> None:
+    """The process verifying the chain killed (for its memory, say) before it answered:
+    the wait for its answer ends in a LedgerError that says so, not in a wait for ever."""
+    place = LedgerPlace(f"sqlite:///{ledgered / 'reports' / 'ledger.db'}")
+    with verifying(place, Stop()) as answer:
+        [child] = [p for p in multiprocessing.active_children() if p.name == "retention-verify"]
+        child.kill()  # at once: a spawned interpreter takes far longer to start
+        child.join()
+        with pytest.raises(LedgerError, match="its process ended without an answer"):
+            answer()
+    assert multiprocessing.active_children() == []
+
+
+def test_a_verification_that_failed_in_its_process_says_why(folder: Path) -> None:
+    """A failure in the verifying process (here: no ledger where it looks) comes back to
+    the evidence as a LedgerError naming what went wrong."""
+    place = LedgerPlace(f"sqlite:///{folder / 'nowhere.db'}")
+    with verifying(place, Stop()) as answer, pytest.raises(LedgerError) as failed:
+        answer()
+    assert str(failed.value).startswith("verifying the ledger's chain: ")
+    assert "nowhere.db" in str(failed.value)

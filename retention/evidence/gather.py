@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fnmatch import fnmatchcase
@@ -367,7 +367,9 @@ class Reading:
         ).scalar()
         return read_time(found)
 
-    def change_log(self, runs: Sequence[int] | None = None) -> Iterator[dict[str, Any]]:
+    def change_log(
+        self, runs: Sequence[int] | None = None
+    ) -> Generator[dict[str, Any], None, None]:
         """Every change of ours in the period (log.ChangeLog.change_log), once gathered."""
         if self.log is None:
             raise AssertionError("Reading.gather comes first")

@@ -5,7 +5,7 @@ again only to write the JSON and the CSV, never held (``change_log``)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -200,7 +200,9 @@ class ChangeLog:
                 if r[1] == "intent" and key not in ended and (r[2], r[3]) in self.names:
                     yield tuple(r)
 
-    def change_log(self, runs: Sequence[int] | None = None) -> Iterator[dict[str, Any]]:
+    def change_log(
+        self, runs: Sequence[int] | None = None
+    ) -> Generator[dict[str, Any], None, None]:
         """Every change of ours in the period (of ``runs`` only, when given), as the
         document lists it (``_log_rows``'s order)."""
         entry = self._entry

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
+from collections.abc import Callable, Generator, Iterable
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from datetime import UTC, date
-from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -18,14 +16,16 @@ from sqlalchemy import Connection, func, select
 
 from retention.core.wording import counted, printable
 from retention.errors import UsageError
+from retention.evidence.beside import verifying
 from retention.evidence.build import document
-from retention.evidence.gather import Period, Reading, verified
+from retention.evidence.gather import Period, Reading
 from retention.evidence.render import FORMATS, write
 from retention.evidence.restorelog import RestoreTest, read_restore_log
 from retention.evidence.steps import LOGGING, MAKING, STEPS, WRITING
 from retention.ledger.database import open_to_read
 from retention.ledger.tables import events
 from retention.library.lifecycle import Job, JobContext
+from retention.ops.stopping import Stop
 
 if TYPE_CHECKING:
     from retention.config.settings import RetentionConfig
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 # Events from which the chain is verified beside the reading, in another process (the
 # ledger-size benchmark's steady fleet writes about 4,000 a day).
 BESIDE = 200_000
+# Change log entries between two looks at the stop.
+_HEARD_EVERY = 5_000
 
 
 def _events_in(conn: Connection) -> int:
@@ -138,24 +140,26 @@ class EvidenceJob(Job[Evidence]):
             # verified in a process of its own meanwhile: a year of a fleet is two
             # million lines to hash, as long as the rest of the evidence takes.
             with (
-                ExitStack() as stack,
                 open_to_read(place) as ledger,
                 ledger.reading("reading the evidence") as conn,
+                ExitStack() as stack,  # ends first: the log's cursor while conn is open
             ):
                 logging = r.stream is None and r.out is not None and _logged(r.formats)
                 run.progress.sections(len(STEPS) - (0 if logging else 1))
                 chain = None
                 if _events_in(conn) >= BESIDE:
-                    pool = stack.enter_context(
-                        ProcessPoolExecutor(1, mp_context=get_context("spawn"))
-                    )
-                    chain = pool.submit(verified, place).result
+                    chain = stack.enter_context(verifying(place, run.stop))
                 reading = Reading(conn, period, r.clusters, r.projects)
                 facts = reading.gather(chain)
+                run.stop.check("making the evidence")
+                # Closed before the connection, however the writing ends.
+                log = stack.enter_context(closing(_stoppable(reading.change_log(), run.stop)))
 
                 def make() -> dict[str, Any]:
+                    run.stop.check("making the document")
                     run.progress.section(MAKING)
                     made = document(facts, now, place.shown, reading, tests)
+                    run.stop.check("writing the files")
                     run.progress.section(WRITING)
                     return made
 
@@ -163,9 +167,9 @@ class EvidenceJob(Job[Evidence]):
                     run.progress.section(LOGGING)
                 written: tuple[Path, ...] = ()
                 if r.stream is not None:
-                    doc = write(make, {r.formats[0]: r.stream}, reading.change_log())
+                    doc = write(make, {r.formats[0]: r.stream}, log)
                 elif r.out is not None:
-                    doc, written = _write(make, r, period, reading)
+                    doc, written = _write(make, r, period, log)
                 else:
                     doc = make()
                 run.progress.section("")
@@ -183,8 +187,26 @@ def _logged(formats: tuple[str, ...]) -> bool:
     return "json" in formats or "csv" in formats
 
 
+def _stoppable(
+    log: Generator[dict[str, Any], None, None], stop: Stop
+) -> Generator[dict[str, Any], None, None]:
+    """The change log, a stop heard every few thousand entries (a year's has hundreds of
+    thousands: a Ctrl-C is not left waiting for the last). Closed, it closes the log's
+    cursor at once, while its connection is open."""
+    try:
+        for n, entry in enumerate(log):
+            if n % _HEARD_EVERY == 0:
+                stop.check("writing the change log")
+            yield entry
+    finally:
+        log.close()
+
+
 def _write(
-    make: Callable[[], dict[str, Any]], r: EvidenceRequest, period: Period, reading: Reading
+    make: Callable[[], dict[str, Any]],
+    r: EvidenceRequest,
+    period: Period,
+    log: Iterable[dict[str, Any]],
 ) -> tuple[dict[str, Any], tuple[Path, ...]]:
     """Each format to its file in ``r.out`` (the change log read once for all, first: the
     JSON's spilled to a temporary file until the document is made), each through a
@@ -207,7 +229,7 @@ def _write(
                 # Unlinked at once: nothing is left of it, whatever stops the evidence.
                 return files.enter_context(tempfile.TemporaryFile("w+b", dir=out))
 
-            doc = write(make, streams, reading.change_log(), spill)
+            doc = write(make, streams, log, spill)
         for fmt, tmp in temporary.items():
             tmp.replace(paths[fmt])
     except BaseException as exc:
