@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 
 from retention import cli
 from retention.config.ledgerplace import ENV_LEDGER_PASSWORD, ENV_LEDGER_URL
+from retention.ledger import chain
 from retention.plan import planner
 from retention.simulator.server import Simulator
 from tests.support.ledgers import ledger_place_for
@@ -328,6 +331,34 @@ def test_verify_of_a_ledger_that_is_not_there_is_exit_2_and_makes_none(
     assert code == 2
     assert "no ledger there" in capsys.readouterr().err
     assert not (folder / "reports" / "ledger.db").exists()
+
+
+def test_verify_hears_a_stop_between_records(
+    sim: Simulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while ledger verify hashes the records (a year's chain takes seconds): it
+    stops before the next record, exit 130, instead of saying "stopping" and going on."""
+    configure(folder, sim.base_url)
+    for _ in range(2):
+        assert cli.main(["plan"], clock=sim.clock.now) == 0
+    hashed = chain.content_sha256
+    signalled: list[int] = []
+
+    def interrupted(conn: Any, run: Any) -> str:
+        if not signalled:  # once: a second Ctrl-C exits at once, by design
+            signalled.append(signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        return hashed(conn, run)
+
+    monkeypatch.setattr(chain, "content_sha256", interrupted)
+    capsys.readouterr()
+    code = cli.main(["ledger", "verify"], clock=sim.clock.now)
+
+    assert code == 130
+    assert "SIGINT: stopped before verifying the next record" in capsys.readouterr().err
 
 
 def test_a_run_keeps_what_evidence_needs_its_policy_text_what_was_expected_and_why(

@@ -150,9 +150,10 @@ def shard_label(shard: str) -> str:
     return f"shard {shard}" if shard else "the whole fleet"
 
 
-def verify(conn: Connection) -> ChainReport:
+def verify(conn: Connection, heard: Callable[[], None] = lambda: None) -> ChainReport:
     """Recompute every shard's chain; ChainBrokenError names the first record that does
-    not match (by run id, shard and position)."""
+    not match (by run id, shard and position). ``heard`` is called before each record's
+    content is read (a command's stop: a year's chain takes seconds to hash)."""
     report = ChainReport()
     shards = sorted(
         {r.shard for r in conn.execute(select(runs.c.shard).distinct())}
@@ -160,7 +161,7 @@ def verify(conn: Connection) -> ChainReport:
     )
     report.pruned = _anchors(conn)
     for shard in shards:
-        report.shards[shard] = _verify_shard(conn, shard, report.pruned.get(shard))
+        report.shards[shard] = _verify_shard(conn, shard, report.pruned.get(shard), heard)
     unfinished = select(runs.c.run_id, runs.c.shard).where(runs.c.position.is_(None))
     report.unfinished = [
         f"{r.run_id} ({shard_label(r.shard)})"
@@ -190,7 +191,9 @@ def _anchors(conn: Connection) -> dict[str, tuple[int, str]]:
     return found
 
 
-def _verify_shard(conn: Connection, shard: str, anchor: tuple[int, str] | None) -> tuple[int, str]:
+def _verify_shard(
+    conn: Connection, shard: str, anchor: tuple[int, str] | None, heard: Callable[[], None]
+) -> tuple[int, str]:
     prev, expected = (GENESIS, 1) if anchor is None else (anchor[1], anchor[0] + 1)
     chained = (
         select(runs)
@@ -213,6 +216,7 @@ def _verify_shard(conn: Connection, shard: str, anchor: tuple[int, str] | None) 
                 "deleted, reordered or replaced",
                 name,
             )
+        heard()
         content = content_sha256(conn, run)
         if content != run.content_sha256:
             raise ChainBrokenError(

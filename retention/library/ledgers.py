@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from retention.core.model import Target
@@ -93,7 +94,7 @@ class LedgerVerifyJob(Job[LedgerVerified]):
         """Where the ledger is (its password from the environment or a file)."""
         place = config.ledger_place(os.environ)
 
-        def step(_run: JobContext) -> LedgerVerified:
+        def step(run: JobContext) -> LedgerVerified:
             file = place.sqlite_file
             if file is not None and not file.exists():
                 raise ConfigError(
@@ -102,7 +103,8 @@ class LedgerVerifyJob(Job[LedgerVerified]):
                 )
             with open_ledger(place) as ledger, ledger.reading("verifying its chain") as conn:
                 try:
-                    return LedgerVerified(place.shown, verify(conn))
+                    heard = partial(run.stop.check, "verifying the next record")
+                    return LedgerVerified(place.shown, verify(conn, heard))
                 except ChainBrokenError as exc:
                     return LedgerVerified(place.shown, broken=str(exc), record=exc.record)
 
