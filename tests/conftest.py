@@ -4,6 +4,7 @@ the small test fleet on a running simulator, and a PostgreSQL with a database pe
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,18 @@ def fake(checker: DigestChecker) -> Iterator[FakeApi]:
         api = FakeApi(checker)
         api.install(rsps)
         yield api
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Python's own Ctrl-C handler for the test, whatever it started with: a test run
+    started in the background by a non-interactive shell (CI) has SIGINT ignored, and a
+    command, as Python, leaves an ignored SIGINT ignored (a SIGINT sent would do nothing)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture

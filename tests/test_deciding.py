@@ -23,9 +23,10 @@ from retention.config.settings import ApiSettings
 from retention.core.model import SnapshotView, Target
 from retention.core.policy.loader import PolicySet
 from retention.errors import RetentionError
+from retention.ops.children import PARENT_POLL
 from retention.ops.cpus import available_cpus, planning_workers
 from retention.plan.planner import make_plan
-from retention.plan.workers import PARENT_POLL, POOL_FROM, Deciders, Shared
+from retention.plan.workers import POOL_FROM, Deciders, Shared
 from retention.simulator.server import Simulator, SimulatorConfig
 from retention.walk.inventory import Walk
 from tests.support.client import PUBLIC_KEY

@@ -32,8 +32,8 @@ from retention.core.policy.duration import RetentionDuration
 from retention.core.policy.engine import evaluate
 from retention.core.policy.model import Policy
 from retention.core.policy.spec import Item
-from retention.errors import LedgerError
-from retention.evidence.beside import verifying
+from retention.errors import LedgerError, StopRequestedError
+from retention.evidence.beside import NAME, verifying
 from retention.evidence.coverage import Check, coverage
 from retention.evidence.model import DOCUMENT, evidence_json_schema, generated_schema
 from retention.evidence.promise import History, Point, checks
@@ -601,6 +601,7 @@ def test_a_failure_while_making_the_document_leaves_no_file(
 Entries = Generator[dict[str, Any], None, None]
 
 
+@pytest.mark.usefixtures("ctrl_c")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stop_while_the_change_log_is_written_ends_the_evidence_and_its_files(
     ledgered: Path,
@@ -628,7 +629,7 @@ def test_a_stop_while_the_change_log_is_written_ends_the_evidence_and_its_files(
     assert code == 128 + signum
     assert f"{signal.Signals(signum).name}: stopped before writing the change log" in out
     assert list((ledgered / "out").iterdir()) == []
-    assert multiprocessing.active_children() == []
+    assert not [p for p in multiprocessing.active_children() if p.name == NAME]
 
 
 def test_a_verification_whose_process_died_is_an_error_not_a_wait(ledgered: Path) -> None:
@@ -636,12 +637,27 @@ def test_a_verification_whose_process_died_is_an_error_not_a_wait(ledgered: Path
     the wait for its answer ends in a LedgerError that says so, not in a wait for ever."""
     place = LedgerPlace(f"sqlite:///{ledgered / 'reports' / 'ledger.db'}")
     with verifying(place, Stop()) as answer:
-        [child] = [p for p in multiprocessing.active_children() if p.name == "retention-verify"]
+        [child] = [p for p in multiprocessing.active_children() if p.name == NAME]
         child.kill()  # at once: a spawned interpreter takes far longer to start
         child.join()
         with pytest.raises(LedgerError, match="its process ended without an answer"):
             answer()
-    assert multiprocessing.active_children() == []
+    assert not [p for p in multiprocessing.active_children() if p.name == NAME]
+
+
+def test_a_stop_that_reached_the_verifying_process_too_is_a_stop(ledgered: Path) -> None:
+    """A Ctrl-C reaches the whole process group: when the process verifying the chain
+    ended with it, the wait for its answer is a stop (exit 130), not a failure (exit 1)."""
+    place = LedgerPlace(f"sqlite:///{ledgered / 'reports' / 'ledger.db'}")
+    stop = Stop()
+    with verifying(place, stop) as answer:
+        [child] = [p for p in multiprocessing.active_children() if p.name == NAME]
+        stop.request(signal.SIGINT)
+        child.kill()
+        child.join()
+        with pytest.raises(StopRequestedError) as stopped:
+            answer()
+    assert stopped.value.exit_code == 130
 
 
 def test_a_verification_that_failed_in_its_process_says_why(folder: Path) -> None:

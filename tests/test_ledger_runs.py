@@ -333,6 +333,7 @@ def test_verify_of_a_ledger_that_is_not_there_is_exit_2_and_makes_none(
     assert not (folder / "reports" / "ledger.db").exists()
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_verify_hears_a_stop_between_records(
     sim: Simulator,
     folder: Path,

@@ -185,10 +185,10 @@ class Facts:
 Verified = tuple[ChainReport | None, str | None, str | None]
 
 
-def verified_on(conn: Connection) -> Verified:
-    """Verify every chain of the ledger on ``conn``."""
+def verified_on(conn: Connection, heard: Callable[[], None] = lambda: None) -> Verified:
+    """Verify every chain of the ledger on ``conn`` (``heard``: before each record)."""
     try:
-        return verify(conn), None, None
+        return verify(conn, heard), None, None
     except ChainBrokenError as exc:
         return None, str(exc), exc.record
 

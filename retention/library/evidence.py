@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator, Iterable
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from datetime import UTC, date
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -18,7 +19,7 @@ from retention.core.wording import counted, printable
 from retention.errors import UsageError
 from retention.evidence.beside import verifying
 from retention.evidence.build import document
-from retention.evidence.gather import Period, Reading
+from retention.evidence.gather import Period, Reading, Verified, verified_on
 from retention.evidence.render import FORMATS, write
 from retention.evidence.restorelog import RestoreTest, read_restore_log
 from retention.evidence.steps import LOGGING, MAKING, STEPS, WRITING
@@ -146,7 +147,8 @@ class EvidenceJob(Job[Evidence]):
             ):
                 logging = r.stream is None and r.out is not None and _logged(r.formats)
                 run.progress.sections(len(STEPS) - (0 if logging else 1))
-                chain = None
+                heard = partial(run.stop.check, "verifying the next record")
+                chain: Callable[[], Verified] = partial(verified_on, conn, heard)
                 if _events_in(conn) >= BESIDE:
                     chain = stack.enter_context(verifying(place, run.stop))
                 reading = Reading(conn, period, r.clusters, r.projects)

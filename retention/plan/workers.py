@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from collections import deque
@@ -40,7 +39,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from multiprocessing import connection, get_context
@@ -54,6 +52,7 @@ from retention.core.outage import LastRun, exposed
 from retention.core.policy.loader import PolicySet
 from retention.core.restorable import describe_restore_points
 from retention.errors import RetentionError
+from retention.ops.children import leave_stops_to, stop_signals_blocked
 from retention.runfolder.planwrite import EncodedCluster, encode_cluster
 from retention.walk.inventory import Walk
 
@@ -187,7 +186,7 @@ class Deciders(Generic[Answer]):
                 initargs=(self.shared, os.getpid()),
             )
             # A pool spawns a worker for a task no idle worker takes: one task each.
-            with _stop_signals_blocked():
+            with stop_signals_blocked():
                 self._started = [self._pool.submit(_ready) for _ in range(workers)]
         except (OSError, NotImplementedError) as exc:
             # A sandbox without /dev/shm (no semaphores) or a process limit: the plan is
@@ -238,7 +237,7 @@ class Deciders(Generic[Answer]):
                 blob = pack_snapshots(walk.snapshots)
                 bare = replace(walk, snapshots=[])  # the snapshots go as the blob
                 # Blocked for each task too: a task can make the pool spawn a worker.
-                with _stop_signals_blocked():
+                with stop_signals_blocked():
                     # What _decide returns is what self.shared's decide_walk does.
                     future = cast("Future[Answer]", self._pool.submit(_decide, bare, blob))
                 pending.append((walk, future))
@@ -342,19 +341,6 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
         results.close()  # the read end too, now that no thread reads it
 
 
-@contextmanager
-def _stop_signals_blocked() -> Iterator[None]:
-    """SIGINT and SIGTERM blocked in this thread: a worker spawned meanwhile starts with
-    them blocked (the mask is inherited), so a stop while it imports neither kills it nor
-    prints a traceback of its own; its initializer then ignores them for good. Blocked,
-    not ignored: a signal meanwhile stays pending for this process instead of being lost."""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-
-
 def _ready() -> None:
     """Nothing: the task that makes the pool spawn its workers."""
 
@@ -363,28 +349,12 @@ def _ready() -> None:
 _shared: Decides[object] | None = None
 
 
-# How often a worker looks whether the plan that spawned it is still there.
-PARENT_POLL = 1.0
-
-
 def _start(shared: Decides[object], parent: int) -> None:
     global _shared  # noqa: PLW0603 - one value per worker process, set at its start
     _shared = shared
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # The plan's pid as it gave it, not os.getppid() now: a worker still starting when the
-    # plan was killed would take its new parent (init) for the plan.
-    threading.Thread(target=_end_with, args=(parent,), name="parent-watch", daemon=True).start()
-
-
-def _end_with(parent: int) -> None:
-    """End this worker once the plan that spawned it is gone (killed: kill -9, the
-    out-of-memory killer). The pool's queue never tells a waiting worker so, since each
-    worker holds its write end too: it would wait for ever, holding its memory and, with a
-    ledger, a database connection."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL)
-    os._exit(0)
+    # The plan's queue never tells a waiting worker that the plan was killed, since each
+    # worker holds its write end too: the parent watch ends it.
+    leave_stops_to(parent)
 
 
 def _decide(bare: Walk, blob: bytes) -> object:
