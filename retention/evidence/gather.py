@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fnmatch import fnmatchcase
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -218,12 +218,11 @@ class Reading:
         self.runs: dict[int, RunFact] = {}
         self.log: ChangeLog | None = None
 
-    def gather(self, chain: Callable[[], Verified] | None = None) -> Facts:
+    def gather(self, chain: Callable[[], Verified]) -> Facts:
         """Read the period's facts; UsageError for an empty ledger, a period with no run,
-        or arguments that choose nothing. ``chain`` gives the chain's verification when it
-        is made elsewhere (another process, side by side with this reading: ``verified``);
-        None: verified here. Either is asked for only when the document comes to the
-        chain (``Facts.verified``)."""
+        or arguments that choose nothing. ``chain`` gives the chain's verification (here,
+        ``verified_on``, or in another process beside this reading), asked for only when
+        the document comes to the chain (``Facts.verified``)."""
         conn, period = self.conn, self.period
         self.runs = {r.seq: r for r in _runs(conn)}
         if not any(r.ended is not None for r in self.runs.values()):
@@ -266,8 +265,7 @@ class Reading:
         listed = self._listed((*OUTSIDE, "acknowledged"))
         self.log = ChangeLog(conn, self.seqs, self.names, self.runs)
         ours = self.log.ours()
-        verification = chain if chain is not None else partial(verified_on, conn)
-        return Facts(period, self.runs, scoped, listed, texts, verification, ours, altered)
+        return Facts(period, self.runs, scoped, listed, texts, chain, ours, altered)
 
     # -- scope -------------------------------------------------------------------------
 

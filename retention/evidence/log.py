@@ -4,8 +4,9 @@ again only to write the JSON and the CSV, never held (``change_log``)."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -57,6 +58,9 @@ _DETAILS = 10_000
 # The ledger's JSON texts, read several times faster than by json.loads (a year's log
 # has two million of them to read).
 _decode = msgspec.json.decode
+# Each distinct detail parsed once: a day's changes of a policy say the same (the action,
+# the policy, the status, why).
+_parsed: Callable[[str], dict[str, Any]] = functools.lru_cache(maxsize=_DETAILS)(_decode)
 
 
 @dataclass
@@ -87,7 +91,6 @@ class ChangeLog:
         runs: Mapping[int, RunFact],
     ) -> None:
         self.conn, self.seqs, self.names, self.runs = conn, seqs, names, runs
-        self._details: dict[str, dict[str, Any]] = {}
         self._bounds: tuple[int, int] | None = None
         self._killed: list[int] = []  # runs with intents no outcome followed (``ours``)
 
@@ -233,16 +236,8 @@ class ChangeLog:
         }
 
     def _detail(self, text: str | None) -> dict[str, Any]:
-        """An event's detail, parsed once for each distinct text (a day's changes of a
-        policy say the same: the action, the policy, the status, why)."""
-        if not text:
-            return {}
-        found = self._details.get(text)
-        if found is None:
-            if len(self._details) > _DETAILS:
-                self._details.clear()
-            found = self._details[text] = _decode(text)
-        return found
+        """An event's detail (read, not changed: parsed once for each distinct text)."""
+        return _parsed(text) if text else {}
 
 
 class Fields(msgspec.Struct):

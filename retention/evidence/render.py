@@ -6,6 +6,7 @@ thousands), so that no format needs them all in memory."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -151,25 +152,14 @@ class _CsvLog:
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.cells: dict[str, str] = {}
         out.write(",".join(CSV_COLUMNS) + "\n")
-
-    def _cell(self, value: str | None) -> str:
-        if value is None:
-            return ""
-        found = self.cells.get(value)
-        if found is None:
-            if len(self.cells) > _CELLS:
-                self.cells.clear()
-            found = self.cells[value] = csv_cell(value)
-        return found
 
     def _id(self, value: str | None) -> str:
         # Identifiers are letters and digits (each snapshot's its own: not worth keeping).
-        return value if value is not None and value.isalnum() else self._cell(value)
+        return value if value is not None and value.isalnum() else _cell(value)
 
     def add(self, ch: Mapping[str, Any]) -> None:
-        before, after, cell, ident = ch["before"], ch["after"], self._cell, self._id
+        before, after, cell, ident = ch["before"], ch["after"], _cell, self._id
         cells = (
             cell(ch["at"]),
             "retention",
@@ -195,7 +185,7 @@ class _CsvLog:
         self.out.write(",".join(cells) + "\n")
 
     def end(self, doc: Mapping[str, Any]) -> None:
-        cell = self._cell
+        cell = _cell
         for o in doc["changes"]["outside"]:
             before, after = o["before"] or {}, o["after"] or {}
             cells = (
@@ -224,10 +214,12 @@ class _CsvLog:
 
 
 def csv_cell(value: object) -> str:
-    """One CSV cell as csv.writer's minimal quoting writes it (and a carriage return
+    """One CSV cell (None: empty) as csv.writer's minimal quoting writes it (and a carriage return
     quoted too, which csv.writer leaves bare before Python 3.13 when lines end in "\\n");
     a text a spreadsheet would take for a formula (a cluster named "=cmd|..." by someone)
     starts with an apostrophe."""
+    if value is None:
+        return ""
     if not isinstance(value, str):
         value = str(value)
     if value.startswith(_FORMULA):
@@ -236,5 +228,9 @@ def csv_cell(value: object) -> str:
         return '"' + value.replace('"', '""') + '"'
     return value
 
+
+# Each distinct text made once: a year's log says the same times, names and reasons
+# hundreds of thousands of times.
+_cell = functools.lru_cache(maxsize=_CELLS)(csv_cell)
 
 _BOOL = {None: "", True: "true", False: "false"}

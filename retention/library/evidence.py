@@ -145,8 +145,8 @@ class EvidenceJob(Job[Evidence]):
                 ledger.reading("reading the evidence") as conn,
                 ExitStack() as stack,  # ends first: the log's cursor while conn is open
             ):
-                logging = r.stream is None and r.out is not None and _logged(r.formats)
-                run.progress.sections(len(STEPS) - (0 if logging else 1))
+                log_first = r.stream is None and r.out is not None and _logged(r.formats)
+                run.progress.sections(len(STEPS) - (0 if log_first else 1))
                 heard = partial(run.stop.check, "verifying the next record")
                 chain: Callable[[], Verified] = partial(verified_on, conn, heard)
                 if _events_in(conn) >= BESIDE:
@@ -165,7 +165,7 @@ class EvidenceJob(Job[Evidence]):
                     run.progress.section(WRITING)
                     return made
 
-                if logging:
+                if log_first:
                     run.progress.section(LOGGING)
                 written: tuple[Path, ...] = ()
                 if r.stream is not None:
