@@ -333,6 +333,28 @@ def test_verify_of_a_ledger_that_is_not_there_is_exit_2_and_makes_none(
     assert not (folder / "reports" / "ledger.db").exists()
 
 
+def test_an_apply_resumed_after_an_earlier_one_leaves_no_change_taken_for_outside(
+    sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An apply an hour after its plan writes each shortened expiry re-anchored to its
+    own time; applying its run folder again finds every change already there
+    (unchanged), and the ledger keeps what the service holds, not the plan's value: the
+    next plan finds no change made outside retention."""
+    configure(folder, sim.base_url)
+    assert cli.main(["plan", "--out", "plan.json"], clock=sim.clock.now) == 0
+    sim.clock.advance(3600)
+    assert cli.main(["apply", "plan.json"], clock=sim.clock.now) == 0
+    [applied] = [p for p in (folder / "reports").iterdir() if p.is_dir()]
+    capsys.readouterr()
+    code, again = command(capsys, sim, "apply", str(applied))
+    _, plan = command(capsys, sim, "plan")
+
+    assert code == 0
+    assert again["outcomes"]["unchanged"] > 0
+    assert again["outcomes"].get("applied", 0) == 0
+    assert outside(plan) == []
+
+
 @pytest.mark.usefixtures("ctrl_c")
 def test_verify_hears_a_stop_between_records(
     sim: Simulator,

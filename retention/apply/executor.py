@@ -136,6 +136,9 @@ class Outcome:
     error: str | None = None
     sent: Body | None = None
     approved: bool = False  # a held change an apply's --approve let through
+    # unchanged: the snapshot as the re-read found it, already holding what the change
+    # writes (its expiry may be an earlier apply's, re-anchored later than the plan's).
+    found: SnapshotView | None = None
 
 
 class Journal:
@@ -348,7 +351,8 @@ class _Sending:
         if verdict.outcome != "send" or verdict.body is None:
             # Only a send carries a body; a send without one is a bug in the guard: refused.
             outcome: OutcomeName = "refused" if verdict.outcome == "send" else verdict.outcome
-            return Outcome(change, outcome, error=verdict.reason)
+            found = current if outcome == "unchanged" else None
+            return Outcome(change, outcome, error=verdict.reason, found=found)
         if applier.stop.requested:
             return _not_sent(change, applier.stop.name)
         sent = patch_body(verdict.body)

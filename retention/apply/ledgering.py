@@ -92,6 +92,10 @@ class RecordedSends:
             # Who let a held change through: the person who ran the apply with --approve.
             approval = self.recording.start.actor if o.approved else None
             sent = _sent(o.change, body, approval)
+            if o.outcome == "unchanged" and o.found is not None:
+                # Nothing sent: the snapshot holds what the re-read found (an earlier
+                # apply's expiry, not the plan's), and the ledger knows it so.
+                sent = replace(sent, after=Retained.of(o.found))
             name = _LEDGER_OUTCOME.get(o.outcome)
             if name is None:  # failed: no answer leaves it unknown, an answer refused it
                 name = "unknown" if o.status is None else "refused"
