@@ -333,6 +333,7 @@ def test_verify_of_a_ledger_that_is_not_there_is_exit_2_and_makes_none(
     assert not (folder / "reports" / "ledger.db").exists()
 
 
+@pytest.mark.usefixtures("backend")
 def test_an_apply_resumed_after_an_earlier_one_leaves_no_change_taken_for_outside(
     sim: Simulator, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
